@@ -1,0 +1,148 @@
+"""``hdfs-py [--config DIR] COMMAND [ARGS...]``: the one command-line entry point.
+
+Every command lives in its own module exposing ``run(argv, conf) -> int``; this
+module only finds the configuration, dispatches, and turns errors into one line
+on stderr (exit 1; exit 2 for a malformed command line). A traceback is shown
+only with ``HADOOP_QJM_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from hadoop_qjm.common.exceptions import HadoopException, UsageError
+
+__all__ = ["main", "CommandParser", "COMMANDS", "configure_logging"]
+
+#: command name -> (module, one-line summary)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "journalnode": (
+        "hadoop_qjm.qjournal.server.journal_node",
+        "run a JournalNode in the foreground",
+    ),
+    "quickstart": (
+        "hadoop_qjm.tools.quickstart",
+        "run a local 3-JournalNode cluster with a writer, a failover and a reader",
+    ),
+    "oev": ("hadoop_qjm.tools.oev", "offline edits viewer: print an edit log as XML or statistics"),
+    "bench": ("hadoop_qjm.tools.bench", "benchmarks: bench edits | journalnode"),
+}
+
+USAGE = "usage: hdfs-py [--config DIR] COMMAND [ARGS...]"
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An ArgumentParser that raises :class:`UsageError` instead of exiting."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _help_text() -> str:
+    lines = [USAGE, "", "Options:"]
+    lines.append("  --config DIR   configuration directory (default: $HADOOP_CONF_DIR)")
+    lines.append("  -h, --help     show this help")
+    lines.append("")
+    lines.append("Commands:")
+    for name, (_, summary) in COMMANDS.items():
+        lines.append(f"  {name:<13} {summary}")
+    lines.append("")
+    lines.append("Run 'hdfs-py COMMAND --help' for a command's options.")
+    return "\n".join(lines)
+
+
+def configure_logging(level: str | None = None, log_file: str | None = None) -> None:
+    """Log to stderr (and to ``log_file`` when given) in Hadoop's log4j-like layout.
+
+    The level comes from ``level``, else from ``HADOOP_ROOT_LOGGER`` (``INFO,console``),
+    else WARN for short commands.
+    """
+    if level is None:
+        root_logger = os.environ.get("HADOOP_ROOT_LOGGER", "")
+        level = root_logger.split(",", 1)[0].strip() or "WARN"
+    level = {"WARN": "WARNING", "FATAL": "CRITICAL"}.get(level.upper(), level.upper())
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_file:
+        handlers.append(logging.FileHandler(log_file))
+    for handler in handlers:
+        handler.setFormatter(fmt)
+        root.addHandler(handler)
+    root.setLevel(getattr(logging, level, logging.WARNING))
+
+
+def load_configuration(conf_dir: str | None):
+    """The Configuration of ``conf_dir`` (or ``$HADOOP_CONF_DIR``): defaults, then the site files."""
+    from hadoop_qjm.conf import Configuration
+
+    conf = Configuration(load_defaults=True)
+    conf_dir = conf_dir or os.environ.get("HADOOP_CONF_DIR")
+    if conf_dir:
+        if not os.path.isdir(conf_dir):
+            raise UsageError(f"configuration directory {conf_dir} does not exist")
+        conf.add_conf_dir(conf_dir)
+    return conf
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    conf_dir: str | None = None
+    try:
+        while args and args[0].startswith("-"):
+            opt = args.pop(0)
+            if opt in ("-h", "--help", "-help"):
+                print(_help_text())
+                return 0
+            if opt in ("--config", "-config"):
+                if not args:
+                    raise UsageError("--config needs a directory")
+                conf_dir = args.pop(0)
+            elif opt.startswith("--config="):
+                conf_dir = opt.split("=", 1)[1]
+            else:
+                raise UsageError(f"unknown option {opt}")
+        if not args:
+            print(_help_text(), file=sys.stderr)
+            return 2
+        command = args.pop(0)
+        if command not in COMMANDS:
+            raise UsageError(f"unknown command '{command}' (run 'hdfs-py --help' for the list)")
+        if not logging.getLogger().handlers:
+            configure_logging()
+        module = importlib.import_module(COMMANDS[command][0])
+        if any(a in ("-h", "--help", "-help") for a in args[:1]):
+            conf = None
+        else:
+            conf = load_configuration(conf_dir)
+        return int(module.run(args, conf) or 0)
+    except UsageError as e:
+        print(f"hdfs-py: {e}", file=sys.stderr)
+        return 2
+    except SystemExit as e:
+        return int(e.code or 0) if isinstance(e.code, int) or e.code is None else 1
+    except KeyboardInterrupt:
+        print("hdfs-py: interrupted", file=sys.stderr)
+        return 130
+    except (HadoopException, OSError) as e:
+        _debug_traceback()
+        print(f"hdfs-py: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # noqa: BLE001 - the user sees one line, never a bare traceback
+        _debug_traceback()
+        print(f"hdfs-py: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+
+
+def _debug_traceback() -> None:
+    if os.environ.get("HADOOP_QJM_DEBUG"):
+        import traceback
+
+        traceback.print_exc()

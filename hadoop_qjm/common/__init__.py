@@ -1,0 +1,1 @@
+"""Storage, identities, durable files and the exception tree shared by every daemon."""

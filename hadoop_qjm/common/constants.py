@@ -1,0 +1,10 @@
+"""Constants shared by the NameNode and JournalNode code (HADOOP-QJM-DIGEST.md preamble)."""
+
+__all__ = ["INVALID_TXID", "CURRENT_LAYOUT_VERSION", "HDFS_SERVER_LAYOUT_VERSION"]
+
+#: HdfsServerConstants.INVALID_TXID: "no transaction".
+INVALID_TXID = -12345
+
+#: NameNodeLayoutVersion.CURRENT_LAYOUT_VERSION (NVDIMM_SUPPORT).
+CURRENT_LAYOUT_VERSION = -67
+HDFS_SERVER_LAYOUT_VERSION = CURRENT_LAYOUT_VERSION

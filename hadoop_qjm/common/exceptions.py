@@ -1,0 +1,116 @@
+"""The exception tree, with Hadoop's class names.
+
+Every error that can cross a process boundary (an RPC, an HTTP transfer, the
+command line) is one of these types. On the wire an error travels as its
+class name plus its message; ``exception_for_name`` maps it back.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "HadoopException",
+    "IOException",
+    "IllegalArgumentException",
+    "IllegalStateException",
+    "HadoopAssertionError",
+    "CorruptionException",
+    "InconsistentFSStateException",
+    "EditLogCorruptionError",
+    "ConfigurationError",
+    "UsageError",
+    "always_assert",
+    "exception_for_name",
+    "register_exception",
+]
+
+
+class HadoopException(Exception):
+    """Base of every error this project raises on purpose."""
+
+    #: The Java class name Hadoop uses for this error; sent on the wire.
+    java_name = "java.lang.Exception"
+
+
+class IOException(HadoopException, OSError):
+    """Hadoop's IOException: an operation failed, the state is unchanged."""
+
+    java_name = "java.io.IOException"
+
+    def __init__(self, message: str = "") -> None:
+        # OSError's constructor treats (errno, strerror) specially; keep one message.
+        Exception.__init__(self, message)
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class IllegalArgumentException(HadoopException, ValueError):
+    java_name = "java.lang.IllegalArgumentException"
+
+
+class IllegalStateException(HadoopException, RuntimeError):
+    java_name = "java.lang.IllegalStateException"
+
+
+class HadoopAssertionError(HadoopException, AssertionError):
+    """A broken invariant. Raised by :func:`always_assert`; never stripped by ``-O``."""
+
+    java_name = "java.lang.AssertionError"
+
+
+class CorruptionException(IOException):
+    java_name = "org.apache.hadoop.hdfs.server.namenode.FileJournalManager.CorruptionException"
+
+
+class InconsistentFSStateException(IOException):
+    java_name = "org.apache.hadoop.hdfs.server.common.InconsistentFSStateException"
+
+
+class EditLogCorruptionError(IOException):
+    """An op frame could not be decoded (bad opcode, length, checksum or body)."""
+
+    java_name = "org.apache.hadoop.hdfs.server.namenode.EditLogInputException"
+
+
+class ConfigurationError(HadoopException, ValueError):
+    """A malformed configuration file or an unparsable value."""
+
+    java_name = "java.lang.IllegalArgumentException"
+
+
+class UsageError(HadoopException, ValueError):
+    """A malformed command line: the CLI prints it and exits with status 2."""
+
+
+def always_assert(condition: object, message: str) -> None:
+    """Check an invariant; unlike ``assert`` this survives ``python -O`` (STYLE.md habit 7)."""
+    if not condition:
+        raise HadoopAssertionError(message)
+
+
+_BY_NAME: dict[str, type[HadoopException]] = {}
+
+
+def register_exception(cls: type[HadoopException]) -> type[HadoopException]:
+    """Make ``cls`` known to :func:`exception_for_name` (usable as a class decorator)."""
+    _BY_NAME[cls.java_name] = cls
+    _BY_NAME[cls.__name__] = cls
+    return cls
+
+
+def exception_for_name(name: str, message: str) -> HadoopException:
+    """Rebuild a typed exception from the class name it carried on the wire."""
+    cls = _BY_NAME.get(name) or _BY_NAME.get(name.rsplit(".", 1)[-1]) or IOException
+    return cls(message)
+
+
+for _cls in (
+    IOException,
+    IllegalArgumentException,
+    IllegalStateException,
+    HadoopAssertionError,
+    CorruptionException,
+    InconsistentFSStateException,
+    EditLogCorruptionError,
+):
+    register_exception(_cls)

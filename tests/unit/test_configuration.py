@@ -1,0 +1,232 @@
+"""Configuration: Hadoop XML resources, expansion, final, typed getters, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from hadoop_qjm.common.exceptions import ConfigurationError
+from hadoop_qjm.conf import Configuration, parse_host_port, parse_storage_size, parse_time_duration
+
+
+def write_conf(path, props, final=()):
+    body = "".join(
+        f"<property><name>{k}</name><value>{v}</value>"
+        + ("<final>true</final>" if k in final else "")
+        + "</property>\n"
+        for k, v in props.items()
+    )
+    path.write_text(f'<?xml version="1.0"?>\n<configuration>\n{body}</configuration>\n')
+    return path
+
+
+def test_defaults_are_hadoops():
+    conf = Configuration()
+    assert conf.get("dfs.journalnode.rpc-address") == "0.0.0.0:8485"
+    assert conf.get("dfs.journalnode.http-address") == "0.0.0.0:8480"
+    assert conf.get_int("dfs.journalnode.handler.count") == 5
+    assert conf.get_bool("dfs.journalnode.enable.sync") is True
+    assert conf.get_int("dfs.qjournal.write-txns.timeout.ms") == 20000
+    assert conf.get_int("dfs.qjournal.prepare-recovery.timeout.ms") == 120000
+    assert conf.get_time_duration("dfs.qjm.operations.timeout", 0, "ms") == 60000
+    assert conf.get_int("dfs.namenode.max.op.size") == 52428800
+    assert conf.get("dfs.namenode.shared.edits.dir") is None
+    # ${dfs.namenode.name.dir} -> file://${hadoop.tmp.dir}/dfs/name -> /tmp/hadoop-<user>/...
+    edits = conf.get("dfs.namenode.edits.dir")
+    assert edits.startswith("file:///tmp/hadoop-") and edits.endswith("/dfs/name")
+    assert "${" not in edits
+
+
+def test_no_defaults():
+    assert Configuration(load_defaults=False).get("dfs.journalnode.rpc-address") is None
+
+
+def test_site_files_layer_and_override(tmp_path):
+    write_conf(tmp_path / "core-site.xml", {"hadoop.tmp.dir": "/data/tmp", "x.y": "core"})
+    write_conf(tmp_path / "hdfs-site.xml", {"x.y": "hdfs"})
+    conf = Configuration()
+    conf.add_conf_dir(tmp_path)
+    assert conf.get("x.y") == "hdfs"
+    assert conf.get("dfs.namenode.name.dir") == "file:///data/tmp/dfs/name"
+    assert conf.source("x.y").startswith(str(tmp_path / "hdfs-site.xml"))
+
+
+def test_final_is_honoured(tmp_path):
+    first = write_conf(tmp_path / "a.xml", {"k": "first"}, final={"k"})
+    second = write_conf(tmp_path / "b.xml", {"k": "second"})
+    conf = Configuration(load_defaults=False)
+    conf.add_resource(first)
+    conf.add_resource(second)
+    assert conf.get("k") == "first"
+    assert conf.is_final("k")
+    conf.set("k", "programmatic")  # Hadoop's set() ignores final
+    assert conf.get("k") == "programmatic"
+
+
+def test_expansion_of_keys_and_environment(monkeypatch):
+    monkeypatch.setenv("QJM_TEST_DATA", "/srv/data")
+    monkeypatch.delenv("QJM_TEST_UNSET", raising=False)
+    conf = Configuration(load_defaults=False)
+    conf.set("base", "/b")
+    conf.set("nested", "${base}/n")
+    conf.set("deep", "${nested}/d/${env.QJM_TEST_DATA}")
+    conf.set("fallback", "${env.QJM_TEST_UNSET:-/fallback}/x")
+    conf.set("unbound", "${no.such.key}/rest")
+    assert conf.get("deep") == "/b/n/d//srv/data"
+    assert conf.get("fallback") == "/fallback/x"
+    assert conf.get("unbound") == "${no.such.key}/rest"
+    assert conf.get_raw("deep") == "${nested}/d/${env.QJM_TEST_DATA}"
+
+
+@pytest.mark.parametrize(
+    "props",
+    [
+        {"a": "${a}"},
+        {"a": "${b}", "b": "${a}"},
+        {"a": "x${b}", "b": "y${c}", "c": "z${a}"},
+    ],
+)
+def test_cycles_are_detected(props):
+    conf = Configuration(load_defaults=False)
+    for key, value in props.items():
+        conf.set(key, value)
+    with pytest.raises(ConfigurationError, match="Variable substitution depth too large"):
+        conf.get("a")
+
+
+def test_long_but_finite_chain_expands():
+    conf = Configuration(load_defaults=False)
+    conf.set("k0", "end")
+    for i in range(1, 15):
+        conf.set(f"k{i}", f"${{k{i - 1}}}")
+    assert conf.get("k14") == "end"
+
+
+def test_typed_getters():
+    conf = Configuration(load_defaults=False)
+    conf.set("i", " 42 ")
+    conf.set("hex", "0x10")
+    conf.set("f", "0.25")
+    conf.set("b1", "TRUE")
+    conf.set("b2", "false")
+    conf.set("t1", "60s")
+    conf.set("t2", "5m")
+    conf.set("t3", "100ms")
+    conf.set("t4", "250")
+    conf.set("s1", "10m")
+    conf.set("s2", "1g")
+    conf.set("s3", "4096")
+    conf.set("list", " a, b ,,c ")
+    conf.set("addr", "jn1.example.com:8485")
+    conf.set("addr6", "[::1]:9000")
+    conf.set("bindhost", "0.0.0.0")
+    assert conf.get_int("i") == 42
+    assert conf.get_long("hex") == 16
+    assert conf.get_int("missing", 7) == 7
+    assert conf.get_float("f") == 0.25
+    assert conf.get_bool("b1") is True and conf.get_bool("b2") is False
+    assert conf.get_bool("missing", True) is True
+    assert conf.get_time_duration("t1", 0) == 60000
+    assert conf.get_time_duration("t2", 0, "s") == 300
+    assert conf.get_time_duration("t3", 0) == 100
+    assert conf.get_time_duration("t4", 0) == 250  # bare number: the default unit
+    assert conf.get_time_duration("t4", 0, "s") == 250
+    assert conf.get_time_duration("missing", "2m") == 120000
+    assert conf.get_storage_size("s1", 0) == 10 * 1024 * 1024
+    assert conf.get_storage_size("s2", 0) == 1024**3
+    assert conf.get_storage_size("s3", 0) == 4096
+    assert conf.get_storage_size("missing", "1k") == 1024
+    assert conf.get_trimmed_strings("list") == ["a", "b", "c"]
+    assert conf.get_trimmed_strings("missing", ["z"]) == ["z"]
+    assert conf.get_socket_address("addr") == ("jn1.example.com", 8485)
+    assert conf.get_socket_address("addr6") == ("::1", 9000)
+    assert conf.get_socket_address("addr", bind_host_key="bindhost") == ("0.0.0.0", 8485)
+    assert conf.get_socket_address("missing", "localhost:1") == ("localhost", 1)
+
+
+@pytest.mark.parametrize(
+    "getter,value",
+    [
+        ("get_int", "forty"),
+        ("get_float", "1.2.3"),
+        ("get_bool", "yes"),
+        ("get_time_duration", "10 parsecs"),
+        ("get_storage_size", "12 elephants"),
+        ("get_socket_address", "host:notaport"),
+    ],
+)
+def test_bad_value_names_key_and_value(getter, value):
+    conf = Configuration(load_defaults=False)
+    conf.set("dfs.some.key", value)
+    with pytest.raises(ConfigurationError) as info:
+        if getter == "get_time_duration":
+            conf.get_time_duration("dfs.some.key", 0)
+        elif getter == "get_storage_size":
+            conf.get_storage_size("dfs.some.key", 0)
+        else:
+            getattr(conf, getter)("dfs.some.key")
+    assert "dfs.some.key" in str(info.value)
+    if getter != "get_socket_address":
+        assert value in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "text,line",
+    [
+        ("<configuration>\n<property><name>a</name>\n<value>1</value>\n</configuration>\n", 4),
+        ("<configuration>\n<property>\n<value>1</value></property>\n</configuration>\n", 2),
+        ("<notconfiguration/>\n", 1),
+        ("<configuration>\n\n<bogus/>\n</configuration>\n", 3),
+        ("", 1),
+    ],
+)
+def test_malformed_file_names_file_and_line(tmp_path, text, line):
+    path = tmp_path / "hdfs-site.xml"
+    path.write_text(text)
+    conf = Configuration(load_defaults=False)
+    conf.set("keep", "me")
+    with pytest.raises(ConfigurationError) as info:
+        conf.add_resource(path)
+    message = str(info.value)
+    assert str(path) in message
+    assert f"line {line}" in message
+    assert conf.get("keep") == "me" and conf.resources == []
+
+
+def test_malformed_file_changes_nothing(tmp_path):
+    path = tmp_path / "bad.xml"
+    path.write_text(
+        "<configuration><property><name>a</name><value>new</value></property>"
+        "<property><value>x</value></property></configuration>"
+    )
+    conf = Configuration(load_defaults=False)
+    conf.set("a", "old")
+    with pytest.raises(ConfigurationError):
+        conf.add_resource(path)
+    assert conf.get("a") == "old"
+
+
+def test_missing_file_is_a_configuration_error(tmp_path):
+    with pytest.raises(ConfigurationError, match="Cannot read configuration file"):
+        Configuration().add_resource(tmp_path / "absent.xml")
+
+
+def test_write_xml_round_trip(tmp_path):
+    conf = Configuration(load_defaults=False)
+    conf.set("a", "${b}/x")
+    conf.set("b", "/y")
+    conf.write_xml(tmp_path / "out.xml")
+    again = Configuration(load_defaults=False)
+    again.add_resource(tmp_path / "out.xml")
+    assert again.get("a") == "/y/x" and again.get_raw("a") == "${b}/x"
+
+
+def test_parsers_directly():
+    assert parse_time_duration("2h", "s") == 7200
+    assert parse_time_duration("1500us", "ms") == 1
+    assert parse_storage_size("2kb") == 2048
+    assert parse_host_port("qjournal://h:1/x") == ("h", 1)
+    assert parse_host_port("h", 8485) == ("h", 8485)
+    with pytest.raises(ValueError):
+        parse_host_port("h")
+    with pytest.raises(ValueError):
+        parse_host_port("h:70000")
