@@ -1,0 +1,292 @@
+"""durable.py: atomic replace, PersistentLongFile, BestEffortLongFile."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+from hadoop_qjm.common.durable import (
+    AFTER_RENAME,
+    BEFORE_RENAME,
+    AtomicFileWriter,
+    BestEffortLongFile,
+    PersistentLongFile,
+    atomic_replace,
+    fsync_dir,
+)
+from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
+
+
+class FailingFsync:
+    """Counts fsync calls and raises EIO on the ``fail_on``-th one (1-based)."""
+
+    def __init__(self, fail_on: int) -> None:
+        self.fail_on = fail_on
+        self.calls = 0
+
+    def __call__(self, fd: int) -> None:
+        self.calls += 1
+        if self.calls == self.fail_on:
+            raise OSError(errno.EIO, "injected fsync failure")
+        os.fsync(fd)
+
+
+class Crash(Exception):
+    pass
+
+
+def tmp_of(path: Path) -> Path:
+    return path.with_name(path.name + ".tmp")
+
+
+def listing(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
+# -- atomic replace ------------------------------------------------------------
+
+
+def test_atomic_replace_creates_and_replaces(tmp_path: Path) -> None:
+    target = tmp_path / "f"
+    atomic_replace(target, b"one")
+    assert target.read_bytes() == b"one"
+    atomic_replace(target, b"two, longer")
+    assert target.read_bytes() == b"two, longer"
+    assert listing(tmp_path) == ["f"]
+
+
+def test_failed_fsync_of_temp_file_keeps_old_content(tmp_path: Path) -> None:
+    target = tmp_path / "f"
+    target.write_bytes(b"old")
+    fsync = FailingFsync(fail_on=1)
+    with pytest.raises(IOException, match="injected fsync failure") as info:
+        atomic_replace(target, b"new content", fsync=fsync)
+    assert str(tmp_of(target)) in str(info.value)
+    assert target.read_bytes() == b"old"
+    assert not tmp_of(target).exists()
+    assert listing(tmp_path) == ["f"]
+
+
+def test_failed_directory_fsync_raises_after_the_commit_point(tmp_path: Path) -> None:
+    target = tmp_path / "f"
+    target.write_bytes(b"old")
+    fsync = FailingFsync(fail_on=2)  # 1: the temp file, 2: the directory
+    with pytest.raises(IOException, match="Failed to fsync directory"):
+        atomic_replace(target, b"new", fsync=fsync)
+    # The rename happened: the new content is visible, but the caller still hears of the error.
+    assert target.read_bytes() == b"new"
+    assert not tmp_of(target).exists()
+
+
+def test_exception_inside_writer_block_keeps_old_content(tmp_path: Path) -> None:
+    target = tmp_path / "f"
+    target.write_bytes(b"old")
+    with pytest.raises(Crash), AtomicFileWriter(target) as out:
+        out.write(b"half of the ")
+        assert tmp_of(target).read_bytes() == b"half of the "
+        raise Crash()
+    assert target.read_bytes() == b"old"
+    assert not tmp_of(target).exists()
+
+
+def test_absent_target_stays_absent_when_write_fails(tmp_path: Path) -> None:
+    target = tmp_path / "f"
+    with pytest.raises(IOException):
+        atomic_replace(target, b"x", fsync=FailingFsync(fail_on=1))
+    assert listing(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("crash_point", "expected"), [(BEFORE_RENAME, b"old"), (AFTER_RENAME, b"new")]
+)
+def test_fault_hooks_on_both_sides_of_the_rename(
+    tmp_path: Path, crash_point: str, expected: bytes
+) -> None:
+    target = tmp_path / "f"
+    target.write_bytes(b"old")
+    seen: list[str] = []
+
+    def hook(point: str, path: Path) -> None:
+        assert path == target
+        seen.append(point)
+        if point == crash_point:
+            raise Crash(point)
+
+    with pytest.raises(Crash):
+        atomic_replace(target, b"new", hook=hook)
+    assert target.read_bytes() == expected
+    assert not tmp_of(target).exists()
+    assert seen[-1] == crash_point
+
+
+def test_hooks_called_in_order_on_success(tmp_path: Path) -> None:
+    seen: list[str] = []
+    atomic_replace(tmp_path / "f", b"x", hook=lambda point, _path: seen.append(point))
+    assert seen == [BEFORE_RENAME, AFTER_RENAME]
+
+
+def test_stale_temp_file_is_overwritten(tmp_path: Path) -> None:
+    target = tmp_path / "f"
+    tmp_of(target).write_bytes(b"garbage left by a crashed writer, long")
+    atomic_replace(target, b"fresh")
+    assert target.read_bytes() == b"fresh"
+    assert listing(tmp_path) == ["f"]
+
+
+def test_writer_cannot_be_reused(tmp_path: Path) -> None:
+    writer = AtomicFileWriter(tmp_path / "f")
+    with writer:
+        writer.write(b"a")
+    with pytest.raises(IOException):
+        writer.write(b"b")
+    with pytest.raises(IOException):
+        writer.open()
+
+
+def test_fsync_dir(tmp_path: Path) -> None:
+    fsync = FailingFsync(fail_on=99)
+    fsync_dir(tmp_path, fsync=fsync)
+    assert fsync.calls == 1
+    with pytest.raises(IOException, match="injected"):
+        fsync_dir(tmp_path, fsync=FailingFsync(fail_on=1))
+    with pytest.raises(IOException):
+        fsync_dir(tmp_path / "missing")
+
+
+# -- PersistentLongFile ----------------------------------------------------------
+
+
+def test_persistent_long_file_absent_reads_default(tmp_path: Path) -> None:
+    f = PersistentLongFile(tmp_path / "last-promised-epoch", 0)
+    assert f.get() == 0
+    assert not (tmp_path / "last-promised-epoch").exists()
+
+
+def test_persistent_long_file_round_trip_and_format(tmp_path: Path) -> None:
+    path = tmp_path / "last-writer-epoch"
+    f = PersistentLongFile(path, 0)
+    f.set(42)
+    assert path.read_bytes() == b"42\n"
+    assert f.get() == 42
+    assert PersistentLongFile(path, 0).get() == 42
+    f.set(-(2**63))
+    assert PersistentLongFile(path, 7).get() == -(2**63)
+    assert listing(tmp_path) == ["last-writer-epoch"]
+
+
+def test_persistent_long_file_reads_hadoop_written_text(tmp_path: Path) -> None:
+    path = tmp_path / "e"
+    for text, expected in [(b"5\n", 5), (b"5", 5), (b"+5\r\n", 5), (b"-3\nignored\n", -3)]:
+        path.write_bytes(text)
+        assert PersistentLongFile.read_file(path, 0) == expected
+
+
+@pytest.mark.parametrize("content", [b"", b"\n", b"abc\n", b" 5\n", b"5 \n", b"1_000\n", b"9" * 20])
+def test_persistent_long_file_rejects_garbage(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "e"
+    path.write_bytes(content)
+    with pytest.raises(IOException, match=str(path)):
+        PersistentLongFile(path, 0).get()
+
+
+def test_persistent_long_file_is_cached(tmp_path: Path) -> None:
+    path = tmp_path / "e"
+    f = PersistentLongFile(path, 0)
+    f.set(3)
+    path.write_bytes(b"99\n")  # changed behind its back: the cached value wins
+    assert f.get() == 3
+
+
+def test_persistent_long_file_skips_rewrite_of_same_value(tmp_path: Path) -> None:
+    path = tmp_path / "e"
+    fsync = FailingFsync(fail_on=99)
+    f = PersistentLongFile(path, 0, fsync=fsync)
+    f.set(3)
+    calls = fsync.calls
+    f.set(3)
+    assert fsync.calls == calls
+
+
+def test_persistent_long_file_failed_set_keeps_old_value(tmp_path: Path) -> None:
+    path = tmp_path / "e"
+    PersistentLongFile(path, 0).set(1)
+    f = PersistentLongFile(path, 0, fsync=FailingFsync(fail_on=1))
+    assert f.get() == 1
+    with pytest.raises(IOException, match="injected"):
+        f.set(2)
+    assert f.get() == 1
+    assert path.read_bytes() == b"1\n"
+    assert not tmp_of(path).exists()
+
+
+def test_persistent_long_file_rejects_values_java_cannot_hold(tmp_path: Path) -> None:
+    f = PersistentLongFile(tmp_path / "e", 0)
+    with pytest.raises(IllegalArgumentException):
+        f.set(2**63)
+    with pytest.raises(IllegalArgumentException):
+        f.set(True)
+
+
+# -- BestEffortLongFile ----------------------------------------------------------
+
+
+def test_best_effort_absent_reads_default_and_creates_empty_file(tmp_path: Path) -> None:
+    path = tmp_path / "committed-txid"
+    with BestEffortLongFile(path, -12345) as f:
+        assert f.get() == -12345
+    assert path.read_bytes() == b""
+    with BestEffortLongFile(path, -12345) as f:
+        assert f.get() == -12345
+
+
+def test_best_effort_round_trip_big_endian(tmp_path: Path) -> None:
+    path = tmp_path / "committed-txid"
+    with BestEffortLongFile(path, -12345) as f:
+        f.set(0x0102030405060708)
+        assert f.get() == 0x0102030405060708
+        assert path.read_bytes() == bytes([1, 2, 3, 4, 5, 6, 7, 8])
+        f.set(-2)
+        assert path.read_bytes() == b"\xff" * 7 + b"\xfe"
+    with BestEffortLongFile(path, 0) as f:
+        assert f.get() == -2
+
+
+def test_best_effort_never_fsyncs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_fsync(fd: int) -> None:
+        raise AssertionError("BestEffortLongFile must not fsync")
+
+    monkeypatch.setattr(os, "fsync", no_fsync)
+    monkeypatch.setattr(os, "fdatasync", no_fsync)
+    with BestEffortLongFile(tmp_path / "c", 0) as f:
+        f.set(5)
+
+
+@pytest.mark.parametrize("length", [1, 7, 9, 16])
+def test_best_effort_bad_length(tmp_path: Path, length: int) -> None:
+    path = tmp_path / "committed-txid"
+    path.write_bytes(b"\0" * length)
+    f = BestEffortLongFile(path, 0)
+    with pytest.raises(IOException, match=f"File {path} had invalid length: {length}"):
+        f.get()
+    with pytest.raises(IOException):
+        f.set(1)
+    f.close()
+
+
+def test_best_effort_close_then_reopen_rereads(tmp_path: Path) -> None:
+    path = tmp_path / "c"
+    f = BestEffortLongFile(path, 0)
+    f.set(10)
+    f.close()
+    f.close()  # idempotent
+    path.write_bytes((77).to_bytes(8, "big"))
+    assert f.get() == 77
+    f.close()
+
+
+def test_best_effort_rejects_out_of_range(tmp_path: Path) -> None:
+    with BestEffortLongFile(tmp_path / "c", 0) as f, pytest.raises(IllegalArgumentException):
+        f.set(-(2**63) - 1)
