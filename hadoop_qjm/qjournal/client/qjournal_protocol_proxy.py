@@ -1,0 +1,430 @@
+"""QJournalProtocolProxy: a JournalNode's QJournalProtocol, called over Thrift.
+
+The client half of ``JournalNodeRpcServer``: Hadoop's
+QJournalProtocolTranslatorPB plus its RPC proxy. Methods take and return the
+dataclasses of ``messages`` and raise the typed exceptions of
+``exceptions`` — the JournalNode's own (``JournalOutOfSyncException``, …),
+or an IOException subclass when the call could not complete
+(``ConnectException``, ``SocketTimeoutException``, a broken connection).
+
+Thread safety: any thread may call; calls on one proxy are serialized (one
+in flight per connection, like IPCLoggerChannel's single-thread executor).
+:meth:`close` may be called from any thread and interrupts a call in
+progress.
+
+Connections are made lazily and after a failure re-made by the next call. A
+call is never retried: after a broken connection nobody knows whether the
+JournalNode executed it, and the caller (the quorum logic) decides.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from typing import Any, Protocol
+
+from thriftpy2.thrift import TApplicationException
+
+from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
+from hadoop_qjm.common.storage_info import NamespaceInfo, StorageInfo
+from hadoop_qjm.qjournal.protocol.exceptions import (
+    ConnectException,
+    RemoteException,
+    SocketTimeoutException,
+    from_wire,
+)
+from hadoop_qjm.qjournal.protocol.messages import (
+    GetEditLogManifestResponse,
+    GetJournaledEditsResponse,
+    GetJournalStateResponse,
+    NewEpochResponse,
+    PrepareRecoveryResponse,
+    RequestInfo,
+    SegmentState,
+    from_thrift,
+    to_thrift,
+)
+from hadoop_qjm.qjournal.protocol.sockets import (
+    ClientSocketFactory,
+    ClientSocketFactoryLike,
+    as_client_socket_factory,
+    read_frame,
+    write_frame,
+)
+from hadoop_qjm.qjournal.protocol.thrift_idl import qjournal_thrift
+from hadoop_qjm.qjournal.protocol.wire import (
+    DEFAULT_MAX_FRAME_SIZE,
+    ProtocolError,
+    TMessageType,
+    decode_message_body,
+    decode_message_header,
+    encode_message,
+)
+
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT_S",
+    "DEFAULT_TIMEOUT_S",
+    "QJournalProtocolProxy",
+    "RpcChannel",
+    "SocketChannel",
+]
+
+#: ``ipc.client.connect.timeout`` (20 s).
+DEFAULT_CONNECT_TIMEOUT_S = 20.0
+#: How long a call waits for its reply. Hadoop's IPC client waits forever and
+#: leaves timing out to QuorumCall; a bound here frees the logger's executor
+#: from a JournalNode that stopped answering.
+DEFAULT_TIMEOUT_S = 60.0
+
+_Q = qjournal_thrift.QJournalProtocol
+_INTER_Q = qjournal_thrift.InterQJournalProtocol
+
+
+class RpcChannel(Protocol):
+    """Carries one request payload to a server and brings back its reply payload.
+
+    Raises IOException if the exchange failed. :class:`SocketChannel` is the
+    real one; an in-process transport can hand payloads straight to a
+    ``QJournalProtocolDispatcher``.
+    """
+
+    def call(self, payload: bytes) -> bytes: ...
+
+    def reset(self) -> None:
+        """Forget the connection (the next call makes a new one)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class SocketChannel:
+    """A lazily (re)connected framed socket to ``host:port``."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
+        connect_timeout_s: float | None = DEFAULT_CONNECT_TIMEOUT_S,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        socket_factory: ClientSocketFactoryLike | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        self.max_frame_size = max_frame_size
+        self._socket_factory: ClientSocketFactory = as_client_socket_factory(socket_factory)
+        self._sock_lock = threading.Lock()  # guards _sock and _closed, never held across I/O
+        self._sock: socket.socket | None = None
+        self._closed = False
+
+    def _connect(self) -> socket.socket:
+        with self._sock_lock:
+            if self._closed:
+                raise IOException(f"Connection to {self.host}:{self.port} is closed")
+            if self._sock is not None:
+                return self._sock
+        try:
+            sock = self._socket_factory.connect(self.host, self.port, self.connect_timeout_s)
+        except OSError as e:
+            raise ConnectException(
+                f"Call to {self.host}:{self.port} failed on connection exception: {e}"
+            ) from e
+        sock.settimeout(self.timeout_s)
+        with self._sock_lock:
+            if self._closed:  # close() ran while we were connecting
+                sock.close()
+                raise IOException(f"Connection to {self.host}:{self.port} is closed")
+            self._sock = sock
+        return sock
+
+    def call(self, payload: bytes) -> bytes:
+        sock = self._connect()
+        try:
+            write_frame(sock, payload)
+            reply = read_frame(sock, self.max_frame_size)
+            if reply is None:
+                raise ProtocolError("connection closed by the server")
+            return reply
+        except TimeoutError as e:
+            self.reset()
+            raise SocketTimeoutException(
+                f"Call to {self.host}:{self.port} timed out after {self.timeout_s} s"
+            ) from e
+        except OSError as e:  # ProtocolError included
+            self.reset()
+            raise IOException(f"Call to {self.host}:{self.port} failed: {e}") from e
+
+    def reset(self) -> None:
+        with self._sock_lock:
+            sock, self._sock = self._sock, None
+        if sock is not None:
+            _close_socket(sock)
+
+    def close(self) -> None:
+        with self._sock_lock:
+            self._closed = True
+        self.reset()
+
+
+def _close_socket(sock: socket.socket) -> None:
+    # shutdown() first: it wakes another thread blocked in recv() on it.
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    sock.close()
+
+
+class QJournalProtocolProxy:
+    """Client of one JournalNode's QJournalProtocol and InterQJournalProtocol.
+
+    ``timeout_s`` bounds each call's wait for its reply (``None``: no bound);
+    ``connect_timeout_s`` each connection attempt. ``channel`` replaces the
+    socket transport (then host and port only name the peer in messages).
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
+        *,
+        connect_timeout_s: float | None = DEFAULT_CONNECT_TIMEOUT_S,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        socket_factory: ClientSocketFactoryLike | None = None,
+        channel: RpcChannel | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self._channel: RpcChannel = channel or SocketChannel(
+            host, port, timeout_s, connect_timeout_s, max_frame_size, socket_factory
+        )
+        self._lock = threading.Lock()
+        self._seqid = 0
+
+    def __repr__(self) -> str:
+        return f"QJournalProtocolProxy({self.host}:{self.port})"
+
+    def close(self) -> None:
+        """Close the connection; later calls raise IOException. Safe from any thread."""
+        self._channel.close()
+
+    def __enter__(self) -> QJournalProtocolProxy:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ plumbing
+
+    def _call(self, service: Any, rpc: str, **kwargs: Any) -> Any:
+        args_cls = getattr(service, rpc + "_args")
+        result_cls = getattr(service, rpc + "_result")
+        try:
+            request = args_cls(**kwargs)
+        except TypeError as e:
+            raise IllegalArgumentException(f"Bad arguments for {rpc}: {e}") from e
+        with self._lock:
+            self._seqid = (self._seqid + 1) & 0x7FFFFFFF
+            seqid = self._seqid
+            try:
+                payload = encode_message(rpc, TMessageType.CALL, seqid, request)
+            except Exception as e:  # struct.error etc.: a value does not fit its field
+                raise IllegalArgumentException(f"Cannot encode {rpc} call: {e}") from e
+            reply = self._channel.call(payload)
+            try:
+                header = decode_message_header(reply)
+                if header.seqid != seqid:
+                    raise ProtocolError(f"reply seqid {header.seqid} != {seqid}")
+                if header.type == TMessageType.EXCEPTION:
+                    error = decode_message_body(reply, header, TApplicationException)
+                    raise RemoteException(
+                        error.message or f"{rpc} failed on the server",
+                        class_name="org.apache.thrift.TApplicationException",
+                    )
+                if header.type != TMessageType.REPLY:
+                    raise ProtocolError(f"unexpected message type {header.type}")
+                result = decode_message_body(reply, header, result_cls)
+            except ProtocolError as e:
+                # A reply we cannot match to this call: the stream is suspect.
+                self._channel.reset()
+                raise IOException(f"Call to {self.host}:{self.port} failed: {e}") from e
+        if result.e is not None:
+            raise from_wire(result.e)
+        if "success" not in (spec[1] for spec in result_cls.thrift_spec.values()):
+            return None
+        if result.success is None:
+            raise IOException(f"{rpc} to {self.host}:{self.port} returned no result")
+        return result.success
+
+    # ------------------------------------------------------- QJournalProtocol
+
+    def is_formatted(self, jid: str, ns_id: str | None = None) -> bool:
+        """Whether the journal's storage is formatted."""
+        return self._call(_Q, "isFormatted", jid=jid, nameServiceId=ns_id)
+
+    def get_journal_state(self, jid: str, ns_id: str | None = None) -> GetJournalStateResponse:
+        """The journal's last promised epoch and the JournalNode's HTTP endpoint."""
+        return from_thrift(self._call(_Q, "getJournalState", jid=jid, nameServiceId=ns_id))
+
+    def format(
+        self, jid: str, ns_info: NamespaceInfo, force: bool = False, ns_id: str | None = None
+    ) -> None:
+        """Format the journal's storage for ``ns_info``."""
+        self._call(
+            _Q, "format", jid=jid, nsInfo=to_thrift(ns_info), nameServiceId=ns_id, force=force
+        )
+
+    def new_epoch(
+        self, jid: str, ns_info: NamespaceInfo, epoch: int, ns_id: str | None = None
+    ) -> NewEpochResponse:
+        """Ask the journal to promise ``epoch`` (fencing every lower one)."""
+        return from_thrift(
+            self._call(
+                _Q, "newEpoch", jid=jid, nsInfo=to_thrift(ns_info), epoch=epoch, nameServiceId=ns_id
+            )
+        )
+
+    def journal(
+        self, req: RequestInfo, segment_txid: int, first_txid: int, num_txns: int, records: bytes
+    ) -> None:
+        """Append ``num_txns`` serialized ops starting at ``first_txid`` to the open segment."""
+        self._call(
+            _Q,
+            "journal",
+            reqInfo=to_thrift(req),
+            firstTxnId=first_txid,
+            numTxns=num_txns,
+            records=bytes(records),
+            segmentTxnId=segment_txid,
+            nameServiceId=req.name_service_id,
+        )
+
+    def heartbeat(self, req: RequestInfo) -> None:
+        """Only run the epoch/serial/committed-txid checks."""
+        self._call(_Q, "heartbeat", reqInfo=to_thrift(req))
+
+    def start_log_segment(
+        self, req: RequestInfo, txid: int, layout_version: int | None = None
+    ) -> None:
+        """Open segment ``txid``; ``layout_version`` None means the JournalNode's current one."""
+        self._call(
+            _Q, "startLogSegment", reqInfo=to_thrift(req), txid=txid, layoutVersion=layout_version
+        )
+
+    def finalize_log_segment(self, req: RequestInfo, start_txid: int, end_txid: int) -> None:
+        """Finalize segment ``start_txid`` as ``[start_txid, end_txid]``."""
+        self._call(
+            _Q, "finalizeLogSegment", reqInfo=to_thrift(req), startTxId=start_txid, endTxId=end_txid
+        )
+
+    def purge_logs_older_than(self, req: RequestInfo, min_txid_to_keep: int) -> None:
+        """Delete segments and paxos records wholly below ``min_txid_to_keep`` (RPC purgeLogs)."""
+        self._call(_Q, "purgeLogs", reqInfo=to_thrift(req), minTxIdToKeep=min_txid_to_keep)
+
+    def get_edit_log_manifest(
+        self, jid: str, since_txid: int, in_progress_ok: bool = False, ns_id: str | None = None
+    ) -> GetEditLogManifestResponse:
+        """The journal's segments from ``since_txid`` on (a ``RemoteEditLogManifest``)."""
+        return from_thrift(
+            self._call(
+                _Q,
+                "getEditLogManifest",
+                jid=jid,
+                sinceTxId=since_txid,
+                inProgressOk=in_progress_ok,
+                nameServiceId=ns_id,
+            )
+        )
+
+    def get_journaled_edits(
+        self, jid: str, since_txid: int, max_txns: int, ns_id: str | None = None
+    ) -> GetJournaledEditsResponse:
+        """Up to ``max_txns`` ops from ``since_txid``, served from the JournalNode's cache."""
+        return from_thrift(
+            self._call(
+                _Q,
+                "getJournaledEdits",
+                jid=jid,
+                sinceTxId=since_txid,
+                maxTxns=max_txns,
+                nameServiceId=ns_id,
+            )
+        )
+
+    def prepare_recovery(self, req: RequestInfo, segment_txid: int) -> PrepareRecoveryResponse:
+        """Paxos phase 1 of segment recovery."""
+        return from_thrift(
+            self._call(_Q, "prepareRecovery", reqInfo=to_thrift(req), segmentTxId=segment_txid)
+        )
+
+    def accept_recovery(self, req: RequestInfo, segment_state: SegmentState, from_url: str) -> None:
+        """Paxos phase 2: adopt ``segment_state``, downloading it from ``from_url`` if needed."""
+        self._call(
+            _Q,
+            "acceptRecovery",
+            reqInfo=to_thrift(req),
+            stateToAccept=to_thrift(segment_state),
+            fromURL=from_url,
+        )
+
+    def discard_segments(self, jid: str, start_txid: int, ns_id: str | None = None) -> None:
+        """Move segments starting at or after ``start_txid`` aside (rolling-upgrade rollback)."""
+        self._call(_Q, "discardSegments", jid=jid, startTxId=start_txid, nameServiceId=ns_id)
+
+    def get_journal_ctime(self, jid: str, ns_id: str | None = None) -> int:
+        """The ``cTime`` of the journal's VERSION file."""
+        return self._call(_Q, "getJournalCTime", jid=jid, nameServiceId=ns_id)
+
+    def do_pre_upgrade(self, jid: str) -> None:
+        """Upgrade step 1: keep the current storage as ``previous.tmp``."""
+        self._call(_Q, "doPreUpgrade", jid=jid)
+
+    def do_upgrade(self, jid: str, storage_info: StorageInfo) -> None:
+        """Upgrade step 2: write the new VERSION, keep ``previous``."""
+        self._call(_Q, "doUpgrade", jid=jid, sInfo=to_thrift(storage_info))
+
+    def do_finalize(self, jid: str, ns_id: str | None = None) -> None:
+        """Finalize an upgrade: remove ``previous``."""
+        self._call(_Q, "doFinalize", jid=jid, nameServiceId=ns_id)
+
+    def can_roll_back(
+        self,
+        jid: str,
+        storage: StorageInfo,
+        prev_storage: StorageInfo,
+        target_layout_version: int,
+        ns_id: str | None = None,
+    ) -> bool:
+        """Whether the journal can roll back to ``prev_storage``."""
+        return self._call(
+            _Q,
+            "canRollBack",
+            jid=jid,
+            storage=to_thrift(storage),
+            prevStorage=to_thrift(prev_storage),
+            targetLayoutVersion=target_layout_version,
+            nameServiceId=ns_id,
+        )
+
+    def do_rollback(self, jid: str, ns_id: str | None = None) -> None:
+        """Roll back an upgrade: ``previous`` becomes ``current``."""
+        self._call(_Q, "doRollback", jid=jid, nameserviceId=ns_id)
+
+    # -------------------------------------------------- InterQJournalProtocol
+
+    def get_edit_log_manifest_from_journal(
+        self, jid: str, since_txid: int, in_progress_ok: bool = False, ns_id: str | None = None
+    ) -> GetEditLogManifestResponse:
+        """InterQJournalProtocol: the peer JournalNode's manifest (the syncer's call)."""
+        return from_thrift(
+            self._call(
+                _INTER_Q,
+                "getEditLogManifestFromJournal",
+                jid=jid,
+                sinceTxId=since_txid,
+                inProgressOk=in_progress_ok,
+                nameServiceId=ns_id,
+            )
+        )

@@ -1,0 +1,277 @@
+"""QJM's exceptions, with Hadoop's class names, and their wire form.
+
+On the wire every error is the one Thrift exception ``QJournalException``
+carrying the Java class name and the message — the same information Hadoop
+RPC's ``RemoteException`` carries. :func:`to_wire` builds it; :func:`from_wire`
+maps it back to the typed exception, so a caller writes
+``except JournalOutOfSyncException`` whether the error was raised locally or
+on a JournalNode.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Mapping
+from typing import Any
+
+from hadoop_qjm.common.exceptions import (
+    HadoopAssertionError,
+    HadoopException,
+    IllegalArgumentException,
+    IllegalStateException,
+    IOException,
+    exception_for_name,
+    register_exception,
+)
+
+# The Thrift modules are imported inside to_wire/from_wire, not here: the pure
+# rules module raises these exceptions and must not pull in Thrift (STYLE.md
+# habit 1).
+
+__all__ = [
+    # re-exported from hadoop_qjm.common.exceptions
+    "HadoopException",
+    "IOException",
+    "IllegalArgumentException",
+    "IllegalStateException",
+    "HadoopAssertionError",
+    # QJM's own
+    "JournalNotFormattedException",
+    "JournalOutOfSyncException",
+    "SegmentMismatchException",
+    "NewerTxnIdException",
+    "CacheMissException",
+    "LoggerTooFarBehindException",
+    "QuorumException",
+    "AuthorizationException",
+    "BindException",
+    "ConnectException",
+    "SocketTimeoutException",
+    "RemoteException",
+    "to_wire",
+    "from_wire",
+    "roundtrip_exception",
+]
+
+
+@register_exception
+class JournalNotFormattedException(IOException):
+    """The journal's storage is not formatted (``Journal.checkFormatted``)."""
+
+    java_name = "org.apache.hadoop.hdfs.qjournal.protocol.JournalNotFormattedException"
+
+
+@register_exception
+class JournalOutOfSyncException(IOException):
+    """The writer and the journal disagree on the log's state (``Journal.checkSync``)."""
+
+    java_name = "org.apache.hadoop.hdfs.qjournal.protocol.JournalOutOfSyncException"
+
+
+class SegmentMismatchException(JournalOutOfSyncException):
+    """``journal()`` names a segment other than the open one (digest §2, journal check 4).
+
+    A JournalOutOfSyncException on the wire (same ``java_name``, deliberately
+    not registered); the distinct type lets the Journal tell the one case in
+    which it must abort its open segment before re-raising.
+    """
+
+
+@register_exception
+class NewerTxnIdException(IOException):
+    """``getJournaledEdits`` asked for txids past the highest written (HDFS-16659)."""
+
+    java_name = "org.apache.hadoop.hdfs.qjournal.server.NewerTxnIdException"
+
+
+@register_exception
+class CacheMissException(IOException):
+    """The JournaledEditsCache does not hold the requested txids.
+
+    ``cache_miss_amount`` is how many txids short the cache fell (0 for an
+    empty cache); it feeds the ``RpcRequestCacheMissAmount`` metric and
+    travels on the wire.
+    """
+
+    java_name = "org.apache.hadoop.hdfs.qjournal.server.JournaledEditsCache.CacheMissException"
+
+    def __init__(self, message: str = "", cache_miss_amount: int = 0) -> None:
+        super().__init__(message)
+        self.cache_miss_amount = cache_miss_amount
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.cache_miss_amount))
+
+
+@register_exception
+class LoggerTooFarBehindException(IOException):
+    """An IPCLoggerChannel's queue of un-acked edits is over its limit."""
+
+    java_name = "org.apache.hadoop.hdfs.qjournal.client.LoggerTooFarBehindException"
+
+
+@register_exception
+class QuorumException(IOException):
+    """Too many JournalNodes failed a quorum call."""
+
+    java_name = "org.apache.hadoop.hdfs.qjournal.client.QuorumException"
+
+    @classmethod
+    def create(
+        cls,
+        simple_msg: str,
+        successes: Mapping[Any, Any],
+        exceptions: Mapping[Any, BaseException],
+    ) -> QuorumException:
+        """Hadoop's ``QuorumException.create``: list every success and every failure.
+
+        Tests match fragments of this text ("Got too many exceptions to
+        achieve quorum size 2/3"), so the layout follows Hadoop's exactly: a
+        ``None`` success prints as ``null [success]``; a failure prints its
+        message, or its full traceback if it is a "runtime" error (anything
+        but an I/O error or an assertion) or has no message.
+        """
+        if not exceptions:
+            raise IllegalArgumentException("Must pass exceptions")
+        parts = [simple_msg, ". "]
+        if successes:
+            parts.append(f"{len(successes)} successful responses:\n")
+            parts.append(
+                "\n".join(
+                    f"{key}: {'null [success]' if value is None else value}"
+                    for key, value in successes.items()
+                )
+            )
+            parts.append("\n")
+        parts.append(f"{len(exceptions)} exceptions thrown:\n")
+        parts.append("\n".join(f"{key}: {_describe(exc)}" for key, exc in exceptions.items()))
+        return cls("".join(parts))
+
+
+def _describe(exc: BaseException) -> str:
+    # Java prints a RuntimeException with its stack trace and a checked
+    # exception by its message; OSError / AssertionError play the checked role.
+    message = str(exc)
+    if isinstance(exc, (OSError, AssertionError)) and message:
+        return message
+    # StringUtils.stringifyException: "<class>: <message>" then the stack.
+    name = exc.java_name if isinstance(exc, HadoopException) else type(exc).__qualname__
+    text = f"{name}: {message}" if message else name
+    stack = "".join(traceback.format_tb(exc.__traceback__)).rstrip()
+    return f"{text}\n{stack}" if stack else text
+
+
+@register_exception
+class AuthorizationException(IOException):
+    """The caller is not allowed to use this protocol (service-level authorization)."""
+
+    java_name = "org.apache.hadoop.security.authorize.AuthorizationException"
+
+
+@register_exception
+class BindException(IOException):
+    """A server could not bind its address (Hadoop: "Problem binding to [host:port]")."""
+
+    java_name = "java.net.BindException"
+
+
+@register_exception
+class ConnectException(IOException):
+    """A client could not connect to a server (refused, unreachable, …)."""
+
+    java_name = "java.net.ConnectException"
+
+
+@register_exception
+class SocketTimeoutException(IOException):
+    """A call got no response within the client's timeout."""
+
+    java_name = "java.net.SocketTimeoutException"
+
+
+@register_exception
+class RemoteException(IOException):
+    """An error whose class this side does not know; keeps the remote class name.
+
+    Hadoop's RPC client raises ``RemoteException`` and callers unwrap it; here
+    known names are unwrapped already by :func:`from_wire`, and only unknown
+    ones arrive as this (still an IOException, message intact). Re-sending it
+    with :func:`to_wire` sends the original class name, so relaying is
+    transparent.
+    """
+
+    java_name = "org.apache.hadoop.ipc.RemoteException"
+
+    def __init__(self, message: str = "", class_name: str | None = None) -> None:
+        super().__init__(message)
+        self.class_name = class_name or self.java_name
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.class_name))
+
+
+_IO_EXCEPTION = IOException.java_name
+
+
+def _wire_name(exc: BaseException) -> str:
+    if isinstance(exc, RemoteException):
+        return exc.class_name
+    if isinstance(exc, HadoopException):
+        return exc.java_name
+    if isinstance(exc, OSError):
+        # Java would have raised an IOException for any disk or socket error.
+        return _IO_EXCEPTION
+    if isinstance(exc, AssertionError):
+        # A broken invariant must stay recognisable as one on the client.
+        return HadoopAssertionError.java_name
+    cls = type(exc)
+    if cls.__module__ == "builtins":
+        return cls.__qualname__
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def to_wire(exc: BaseException) -> Any:
+    """The ``QJournalException`` a server sends for ``exc``.
+
+    A :class:`HadoopException` travels as its ``java_name``; any other
+    ``OSError`` as ``java.io.IOException``; a bare ``AssertionError`` as
+    ``java.lang.AssertionError``; anything else as its Python class name
+    (the client then sees a :class:`RemoteException`).
+    """
+    from hadoop_qjm.qjournal.protocol.thrift_idl import qjournal_thrift
+
+    message = str(exc)
+    if not message and not isinstance(exc, HadoopException):
+        message = repr(exc)
+    amount = exc.cache_miss_amount if isinstance(exc, CacheMissException) else None
+    return qjournal_thrift.QJournalException(
+        className=_wire_name(exc), message=message, cacheMissAmount=amount
+    )
+
+
+def from_wire(texc: Any) -> IOException | HadoopException:
+    """The typed exception for a received ``QJournalException``.
+
+    Known class names (Java's, or our Python class names) give their type;
+    Java's nested-class spelling ``Outer$Inner`` is accepted too. An unknown
+    name gives a :class:`RemoteException` that keeps the name and message.
+    """
+    name = (texc.className or _IO_EXCEPTION).replace("$", ".")
+    message = texc.message if texc.message is not None else ""
+    exc = exception_for_name(name, message)
+    if type(exc) is IOException and name not in (_IO_EXCEPTION, "IOException"):
+        return RemoteException(message, class_name=texc.className)
+    if isinstance(exc, CacheMissException):
+        exc.cache_miss_amount = texc.cacheMissAmount or 0
+    return exc
+
+
+def roundtrip_exception(exc: BaseException) -> IOException | HadoopException:
+    """``exc`` as a client would receive it: to_wire, binary serialization, from_wire.
+
+    For in-process transports that must behave exactly like the socket one.
+    """
+    from hadoop_qjm.qjournal.protocol.wire import thrift_from_bytes, thrift_to_bytes
+
+    texc = to_wire(exc)
+    return from_wire(thrift_from_bytes(type(texc), thrift_to_bytes(texc)))

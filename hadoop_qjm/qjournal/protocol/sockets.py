@@ -1,0 +1,182 @@
+"""Frames on sockets, and the one place sockets are made.
+
+Both the JournalNode RPC server and the client proxy create their sockets
+only through a socket factory, so that transport security (mutual TLS) can
+be added by passing another factory, without touching either.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from typing import Protocol
+
+from hadoop_qjm.qjournal.protocol.exceptions import BindException
+from hadoop_qjm.qjournal.protocol.wire import FRAME_HEADER, ProtocolError
+
+__all__ = [
+    "ServerSocketFactory",
+    "ServerSocketFactoryLike",
+    "ClientSocketFactory",
+    "ClientSocketFactoryLike",
+    "PlainSocketFactory",
+    "as_client_socket_factory",
+    "as_server_socket_factory",
+    "read_frame",
+    "write_frame",
+]
+
+# Largest single recv(): a frame's bytes are gathered as they arrive, never
+# allocated up front from the length the peer claims.
+_RECV_CHUNK = 256 * 1024
+
+
+class ServerSocketFactory(Protocol):
+    """Makes a server's listening socket and prepares each accepted connection."""
+
+    def listen(self, host: str, port: int, backlog: int) -> socket.socket:
+        """A bound, listening socket; raise BindException if the address is unusable."""
+        ...
+
+    def wrap_accepted(self, conn: socket.socket) -> socket.socket:
+        """The socket to serve ``conn`` on (e.g. after a TLS handshake).
+
+        Called in the connection's own thread, so a slow handshake never
+        blocks the accept loop.
+        """
+        ...
+
+
+class ClientSocketFactory(Protocol):
+    """Makes a client's connected socket."""
+
+    def connect(self, host: str, port: int, timeout_s: float | None) -> socket.socket:
+        """A socket connected to ``host:port``; raise OSError on failure."""
+        ...
+
+
+class PlainSocketFactory:
+    """Plain TCP with TCP_NODELAY on both sides.
+
+    The JournalNode sets ``ipc.server.tcpnodelay`` (JournalNodeRpcServer):
+    each call is one small request whose latency is the writer's commit
+    latency, so Nagle's delay must not apply.
+    """
+
+    def listen(self, host: str, port: int, backlog: int = 128) -> socket.socket:
+        bind_host = host or "0.0.0.0"
+        try:
+            infos = socket.getaddrinfo(
+                bind_host, port, socket.AF_UNSPEC, socket.SOCK_STREAM, 0, socket.AI_PASSIVE
+            )
+            family, type_, proto, _, addr = infos[0]
+            sock = socket.socket(family, type_, proto)
+        except OSError as e:
+            raise BindException(
+                f"Problem binding to [{bind_host}:{port}] java.net.BindException: {e}"
+            ) from e
+        try:
+            # Like Java's ServerSocket: a restarted daemon can rebind its port
+            # while old connections sit in TIME_WAIT.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(addr)
+            sock.listen(backlog)
+        except OSError as e:
+            sock.close()
+            raise BindException(
+                f"Problem binding to [{bind_host}:{port}] java.net.BindException: {e.strerror or e}"
+            ) from e
+        return sock
+
+    def wrap_accepted(self, conn: socket.socket) -> socket.socket:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return conn
+
+    def connect(self, host: str, port: int, timeout_s: float | None) -> socket.socket:
+        sock = socket.create_connection((host, port), timeout=timeout_s)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+
+
+#: A server socket factory, or just a ``(host, port) -> listening socket`` callable
+#: (the form the JournalNode's HTTP server takes).
+ServerSocketFactoryLike = ServerSocketFactory | Callable[[str, int], socket.socket]
+#: A client socket factory, or just a ``(host, port, timeout_s) -> socket`` callable.
+ClientSocketFactoryLike = ClientSocketFactory | Callable[[str, int, float | None], socket.socket]
+
+
+class _CallableServerSocketFactory(PlainSocketFactory):
+    def __init__(self, listen: Callable[[str, int], socket.socket]) -> None:
+        self._listen = listen
+
+    def listen(self, host: str, port: int, backlog: int = 128) -> socket.socket:
+        return self._listen(host, port)
+
+
+class _CallableClientSocketFactory(PlainSocketFactory):
+    def __init__(self, connect: Callable[[str, int, float | None], socket.socket]) -> None:
+        self._connect = connect
+
+    def connect(self, host: str, port: int, timeout_s: float | None) -> socket.socket:
+        return self._connect(host, port, timeout_s)
+
+
+def as_server_socket_factory(factory: ServerSocketFactoryLike | None) -> ServerSocketFactory:
+    """``factory`` as a :class:`ServerSocketFactory` (``None``: plain TCP)."""
+    if factory is None:
+        return PlainSocketFactory()
+    if hasattr(factory, "listen"):
+        return factory  # type: ignore[return-value]
+    return _CallableServerSocketFactory(factory)  # type: ignore[arg-type]
+
+
+def as_client_socket_factory(factory: ClientSocketFactoryLike | None) -> ClientSocketFactory:
+    """``factory`` as a :class:`ClientSocketFactory` (``None``: plain TCP)."""
+    if factory is None:
+        return PlainSocketFactory()
+    if hasattr(factory, "connect"):
+        return factory  # type: ignore[return-value]
+    return _CallableClientSocketFactory(factory)  # type: ignore[arg-type]
+
+
+def _recv_exact(sock: socket.socket, size: int, *, eof_ok: bool) -> bytes:
+    """``size`` bytes; ``b""`` if ``eof_ok`` and the peer closed before the first one."""
+    chunks: list[bytes] = []
+    remaining = size
+    while remaining:
+        chunk = sock.recv(min(remaining, _RECV_CHUNK))
+        if not chunk:
+            if eof_ok and remaining == size:
+                return b""
+            raise ProtocolError(
+                f"connection closed in the middle of a frame ({size - remaining} of {size} bytes)"
+            )
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(sock: socket.socket, max_frame_size: int) -> bytes | None:
+    """Read one frame's payload; ``None`` if the peer closed cleanly between frames.
+
+    A length outside ``[0, max_frame_size]`` raises :class:`ProtocolError`
+    before anything is allocated for it (Hadoop's Server rejects such a
+    length the same way, then drops the connection).
+    """
+    header = _recv_exact(sock, FRAME_HEADER.size, eof_ok=True)
+    if not header:
+        return None
+    (size,) = FRAME_HEADER.unpack(header)
+    if size < 0:
+        raise ProtocolError(f"Invalid frame length {size}")
+    if size > max_frame_size:
+        raise ProtocolError(
+            f"Requested data length {size} is longer than maximum configured RPC length "
+            f"{max_frame_size}"
+        )
+    return _recv_exact(sock, size, eof_ok=False)
+
+
+def write_frame(sock: socket.socket, payload: bytes) -> None:
+    """Send one frame: the length prefix, then ``payload``."""
+    sock.sendall(FRAME_HEADER.pack(len(payload)) + payload)

@@ -1,0 +1,274 @@
+"""rules.py: each rule's accept and reject cases, and checkRequest against a naive model."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hadoop_qjm.common.constants import INVALID_TXID
+from hadoop_qjm.common.exceptions import HadoopException, IllegalArgumentException, IOException
+from hadoop_qjm.qjournal.protocol import rules
+from hadoop_qjm.qjournal.protocol.exceptions import (
+    JournalOutOfSyncException,
+    SegmentMismatchException,
+)
+from hadoop_qjm.qjournal.protocol.messages import RequestInfo
+from hadoop_qjm.qjournal.protocol.rules import (
+    BatchAction,
+    EpochDecision,
+    EpochState,
+    check_committed_txid,
+    check_epoch,
+    check_finalize_current,
+    check_ipc_serial,
+    check_journal_batch,
+    check_new_epoch,
+    check_request,
+    check_writer_epoch,
+    majority,
+    validate_journal_id,
+)
+
+JID = "test-journal"
+
+
+# --------------------------------------------------------------- journal id
+
+
+@pytest.mark.parametrize("jid", ["ns1", "my-journal_2", "a.b", "journal..x", "j" * 200])
+def test_good_journal_ids(jid: str) -> None:
+    assert validate_journal_id(jid) == jid
+
+
+@pytest.mark.parametrize("jid", ["", "a/b", "/abs", ".hidden", ".", "..", "a\x00b", None, 5])
+def test_bad_journal_ids(jid: object) -> None:
+    with pytest.raises(IllegalArgumentException, match="^bad journal id: "):
+        validate_journal_id(jid)
+
+
+# ----------------------------------------------------------------- majority
+
+
+@pytest.mark.parametrize(("n", "m"), [(0, 1), (1, 1), (2, 2), (3, 2), (4, 3), (5, 3), (7, 4)])
+def test_majority(n: int, m: int) -> None:
+    assert majority(n) == m
+
+
+def test_majority_of_negative_count() -> None:
+    with pytest.raises(IllegalArgumentException):
+        majority(-1)
+
+
+# ----------------------------------------------------------- checkRequest steps
+
+
+def test_check_epoch() -> None:
+    assert check_epoch(3, 3, JID) is None
+    assert check_epoch(4, 3, JID) == 4
+    with pytest.raises(IOException) as e:
+        check_epoch(1, 3, JID)
+    assert type(e.value) is IOException
+    assert str(e.value) == (
+        f"IPC's epoch 1 is less than the last promised epoch 3 ; journal id: {JID}"
+    )
+
+
+def test_check_ipc_serial() -> None:
+    assert check_ipc_serial(0, -1, JID) == 0
+    assert check_ipc_serial(5, 3, JID) == 5
+    with pytest.raises(JournalOutOfSyncException) as e:
+        check_ipc_serial(3, 3, JID, client="/127.0.0.1")
+    assert str(e.value) == (
+        "IPC serial 3 from client /127.0.0.1 was not higher than prior highest IPC serial 3"
+        f" ; journal id: {JID}"
+    )
+    with pytest.raises(JournalOutOfSyncException, match="from client null was not higher"):
+        check_ipc_serial(1, 2, JID)
+
+
+def test_check_committed_txid() -> None:
+    assert check_committed_txid(0, INVALID_TXID, JID) == 0
+    assert check_committed_txid(5, 5, JID) == 5
+    with pytest.raises(IllegalArgumentException) as e:
+        check_committed_txid(4, 5, JID)
+    assert str(e.value) == (
+        f"Client trying to move committed txid backward from 5 to 4 ; journal id: {JID}"
+    )
+
+
+def test_check_request_accepts_and_promises() -> None:
+    state = EpochState(last_promised_epoch=1, ipc_serial=4, committed_txid=10)
+    same_epoch = check_request(state, RequestInfo(JID, 1, 5, 12))
+    assert same_epoch == EpochDecision(promise_epoch=None, ipc_serial=5, committed_txid=12)
+    assert same_epoch.apply(state) == EpochState(1, 5, 12)
+    same_epoch.raise_if_rejected()
+
+    newer = check_request(state, RequestInfo(JID, 2, 0))
+    assert newer == EpochDecision(promise_epoch=2, ipc_serial=0, committed_txid=None)
+    assert newer.apply(state) == EpochState(2, 0, 10)
+
+
+def test_check_request_rejections() -> None:
+    state = EpochState(last_promised_epoch=3, ipc_serial=4, committed_txid=10)
+
+    stale = check_request(state, RequestInfo(JID, 2, 9))
+    assert stale.apply(state) == state
+    with pytest.raises(IOException, match="IPC's epoch 2 is less than the last promised epoch 3"):
+        stale.raise_if_rejected()
+
+    replay = check_request(state, RequestInfo(JID, 3, 4), client="/10.0.0.1")
+    assert replay.apply(state) == state
+    with pytest.raises(JournalOutOfSyncException, match="IPC serial 4 from client /10.0.0.1"):
+        replay.raise_if_rejected()
+
+    backward = check_request(state, RequestInfo(JID, 3, 5, 9))
+    # the serial is consumed even though the request fails (Hadoop's order)
+    assert backward.apply(state) == EpochState(3, 5, 10)
+    with pytest.raises(IllegalArgumentException, match="backward from 10 to 9"):
+        backward.raise_if_rejected()
+
+
+def test_a_newer_epoch_is_promised_even_if_the_request_then_fails() -> None:
+    state = EpochState(last_promised_epoch=3, ipc_serial=4, committed_txid=10)
+    d = check_request(state, RequestInfo(JID, 5, 0, 9))
+    assert d.promise_epoch == 5
+    assert d.apply(state) == EpochState(5, 0, 10)
+    assert isinstance(d.error, IllegalArgumentException)
+
+
+def test_check_writer_epoch() -> None:
+    check_writer_epoch(4, 4, JID)
+    with pytest.raises(IOException) as e:
+        check_writer_epoch(3, 4, JID)
+    # Hadoop's message has two spaces before the writer epoch.
+    assert str(e.value) == f"IPC's epoch 3 is not the current writer epoch  4 ; journal id: {JID}"
+
+
+def test_check_new_epoch() -> None:
+    check_new_epoch(4, 3, JID)
+    check_new_epoch(1, 0, JID)
+    for proposed in (3, 2):
+        with pytest.raises(IOException) as e:
+            check_new_epoch(proposed, 3, JID)
+        assert str(e.value) == f"Proposed epoch {proposed} <= last promise 3 ; journal id: {JID}"
+
+
+# ------------------------------------------------------------------ journal()
+
+
+def test_journal_batch_accepted() -> None:
+    assert check_journal_batch(1, 4, 1, 4, num_txns=3, journal_id=JID) is BatchAction.WRITE
+
+
+def test_journal_batch_with_no_txns_is_skipped_before_any_check() -> None:
+    assert (
+        check_journal_batch(None, INVALID_TXID, 9, 99, num_txns=0, journal_id=JID)
+        is BatchAction.SKIP
+    )
+
+
+@pytest.mark.parametrize("no_segment", [None, INVALID_TXID])
+def test_journal_batch_without_open_segment(no_segment: int | None) -> None:
+    with pytest.raises(JournalOutOfSyncException) as e:
+        check_journal_batch(no_segment, INVALID_TXID, 1, 1, num_txns=1, journal_id=JID)
+    assert type(e.value) is JournalOutOfSyncException
+    assert str(e.value) == f"Can't write, no segment open ; journal id: {JID}"
+
+
+def test_journal_batch_for_another_segment_is_distinguishable() -> None:
+    with pytest.raises(SegmentMismatchException) as e:
+        check_journal_batch(4, 5, 1, 5, num_txns=1, journal_id=JID)
+    assert isinstance(e.value, JournalOutOfSyncException)
+    assert str(e.value) == (
+        "Writer out of sync: it thinks it is writing segment 1 but current segment is 4"
+        f" ; journal id: {JID}"
+    )
+
+
+def test_journal_batch_with_a_gap() -> None:
+    with pytest.raises(JournalOutOfSyncException) as e:
+        check_journal_batch(1, 4, 1, 5, num_txns=1, journal_id=JID)
+    assert type(e.value) is JournalOutOfSyncException
+    assert str(e.value) == f"Can't write txid 5 expecting nextTxId=4 ; journal id: {JID}"
+
+
+def test_journal_batch_checks_run_in_hadoops_order() -> None:
+    # a wrong segment AND a gap: the segment check (which aborts) wins
+    with pytest.raises(SegmentMismatchException):
+        check_journal_batch(4, 9, 1, 100, num_txns=1, journal_id=JID)
+
+
+def test_check_finalize_current() -> None:
+    check_finalize_current(4, 3, start_txid=1, journal_id=JID)
+    with pytest.raises(JournalOutOfSyncException) as e:
+        check_finalize_current(4, 5, start_txid=1, journal_id=JID)
+    assert str(e.value) == (
+        "Trying to finalize in-progress log segment 1 to end at txid 5 but only written up to"
+        f" txid 3 ; journal id: {JID}"
+    )
+
+
+# --------------------------------------------- checkRequest vs a naive model
+
+
+def naive_check_request(
+    state: tuple[int, int, int], req: RequestInfo
+) -> tuple[tuple[int, int, int], type | None]:
+    """Journal.checkRequest transcribed imperatively: mutate, then maybe throw."""
+    promised, serial, committed = state
+    if req.epoch < promised:
+        return (promised, serial, committed), IOException
+    if req.epoch > promised:
+        promised, serial = req.epoch, -1
+    if not req.ipc_serial_number > serial:
+        return (promised, serial, committed), JournalOutOfSyncException
+    serial = req.ipc_serial_number
+    if req.committed_txid != INVALID_TXID:
+        if req.committed_txid < committed:
+            return (promised, serial, committed), IllegalArgumentException
+        committed = req.committed_txid
+    return (promised, serial, committed), None
+
+
+SMALL = st.integers(-3, 8)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    promised=st.integers(0, 6),
+    serial=st.integers(-1, 6),
+    committed=st.one_of(st.just(INVALID_TXID), SMALL),
+    epoch=st.integers(0, 7),
+    ipc=SMALL,
+    req_committed=st.one_of(st.just(INVALID_TXID), SMALL),
+)
+def test_check_request_matches_naive_model(
+    promised: int, serial: int, committed: int, epoch: int, ipc: int, req_committed: int
+) -> None:
+    state = EpochState(promised, serial, committed)
+    req = RequestInfo(JID, epoch, ipc, req_committed)
+    decision = check_request(state, req)
+    expected_state, expected_error = naive_check_request((promised, serial, committed), req)
+    after = decision.apply(state)
+    assert (after.last_promised_epoch, after.ipc_serial, after.committed_txid) == expected_state
+    if expected_error is None:
+        assert decision.error is None
+    else:
+        assert type(decision.error) is expected_error
+        assert isinstance(decision.error, HadoopException)
+        assert str(decision.error).endswith(f" ; journal id: {JID}")
+    # a promise is reported exactly when the epoch rises
+    assert (decision.promise_epoch is not None) == (epoch > promised)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(-1, 6), SMALL), max_size=30))
+def test_sequences_of_requests_match_naive_model(reqs: list[tuple[int, int, int]]) -> None:
+    state = EpochState()
+    model = (0, rules.INITIAL_IPC_SERIAL, INVALID_TXID)
+    for epoch, ipc, committed in reqs:
+        req = RequestInfo(JID, epoch, ipc, committed)
+        state = check_request(state, req).apply(state)
+        model, _ = naive_check_request(model, req)
+        assert (state.last_promised_epoch, state.ipc_serial, state.committed_txid) == model
