@@ -1,0 +1,218 @@
+"""EditLogFileOutputStream: writes one segment file (Hadoop's class of the same name).
+
+Ops go into an :class:`EditsDoubleBuffer`; ``set_ready_to_flush`` + ``flush`` write the
+ready batch and ``os.fdatasync`` it. Before a flush whose data would pass the end of the
+file, the file is extended with whole 1 MiB chunks of 0xFF (OP_INVALID), so the size of an
+open segment is a multiple of 1 MiB and a sync rarely has to commit a size change
+(HADOOP-QJM-DIGEST.md §4.2). ``close`` truncates the padding; ``abort`` leaves it, and a
+reader stops at the first 0xFF.
+
+A failed write or sync is never retried: the error is raised, and every later use of the
+stream raises too, because after a failed fsync the kernel may have dropped the dirty pages
+(the "fsyncgate" lesson) and only the caller can decide what is durable.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
+from hadoop_qjm.common.exceptions import IOException
+from hadoop_qjm.namenode.edits_double_buffer import EditsDoubleBuffer
+from hadoop_qjm.namenode.fs_edit_log_op import FSEditLogOp, edit_log_header
+
+__all__ = [
+    "EditLogFileOutputStream",
+    "PREALLOCATION_LENGTH",
+    "DEFAULT_OUTPUT_BUFFER_CAPACITY",
+]
+
+LOG = logging.getLogger(__name__)
+
+#: Preallocation step: 1 MiB of OP_INVALID.
+PREALLOCATION_LENGTH = 1024 * 1024
+#: FSEditLog's default double-buffer size (512 KiB).
+DEFAULT_OUTPUT_BUFFER_CAPACITY = 512 * 1024
+
+_FILL = b"\xff" * PREALLOCATION_LENGTH
+_ABORTED = "Trying to use aborted output stream"
+
+
+class EditLogFileOutputStream:
+    """An edit-log segment file open for writing.
+
+    ``initial_size`` is the double buffer's capacity: :meth:`should_force_sync` turns true
+    once the current buffer reaches it.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike, initial_size: int = DEFAULT_OUTPUT_BUFFER_CAPACITY
+    ) -> None:
+        self.path = Path(path)
+        self.double_buf: EditsDoubleBuffer | None = EditsDoubleBuffer(initial_size)
+        try:
+            self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise IOException(f"Unable to open edit log {self.path}: {e}") from e
+        # Like Hadoop, an existing file is appended to until create() truncates it.
+        self._pos = os.fstat(self._fd).st_size
+        self._size = self._pos
+        self._failed: BaseException | None = None
+
+    # ---- state ---------------------------------------------------------------------------------
+
+    @property
+    def position(self) -> int:
+        """Bytes of data written to the file so far (the padding excluded)."""
+        return self._pos
+
+    @property
+    def is_open(self) -> bool:
+        return self._fd is not None
+
+    def _check_usable(self) -> EditsDoubleBuffer:
+        if self._fd is None or self.double_buf is None:
+            raise IOException(_ABORTED)
+        if self._failed is not None:
+            raise IOException(
+                f"Edit log {self.path} failed earlier and must not be used: {self._failed}"
+            )
+        return self.double_buf
+
+    # ---- writing -------------------------------------------------------------------------------
+
+    def create(self, layout_version: int = CURRENT_LAYOUT_VERSION) -> None:
+        """Truncate the file and write, flush and sync the 8-byte header."""
+        buf = self._check_usable()
+        try:
+            os.ftruncate(self._fd, 0)
+        except OSError as e:
+            self._fail(e)
+            raise IOException(f"Unable to truncate edit log {self.path}: {e}") from e
+        self._pos = self._size = 0
+        buf.write_raw(edit_log_header(layout_version))
+        self.set_ready_to_flush()
+        self.flush()
+
+    def write(self, op: FSEditLogOp) -> None:
+        """Buffer one op."""
+        buf = self.double_buf
+        if buf is None or self._failed is not None:
+            buf = self._check_usable()  # raises
+        buf.current.write_op(op)
+
+    def write_raw(
+        self,
+        data: bytes | bytearray | memoryview,
+        num_txns: int = 0,
+        first_txid: int = INVALID_TXID,
+    ) -> None:
+        """Buffer already-framed bytes (see :meth:`EditsDoubleBuffer.write_raw`)."""
+        self._check_usable().write_raw(data, num_txns, first_txid)
+
+    def set_ready_to_flush(self) -> None:
+        """Make everything buffered so far the next batch :meth:`flush` writes."""
+        self._check_usable().set_ready_to_flush()
+
+    def should_force_sync(self) -> bool:
+        """True once the current buffer has reached ``initial_size``."""
+        return self.double_buf is not None and self.double_buf.should_force_sync()
+
+    def flush(self, durable: bool = True) -> None:
+        """Write the ready batch (preallocating first) and, if ``durable``, fdatasync it."""
+        buf = self._check_usable()
+        if buf.is_flushed():
+            LOG.debug("Nothing to flush in %s", self.path)
+            return
+        try:
+            self._preallocate(buf.count_ready_bytes())
+            buf.flush_to(self._write_at_position)
+            if durable:
+                os.fdatasync(self._fd)
+        except OSError as e:
+            self._fail(e)
+            raise IOException(f"Unable to write edit log {self.path}: {e}") from e
+
+    flush_and_sync = flush
+
+    def _write_at_position(self, data: memoryview) -> None:
+        fd = self._fd
+        written = 0
+        total = len(data)
+        while written < total:
+            written += os.pwrite(fd, data[written:], self._pos + written)
+        self._pos += total
+
+    def _preallocate(self, nbytes: int) -> None:
+        """Extend the file with 1 MiB chunks of 0xFF until ``nbytes`` fit after the position."""
+        need = nbytes - (self._size - self._pos)
+        if need <= 0:
+            return
+        fd = self._fd
+        old_size = self._size
+        while need > 0:
+            written = 0
+            while written < PREALLOCATION_LENGTH:
+                written += os.pwrite(fd, _FILL[written:], self._size + written)
+            self._size += PREALLOCATION_LENGTH
+            need -= PREALLOCATION_LENGTH
+        LOG.debug("Preallocated %d bytes at the end of %s", self._size - old_size, self.path)
+
+    def _fail(self, error: BaseException) -> None:
+        if self._failed is None:
+            self._failed = error
+
+    # ---- closing -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Truncate the padding after the last op, sync and close.
+
+        Raises if the stream was already closed or aborted, or if data is still buffered.
+        """
+        if self._fd is None:
+            raise IOException(_ABORTED)
+        fd = self._fd
+        try:
+            if self.double_buf is not None:
+                self.double_buf.close()
+            if self._failed is None:
+                os.ftruncate(fd, self._pos)
+                self._size = self._pos
+                os.fsync(fd)
+        except OSError as e:
+            self._fail(e)
+            raise IOException(f"Unable to close edit log {self.path}: {e}") from e
+        finally:
+            self._fd = None
+            self.double_buf = None
+            try:
+                os.close(fd)
+            except OSError as e:  # the data was synced above; nothing else is at stake
+                LOG.warning("Error closing %s: %s", self.path, e)
+        if self._failed is not None:
+            raise IOException(f"Edit log {self.path} failed earlier: {self._failed}")
+
+    def abort(self) -> None:
+        """Close without truncating; a no-op on a closed or aborted stream."""
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        self.double_buf = None
+        try:
+            os.close(fd)
+        except OSError as e:
+            LOG.warning("Error aborting %s: %s", self.path, e)
+
+    def __enter__(self) -> EditLogFileOutputStream:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if exc_info[0] is None and self._fd is not None:
+            self.close()
+        else:
+            self.abort()
+
+    def __repr__(self) -> str:
+        return f"EditLogFileOutputStream({self.path})"

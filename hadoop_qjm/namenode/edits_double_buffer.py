@@ -1,0 +1,132 @@
+"""EditsDoubleBuffer: group commit for edit-log writers (Hadoop's class of the same name). Pure.
+
+Writers append ops to the *current* buffer while the previous batch, the *ready* buffer, is
+written out and synced; ``set_ready_to_flush`` swaps the two. Both the file output stream
+and the quorum client use it, so it knows nothing about where the bytes go: ``flush_to``
+hands the ready bytes to a callable or a file object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import BinaryIO
+
+from hadoop_qjm.common.constants import INVALID_TXID
+from hadoop_qjm.common.exceptions import IOException, always_assert
+from hadoop_qjm.namenode.fs_edit_log_op import FSEditLogOp, append_op
+
+__all__ = ["EditsDoubleBuffer", "TxnBuffer"]
+
+FlushTarget = Callable[[memoryview], object] | BinaryIO
+
+
+class TxnBuffer:
+    """One side of the double buffer: bytes plus the first txid and the count they hold."""
+
+    __slots__ = ("data", "first_txid", "num_txns")
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.first_txid = INVALID_TXID
+        self.num_txns = 0
+
+    def write_op(self, op: FSEditLogOp) -> None:
+        first = self.first_txid
+        if first == INVALID_TXID:
+            self.first_txid = op.txid
+        elif op.txid <= first:
+            always_assert(False, f"op txid {op.txid} is not after the buffer's first txid {first}")
+        append_op(self.data, op)
+        self.num_txns += 1
+
+    def reset(self) -> None:
+        self.data = bytearray()
+        self.first_txid = INVALID_TXID
+        self.num_txns = 0
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
+class EditsDoubleBuffer:
+    """Two :class:`TxnBuffer` s: ops go into ``current``; ``ready`` is being flushed."""
+
+    def __init__(self, initial_size: int) -> None:
+        self.initial_size = initial_size
+        self.current = TxnBuffer()
+        self.ready = TxnBuffer()
+
+    def write_op(self, op: FSEditLogOp) -> None:
+        """Append the frame of ``op`` to the current buffer."""
+        self.current.write_op(op)
+
+    def write_raw(
+        self,
+        data: bytes | bytearray | memoryview,
+        num_txns: int = 0,
+        first_txid: int = INVALID_TXID,
+    ) -> None:
+        """Append already-framed bytes (a JournalNode's ``journal()`` batch).
+
+        ``num_txns`` > 0 counts them as transactions; when the buffer holds none yet and
+        ``first_txid`` is not given it is read from the first frame of ``data``.
+        """
+        buf = self.current
+        buf.data += data
+        if num_txns > 0:
+            if buf.first_txid == INVALID_TXID:
+                if first_txid == INVALID_TXID and len(data) >= 13:
+                    first_txid = int.from_bytes(bytes(data[5:13]), "big", signed=True)
+                buf.first_txid = first_txid
+            buf.num_txns += num_txns
+
+    def set_ready_to_flush(self) -> None:
+        """Swap the buffers; the previous ready buffer must have been flushed."""
+        always_assert(self.is_flushed(), "previous data not flushed yet")
+        self.current, self.ready = self.ready, self.current
+
+    def flush_to(self, out: FlushTarget) -> None:
+        """Hand the ready bytes to ``out`` (a callable, or an object with ``write``); empty it.
+
+        If ``out`` raises, the ready buffer is kept, so nothing is silently dropped.
+        """
+        data = self.ready.data
+        if data:
+            view = memoryview(data)
+            try:
+                if callable(out):
+                    out(view)
+                else:
+                    out.write(view)
+            finally:
+                view.release()
+        self.ready.reset()
+
+    def should_force_sync(self) -> bool:
+        """True once the current buffer has reached its initial capacity."""
+        return len(self.current.data) >= self.initial_size
+
+    def is_flushed(self) -> bool:
+        return not self.ready.data
+
+    def count_buffered_bytes(self) -> int:
+        return len(self.ready.data) + len(self.current.data)
+
+    def count_ready_bytes(self) -> int:
+        return len(self.ready.data)
+
+    def count_ready_txns(self) -> int:
+        return self.ready.num_txns
+
+    def first_ready_txid(self) -> int:
+        """The first txid of the ready buffer (it must hold at least one transaction)."""
+        always_assert(self.ready.first_txid != INVALID_TXID, "no transactions are ready")
+        return self.ready.first_txid
+
+    def close(self) -> None:
+        """Refuse to close while bytes are still waiting to be flushed."""
+        pending = self.count_buffered_bytes()
+        if pending:
+            raise IOException(
+                f"FSEditStream has {pending} bytes still to be flushed and cannot be closed."
+            )
