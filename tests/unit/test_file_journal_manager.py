@@ -1,0 +1,194 @@
+"""FileJournalManager on real files: segments, recovery of every leftover kind, purge, manifests."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
+from hadoop_qjm.common.exceptions import CorruptionException, IllegalStateException
+from hadoop_qjm.common.remote_edit_log import RemoteEditLog
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.namenode.file_journal_manager import (
+    FileJournalManager,
+    finalized_edits_file_name,
+    inprogress_edits_file_name,
+)
+from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, edit_log_header
+from hadoop_qjm.testing.qjm_test_util import create_txn_data
+
+LV = CURRENT_LAYOUT_VERSION
+MiB = 1024 * 1024
+
+
+@pytest.fixture
+def fjm(tmp_path):
+    current = tmp_path / "current"
+    current.mkdir()
+    return FileJournalManager(Configuration(), current)
+
+
+def write_segment(fjm: FileJournalManager, start: int, count: int, finalize: bool = True):
+    stream = fjm.start_log_segment(start, LV)
+    for txid in range(start, start + count):
+        stream.write(MkdirOp.create(txid, f"/dir{txid}"))
+    stream.set_ready_to_flush()
+    stream.flush()
+    if finalize:
+        stream.close()
+        fjm.finalize_log_segment(start, start + count - 1)
+    return stream
+
+
+def names(fjm: FileJournalManager) -> list[str]:
+    return sorted(os.listdir(fjm.current_dir))
+
+
+def read_txids(streams) -> list[int]:
+    txids = []
+    for stream in streams:
+        with stream:
+            while (op := stream.read_op()) is not None:
+                txids.append(op.txid)
+    return txids
+
+
+def test_segment_names_have_19_digits():
+    assert inprogress_edits_file_name(1) == "edits_inprogress_0000000000000000001"
+    assert finalized_edits_file_name(1, 3) == "edits_0000000000000000001-0000000000000000003"
+
+
+def test_start_and_finalize(fjm):
+    write_segment(fjm, 1, 3)
+    stream = write_segment(fjm, 4, 2, finalize=False)
+    assert names(fjm) == [
+        "edits_0000000000000000001-0000000000000000003",
+        "edits_inprogress_0000000000000000004",
+    ]
+    # An open segment is padded to a whole number of MiB; a finalized one is not.
+    assert (fjm.current_dir / inprogress_edits_file_name(4)).stat().st_size % MiB == 0
+    stream.close()
+    fjm.finalize_log_segment(4, 5)
+    path = fjm.current_dir / finalized_edits_file_name(4, 5)
+    assert path.stat().st_size < MiB
+    with pytest.raises(IllegalStateException, match="already exists"):
+        (fjm.current_dir / inprogress_edits_file_name(4)).write_bytes(b"")
+        fjm.finalize_log_segment(4, 5)
+
+
+def test_select_input_streams(fjm):
+    write_segment(fjm, 1, 3)
+    write_segment(fjm, 4, 3)
+    write_segment(fjm, 7, 3, finalize=False)
+    assert read_txids(fjm.select_input_streams(1)) == list(range(1, 7))
+    assert read_txids(fjm.select_input_streams(1, in_progress_ok=True)) == list(range(1, 10))
+    # From the middle of a segment: the stream holding the txid, and what follows.
+    streams = fjm.select_input_streams(5, in_progress_ok=True)
+    assert [s.first_txid for s in streams] == [4, 7]
+
+
+def test_remote_edit_logs(fjm):
+    write_segment(fjm, 1, 3)
+    write_segment(fjm, 4, 3)
+    write_segment(fjm, 7, 2, finalize=False)
+    assert fjm.get_remote_edit_logs(1) == [RemoteEditLog(1, 3), RemoteEditLog(4, 6)]
+    assert fjm.get_remote_edit_logs(5) == [RemoteEditLog(4, 6)]
+    assert fjm.get_remote_edit_logs(1, in_progress_ok=True)[-1] == RemoteEditLog(7, 8, True)
+    assert fjm.get_remote_edit_logs(10) == []
+
+
+def test_moved_aside_files_are_ignored(fjm):
+    write_segment(fjm, 1, 3)
+    for suffix in (".empty", ".corrupt", ".trash", ".epoch=5", ".stale"):
+        (fjm.current_dir / (inprogress_edits_file_name(4) + suffix)).write_bytes(b"junk")
+    (fjm.current_dir / (finalized_edits_file_name(4, 6) + ".trash")).write_bytes(b"junk")
+    assert fjm.get_remote_edit_logs(1, in_progress_ok=True) == [RemoteEditLog(1, 3)]
+    assert [log.name for log in fjm.get_log_files(0)] == [finalized_edits_file_name(1, 3)]
+    fjm.recover_unfinalized_segments()  # nothing to recover: moved-aside files stay as they are
+    assert len(names(fjm)) == 7
+
+
+def test_two_segments_at_the_same_txid_is_an_error(fjm):
+    write_segment(fjm, 1, 3)
+    (fjm.current_dir / inprogress_edits_file_name(1)).write_bytes(edit_log_header(LV))
+    with pytest.raises(IllegalStateException, match="More than one log segment"):
+        fjm.get_log_files(0)
+    with pytest.raises(IllegalStateException, match="More than one log segment"):
+        fjm.get_log_file(1)
+
+
+def test_recover_zero_length_segment_is_deleted(fjm):
+    write_segment(fjm, 1, 3)
+    (fjm.current_dir / inprogress_edits_file_name(4)).write_bytes(b"")
+    fjm.recover_unfinalized_segments()
+    assert names(fjm) == [finalized_edits_file_name(1, 3)]
+
+
+def test_recover_corrupt_header_is_moved_aside(fjm):
+    (fjm.current_dir / inprogress_edits_file_name(1)).write_bytes(b"\xff" * 100)
+    with pytest.raises(CorruptionException, match="In-progress edit log file is corrupt"):
+        fjm.recover_unfinalized_segments()
+    assert names(fjm) == [inprogress_edits_file_name(1) + ".corrupt"]
+    fjm.recover_unfinalized_segments()  # a second pass finds nothing left to do
+
+
+def test_recover_no_transactions_is_moved_aside_as_empty(fjm):
+    (fjm.current_dir / inprogress_edits_file_name(4)).write_bytes(
+        edit_log_header(LV) + b"\xff" * MiB
+    )
+    fjm.recover_unfinalized_segments()
+    assert names(fjm) == [inprogress_edits_file_name(4) + ".empty"]
+
+
+def test_recover_finalizes_at_last_valid_txid_without_padding_or_torn_tail(fjm):
+    data = edit_log_header(LV) + create_txn_data(1, 5)
+    torn = create_txn_data(6, 1)[:-3]
+    (fjm.current_dir / inprogress_edits_file_name(1)).write_bytes(data + torn)
+    fjm.recover_unfinalized_segments()
+    assert names(fjm) == [finalized_edits_file_name(1, 5)]
+    assert (fjm.current_dir / finalized_edits_file_name(1, 5)).read_bytes() == data
+
+
+def test_recover_a_mix_of_leftovers(fjm):
+    write_segment(fjm, 1, 3)
+    write_segment(fjm, 4, 3, finalize=False)  # a writer died with 4..6 written (padded)
+    (fjm.current_dir / inprogress_edits_file_name(7)).write_bytes(b"")  # zero length
+    (fjm.current_dir / inprogress_edits_file_name(8)).write_bytes(  # header only
+        edit_log_header(LV) + b"\xff" * 1000
+    )
+    current = write_segment(fjm, 9, 2, finalize=False)  # the one still being written
+    fjm.recover_unfinalized_segments()
+    assert names(fjm) == [
+        finalized_edits_file_name(1, 3),
+        finalized_edits_file_name(4, 6),
+        inprogress_edits_file_name(8) + ".empty",
+        inprogress_edits_file_name(9),
+    ]
+    assert read_txids(fjm.select_input_streams(1)) == list(range(1, 7))
+    current.close()
+
+
+def test_purge_logs_older_than(fjm):
+    for start in (1, 4, 7):
+        write_segment(fjm, start, 3)
+    (fjm.current_dir / (inprogress_edits_file_name(2) + ".empty")).write_bytes(b"x")
+    (fjm.current_dir / (inprogress_edits_file_name(8) + ".empty")).write_bytes(b"x")
+    fjm.purge_logs_older_than(7)
+    assert names(fjm) == [
+        finalized_edits_file_name(7, 9),
+        inprogress_edits_file_name(8) + ".empty",
+    ]
+
+
+def test_discard_segments(fjm):
+    for start in (1, 4, 7):
+        write_segment(fjm, start, 3)
+    with pytest.raises(IllegalStateException, match="discard"):
+        fjm.discard_segments(5)
+    fjm.discard_segments(4)
+    assert names(fjm) == [
+        finalized_edits_file_name(1, 3),
+        finalized_edits_file_name(4, 6) + ".trash",
+        finalized_edits_file_name(7, 9) + ".trash",
+    ]
