@@ -29,11 +29,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "hadoop_qjm.tools.quickstart",
         "run a local 3-JournalNode cluster with a writer, a failover and a reader",
     ),
+    "getconf": (
+        "hadoop_qjm.tools.getconf",
+        "print configuration values (-confKey KEY, -journalNodes)",
+    ),
     "oev": ("hadoop_qjm.tools.oev", "offline edits viewer: print an edit log as XML or statistics"),
     "bench": ("hadoop_qjm.tools.bench", "benchmarks: bench edits | journalnode"),
 }
 
-USAGE = "usage: hdfs-py [--config DIR] COMMAND [ARGS...]"
+USAGE = "usage: hdfs-py [--config DIR] [-D key=value ...] COMMAND [ARGS...]"
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -46,6 +50,7 @@ class CommandParser(argparse.ArgumentParser):
 def _help_text() -> str:
     lines = [USAGE, "", "Options:"]
     lines.append("  --config DIR   configuration directory (default: $HADOOP_CONF_DIR)")
+    lines.append("  -D key=value   set a configuration property (overrides the site files)")
     lines.append("  -h, --help     show this help")
     lines.append("")
     lines.append("Commands:")
@@ -79,7 +84,7 @@ def configure_logging(level: str | None = None, log_file: str | None = None) -> 
     root.setLevel(getattr(logging, level, logging.WARNING))
 
 
-def load_configuration(conf_dir: str | None):
+def load_configuration(conf_dir: str | None, overrides: Sequence[tuple[str, str]] = ()):
     """The Configuration of ``conf_dir`` (or ``$HADOOP_CONF_DIR``): defaults, then the site files."""
     from hadoop_qjm.conf import Configuration
 
@@ -89,12 +94,15 @@ def load_configuration(conf_dir: str | None):
         if not os.path.isdir(conf_dir):
             raise UsageError(f"configuration directory {conf_dir} does not exist")
         conf.add_conf_dir(conf_dir)
+    for key, value in overrides:
+        conf.set(key, value)
     return conf
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     conf_dir: str | None = None
+    overrides: list[tuple[str, str]] = []
     try:
         while args and args[0].startswith("-"):
             opt = args.pop(0)
@@ -107,6 +115,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 conf_dir = args.pop(0)
             elif opt.startswith("--config="):
                 conf_dir = opt.split("=", 1)[1]
+            elif opt == "-D" or (opt.startswith("-D") and len(opt) > 2):
+                prop = opt[2:] if len(opt) > 2 else (args.pop(0) if args else "")
+                key, sep, value = prop.partition("=")
+                if not sep or not key.strip():
+                    raise UsageError(f"-D needs key=value, got '{prop}'")
+                overrides.append((key.strip(), value))
             else:
                 raise UsageError(f"unknown option {opt}")
         if not args:
@@ -121,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if any(a in ("-h", "--help", "-help") for a in args[:1]):
             conf = None
         else:
-            conf = load_configuration(conf_dir)
+            conf = load_configuration(conf_dir, overrides)
         return int(module.run(args, conf) or 0)
     except UsageError as e:
         print(f"hdfs-py: {e}", file=sys.stderr)
@@ -146,3 +160,7 @@ def _debug_traceback() -> None:
         import traceback
 
         traceback.print_exc()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,770 @@
+"""Journal: one journal id on a JournalNode (HADOOP-QJM-DIGEST.md §2; design paper §2.3–2.11).
+
+Every mutation has the same shape (STYLE.md habit 3): take the journal's lock,
+check the journal is formatted, apply the protocol rule (``rules.py``), then do
+the disk I/O and fsync before returning. A storage failure (a failed write or
+fsync) stops the journal: every later mutation fails until the JournalNode is
+restarted and has re-read its disk, because after a failed fsync the state of
+the file is unknown and acknowledging anything more could lose an edit.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import BinaryIO
+
+from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
+from hadoop_qjm.common.durable import BestEffortLongFile, PersistentLongFile, fsync_dir
+from hadoop_qjm.common.exceptions import (
+    HadoopException,
+    IllegalArgumentException,
+    IllegalStateException,
+    IOException,
+    always_assert,
+)
+from hadoop_qjm.common.remote_edit_log import RemoteEditLog, RemoteEditLogManifest
+from hadoop_qjm.common.storage_info import NamespaceInfo
+from hadoop_qjm.namenode.edit_log_file_input_stream import scan_edit_log
+from hadoop_qjm.namenode.file_journal_manager import EditLogFile
+from hadoop_qjm.qjournal.protocol import rules
+from hadoop_qjm.qjournal.protocol.exceptions import (
+    CacheMissException,
+    JournalNotFormattedException,
+    JournalOutOfSyncException,
+    NewerTxnIdException,
+    SegmentMismatchException,
+)
+from hadoop_qjm.qjournal.protocol.messages import (
+    GetJournaledEditsResponse,
+    NewEpochResponse,
+    PersistedRecoveryPaxosData,
+    PrepareRecoveryResponse,
+    RequestInfo,
+    SegmentState,
+)
+from hadoop_qjm.qjournal.server.jn_storage import JNStorage
+from hadoop_qjm.qjournal.server.journal_metrics import JournalMetrics, JournalNodeMetrics
+from hadoop_qjm.qjournal.server.journal_node_rpc_server import remote_ip
+from hadoop_qjm.qjournal.server.journaled_edits_cache import JournaledEditsCache
+from hadoop_qjm.qjournal.server.paxos_record import read_paxos_record, write_paxos_record
+
+__all__ = ["Journal", "JournalFaultInjector"]
+
+LOG = logging.getLogger(__name__)
+
+LAST_PROMISED_FILENAME = "last-promised-epoch"
+LAST_WRITER_EPOCH = "last-writer-epoch"
+COMMITTED_TXID_FILENAME = "committed-txid"
+#: A batch whose fsync takes longer than this is logged (Hadoop: WARN_SYNC_MILLIS_THRESHOLD).
+WARN_SYNC_MILLIS_THRESHOLD = 1000
+
+
+class JournalFaultInjector:
+    """Fault hooks on both sides of acceptRecovery's commit point (and around a write).
+
+    The default does nothing; tests pass a subclass whose hooks raise, to crash
+    the JournalNode exactly there (design paper §2.8, HDFS-3955).
+    """
+
+    def before_persist_paxos_data(self) -> None:
+        """Called after the download, before the paxos record is written."""
+
+    def after_persist_paxos_data(self) -> None:
+        """Called after the paxos record is durable, before the segment is renamed."""
+
+    def before_write_edits(self) -> None:
+        """Called before a journal() batch is written (HDFS-17710's writeEdits hook)."""
+
+
+def _txn_range_contains(seg: SegmentState, txid: int) -> bool:
+    return seg.start_txid <= txid <= seg.end_txid
+
+
+class Journal:
+    """The journal of one journal id: its storage, its promises, its open segment."""
+
+    def __init__(
+        self,
+        conf,
+        log_dir: str | os.PathLike[str],
+        journal_id: str,
+        *,
+        metrics: JournalNodeMetrics | None = None,
+        fault_injector: JournalFaultInjector | None = None,
+        fetcher=None,
+        clock=time.time,
+    ) -> None:
+        rules.validate_journal_id(journal_id)
+        self.conf = conf
+        self.journal_id = journal_id
+        self.log = logging.LoggerAdapter(LOG, {"journal_id": journal_id})
+        self._lock = threading.RLock()
+        self._fault = fault_injector or JournalFaultInjector()
+        self._fetch = fetcher
+        self._clock = clock
+        perm = int(conf.get("dfs.journalnode.edits.dir.perm", "700"), 8) if conf else 0o700
+        self.storage = JNStorage(conf, log_dir, perm)
+        self.fjm = self.storage.fjm
+        self._cur_segment = None
+        self.cur_segment_txid = INVALID_TXID
+        self.cur_segment_layout_version = 0
+        self.next_txid = INVALID_TXID
+        self.highest_written_txid = 0
+        self.current_epoch_ipc_serial = -1
+        self.last_journal_timestamp_ms = 0
+        self._storage_failure: str | None = None
+        in_progress = conf.get_bool("dfs.ha.tail-edits.in-progress", False) if conf else False
+        self.cache = JournaledEditsCache(conf) if in_progress else None
+        self._refresh_cached_data()
+        latest = self.scan_storage_for_latest_edits()
+        if latest is not None:
+            self._update_highest_written_txid(latest.last_txid)
+        self.metrics: JournalMetrics = (metrics or JournalNodeMetrics()).for_journal(self)
+
+    # ---- persistent state -----------------------------------------------------------------------
+    def _refresh_cached_data(self) -> None:
+        current = self.storage.current_dir
+        if getattr(self, "committed_txn_id", None) is not None:
+            self.committed_txn_id.close()
+        self.last_promised_epoch = PersistentLongFile(current / LAST_PROMISED_FILENAME, 0)
+        self.last_writer_epoch = PersistentLongFile(current / LAST_WRITER_EPOCH, 0)
+        self.committed_txn_id = BestEffortLongFile(current / COMMITTED_TXID_FILENAME, INVALID_TXID)
+
+    def _update_highest_written_txid(self, txid: int) -> None:
+        self.highest_written_txid = txid
+        self.fjm.last_readable_txid = txid
+
+    # ---- read-only views ------------------------------------------------------------------------
+    def is_formatted(self) -> bool:
+        return self.storage.is_formatted()
+
+    def get_last_promised_epoch(self) -> int:
+        """The promise (getJournalState); JournalNotFormattedException if unformatted."""
+        with self._lock:
+            self._check_formatted()
+            return self.last_promised_epoch.get()
+
+    def get_last_writer_epoch(self) -> int:
+        with self._lock:
+            self._check_formatted()
+            return self.last_writer_epoch.get()
+
+    def get_committed_txid(self) -> int:
+        with self._lock:
+            return self.committed_txn_id.get() if self.is_formatted() else INVALID_TXID
+
+    def get_journal_ctime(self) -> int:
+        with self._lock:
+            self._check_formatted()
+            return self.storage.storage_info.ctime
+
+    def metric_last_promised_epoch(self) -> int:
+        try:
+            return self.last_promised_epoch.get() if self.is_formatted() else 0
+        except (OSError, HadoopException):
+            return -1
+
+    def metric_last_writer_epoch(self) -> int:
+        try:
+            return self.last_writer_epoch.get() if self.is_formatted() else 0
+        except (OSError, HadoopException):
+            return -1
+
+    def current_lag_txns(self) -> int:
+        """max(committed - highest written, 0); 0 while nothing is committed (Hadoop)."""
+        try:
+            committed = self.committed_txn_id.get() if self.is_formatted() else INVALID_TXID
+        except (OSError, HadoopException):
+            return 0
+        if committed <= 0:
+            return 0
+        return max(committed - self.highest_written_txid, 0)
+
+    def open_segment_for_read(
+        self, segment_txid: int, in_progress_ok: bool = True
+    ) -> tuple[BinaryIO, str, int] | None:
+        """Open the segment starting at ``segment_txid`` for ``/getJournal``.
+
+        Returns ``(file, file name, size at open time)``, or None when there is no such
+        segment (or it is in progress and ``in_progress_ok`` is false). The lookup and the
+        open happen under the journal lock, so the file cannot be finalized (renamed) or
+        replaced by acceptRecovery in between (GetJournalEditServlet's ``synchronized
+        (fjm)``); the size is read from the open file, so the caller sends exactly that
+        many bytes even while the writer appends. The caller closes the file.
+        """
+        with self._lock:
+            elf = self.fjm.get_log_file(segment_txid)
+            if elf is None or (elf.is_in_progress and not in_progress_ok):
+                return None
+            f = open(elf.path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
+            try:
+                size = os.fstat(f.fileno()).st_size
+            except BaseException:
+                f.close()
+                raise
+            return f, elf.name, size
+
+    @property
+    def is_segment_open(self) -> bool:
+        return self._cur_segment is not None
+
+    # ---- checks ---------------------------------------------------------------------------------
+    def _check_formatted(self) -> None:
+        if not self.storage.is_formatted():
+            raise JournalNotFormattedException(
+                f"Journal {self.storage} not formatted ; journal id: {self.journal_id}"
+            )
+
+    def _check_writable(self) -> None:
+        if self._storage_failure is not None:
+            raise IOException(
+                f"Journal {self.journal_id} stopped accepting writes after a storage failure "
+                f"({self._storage_failure}); restart the JournalNode"
+            )
+
+    def _check_request(self, req: RequestInfo) -> None:
+        """Epoch promise, IPC serial and committed txid (digest §2 checkRequest)."""
+        decision = rules.check_request(
+            rules.EpochState(
+                self.last_promised_epoch.get(),
+                self.current_epoch_ipc_serial,
+                self.committed_txn_id.get(),
+            ),
+            req,
+            client=remote_ip(),
+        )
+        if decision.promise_epoch is not None:
+            # A newer writer has arrived: the promise fences every older one.
+            self.log.info(
+                "Updating lastPromisedEpoch from %d to %d",
+                self.last_promised_epoch.get(),
+                decision.promise_epoch,
+            )
+            self.last_promised_epoch.set(decision.promise_epoch)
+            self.current_epoch_ipc_serial = rules.INITIAL_IPC_SERIAL
+        if decision.ipc_serial is not None:
+            self.current_epoch_ipc_serial = decision.ipc_serial
+        if decision.committed_txid is not None:
+            self.committed_txn_id.set(decision.committed_txid)
+        decision.raise_if_rejected()
+
+    def _check_write_request(self, req: RequestInfo) -> None:
+        self._check_request(req)
+        rules.check_writer_epoch(req.epoch, self.last_writer_epoch.get(), self.journal_id)
+
+    # ---- the protocol ---------------------------------------------------------------------------
+    def format(self, ns_info: NamespaceInfo, force: bool = False) -> None:
+        """Format (or, with ``force``, re-format) this journal's storage."""
+        with self._lock:
+            if ns_info.namespace_id == 0:
+                raise IllegalArgumentException(
+                    f"can't format with uninitialized namespace info: {ns_info}"
+                )
+            current = self.storage.current_dir
+            if not force and current.is_dir() and any(current.iterdir()):
+                raise IOException(
+                    "Can't format the storage directory because the current directory is not empty."
+                )
+            self._abort_cur_segment()
+            self.committed_txn_id.close()
+            self.storage.format(ns_info)
+            self._refresh_cached_data()
+            self._update_highest_written_txid(0)
+            self.current_epoch_ipc_serial = -1
+            self._storage_failure = None
+            if self.cache is not None:
+                self.cache = JournaledEditsCache(self.conf)
+
+    def new_epoch(self, ns_info: NamespaceInfo, epoch: int) -> NewEpochResponse:
+        """Promise never to accept an epoch below ``epoch``; report the latest segment."""
+        with self._lock:
+            self._check_formatted()
+            self.storage.check_consistent_namespace(ns_info)
+            rules.check_new_epoch(epoch, self.last_promised_epoch.get(), self.journal_id)
+            self.log.info(
+                "Updating lastPromisedEpoch from %d to %d", self.last_promised_epoch.get(), epoch
+            )
+            self.last_promised_epoch.set(epoch)
+            self.current_epoch_ipc_serial = -1
+            self._abort_cur_segment()
+            latest = self.scan_storage_for_latest_edits()
+            return NewEpochResponse(latest.first_txid if latest is not None else None)
+
+    def heartbeat(self, req: RequestInfo) -> None:
+        with self._lock:
+            self._check_formatted()
+            self._check_request(req)
+
+    def journal(
+        self, req: RequestInfo, segment_txid: int, first_txid: int, num_txns: int, records: bytes
+    ) -> None:
+        """Append a batch of serialized ops to the open segment; durable on return."""
+        with self._lock:
+            self._check_formatted()
+            self._check_writable()
+            self._check_write_request(req)
+            if num_txns == 0:
+                return  # the legacy "only update the committed txid" call
+            try:
+                rules.check_journal_batch(
+                    self.cur_segment_txid if self._cur_segment is not None else None,
+                    self.next_txid,
+                    segment_txid,
+                    first_txid,
+                    num_txns=num_txns,
+                    journal_id=self.journal_id,
+                )
+            except SegmentMismatchException:
+                # The writer missed a finalize and a start: stop writing this segment.
+                self._abort_cur_segment()
+                raise
+            last_txid = first_txid + num_txns - 1
+            # A batch the quorum already committed (we are catching up) need not be fsynced.
+            lagging = last_txid <= self.committed_txn_id.get()
+            self._fault.before_write_edits()
+            started = time.perf_counter()
+            try:
+                self._cur_segment.write_raw(records, num_txns)
+                self._cur_segment.set_ready_to_flush()
+                self._cur_segment.flush(not lagging)
+            except OSError as e:
+                self._fail_storage(f"writing txns {first_txid}-{last_txid}: {e}")
+                raise IOException(f"Failed to write txns {first_txid}-{last_txid}: {e}") from e
+            sync_micros = (time.perf_counter() - started) * 1e6
+            if sync_micros > WARN_SYNC_MILLIS_THRESHOLD * 1000:
+                self.log.warning(
+                    "Sync of transaction range %d-%d took %dms",
+                    first_txid,
+                    last_txid,
+                    sync_micros / 1000,
+                )
+            self.metrics.batch_written(num_txns, len(records), lagging, sync_micros)
+            self._update_highest_written_txid(last_txid)
+            self.next_txid = last_txid + 1
+            if self.cache is not None:
+                self.cache.store_edits(
+                    records, first_txid, last_txid, self.cur_segment_layout_version
+                )
+            self.last_journal_timestamp_ms = int(self._clock() * 1000)
+
+    def start_log_segment(
+        self, req: RequestInfo, txid: int, layout_version: int | None = None
+    ) -> None:
+        """Open ``edits_inprogress_<txid>``; the caller becomes the writer of its epoch."""
+        if layout_version is None:
+            layout_version = CURRENT_LAYOUT_VERSION
+        with self._lock:
+            self._check_formatted()
+            self._check_writable()
+            self._check_request(req)
+            if self._cur_segment is not None:
+                self.log.warning(
+                    "Client is requesting a new log segment %d though we are already writing %s. "
+                    "Aborting the current segment in order to begin the new one.",
+                    txid,
+                    self._cur_segment,
+                )
+                self._abort_cur_segment()
+            existing = self.fjm.get_log_file(txid)
+            if existing is not None:
+                if not existing.is_in_progress:
+                    raise IllegalStateException(
+                        f"Already have a finalized segment {existing} beginning at {txid}"
+                    )
+                # An in-progress file may hold at most the START_LOG_SEGMENT txn, written alone.
+                existing.scan_log()
+                if existing.last_txid != existing.first_txid:
+                    raise IllegalStateException(
+                        f"The log file {existing} seems to contain valid transactions"
+                    )
+            if self.last_writer_epoch.get() != req.epoch:
+                self.log.info(
+                    "Updating lastWriterEpoch from %d to %d",
+                    self.last_writer_epoch.get(),
+                    req.epoch,
+                )
+                self.last_writer_epoch.set(req.epoch)
+            # A new segment at this txid supersedes any recovery decided for it.
+            self._purge_paxos_decision(txid)
+            try:
+                self._cur_segment = self.fjm.start_log_segment(txid, layout_version)
+            except OSError as e:
+                self._fail_storage(f"creating segment {txid}: {e}")
+                raise
+            self.cur_segment_txid = txid
+            self.cur_segment_layout_version = layout_version
+            self.next_txid = txid
+
+    def finalize_log_segment(self, req: RequestInfo, start_txid: int, end_txid: int) -> None:
+        """Make ``[start_txid, end_txid]`` a finalized segment (exactly its txns, no padding)."""
+        with self._lock:
+            self._check_formatted()
+            self._check_writable()
+            self._check_request(req)
+            needs_validation = True
+            if start_txid == self.cur_segment_txid:
+                # Check before closing (Hadoop closes first): a rejected finalize must leave
+                # the file byte-identical, so it only drops the open segment, as Hadoop does.
+                try:
+                    rules.check_finalize_current(
+                        self.next_txid, end_txid, start_txid=start_txid, journal_id=self.journal_id
+                    )
+                except JournalOutOfSyncException:
+                    self._abort_cur_segment()
+                    raise
+                if self._cur_segment is not None:
+                    try:
+                        self._cur_segment.close()  # truncates the padding, fsyncs
+                    except OSError as e:
+                        self._fail_storage(f"closing segment {start_txid}: {e}")
+                        raise
+                    self._cur_segment = None
+                    self.cur_segment_txid = INVALID_TXID
+                    self.cur_segment_layout_version = 0
+                needs_validation = False
+            elf = self.fjm.get_log_file(start_txid)
+            if elf is None:
+                raise JournalOutOfSyncException(
+                    f"No log file to finalize at transaction ID {start_txid} ; journal id: {self.journal_id}"
+                )
+            if elf.is_in_progress:
+                truncate_to = None
+                if needs_validation:
+                    self.log.info("Validating log segment %s about to be finalized", elf.path)
+                    elf.scan_log()
+                    if elf.last_txid != end_txid:
+                        raise JournalOutOfSyncException(
+                            f"Trying to finalize in-progress log segment {start_txid} to end at txid "
+                            f"{end_txid} but log {elf.path} on disk only contains up to txid "
+                            f"{elf.last_txid} ; journal id: {self.journal_id}"
+                        )
+                    # A segment installed by recovery still carries its source's padding; the
+                    # finalized copies of one segment must be byte-identical everywhere.
+                    truncate_to = elf.valid_length
+                self.fjm.finalize_log_segment(start_txid, end_txid, truncate_to=truncate_to)
+            elif end_txid != elf.last_txid:
+                raise IllegalArgumentException(
+                    f"Trying to re-finalize already finalized log {elf} with different endTxId {end_txid}"
+                )
+            # Once finalized, no other length can be decided: the paxos record is no longer needed.
+            self._purge_paxos_decision(elf.first_txid)
+
+    def purge_logs_older_than(self, req: RequestInfo, min_txid_to_keep: int) -> None:
+        with self._lock:
+            self._check_formatted()
+            self._check_request(req)
+            self.storage.purge_data_older_than(min_txid_to_keep)
+
+    def get_edit_log_manifest(
+        self, since_txid: int, in_progress_ok: bool = False
+    ) -> RemoteEditLogManifest:
+        """The segments from ``since_txid`` on; the in-progress one ends at the highest written txid."""
+        with self._lock:
+            self._check_formatted()
+            logs = self.fjm.get_remote_edit_logs(since_txid, in_progress_ok)
+            if in_progress_ok:
+                for i, log in enumerate(logs):
+                    if log.is_in_progress:
+                        del logs[i]
+                        logs.append(RemoteEditLog(log.start_txid, self.highest_written_txid, True))
+                        break
+            return RemoteEditLogManifest(tuple(logs), self.committed_txn_id.get())
+
+    def get_journaled_edits(self, since_txid: int, max_txns: int) -> GetJournaledEditsResponse:
+        """Edits from the in-memory cache (``dfs.ha.tail-edits.in-progress``), header included."""
+        cache = self.cache
+        if cache is None:
+            raise IOException(
+                "The journal edits cache is not enabled, which is a requirement to fetch journaled "
+                "edits via RPC. Please enable it via dfs.ha.tail-edits.in-progress"
+            )
+        highest = self.highest_written_txid
+        if since_txid == highest + 1:
+            self.metrics.rpc_empty_response()
+            return GetJournaledEditsResponse(0, b"")
+        if since_txid > highest + 1:
+            self.metrics.rpc_empty_response()
+            raise NewerTxnIdException(
+                f"Highest txn ID available in the journal is {highest}, but requested txns "
+                f"starting at {since_txid}."
+            )
+        # Never serve past what this node has written: after a recovery truncated the segment,
+        # the cache may still hold txns of a fenced writer beyond it.
+        max_txns = min(max_txns, highest - since_txid + 1)
+        try:
+            data, count = cache.retrieve_edits(since_txid, max_txns)
+        except CacheMissException as e:
+            self.metrics.cache_miss(e.cache_miss_amount)
+            raise
+        self.metrics.rpc_served(count, len(data))
+        return GetJournaledEditsResponse(count, data)
+
+    # ---- recovery (design paper §2.8-2.9) -------------------------------------------------------
+    def prepare_recovery(self, req: RequestInfo, segment_txid: int) -> PrepareRecoveryResponse:
+        """Paxos phase 1: what this node has, or has accepted, for ``segment_txid``."""
+        with self._lock:
+            self._check_formatted()
+            self._check_request(req)
+            self._abort_cur_segment()
+            previously_accepted = self._get_persisted_paxos_data(segment_txid)
+            self._complete_half_done_accept_recovery(previously_accepted)
+            seg_info = self._get_segment_info(segment_txid)
+            has_finalized = seg_info is not None and not seg_info.is_in_progress
+            committed = self.committed_txn_id.get()
+            last_committed = committed if committed != INVALID_TXID else None
+            if previously_accepted is not None and not has_finalized:
+                accepted = previously_accepted.segment_state
+                always_assert(
+                    seg_info is not None and accepted.end_txid == seg_info.end_txid,
+                    f"prev accepted: {accepted}\non disk:       {seg_info}",
+                )
+                response = PrepareRecoveryResponse(
+                    accepted,
+                    previously_accepted.accepted_in_epoch,
+                    self.last_writer_epoch.get(),
+                    last_committed,
+                )
+            else:
+                response = PrepareRecoveryResponse(
+                    seg_info, None, self.last_writer_epoch.get(), last_committed
+                )
+            self.log.info("Prepared recovery for segment %d: %s", segment_txid, response)
+            return response
+
+    def accept_recovery(self, req: RequestInfo, segment: SegmentState, from_url: str) -> None:
+        """Paxos phase 2: make ``segment`` (fetched from ``from_url``) this node's copy.
+
+        Commit point: the paxos record. A crash after it but before the rename is rolled
+        forward by the next prepareRecovery (HDFS-3955).
+        """
+        with self._lock:
+            self._check_formatted()
+            self._check_writable()
+            self._check_request(req)
+            self._abort_cur_segment()
+            seg_txid = segment.start_txid
+            if not (segment.end_txid > 0 and segment.end_txid >= seg_txid):
+                raise IllegalArgumentException(
+                    f"bad recovery state for segment {seg_txid}: {segment} ; journal id: {self.journal_id}"
+                )
+            old = self._get_persisted_paxos_data(seg_txid)
+            new = PersistedRecoveryPaxosData(segment, req.epoch)
+            always_assert(
+                old is None or old.accepted_in_epoch <= req.epoch,
+                f"Bad paxos transition, out-of-order epochs.\nOld: {old}\nNew: {new}\n",
+            )
+            synced_file: Path | None = None
+            current = self._get_segment_info(seg_txid)
+            if current is None or current.end_txid != segment.end_txid:
+                if current is None:
+                    self.log.info("Synchronizing log %s: no current segment in place", segment)
+                    self._update_highest_written_txid(
+                        max(segment.end_txid, self.highest_written_txid)
+                    )
+                else:
+                    self.log.info(
+                        "Synchronizing log %s: old segment %s is not the right length",
+                        segment,
+                        current,
+                    )
+                    committed = self.committed_txn_id.get()
+                    if _txn_range_contains(current, committed) and not _txn_range_contains(
+                        segment, committed
+                    ):
+                        always_assert(
+                            False,
+                            f"Cannot replace segment {current} with new segment {segment}: would "
+                            f"discard already-committed txn {committed}",
+                        )
+                    always_assert(
+                        current.is_in_progress,
+                        "Should never be asked to synchronize a different log on top of an "
+                        "already-finalized segment",
+                    )
+                    if _txn_range_contains(current, self.highest_written_txid):
+                        self._update_highest_written_txid(segment.end_txid)
+                synced_file = self._sync_log(req, segment, from_url)
+            else:
+                self.log.info("Skipping download of log %s: already have up-to-date logs", segment)
+            # The commit point (design paper §2.8): once the record is durable this node has
+            # accepted the value, even if it crashes before the rename below.
+            self._fault.before_persist_paxos_data()
+            write_paxos_record(self.storage.paxos_file(seg_txid), new)
+            self._fault.after_persist_paxos_data()
+            if synced_file is not None:
+                self._install(synced_file, self.storage.in_progress_edit_log(seg_txid))
+            self.log.info("Accepted recovery for segment %d: %s", seg_txid, new)
+
+    def move_tmp_segment_to_current(self, tmp: Path, final: Path, end_txid: int) -> bool:
+        """Install a segment the syncer downloaded, but only if it is committed here.
+
+        Returns False (and installs nothing) when ``end_txid`` is past this node's
+        committed txid: a sync must never bring back a txn that was not committed.
+        """
+        with self._lock:
+            self._check_formatted()
+            self._check_writable()
+            if end_txid > self.committed_txn_id.get() or not self.storage.current_dir.is_dir():
+                return False
+            validation = scan_edit_log(tmp)
+            if validation.has_corrupt_header or validation.last_txid != end_txid:
+                raise IOException(
+                    f"Synced segment {tmp.name} holds txns up to {validation.last_txid}, "
+                    f"expected {end_txid}"
+                )
+            self._install(tmp, final)
+            return True
+
+    # ---- upgrade and rollback (HDFS-5138): not supported yet ------------------------------------
+    def _upgrade_unsupported(self, operation: str):
+        raise IOException(
+            f"{operation} is not supported by this JournalNode yet; journal {self.journal_id} "
+            "is unchanged"
+        )
+
+    def do_pre_upgrade(self) -> None:
+        self._upgrade_unsupported("doPreUpgrade")
+
+    def do_upgrade(self, storage_info) -> None:
+        self._upgrade_unsupported("doUpgrade")
+
+    def do_finalize(self) -> None:
+        self._upgrade_unsupported("doFinalize")
+
+    def can_roll_back(self, storage, prev_storage, target_layout_version) -> bool:
+        self._upgrade_unsupported("canRollBack")
+
+    def do_rollback(self) -> None:
+        self._upgrade_unsupported("doRollback")
+
+    def discard_segments(self, start_txid: int) -> None:
+        """Move aside every segment from ``start_txid`` on (rolling-upgrade rollback)."""
+        with self._lock:
+            self._check_formatted()
+            self.fjm.discard_segments(start_txid)
+            self.committed_txn_id.set(start_txid - 1)
+
+    # ---- helpers --------------------------------------------------------------------------------
+    def scan_storage_for_latest_edits(self) -> EditLogFile | None:
+        """The newest segment holding a transaction; empty newer ones are renamed ``.empty``."""
+        if not self.storage.current_dir.is_dir():
+            return None
+        files = self.fjm.get_log_files(0)
+        while files:
+            latest = files.pop()
+            latest.scan_log()
+            self.log.info("Latest log is %s", latest)
+            if latest.last_txid == INVALID_TXID:
+                self.log.warning(
+                    "Latest log %s has no transactions. moving it aside and looking for previous log",
+                    latest,
+                )
+                latest.move_aside_empty_file()
+            else:
+                return latest
+        self.log.info("No files in %s", self.storage)
+        return None
+
+    def _abort_cur_segment(self) -> None:
+        if self._cur_segment is None:
+            return
+        try:
+            self._cur_segment.abort()
+        except OSError as e:
+            self.log.warning("Unable to abort segment %d: %s", self.cur_segment_txid, e)
+        self._cur_segment = None
+        self.cur_segment_txid = INVALID_TXID
+        self.cur_segment_layout_version = 0
+        self.next_txid = INVALID_TXID
+
+    def _fail_storage(self, what: str) -> None:
+        """After a failed write or fsync nothing more may be acknowledged (see the module doc)."""
+        self.log.error("Storage failure %s: this journal stops accepting writes", what)
+        self._storage_failure = what
+        self._abort_cur_segment()
+
+    def _purge_paxos_decision(self, segment_txid: int) -> None:
+        path = self.storage.paxos_file(segment_txid)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            raise IOException(f"Unable to delete paxos file {path}: {e}") from e
+        fsync_dir(path.parent)
+
+    def _get_persisted_paxos_data(self, segment_txid: int) -> PersistedRecoveryPaxosData | None:
+        data = read_paxos_record(self.storage.paxos_file(segment_txid))
+        if data is not None and data.segment_state.start_txid != segment_txid:
+            raise IllegalStateException(f"Bad persisted data for segment {segment_txid}: {data}")
+        return data
+
+    def _complete_half_done_accept_recovery(self, paxos: PersistedRecoveryPaxosData | None) -> None:
+        """Roll forward an accept that crashed after its commit point (HDFS-3955)."""
+        if paxos is None:
+            return
+        seg_txid = paxos.segment_state.start_txid
+        tmp = self.storage.temporary_edits_file(seg_txid, paxos.accepted_in_epoch)
+        if tmp.exists():
+            dst = self.storage.in_progress_edit_log(seg_txid)
+            self.log.info(
+                "Rolling forward previously half-completed synchronization: %s -> %s", tmp, dst
+            )
+            self._install(tmp, dst)
+
+    def _install(self, tmp: Path, dst: Path) -> None:
+        try:
+            os.replace(tmp, dst)
+            fsync_dir(dst.parent)
+        except OSError as e:
+            raise IOException(f"Unable to rename synced edit log {tmp} to {dst}: {e}") from e
+
+    def _get_segment_info(self, segment_txid: int) -> SegmentState | None:
+        elf = self.fjm.get_log_file(segment_txid)
+        if elf is None:
+            return None
+        if elf.is_in_progress:
+            elf.scan_log()
+        if elf.last_txid == INVALID_TXID:
+            self.log.info("Edit log file %s appears to be empty. Moving it aside...", elf)
+            elf.move_aside_empty_file()
+            return None
+        return SegmentState(segment_txid, elf.last_txid, elf.is_in_progress)
+
+    def _sync_log(self, req: RequestInfo, segment: SegmentState, url: str) -> Path:
+        """Download the accepted segment into ``edits_inprogress_<start>.epoch=<E>`` (fsynced)."""
+        tmp = self.storage.temporary_edits_file(segment.start_txid, req.epoch)
+        self.log.info("Synchronizing log %s from %s", segment, url)
+        timeout_ms = self.conf.get_int("dfs.image.transfer.timeout", 60000) if self.conf else 60000
+        fetch = self._fetch
+        if fetch is None:
+            from hadoop_qjm.common.http_transfer import download_to_file as fetch
+        try:
+            fetch(url, tmp, timeout_ms / 1000.0)
+            fsync_dir(tmp.parent)
+        except BaseException as e:
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+            if isinstance(e, (OSError, HadoopException)):
+                raise IOException(f"Unable to download {url} for segment {segment}: {e}") from e
+            raise
+        return tmp
+
+    def close(self) -> None:
+        """Release the segment, the committed-txid file and the storage lock."""
+        with self._lock:
+            self._abort_cur_segment()
+            try:
+                self.committed_txn_id.close()
+            finally:
+                self.storage.close()
+                self.metrics.node.forget(self.journal_id)
+
+    def __str__(self) -> str:
+        return f"Journal({self.journal_id} at {self.storage.log_dir})"

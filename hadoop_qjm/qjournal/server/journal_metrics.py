@@ -1,0 +1,268 @@
+"""JournalMetrics: Hadoop's per-journal metrics (HADOOP-QJM-DIGEST.md §7), as Prometheus metrics.
+
+One :class:`JournalNodeMetrics` per JournalNode owns a CollectorRegistry (so
+several JournalNodes in one process, as in MiniJournalCluster, never share
+counters); each journal gets a :class:`JournalMetrics` view labelled with its
+``journal_id`` (Hadoop's ``JournalId`` tag). Gauges are read from the Journal
+when scraped. The same numbers feed ``/jmx`` under Hadoop's names.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+import psutil
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
+
+__all__ = ["JournalNodeMetrics", "JournalMetrics", "RollingQuantiles", "QUANTILE_INTERVALS_S"]
+
+#: Hadoop's Syncs60s / Syncs300s / Syncs3600s.
+QUANTILE_INTERVALS_S = (60, 300, 3600)
+_PERCENTILES = (50, 75, 90, 95, 99)
+_FSYNC_BUCKETS_US = (100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1e6)
+
+
+class RollingQuantiles:
+    """Latency percentiles over the last complete ``interval_s`` window (MutableQuantiles).
+
+    Samples go into the current window; when it ends the window becomes the
+    published snapshot. At most ``max_samples`` per window are kept (the rest
+    are counted, not stored) so memory stays bounded under any load.
+    """
+
+    def __init__(
+        self,
+        interval_s: float,
+        clock: Callable[[], float] = time.monotonic,
+        max_samples: int = 8192,
+    ) -> None:
+        self.interval_s = interval_s
+        self._clock = clock
+        self._max = max_samples
+        self._lock = threading.Lock()
+        self._window_start = clock()
+        self._samples: list[float] = []
+        self._count = 0
+        self._snapshot: tuple[int, list[float]] = (0, [])
+
+    def add(self, value: float) -> None:
+        with self._lock:
+            self._roll()
+            self._count += 1
+            if len(self._samples) < self._max:
+                self._samples.append(value)
+
+    def snapshot(self) -> tuple[int, dict[int, float]]:
+        """(number of ops in the last window, {percentile: value})."""
+        with self._lock:
+            self._roll()
+            count, samples = self._snapshot
+        if not samples:
+            return count, dict.fromkeys(_PERCENTILES, 0.0)
+        return count, {
+            p: samples[min(len(samples) - 1, len(samples) * p // 100)] for p in _PERCENTILES
+        }
+
+    def _roll(self) -> None:
+        now = self._clock()
+        if now - self._window_start >= self.interval_s:
+            self._snapshot = (self._count, sorted(self._samples))
+            self._samples, self._count = [], 0
+            elapsed_windows = int((now - self._window_start) // self.interval_s)
+            if elapsed_windows > 1:
+                self._snapshot = (0, [])  # a whole window passed with no sample
+            self._window_start += elapsed_windows * self.interval_s
+
+
+class JournalNodeMetrics:
+    """The metric families of one JournalNode, plus its process metrics (psutil)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        labels = ["journal_id"]
+
+        def counter(name: str, doc: str) -> Counter:
+            return Counter(f"journalnode_{name}", doc, labels, registry=self.registry)
+
+        self.batches_written = counter(
+            "batches_written", "Batches of edits written (BatchesWritten)"
+        )
+        self.txns_written = counter("txns_written", "Transactions written (TxnsWritten)")
+        self.bytes_written = counter("bytes_written", "Bytes of edits written (BytesWritten)")
+        self.batches_written_while_lagging = counter(
+            "batches_written_while_lagging",
+            "Batches already committed when written, so not fsynced (BatchesWrittenWhileLagging)",
+        )
+        self.txns_served_via_rpc = counter(
+            "txns_served_via_rpc", "Transactions served by getJournaledEdits"
+        )
+        self.bytes_served_via_rpc = counter(
+            "bytes_served_via_rpc", "Bytes served by getJournaledEdits"
+        )
+        self.rpc_empty_responses = counter(
+            "rpc_empty_responses", "getJournaledEdits calls that returned nothing"
+        )
+        self.rpc_request_cache_misses = counter(
+            "rpc_request_cache_misses", "getJournaledEdits calls that missed the edits cache"
+        )
+        self.rpc_request_cache_miss_txns = counter(
+            "rpc_request_cache_miss_txns", "Transactions by which requests missed the edits cache"
+        )
+        self.edit_logs_synced = counter(
+            "edit_logs_synced", "Segments downloaded from peers (NumEditLogsSynced)"
+        )
+        self.fsync_micros = Histogram(
+            "journalnode_fsync_latency_microseconds",
+            "Latency of the fsync of a journal() batch",
+            labels,
+            buckets=_FSYNC_BUCKETS_US,
+            registry=self.registry,
+        )
+        self._journals: dict[str, JournalMetrics] = {}
+        self._lock = threading.Lock()
+        self.registry.register(_GaugeCollector(self))
+
+    def for_journal(self, journal) -> JournalMetrics:
+        with self._lock:
+            metrics = JournalMetrics(self, journal)
+            self._journals[journal.journal_id] = metrics
+            return metrics
+
+    def journals(self) -> list[JournalMetrics]:
+        with self._lock:
+            return list(self._journals.values())
+
+    def forget(self, journal_id: str) -> None:
+        with self._lock:
+            self._journals.pop(journal_id, None)
+
+
+class JournalMetrics:
+    """What one Journal reports; gauges are read from ``journal`` when scraped."""
+
+    def __init__(self, node: JournalNodeMetrics, journal) -> None:
+        self.node = node
+        self.journal = journal
+        jid = journal.journal_id
+        self.journal_id = jid
+        self._batches = node.batches_written.labels(jid)
+        self._txns = node.txns_written.labels(jid)
+        self._bytes = node.bytes_written.labels(jid)
+        self._lagging = node.batches_written_while_lagging.labels(jid)
+        self._rpc_txns = node.txns_served_via_rpc.labels(jid)
+        self._rpc_bytes = node.bytes_served_via_rpc.labels(jid)
+        self._rpc_empty = node.rpc_empty_responses.labels(jid)
+        self._misses = node.rpc_request_cache_misses.labels(jid)
+        self._miss_txns = node.rpc_request_cache_miss_txns.labels(jid)
+        self._synced = node.edit_logs_synced.labels(jid)
+        self._fsync = node.fsync_micros.labels(jid)
+        self.sync_quantiles = {s: RollingQuantiles(s) for s in QUANTILE_INTERVALS_S}
+
+    # ---- updates (called by Journal / JournalNodeSyncer) --------------------------------------
+    def batch_written(
+        self, num_txns: int, num_bytes: int, lagging: bool, sync_micros: float
+    ) -> None:
+        self._batches.inc()
+        self._txns.inc(num_txns)
+        self._bytes.inc(num_bytes)
+        if lagging:
+            self._lagging.inc()
+        else:
+            self._fsync.observe(sync_micros)
+            for quantiles in self.sync_quantiles.values():
+                quantiles.add(sync_micros)
+
+    def rpc_served(self, num_txns: int, num_bytes: int) -> None:
+        self._rpc_txns.inc(num_txns)
+        self._rpc_bytes.inc(num_bytes)
+
+    def rpc_empty_response(self) -> None:
+        self._rpc_empty.inc()
+
+    def cache_miss(self, amount: int) -> None:
+        self._misses.inc()
+        self._miss_txns.inc(amount)
+
+    def edit_log_synced(self) -> None:
+        self._synced.inc()
+
+    # ---- reads (for /jmx and tests) -------------------------------------------------------------
+    def as_hadoop_bean(self) -> dict[str, object]:
+        """The attributes of ``Hadoop:service=JournalNode,name=Journal-<jid>``."""
+        j = self.journal
+        misses = self._misses._value.get()
+        bean: dict[str, object] = {
+            "tag.JournalId": self.journal_id,
+            "BatchesWritten": int(self._batches._value.get()),
+            "TxnsWritten": int(self._txns._value.get()),
+            "BytesWritten": int(self._bytes._value.get()),
+            "BatchesWrittenWhileLagging": int(self._lagging._value.get()),
+            "TxnsServedViaRpc": int(self._rpc_txns._value.get()),
+            "BytesServedViaRpc": int(self._rpc_bytes._value.get()),
+            "RpcEmptyResponses": int(self._rpc_empty._value.get()),
+            "RpcRequestCacheMissAmountNumMisses": int(misses),
+            "RpcRequestCacheMissAmountAvgTxns": (
+                self._miss_txns._value.get() / misses if misses else 0.0
+            ),
+            "NumEditLogsSynced": int(self._synced._value.get()),
+            "LastWriterEpoch": j.metric_last_writer_epoch(),
+            "LastPromisedEpoch": j.metric_last_promised_epoch(),
+            "LastWrittenTxId": j.highest_written_txid,
+            "CurrentLagTxns": j.current_lag_txns(),
+            "LastJournalTimestamp": j.last_journal_timestamp_ms,
+        }
+        for interval, quantiles in self.sync_quantiles.items():
+            count, values = quantiles.snapshot()
+            bean[f"Syncs{interval}sNumOps"] = count
+            for p, value in values.items():
+                bean[f"Syncs{interval}s{p}thPercentileLatencyMicros"] = int(value)
+        return bean
+
+
+class _GaugeCollector:
+    """Per-journal gauges and process metrics, computed at scrape time."""
+
+    def __init__(self, node: JournalNodeMetrics) -> None:
+        self.node = node
+        self.process = psutil.Process()
+
+    def describe(self) -> Iterable:
+        return []
+
+    def collect(self) -> Iterable:
+        gauges = {
+            "last_writer_epoch": ("LastWriterEpoch", lambda j: j.metric_last_writer_epoch()),
+            "last_promised_epoch": ("LastPromisedEpoch", lambda j: j.metric_last_promised_epoch()),
+            "last_written_txid": ("LastWrittenTxId", lambda j: j.highest_written_txid),
+            "current_lag_txns": ("CurrentLagTxns", lambda j: j.current_lag_txns()),
+            "last_journal_timestamp_ms": (
+                "LastJournalTimestamp",
+                lambda j: j.last_journal_timestamp_ms,
+            ),
+        }
+        for name, (hadoop_name, read) in gauges.items():
+            family = GaugeMetricFamily(
+                f"journalnode_{name}", f"Hadoop's {hadoop_name}", labels=["journal_id"]
+            )
+            for metrics in self.node.journals():
+                family.add_metric([metrics.journal_id], float(read(metrics.journal)))
+            yield family
+        yield from self._process_metrics()
+
+    def _process_metrics(self) -> Iterable:
+        p = self.process
+        with p.oneshot():
+            cpu = p.cpu_times()
+            values = {
+                "cpu_seconds_total": ("CPU time used", cpu.user + cpu.system),
+                "resident_memory_bytes": ("Resident memory", p.memory_info().rss),
+                "open_fds": ("Open file descriptors", p.num_fds()),
+                "threads": ("Threads", p.num_threads()),
+            }
+        for name, (doc, value) in values.items():
+            family = GaugeMetricFamily(f"journalnode_process_{name}", doc)
+            family.add_metric([], float(value))
+            yield family

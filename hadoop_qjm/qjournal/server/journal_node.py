@@ -1,0 +1,333 @@
+"""JournalNode: the daemon that hosts Journals (``hdfs-py journalnode``).
+
+One process serves any number of journal ids, each in ``<edits dir>/<jid>/``
+(``dfs.journalnode.edits.dir``, or ``dfs.journalnode.edits.dir.<nsId>`` for a
+nameservice). It runs the Thrift RPC server (QJournalProtocol and
+InterQJournalProtocol), the HTTP server (``/getJournal``, ``/metrics``, ``/jmx``,
+``/``) and, per journal, the JournalNodeSyncer.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+
+from hadoop_qjm import __version__
+from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
+from hadoop_qjm.qjournal.protocol import rules
+from hadoop_qjm.qjournal.server.journal import Journal
+from hadoop_qjm.qjournal.server.journal_metrics import JournalNodeMetrics
+
+__all__ = ["JournalNode", "run"]
+
+LOG = logging.getLogger(__name__)
+
+
+def validate_and_create_journal_dir(directory: str) -> Path:
+    """The edits dir must be absolute, a directory, and creatable (Hadoop's checks and messages)."""
+    path = Path(directory.strip())
+    if not path.is_absolute():
+        raise IllegalArgumentException(f"Journal dir '{directory}' should be an absolute path")
+    if path.exists() and not path.is_dir():
+        raise IOException(f"Not a directory: {path}")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise IOException(f"Cannot create directory: {path}: {e.strerror or e}") from None
+    if not path.is_dir():
+        raise IOException(f"Cannot create directory: {path}")
+    if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
+        raise IOException(f"Directory is not readable, writable and executable: {path}")
+    return path
+
+
+class JournalNode:
+    """The daemon's state: configuration, journals, servers, syncers.
+
+    ``fault_injector`` and ``fetcher`` are passed to every Journal (tests only).
+    """
+
+    def __init__(self, conf, *, fault_injector=None, fetcher=None, socket_factory=None) -> None:
+        self.conf = conf
+        self.metrics = JournalNodeMetrics()
+        self.version = f"{__version__}, r0"
+        self.start_time_ms = int(time.time() * 1000)
+        self._fault_injector = fault_injector
+        self._fetcher = fetcher
+        self._socket_factory = socket_factory
+        self._journals: dict[str, Journal] = {}
+        self._syncers: dict[str, object] = {}
+        self._lock = threading.RLock()
+        self._stopped = threading.Event()
+        self.rpc_server = None
+        self.http_server = None
+        self.local_edits_dir = self._edits_dir_for(None)
+
+    # ---- configuration --------------------------------------------------------------------------
+    def _edits_dir_for(self, name_service_id: str | None) -> str:
+        if name_service_id:
+            per_ns = self.conf.get_trimmed(f"dfs.journalnode.edits.dir.{name_service_id}")
+            if per_ns:
+                return per_ns
+        return self.conf.get_trimmed("dfs.journalnode.edits.dir", "/tmp/hadoop/dfs/journalnode/")
+
+    def _all_edits_dirs(self) -> list[str]:
+        dirs = [self.local_edits_dir]
+        for ns in self.conf.get_trimmed_strings("dfs.nameservices"):
+            d = self._edits_dir_for(ns)
+            if d not in dirs:
+                dirs.append(d)
+        return dirs
+
+    def get_log_dir(self, journal_id: str, name_service_id: str | None = None) -> Path:
+        """``<edits dir>/<jid>``; the journal id must already be valid."""
+        return Path(self._edits_dir_for(name_service_id)) / journal_id
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Validate the edits dirs, then start the HTTP and RPC servers."""
+        from hadoop_qjm.qjournal.server.journal_node_http_server import JournalNodeHttpServer
+        from hadoop_qjm.qjournal.server.journal_node_rpc_server import JournalNodeRpcServer
+
+        for directory in self._all_edits_dirs():
+            validate_and_create_journal_dir(directory)
+        http_host, http_port = self.conf.get_socket_address(
+            "dfs.journalnode.http-address",
+            "0.0.0.0:8480",
+            8480,
+            bind_host_key="dfs.journalnode.http-bind-host",
+        )
+        rpc_host, rpc_port = self.conf.get_socket_address(
+            "dfs.journalnode.rpc-address",
+            "0.0.0.0:8485",
+            8485,
+            bind_host_key="dfs.journalnode.rpc-bind-host",
+        )
+        handlers = self.conf.get_int("dfs.journalnode.handler.count", 5)
+        max_frame = self.conf.get_int("ipc.maximum.data.length", 64 * 1024 * 1024)
+        try:
+            self.http_server = JournalNodeHttpServer(self, http_host, http_port)
+            self.http_server.start()
+            self.rpc_server = JournalNodeRpcServer(
+                self,
+                rpc_host,
+                rpc_port,
+                handler_count=handlers if handlers > 0 else 5,
+                max_frame_size=max_frame,
+                socket_factory=self._socket_factory,
+            )
+            self.rpc_server.start()
+        except OSError as e:
+            self.stop()
+            if getattr(e, "errno", None) == 98 or "in use" in str(e).lower():
+                raise IOException(f"Port in use: {e}") from None
+            raise
+        LOG.info(
+            "JournalNode started: RPC %s:%d, HTTP %s:%d, edits dir %s",
+            *self.rpc_address,
+            *self.http_address,
+            self.local_edits_dir,
+        )
+
+    def stop(self) -> None:
+        """Stop the servers and syncers and close every journal (releasing its lock)."""
+        with self._lock:
+            if self._stopped.is_set():
+                return
+            self._stopped.set()
+            servers = [self.rpc_server, self.http_server]
+            syncers = list(self._syncers.values())
+            journals = list(self._journals.values())
+            self._syncers.clear()
+            self._journals.clear()
+        for server in servers:
+            if server is not None:
+                try:
+                    server.stop()
+                except Exception:  # noqa: BLE001 - keep stopping the rest
+                    LOG.exception("Error stopping %s", server)
+        for syncer in syncers:
+            syncer.stop()
+        for journal in journals:
+            try:
+                journal.close()
+            except Exception:  # noqa: BLE001
+                LOG.exception("Error closing %s", journal)
+        LOG.info("JournalNode stopped")
+
+    @property
+    def is_stopped(self) -> bool:
+        return self._stopped.is_set()
+
+    def wait_for_stop(self, timeout: float | None = None) -> bool:
+        return self._stopped.wait(timeout)
+
+    # ---- addresses ------------------------------------------------------------------------------
+    @property
+    def rpc_address(self) -> tuple[str, int]:
+        host, _ = self.conf.get_socket_address(
+            "dfs.journalnode.rpc-address",
+            "0.0.0.0:8485",
+            8485,
+            bind_host_key="dfs.journalnode.rpc-bind-host",
+        )
+        return host, self.rpc_server.port if self.rpc_server else 0
+
+    @property
+    def http_address(self) -> tuple[str, int]:
+        host, _ = self.conf.get_socket_address(
+            "dfs.journalnode.http-address",
+            "0.0.0.0:8480",
+            8480,
+            bind_host_key="dfs.journalnode.http-bind-host",
+        )
+        return host, self.http_server.port if self.http_server else 0
+
+    @property
+    def http_port(self) -> int:
+        return self.http_address[1]
+
+    @property
+    def http_server_uri(self) -> str:
+        """The ``fromURL`` reported by getJournalState (scheme, host, port of the HTTP server)."""
+        if self.http_server is not None:
+            return self.http_server.uri
+        host, port = self.http_address
+        return f"http://{host}:{port}"
+
+    # ---- journals -------------------------------------------------------------------------------
+    def get_or_create_journal(self, journal_id: str, name_service_id: str | None = None) -> Journal:
+        """The Journal of ``journal_id``, loading it (and starting its syncer) on first use."""
+        rules.validate_journal_id(journal_id)
+        with self._lock:
+            if self._stopped.is_set():
+                raise IOException("JournalNode is shutting down")
+            journal = self._journals.get(journal_id)
+            if journal is None:
+                log_dir = self.get_log_dir(journal_id, name_service_id)
+                LOG.info("Initializing journal in directory %s", log_dir)
+                journal = Journal(
+                    self.conf,
+                    log_dir,
+                    journal_id,
+                    metrics=self.metrics,
+                    fault_injector=self._fault_injector,
+                    fetcher=self._fetcher,
+                )
+                self._journals[journal_id] = journal
+                self._maybe_start_syncer(journal, name_service_id)
+            return journal
+
+    def get_journal_if_exists(self, journal_id: str) -> Journal | None:
+        """A loaded journal, or one whose directory exists on disk; never creates a directory."""
+        rules.validate_journal_id(journal_id)
+        with self._lock:
+            journal = self._journals.get(journal_id)
+            if journal is not None:
+                return journal
+            if not self.get_log_dir(journal_id).is_dir():
+                return None
+            return self.get_or_create_journal(journal_id)
+
+    def journals(self) -> dict[str, Journal]:
+        with self._lock:
+            return dict(self._journals)
+
+    def journal_dirs_on_disk(self) -> list[str]:
+        found: set[str] = set()
+        for directory in self._all_edits_dirs():
+            try:
+                for entry in os.scandir(directory):
+                    if entry.is_dir() and not entry.name.startswith("."):
+                        found.add(entry.name)
+            except OSError:
+                continue
+        return sorted(found)
+
+    def cluster_ids(self) -> list[str]:
+        ids = {
+            j.storage.storage_info.cluster_id
+            for j in self.journals().values()
+            if j.storage.storage_info is not None
+        }
+        return sorted(ids)
+
+    def storage_infos(self) -> list[str]:
+        infos = []
+        for j in self.journals().values():
+            si = j.storage.storage_info
+            if si is not None:
+                infos.append(
+                    f"{{LayoutVersion={si.layout_version}, ClusterId={si.cluster_id}, "
+                    f"NamespaceId={si.namespace_id}, CreationTime={si.ctime}}}"
+                )
+        return infos
+
+    def _maybe_start_syncer(self, journal: Journal, name_service_id: str | None) -> None:
+        if not self.conf.get_bool("dfs.journalnode.enable.sync", True) or self.rpc_server is None:
+            return
+        from hadoop_qjm.qjournal.server.journal_node_syncer import JournalNodeSyncer
+
+        syncer = JournalNodeSyncer.create(self, journal, name_service_id)
+        if syncer is not None:
+            self._syncers[journal.journal_id] = syncer
+            syncer.start()
+
+    def __str__(self) -> str:
+        return f"JournalNode(rpc={self.rpc_address}, http={self.http_address})"
+
+
+def _log_file_name() -> str | None:
+    log_dir = os.environ.get("HADOOP_LOG_DIR")
+    if not log_dir:
+        return None
+    os.makedirs(log_dir, exist_ok=True)
+    user = os.environ.get("USER") or str(os.getuid())
+    return os.path.join(log_dir, f"hadoop-{user}-journalnode-{socket.gethostname()}.log")
+
+
+def run(argv: list[str], conf) -> int:
+    """``hdfs-py journalnode``: run a JournalNode in the foreground until SIGTERM/SIGINT."""
+    from hadoop_qjm.cli import CommandParser, configure_logging
+
+    parser = CommandParser(
+        prog="hdfs-py journalnode",
+        description=(
+            "Run a JournalNode in the foreground. Reads dfs.journalnode.edits.dir, "
+            "dfs.journalnode.rpc-address (0.0.0.0:8485), dfs.journalnode.http-address "
+            "(0.0.0.0:8480), dfs.journalnode.handler.count (5), dfs.journalnode.enable.sync "
+            "(true) and dfs.journalnode.sync.interval (120000 ms) from the configuration. "
+            "Logs to stderr, and to $HADOOP_LOG_DIR when set. Stops cleanly on SIGTERM."
+        ),
+    )
+    parser.parse_args(argv)
+    level = os.environ.get("HADOOP_ROOT_LOGGER", "INFO").split(",", 1)[0]
+    configure_logging(level, _log_file_name())
+    node = JournalNode(conf)
+    stop = threading.Event()
+
+    def on_signal(signum, _frame) -> None:
+        LOG.info("Received signal %d, shutting down", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    node.start()
+    rpc_host, rpc_port = node.rpc_address
+    http_host, http_port = node.http_address
+    print(
+        f"JournalNode started pid={os.getpid()} rpc={rpc_host}:{rpc_port} "
+        f"http={http_host}:{http_port}",
+        flush=True,
+    )
+    try:
+        while not stop.wait(1.0):
+            pass
+    finally:
+        node.stop()
+    return 0

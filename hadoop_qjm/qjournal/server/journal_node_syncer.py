@@ -1,0 +1,242 @@
+"""JournalNodeSyncer: fetch finalized segments this node is missing from its peers (HDFS-4025).
+
+With ``dfs.journalnode.enable.sync`` on (the default), each journal whose
+shared-edits URI names other JournalNodes gets a daemon thread that, every
+``dfs.journalnode.sync.interval`` ms, asks the next peer (round robin) for its
+manifest of finalized segments, downloads each segment missing here into
+``<journal>/edits.sync/`` and moves it into ``current/`` — but only when its
+last txid is at or below this node's committed txid, so a segment that was
+never committed can never be resurrected by a sync (digest §2).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import shutil
+import socket
+import threading
+import urllib.parse
+from functools import cache
+
+import psutil
+
+from hadoop_qjm.common.exceptions import HadoopException
+from hadoop_qjm.common.http_transfer import download_to_file
+from hadoop_qjm.common.remote_edit_log import RemoteEditLog
+from hadoop_qjm.qjournal.client.qjournal_uri import QJournalURI, parse_qjournal_uri
+
+__all__ = ["JournalNodeSyncer", "missing_log_segments", "shared_edits_uri"]
+
+LOG = logging.getLogger(__name__)
+
+
+def missing_log_segments(
+    local: list[RemoteEditLog], remote: list[RemoteEditLog]
+) -> list[RemoteEditLog]:
+    """Remote finalized segments whose start txid is not here, plus all past our last one."""
+    local = sorted(local)
+    remote = sorted(log for log in remote if not log.is_in_progress)
+    missing: list[RemoteEditLog] = []
+    i = j = 0
+    while i < len(local) and j < len(remote):
+        if local[i].start_txid == remote[j].start_txid:
+            i += 1
+            j += 1
+        elif local[i].start_txid > remote[j].start_txid:
+            missing.append(remote[j])
+            j += 1
+        else:
+            i += 1
+    missing.extend(remote[j:])
+    return missing
+
+
+def shared_edits_uri(conf, name_service_id: str | None) -> str | None:
+    """``dfs.namenode.shared.edits.dir``, else its ``.<nsId>`` / ``.<nsId>.<nnId>`` forms."""
+    uri = conf.get_trimmed("dfs.namenode.shared.edits.dir")
+    if uri:
+        return uri
+    name_services = (
+        [name_service_id] if name_service_id else conf.get_trimmed_strings("dfs.nameservices")
+    )
+    for ns in name_services:
+        uri = conf.get_trimmed(f"dfs.namenode.shared.edits.dir.{ns}")
+        if uri:
+            return uri
+        found = {
+            conf.get_trimmed(f"dfs.namenode.shared.edits.dir.{ns}.{nn}")
+            for nn in conf.get_trimmed_strings(f"dfs.ha.namenodes.{ns}")
+        } - {None}
+        if len(found) > 1:
+            LOG.warning("The shared edits URIs of the NameNodes of %s differ: %s", ns, found)
+            return None
+        if found:
+            return found.pop()
+    return None
+
+
+@cache
+def _local_addresses() -> frozenset[str]:
+    addrs = {"127.0.0.1", "::1", "0.0.0.0", "::"}
+    for entries in psutil.net_if_addrs().values():
+        for entry in entries:
+            if entry.family in (socket.AF_INET, socket.AF_INET6):
+                addrs.add(entry.address.split("%", 1)[0])
+    return frozenset(addrs)
+
+
+def _is_self(host: str, port: int, bound_host: str, bound_port: int) -> bool:
+    if port != bound_port:
+        return False
+    try:
+        resolved = {info[4][0] for info in socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)}
+    except OSError:
+        return False
+    if bound_host in ("0.0.0.0", "::", ""):
+        return any(
+            ip in _local_addresses() or ipaddress.ip_address(ip).is_loopback for ip in resolved
+        )
+    try:
+        bound = {info[4][0] for info in socket.getaddrinfo(bound_host, port)}
+    except OSError:
+        bound = {bound_host}
+    return bool(resolved & bound)
+
+
+class JournalNodeSyncer:
+    """The sync thread of one journal."""
+
+    def __init__(self, journal_node, journal, uri: QJournalURI, peers, name_service_id) -> None:
+        self.jn = journal_node
+        self.journal = journal
+        self.uri = uri
+        self.peers = list(peers)
+        self.name_service_id = name_service_id
+        conf = journal_node.conf
+        self.interval_s = conf.get_int("dfs.journalnode.sync.interval", 120000) / 1000.0
+        self.transfer_timeout_s = conf.get_int("dfs.edit.log.transfer.timeout", 30000) / 1000.0
+        self._next_peer = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._proxies: dict[tuple[str, int], object] = {}
+
+    @classmethod
+    def create(cls, journal_node, journal, name_service_id: str | None):
+        """A syncer, or None when there is no shared-edits URI or no peer (digest §2 start-up)."""
+        text = shared_edits_uri(journal_node.conf, name_service_id)
+        if not text:
+            LOG.info(
+                "Not starting the JournalNodeSyncer of %s: no shared edits dir", journal.journal_id
+            )
+            return None
+        try:
+            uri = parse_qjournal_uri(text)
+        except HadoopException as e:
+            LOG.warning("Not starting the JournalNodeSyncer: %s", e)
+            return None
+        bound_host, bound_port = journal_node.rpc_address
+        peers = [a for a in uri.addresses if not _is_self(a[0], a[1], bound_host, bound_port)]
+        if not peers:
+            LOG.info("Not starting the JournalNodeSyncer of %s: no peers", journal.journal_id)
+            return None
+        return cls(journal_node, journal, uri, peers, name_service_id)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(
+            target=self._run, name=f"JournalNodeSyncer-{self.journal.journal_id}", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        for proxy in self._proxies.values():
+            try:
+                proxy.close()
+            except Exception:  # noqa: BLE001
+                pass
+        shutil.rmtree(self.journal.storage.edits_sync_dir, ignore_errors=True)
+
+    def _run(self) -> None:
+        LOG.info(
+            "Starting SyncJournal daemon for journal %s, peers %s",
+            self.journal.journal_id,
+            self.peers,
+        )
+        while not self._stop.wait(self.interval_s):
+            if not self.journal.is_formatted():
+                continue
+            try:
+                self.sync_once()
+            except Exception as e:  # noqa: BLE001 - the loop must survive a bad round
+                LOG.warning("Journal sync round for %s failed: %s", self.journal.journal_id, e)
+
+    def sync_once(self) -> int:
+        """One round against the next peer; returns how many segments were installed."""
+        peer = self.peers[self._next_peer % len(self.peers)]
+        self._next_peer += 1
+        self.journal.storage.edits_sync_dir.mkdir(exist_ok=True)
+        local = self.journal.get_edit_log_manifest(0, False)
+        response = self._proxy(peer).get_edit_log_manifest_from_journal(
+            self.journal.journal_id, 0, False, self.name_service_id
+        )
+        installed = 0
+        for log in missing_log_segments(list(local.logs), list(response.manifest.logs)):
+            if self._stop.is_set():
+                break
+            if not self._download(peer, response.from_url, log):
+                break  # Hadoop stops the round at the first failure
+            installed += 1
+        return installed
+
+    def _download(self, peer, from_url: str | None, log: RemoteEditLog) -> bool:
+        storage = self.journal.storage
+        final = storage.finalized_edit_log(log.start_txid, log.end_txid)
+        if final.exists():
+            return True
+        tmp = storage.synced_edits_tmp(log.start_txid, log.end_txid)
+        url = self._url(peer, from_url, log.start_txid)
+        try:
+            download_to_file(url, tmp, self.transfer_timeout_s)
+            if not self.journal.move_tmp_segment_to_current(tmp, final, log.end_txid):
+                LOG.info("Not installing %s yet: beyond the committed txid", final.name)
+                return False
+            self.journal.metrics.edit_log_synced()
+            LOG.info("Synced %s from %s:%d", final.name, *peer)
+            return True
+        except (OSError, HadoopException) as e:
+            LOG.warning("Failed to sync %s from %s:%d: %s", final.name, peer[0], peer[1], e)
+            return False
+        finally:
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+
+    def _url(self, peer, from_url: str | None, segment_txid: int) -> str:
+        scheme, port = "http", None
+        if from_url:
+            parsed = urllib.parse.urlsplit(from_url)
+            scheme, port = parsed.scheme or "http", parsed.port
+        si = self.journal.storage.storage_info
+        query = urllib.parse.urlencode(
+            {
+                "jid": self.journal.journal_id,
+                "segmentTxId": segment_txid,
+                "storageInfo": si.to_colon_separated_string() if si else "",
+                "inProgressOk": "false",
+            }
+        )
+        host = peer[0] if ":" not in peer[0] else f"[{peer[0]}]"
+        return f"{scheme}://{host}:{port}/getJournal?{query}"
+
+    def _proxy(self, peer):
+        proxy = self._proxies.get(peer)
+        if proxy is None:
+            from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
+
+            proxy = QJournalProtocolProxy(peer[0], peer[1], timeout_s=self.transfer_timeout_s)
+            self._proxies[peer] = proxy
+        return proxy

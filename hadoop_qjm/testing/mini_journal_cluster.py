@@ -1,0 +1,252 @@
+"""MiniJournalCluster: N JournalNodes on 127.0.0.1 for tests, in this process or as processes.
+
+::
+
+    with MiniJournalCluster(num_journal_nodes=3) as cluster:
+        uri = cluster.quorum_journal_uri("test-journal")
+        cluster.stop_journal_node(0)
+        cluster.restart_journal_node(0)      # same ports, same directory
+
+Data lives in ``<base_dir>/journalnode-<i>/<jid>/current`` (Hadoop's layout).
+Ports are chosen by the OS on first start and kept across restarts. With
+``processes=True`` each node is a real ``hdfs-py journalnode`` process, stopped
+with SIGTERM and, if it does not exit, killed by pid.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from hadoop_qjm.conf import Configuration
+
+__all__ = ["MiniJournalCluster", "JournalNodeProcess"]
+
+_STARTED = re.compile(r"JournalNode started pid=(\d+) rpc=(\S+):(\d+) http=(\S+):(\d+)")
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+class JournalNodeProcess:
+    """One ``hdfs-py journalnode`` child process (stdout/stderr to ``log_path``)."""
+
+    def __init__(self, conf_dir: Path, log_path: Path, start_timeout_s: float = 30.0) -> None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(_PROJECT_ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+        )
+        env.setdefault("HADOOP_ROOT_LOGGER", "INFO,console")
+        env.pop("HADOOP_CONF_DIR", None)
+        self.log_path = log_path
+        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in wait()/kill()
+        self.popen = subprocess.Popen(
+            [sys.executable, "-m", "hadoop_qjm.cli", "--config", str(conf_dir), "journalnode"],
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env=env,
+            start_new_session=True,
+        )
+        self.pid = self.popen.pid
+        self.rpc_port = self.http_port = 0
+        self._wait_started(start_timeout_s)
+
+    def _wait_started(self, timeout_s: float) -> None:
+        result: dict[str, re.Match] = {}
+
+        def read_first_line() -> None:
+            line = self.popen.stdout.readline().decode("utf-8", "replace")
+            match = _STARTED.search(line)
+            if match:
+                result["m"] = match
+
+        reader = threading.Thread(target=read_first_line, daemon=True)
+        reader.start()
+        reader.join(timeout_s)
+        if "m" not in result:
+            self.kill()
+            tail = self.log_path.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"JournalNode process did not start within {timeout_s}s:\n{tail}")
+        self.rpc_port = int(result["m"].group(3))
+        self.http_port = int(result["m"].group(5))
+
+    def terminate(self, timeout_s: float = 30.0) -> int:
+        """SIGTERM, wait; SIGKILL if it does not exit. Returns the exit status."""
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        return self._finish()
+
+    def kill(self, sig: int = signal.SIGKILL) -> int:
+        if self.popen.poll() is None:
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass
+            if sig == signal.SIGKILL:
+                self.popen.wait(30)
+        return self._finish() if sig == signal.SIGKILL else 0
+
+    def _finish(self) -> int:
+        code = self.popen.wait(30)
+        if self.popen.stdout is not None:
+            self.popen.stdout.close()
+        self._log.close()
+        return code
+
+
+class MiniJournalCluster:
+    """``num_journal_nodes`` JournalNodes on 127.0.0.1, ports chosen by the OS."""
+
+    def __init__(
+        self,
+        num_journal_nodes: int = 3,
+        base_dir: str | os.PathLike[str] | None = None,
+        conf: Configuration | None = None,
+        *,
+        processes: bool = False,
+        start: bool = True,
+        node_kwargs: dict | None = None,
+    ) -> None:
+        self._own_base_dir = base_dir is None
+        self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="minijournalcluster-"))
+        self.conf = conf.copy() if conf is not None else Configuration()
+        self.processes = processes
+        self.num_journal_nodes = num_journal_nodes
+        self._node_kwargs = node_kwargs or {}
+        self.rpc_ports = [0] * num_journal_nodes
+        self.http_ports = [0] * num_journal_nodes
+        self.nodes: list[object | None] = [None] * num_journal_nodes
+        if start:
+            try:
+                for i in range(num_journal_nodes):
+                    self.restart_journal_node(i)
+            except BaseException:
+                self.shutdown()
+                raise
+
+    # ---- layout ---------------------------------------------------------------------------------
+    def journal_node_dir(self, i: int) -> Path:
+        return self.base_dir / f"journalnode-{i}"
+
+    def journal_dir(self, i: int, jid: str) -> Path:
+        return self.journal_node_dir(i) / jid
+
+    def current_dir(self, i: int, jid: str) -> Path:
+        return self.journal_dir(i, jid) / "current"
+
+    def node_conf(self, i: int) -> Configuration:
+        conf = self.conf.copy()
+        conf.set("dfs.journalnode.edits.dir", str(self.journal_node_dir(i)))
+        conf.set("dfs.journalnode.rpc-address", f"127.0.0.1:{self.rpc_ports[i]}")
+        conf.set("dfs.journalnode.http-address", f"127.0.0.1:{self.http_ports[i]}")
+        return conf
+
+    def quorum_journal_uri(self, jid: str) -> str:
+        hosts = ";".join(f"127.0.0.1:{port}" for port in self.rpc_ports)
+        return f"qjournal://{hosts}/{jid}"
+
+    def rpc_address(self, i: int) -> tuple[str, int]:
+        return "127.0.0.1", self.rpc_ports[i]
+
+    def http_address(self, i: int) -> tuple[str, int]:
+        return "127.0.0.1", self.http_ports[i]
+
+    def journal_node(self, i: int):
+        """The in-process JournalNode ``i`` (None while stopped, or in processes mode)."""
+        node = self.nodes[i]
+        return None if self.processes else node
+
+    def is_running(self, i: int) -> bool:
+        node = self.nodes[i]
+        if node is None:
+            return False
+        if self.processes:
+            return node.popen.poll() is None
+        return not node.is_stopped
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+    def restart_journal_node(self, i: int) -> None:
+        """Start node ``i`` (again), on the ports it had before, over the same directory."""
+        if self.nodes[i] is not None:
+            self.stop_journal_node(i)
+        self.journal_node_dir(i).mkdir(parents=True, exist_ok=True)
+        conf = self.node_conf(i)
+        if self.processes:
+            conf_dir = self.base_dir / f"conf-{i}"
+            conf_dir.mkdir(exist_ok=True)
+            conf.write_xml(conf_dir / "hdfs-site.xml")
+            node = JournalNodeProcess(conf_dir, self.base_dir / f"journalnode-{i}.log")
+            self.nodes[i] = node
+            self.rpc_ports[i], self.http_ports[i] = node.rpc_port, node.http_port
+        else:
+            from hadoop_qjm.qjournal.server.journal_node import JournalNode
+
+            node = JournalNode(conf, **self._node_kwargs)
+            node.start()
+            self.nodes[i] = node
+            self.rpc_ports[i], self.http_ports[i] = node.rpc_address[1], node.http_address[1]
+
+    def stop_journal_node(self, i: int) -> None:
+        node = self.nodes[i]
+        self.nodes[i] = None
+        if node is None:
+            return
+        if self.processes:
+            node.terminate()
+        else:
+            node.stop()
+
+    def kill_journal_node(self, i: int) -> None:
+        """SIGKILL node ``i`` (processes mode only): no shutdown code runs."""
+        if not self.processes:
+            raise ValueError("kill_journal_node needs processes=True")
+        node = self.nodes[i]
+        self.nodes[i] = None
+        if node is not None:
+            node.kill()
+
+    def shutdown(self, delete_dirs: bool | None = None) -> None:
+        errors = []
+        for i in range(self.num_journal_nodes):
+            try:
+                self.stop_journal_node(i)
+            except Exception as e:  # noqa: BLE001 - stop the others
+                errors.append(e)
+        if delete_dirs if delete_dirs is not None else self._own_base_dir:
+            shutil.rmtree(self.base_dir, ignore_errors=True)
+        if errors:
+            raise errors[0]
+
+    def wait_active(self, timeout_s: float = 30.0) -> None:
+        """Wait until every running node answers on its RPC port."""
+        import socket
+
+        deadline = time.monotonic() + timeout_s
+        for i in range(self.num_journal_nodes):
+            while True:
+                try:
+                    socket.create_connection(self.rpc_address(i), timeout=1).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"JournalNode {i} did not come up") from None
+                    time.sleep(0.05)
+
+    def __enter__(self) -> MiniJournalCluster:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.shutdown()
+
+    def __str__(self) -> str:
+        return f"MiniJournalCluster({self.num_journal_nodes} nodes at {self.base_dir})"

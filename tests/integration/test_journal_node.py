@@ -1,0 +1,409 @@
+"""Hadoop's TestJournalNode, ported: a real JournalNode on loopback, driven over Thrift and HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
+from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
+from hadoop_qjm.common.storage_info import NamespaceInfo
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.namenode.fs_edit_log_op import edit_log_header
+from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
+from hadoop_qjm.qjournal.protocol.exceptions import (
+    JournalNotFormattedException,
+    JournalOutOfSyncException,
+)
+from hadoop_qjm.qjournal.protocol.messages import SegmentState
+from hadoop_qjm.qjournal.server.journal_node import JournalNode
+from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, JID, create_txn_data, make_request
+
+LV = CURRENT_LAYOUT_VERSION
+
+
+def node_conf(edits_dir) -> Configuration:
+    conf = Configuration()
+    conf.set("dfs.journalnode.edits.dir", str(edits_dir))
+    conf.set("dfs.journalnode.rpc-address", "127.0.0.1:0")
+    conf.set("dfs.journalnode.http-address", "127.0.0.1:0")
+    return conf
+
+
+@pytest.fixture
+def jn(tmp_path):
+    node = JournalNode(node_conf(tmp_path / "jn"))
+    node.start()
+    yield node
+    node.stop()
+
+
+@pytest.fixture
+def proxy(jn):
+    p = QJournalProtocolProxy("127.0.0.1", jn.rpc_address[1], timeout_s=30)
+    yield p
+    p.close()
+
+
+def http_get(jn, path):
+    url = f"http://127.0.0.1:{jn.http_address[1]}{path}"
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def journal_bean(jn, jid=JID):
+    status, body = http_get(jn, f"/jmx?qry=Hadoop:service=JournalNode,name=Journal-{jid}")
+    assert status == 200
+    (bean,) = json.loads(body)["beans"]
+    return bean
+
+
+def files_of(directory) -> dict[str, bytes]:
+    out = {}
+    for root, _dirs, names in os.walk(directory):
+        for name in names:
+            path = os.path.join(root, name)
+            with open(path, "rb") as f:
+                out[os.path.relpath(path, directory)] = f.read()
+    return out
+
+
+def test_journal_metrics(jn, proxy):
+    """testJournal: the JN does not parse records, and a lagging batch shows in the lag."""
+    proxy.format(JID, FAKE_NSINFO)
+    proxy.new_epoch(JID, FAKE_NSINFO, 1)
+    proxy.start_log_segment(make_request(1), 1, LV)
+    proxy.journal(make_request(2), 1, 1, 1, b"hello")
+    bean = journal_bean(jn)
+    assert bean["BatchesWritten"] == 1
+    assert bean["BatchesWrittenWhileLagging"] == 0
+    assert bean["LastWrittenTxId"] == 1
+    assert bean["CurrentLagTxns"] == 0
+    assert bean["tag.JournalId"] == JID
+    proxy.journal(make_request(3, committed_txid=100), 1, 2, 1, b"goodbye")
+    bean = journal_bean(jn)
+    assert bean["BatchesWritten"] == 2
+    assert bean["BatchesWrittenWhileLagging"] == 1
+    assert bean["CurrentLagTxns"] == 98
+    status, text = http_get(jn, "/metrics")
+    assert (
+        status == 200
+        and b'journalnode_batches_written_total{journal_id="test-journal"} 2.0' in text
+    )
+
+
+def test_returns_segment_info_at_epoch_transition(jn, proxy):
+    proxy.format(JID, FAKE_NSINFO)
+    assert proxy.new_epoch(JID, FAKE_NSINFO, 1).last_segment_txid is None
+    proxy.start_log_segment(make_request(1), 1, LV)
+    proxy.journal(make_request(2), 1, 1, 2, create_txn_data(1, 2))
+    # A new epoch aborts the open segment: its padding stays, the txns are found.
+    assert proxy.new_epoch(JID, FAKE_NSINFO, 2).last_segment_txid == 1
+    proxy.finalize_log_segment(make_request(1, epoch=2), 1, 2)
+    assert proxy.new_epoch(JID, FAKE_NSINFO, 3).last_segment_txid == 1
+    # An empty new segment is moved aside, so the previous one is reported again.
+    proxy.start_log_segment(make_request(1, epoch=3), 3, LV)
+    assert proxy.new_epoch(JID, FAKE_NSINFO, 4).last_segment_txid == 1
+
+
+def test_http_server(jn, proxy):
+    proxy.format(JID, FAKE_NSINFO)
+    proxy.new_epoch(JID, FAKE_NSINFO, 1)
+    proxy.start_log_segment(make_request(1), 1, LV)
+    data = create_txn_data(1, 3)
+    proxy.journal(make_request(2), 1, 1, 3, data)
+    proxy.finalize_log_segment(make_request(3), 1, 3)
+    status, body = http_get(jn, "/jmx")
+    assert status == 200 and b"Hadoop:service=JournalNode,name=JvmMetrics" in body
+    status, body = http_get(jn, f"/getJournal?segmentTxId=1&jid={JID}")
+    assert status == 200 and body == edit_log_header(LV) + data
+    assert body[4:8] == b"\x00\x00\x00\x00"
+    status, body = http_get(jn, f"/getJournal?segmentTxId=12345&jid={JID}")
+    assert status == 404 and b"No edit log found starting at txid 12345" in body
+
+
+def test_accept_recovery_behavior(jn, proxy):
+    proxy.format(JID, FAKE_NSINFO)
+    # (Hadoop's "bad epoch" for a call before newEpoch is the client's check: IPCLoggerChannel.)
+    proxy.new_epoch(JID, FAKE_NSINFO, 1)
+    prep = proxy.prepare_recovery(make_request(1), 1)
+    assert prep.segment_state is None and prep.accepted_in_epoch is None
+    proxy.start_log_segment(make_request(2), 1, LV)
+    proxy.journal(make_request(3), 1, 1, 1, create_txn_data(1, 1))
+    prep = proxy.prepare_recovery(make_request(4), 1)
+    assert prep.segment_state == SegmentState(1, 1, True) and prep.accepted_in_epoch is None
+    # Same length as what is on disk: no download (the URL is never opened).
+    proxy.accept_recovery(make_request(5), prep.segment_state, "file:///dev/null")
+    proxy.new_epoch(JID, FAKE_NSINFO, 2)
+    prep = proxy.prepare_recovery(make_request(1, epoch=2), 1)
+    assert prep.accepted_in_epoch == 1 and prep.segment_state.end_txid == 1
+    with pytest.raises(IOException, match="epoch 1 is less than the last promised epoch 2"):
+        proxy.prepare_recovery(make_request(6), 1)
+    with pytest.raises(IOException, match="epoch 1 is less than the last promised epoch 2"):
+        proxy.accept_recovery(make_request(7), prep.segment_state, "file:///dev/null")
+
+
+@pytest.mark.parametrize("jid", ["", "a/b", ".x", "../x", ".."])
+def test_bad_journal_ids_are_refused_over_rpc(jn, proxy, tmp_path, jid):
+    with pytest.raises(IllegalArgumentException, match="bad journal id"):
+        proxy.is_formatted(jid)
+    with pytest.raises(IllegalArgumentException, match="bad journal id"):
+        proxy.format(jid, FAKE_NSINFO)
+    assert sorted(os.listdir(tmp_path / "jn")) == []
+    assert not (tmp_path / "x").exists()
+    assert proxy.is_formatted("fine") is False  # the server still serves everyone else
+
+
+def test_rejected_rpcs_leave_the_journal_byte_identical(jn, proxy, tmp_path):
+    journal_dir = tmp_path / "jn" / JID
+    proxy.format(JID, FAKE_NSINFO)
+    proxy.new_epoch(JID, FAKE_NSINFO, 2)
+    proxy.start_log_segment(make_request(1, epoch=2), 1, LV)
+    proxy.journal(make_request(2, epoch=2, committed_txid=0), 1, 1, 3, create_txn_data(1, 3))
+    proxy.journal(make_request(3, epoch=2, committed_txid=3), 1, 4, 1, create_txn_data(4, 1))
+    before = files_of(journal_dir)
+    serial = iter(range(10, 1000))
+    cases = [
+        (
+            IOException,
+            "less than the last promised epoch",
+            lambda: proxy.journal(
+                make_request(next(serial), epoch=1, committed_txid=3),
+                1,
+                5,
+                1,
+                create_txn_data(5, 1),
+            ),
+        ),
+        (
+            JournalOutOfSyncException,
+            "was not higher than prior highest IPC serial",
+            lambda: proxy.journal(
+                make_request(3, epoch=2, committed_txid=3), 1, 5, 1, create_txn_data(5, 1)
+            ),
+        ),
+        (
+            IllegalArgumentException,
+            "move committed txid backward",
+            lambda: proxy.heartbeat(make_request(next(serial), epoch=2, committed_txid=1)),
+        ),
+        (
+            JournalOutOfSyncException,
+            "Can't write txid 7 expecting nextTxId=5",
+            lambda: proxy.journal(
+                make_request(next(serial), epoch=2, committed_txid=3),
+                1,
+                7,
+                1,
+                create_txn_data(7, 1),
+            ),
+        ),
+        (
+            IOException,
+            "Incompatible namespaceID",
+            lambda: proxy.new_epoch(JID, NamespaceInfo(999, "mycluster", "bp"), 5),
+        ),
+        (
+            JournalOutOfSyncException,
+            "but only written up to txid 4",
+            lambda: proxy.finalize_log_segment(
+                make_request(next(serial), epoch=2, committed_txid=3), 1, 9
+            ),
+        ),
+        (
+            JournalOutOfSyncException,
+            "no segment open",
+            lambda: proxy.journal(
+                make_request(next(serial), epoch=2, committed_txid=3),
+                1,
+                5,
+                1,
+                create_txn_data(5, 1),
+            ),
+        ),
+        (
+            JournalNotFormattedException,
+            "not formatted",
+            lambda: proxy.new_epoch("never-formatted", FAKE_NSINFO, 1),
+        ),
+    ]
+    for exc_type, message, call in cases:
+        with pytest.raises(exc_type, match=message):
+            call()
+        assert files_of(journal_dir) == before, message
+
+
+def test_fail_to_start_with_bad_config(tmp_path):
+    for edits_dir, message in [
+        ("relative/dir", "should be an absolute path"),
+        (str(tmp_path / "a-file"), "Not a directory"),
+        (str(tmp_path / "a-file" / "below"), "Cannot create directory"),
+    ]:
+        (tmp_path / "a-file").write_text("x")
+        node = JournalNode(node_conf(edits_dir))
+        with pytest.raises((IOException, IllegalArgumentException), match=message):
+            node.start()
+        node.stop()
+
+
+def test_startup_fails_cleanly_when_the_port_is_in_use(tmp_path):
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", 0))
+    blocker.listen()
+    try:
+        conf = node_conf(tmp_path / "jn")
+        conf.set("dfs.journalnode.rpc-address", f"127.0.0.1:{blocker.getsockname()[1]}")
+        node = JournalNode(conf)
+        with pytest.raises(IOException):
+            node.start()
+        assert node.is_stopped
+        assert node.http_server is None or node.http_server.port  # the HTTP server was stopped too
+    finally:
+        blocker.close()
+
+
+@pytest.mark.parametrize("configured,expected", [(10, 10), (-1, 5)])
+def test_handler_count(tmp_path, configured, expected):
+    conf = node_conf(tmp_path / "jn")
+    conf.set("dfs.journalnode.handler.count", str(configured))
+    node = JournalNode(conf)
+    node.start()
+    try:
+        assert node.rpc_server.handler_count == expected
+    finally:
+        node.stop()
+
+
+def test_per_nameservice_edits_dir(tmp_path):
+    conf = node_conf(tmp_path / "default")
+    conf.set("dfs.nameservices", "ns1")
+    conf.set("dfs.journalnode.edits.dir.ns1", str(tmp_path / "ns1-dir"))
+    node = JournalNode(conf)
+    try:
+        assert node.get_log_dir("j", "ns1") == tmp_path / "ns1-dir" / "j"
+        assert node.get_log_dir("j") == tmp_path / "default" / "j"
+    finally:
+        node.stop()
+
+
+@pytest.mark.parametrize("processes", [False, True])
+def test_mini_journal_cluster(tmp_path, processes):
+    with MiniJournalCluster(3, base_dir=tmp_path, processes=processes) as cluster:
+        uri = cluster.quorum_journal_uri(JID)
+        ports = [
+            int(part.rsplit(":", 1)[1])
+            for part in uri[len("qjournal://") :].split("/")[0].split(";")
+        ]
+        assert len(set(ports)) == 3 and all(ports)
+        for i in range(3):
+            with QJournalProtocolProxy(*cluster.rpc_address(i), timeout_s=30) as p:
+                p.format(JID, FAKE_NSINFO)
+                assert p.is_formatted(JID)
+        assert (cluster.current_dir(0, JID) / "VERSION").exists()
+        old_ports = list(cluster.rpc_ports)
+        cluster.stop_journal_node(1)
+        assert not cluster.is_running(1)
+        cluster.restart_journal_node(1)
+        assert cluster.rpc_ports == old_ports
+        with QJournalProtocolProxy(*cluster.rpc_address(1), timeout_s=30) as p:
+            assert p.is_formatted(JID)  # same directory after the restart
+
+
+def wait_for(condition, timeout_s=30.0, what="condition"):
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_syncer_restores_a_deleted_finalized_segment(tmp_path):
+    conf = Configuration()
+    conf.set("dfs.journalnode.sync.interval", "100")
+    with MiniJournalCluster(3, base_dir=tmp_path, conf=conf) as cluster:
+        uri = cluster.quorum_journal_uri(JID)
+        cluster.conf.set("dfs.namenode.shared.edits.dir", uri)
+        for i in range(3):
+            cluster.restart_journal_node(i)
+        proxies = [QJournalProtocolProxy(*cluster.rpc_address(i), timeout_s=30) for i in range(3)]
+        try:
+            for p in proxies:
+                p.format(JID, FAKE_NSINFO)
+                p.new_epoch(JID, FAKE_NSINFO, 1)
+            serial = 0
+            for start in (1, 4, 7):
+                for p in proxies:
+                    p.start_log_segment(
+                        make_request(serial + 1, committed_txid=start - 1), start, LV
+                    )
+                    p.journal(
+                        make_request(serial + 2, committed_txid=start - 1),
+                        start,
+                        start,
+                        3,
+                        create_txn_data(start, 3),
+                    )
+                    p.finalize_log_segment(
+                        make_request(serial + 3, committed_txid=start + 2), start, start + 2
+                    )
+                serial += 3
+            for p in proxies:  # piggy-back the last committed txid
+                p.heartbeat(make_request(serial + 1, committed_txid=9))
+            victim = cluster.current_dir(0, JID) / "edits_0000000000000000004-0000000000000000006"
+            original = (cluster.current_dir(1, JID) / victim.name).read_bytes()
+            victim.unlink()
+            wait_for(victim.exists, what="the syncer to restore the segment")
+            assert victim.read_bytes() == original
+            bean = json.loads(
+                urllib.request.urlopen(
+                    f"http://127.0.0.1:{cluster.http_ports[0]}/jmx?qry=Hadoop:service=JournalNode,name=Journal-{JID}",
+                    timeout=30,
+                ).read()
+            )["beans"][0]
+            assert bean["NumEditLogsSynced"] >= 1
+        finally:
+            for p in proxies:
+                p.close()
+
+
+def test_syncer_never_installs_an_uncommitted_segment(tmp_path):
+    conf = Configuration()
+    conf.set("dfs.journalnode.sync.interval", "100")
+    with MiniJournalCluster(2, base_dir=tmp_path, conf=conf) as cluster:
+        cluster.conf.set("dfs.namenode.shared.edits.dir", cluster.quorum_journal_uri(JID))
+        for i in range(2):
+            cluster.restart_journal_node(i)
+        node0 = cluster.journal_node(0)
+        with (
+            QJournalProtocolProxy(*cluster.rpc_address(1), timeout_s=30) as p1,
+            QJournalProtocolProxy(*cluster.rpc_address(0), timeout_s=30) as p0,
+        ):
+            p0.format(JID, FAKE_NSINFO)
+            p0.new_epoch(JID, FAKE_NSINFO, 1)
+            p0.heartbeat(make_request(1, committed_txid=0))
+            p1.format(JID, FAKE_NSINFO)
+            p1.new_epoch(JID, FAKE_NSINFO, 1)
+            p1.start_log_segment(make_request(1), 1, LV)
+            p1.journal(make_request(2), 1, 1, 3, create_txn_data(1, 3))
+            p1.finalize_log_segment(make_request(3), 1, 3)
+            journal0 = node0.get_or_create_journal(JID)
+            syncer = node0._syncers[JID]
+            # Node 0's committed txid is 0: several rounds pass, nothing is installed.
+            for _ in range(3):
+                assert syncer.sync_once() == 0
+            assert not (
+                cluster.current_dir(0, JID) / "edits_0000000000000000001-0000000000000000003"
+            ).exists()
+            p0.heartbeat(make_request(2, committed_txid=3))
+            assert syncer.sync_once() == 1
+            assert journal0.get_edit_log_manifest(0).logs[0].end_txid == 3

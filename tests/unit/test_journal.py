@@ -1,0 +1,517 @@
+"""Hadoop's TestJournal, ported: one Journal on real files in a temp dir (digest §8)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
+from hadoop_qjm.common.exceptions import IllegalStateException, IOException
+from hadoop_qjm.common.storage_info import NamespaceInfo
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.namenode.fs_edit_log_op import edit_log_header
+from hadoop_qjm.qjournal.protocol.exceptions import (
+    CacheMissException,
+    JournalNotFormattedException,
+    JournalOutOfSyncException,
+    NewerTxnIdException,
+)
+from hadoop_qjm.qjournal.protocol.messages import SegmentState
+from hadoop_qjm.qjournal.server.journal import Journal, JournalFaultInjector
+from hadoop_qjm.testing.qjm_test_util import (
+    FAKE_NSINFO,
+    JID,
+    create_gabage_txns,
+    create_txn_data,
+    make_request,
+)
+
+LV = CURRENT_LAYOUT_VERSION
+
+
+@pytest.fixture
+def conf():
+    c = Configuration()
+    c.set("dfs.ha.tail-edits.in-progress", "true")
+    c.set("dfs.journalnode.edit-cache-size.bytes", str(1024 * 1024))
+    return c
+
+
+@pytest.fixture
+def journal_dir(tmp_path):
+    return tmp_path / JID
+
+
+@pytest.fixture
+def journal(conf, journal_dir):
+    j = Journal(conf, journal_dir, JID)
+    j.format(FAKE_NSINFO)
+    yield j
+    j.close()
+
+
+def restart(journal: Journal, conf) -> Journal:
+    journal.close()
+    return Journal(conf, journal.storage.log_dir, JID)
+
+
+def files_of(directory) -> dict[str, bytes]:
+    """Every file under ``directory`` with its bytes (to prove a rejected call changed nothing)."""
+    out = {}
+    for root, _dirs, names in os.walk(directory):
+        for name in names:
+            path = os.path.join(root, name)
+            with open(path, "rb") as f:
+                out[os.path.relpath(path, directory)] = f.read()
+    return out
+
+
+def test_scan_edit_log_future_layout_version(journal, conf):
+    """testScanEditLog: a newer LV with garbage bodies still scans by frames to 1..5."""
+    journal.new_epoch(FAKE_NSINFO, 1)
+    journal.start_log_segment(make_request(1), 1, LV - 1)
+    journal.journal(make_request(2), 1, 1, 5, create_gabage_txns(1, 5))
+    info = journal.prepare_recovery(make_request(3), 1)
+    assert info.segment_state == SegmentState(1, 5, True)
+    journal.finalize_log_segment(make_request(4), 1, 5)
+    info = journal.prepare_recovery(make_request(5), 1)
+    assert info.segment_state == SegmentState(1, 5, False)
+
+
+def test_empty_edits_in_progress_moved_aside(journal, conf):
+    journal.new_epoch(FAKE_NSINFO, 1)
+    journal.start_log_segment(make_request(1), 1, LV)
+    journal.journal(make_request(2), 1, 1, 2, create_txn_data(1, 2))
+    journal.finalize_log_segment(make_request(3), 1, 2)
+    journal.start_log_segment(make_request(4), 3, LV)
+    journal.journal(make_request(5), 3, 3, 1, create_txn_data(3, 1))
+    path = journal.storage.in_progress_edit_log(3)
+    journal.close()
+    size = path.stat().st_size
+    path.write_bytes(b"\xff" * size)
+    journal = Journal(conf, journal.storage.log_dir, JID)
+    try:
+        assert not path.exists()
+        assert path.with_name(path.name + ".empty").exists()
+        assert journal.highest_written_txid == 2
+    finally:
+        journal.close()
+
+
+def test_epoch_handling(journal):
+    assert journal.get_last_promised_epoch() == 0
+    journal.new_epoch(FAKE_NSINFO, 1)
+    assert journal.get_last_promised_epoch() == 1
+    journal.new_epoch(FAKE_NSINFO, 3)
+    assert journal.get_last_promised_epoch() == 3
+    with pytest.raises(IOException, match="Proposed epoch 3 <= last promise 3"):
+        journal.new_epoch(FAKE_NSINFO, 3)
+    with pytest.raises(IOException, match="epoch 1 is less than the last promised epoch 3"):
+        journal.start_log_segment(make_request(1), 1, LV)
+    with pytest.raises(IOException, match="epoch 1 is less than the last promised epoch 3"):
+        journal.journal(make_request(1), 12345, 100, 0, b"")
+
+
+def test_maintain_committed_txid(journal):
+    journal.new_epoch(FAKE_NSINFO, 1)
+    journal.start_log_segment(make_request(1), 1, LV)
+    journal.journal(make_request(2), 1, 1, 3, create_txn_data(1, 3))
+    assert journal.get_committed_txid() == 0
+    journal.journal(make_request(3, committed_txid=3), 1, 4, 3, create_txn_data(4, 3))
+    assert journal.get_committed_txid() == 3
+
+
+def test_restart_journal(journal, conf):
+    journal.new_epoch(FAKE_NSINFO, 1)
+    journal.start_log_segment(make_request(1), 1, LV)
+    journal.journal(make_request(2), 1, 1, 2, create_txn_data(1, 2))
+    journal.journal(make_request(3), 1, 3, 1, create_txn_data(3, 1))
+    before = journal.storage.storage_info
+    journal = restart(journal, conf)
+    try:
+        assert journal.storage.storage_info == before
+        assert journal.get_last_promised_epoch() == 1
+        assert journal.highest_written_txid == 3
+        assert journal.new_epoch(FAKE_NSINFO, 2).last_segment_txid == 1
+    finally:
+        journal.close()
+
+
+def test_format_resets_cached_values(journal):
+    journal.new_epoch(FAKE_NSINFO, 12345)
+    journal.start_log_segment(make_request(1, epoch=12345), 1, LV)
+    assert journal.get_last_promised_epoch() == 12345
+    assert journal.get_last_writer_epoch() == 12345
+    assert journal.is_formatted()
+    journal.format(NamespaceInfo(6789, "mycluster", "my-bp"), force=True)
+    assert journal.get_last_promised_epoch() == 0
+    assert journal.get_last_writer_epoch() == 0
+    assert journal.storage.storage_info.namespace_id == 6789
+
+
+def test_new_epoch_at_beginning_of_segment(journal):
+    journal.new_epoch(FAKE_NSINFO, 1)
+    journal.start_log_segment(make_request(1), 1, LV)
+    journal.journal(make_request(2), 1, 1, 2, create_txn_data(1, 2))
+    journal.finalize_log_segment(make_request(3), 1, 2)
+    journal.start_log_segment(make_request(4), 3, LV)
+    assert journal.new_epoch(FAKE_NSINFO, 2).last_segment_txid == 1
+
+
+def test_journal_locking(journal, conf):
+    assert (journal.storage.log_dir / "in_use.lock").exists()
+    with pytest.raises(IOException, match="Cannot lock storage"):
+        Journal(conf, journal.storage.log_dir, JID)
+    journal.close()
+    again = Journal(conf, journal.storage.log_dir, JID)
+    again.close()
+
+
+def test_finalize_when_edits_are_missed(journal, conf):
+    journal.new_epoch(FAKE_NSINFO, 1)
+    journal.start_log_segment(make_request(1), 1, LV)
+    journal.journal(make_request(2), 1, 1, 3, create_txn_data(1, 3))
+    with pytest.raises(JournalOutOfSyncException, match="but only written up to txid 3"):
+        journal.finalize_log_segment(make_request(3), 1, 6)
+    journal = restart(journal, conf)
+    try:
+        with pytest.raises(JournalOutOfSyncException, match="disk only contains up to txid 3"):
+            journal.finalize_log_segment(make_request(4), 1, 6)
+    finally:
+        journal.close()
+
+
+def test_finalize_missing_segment(journal):
+    journal.new_epoch(FAKE_NSINFO, 1)
+    with pytest.raises(
+        JournalOutOfSyncException, match="No log file to finalize at transaction ID 1000"
+    ):
+        journal.finalize_log_segment(make_request(1), 1000, 1001)
+
+
+def test_abort_old_segment_if_finalize_is_missed(journal):
+    journal.new_epoch(FAKE_NSINFO, 1)
+    journal.start_log_segment(make_request(1), 1, LV)
+    journal.journal(make_request(2), 1, 1, 3, create_txn_data(1, 3))
+    journal.start_log_segment(make_request(3), 4, LV)
+    journal.journal(make_request(4), 4, 4, 1, create_txn_data(4, 1))
+    # The writer skipped finalize(1, 3): both segments remain in progress.
+    assert journal.storage.in_progress_edit_log(1).exists()
+    assert journal.storage.in_progress_edit_log(4).exists()
+
+
+def test_start_log_segment_when_already_exists(journal):
+    journal.new_epoch(FAKE_NSINFO, 1)
+    journal.start_log_segment(make_request(1), 1, LV)
+    journal.journal(make_request(2), 1, 1, 1, create_txn_data(1, 1))
+    # Only the START_LOG_SEGMENT-like first txn: restarting the segment is allowed.
+    journal.start_log_segment(make_request(3), 1, LV)
+    journal.journal(make_request(4), 1, 1, 4, create_txn_data(1, 4))
+    with pytest.raises(IllegalStateException, match="seems to contain valid transactions"):
+        journal.start_log_segment(make_request(5), 1, LV)
+    journal.finalize_log_segment(make_request(6), 1, 4)
+    with pytest.raises(IllegalStateException, match="have a finalized segment"):
+        journal.start_log_segment(make_request(7), 1, LV)
+
+
+def test_namespace_verification(journal):
+    journal.new_epoch(FAKE_NSINFO, 1)
+    with pytest.raises(IOException, match="Incompatible namespaceID"):
+        journal.new_epoch(NamespaceInfo(1, "mycluster", "my-bp"), 2)
+    with pytest.raises(IOException, match="Incompatible clusterID"):
+        journal.new_epoch(NamespaceInfo(12345, "other", "my-bp"), 2)
+
+
+def test_format_non_empty_storage_directories(journal):
+    journal.new_epoch(FAKE_NSINFO, 1)
+    with pytest.raises(IOException, match="current directory is not empty"):
+        journal.format(FAKE_NSINFO)
+    journal.format(FAKE_NSINFO, force=True)
+    assert journal.get_last_promised_epoch() == 0
+
+
+def test_unformatted_journal_rejects_every_call(conf, journal_dir):
+    journal = Journal(conf, journal_dir, JID)
+    try:
+        assert not journal.is_formatted()
+        calls = [
+            lambda: journal.get_last_promised_epoch(),
+            lambda: journal.new_epoch(FAKE_NSINFO, 1),
+            lambda: journal.heartbeat(make_request(1)),
+            lambda: journal.start_log_segment(make_request(1), 1, LV),
+            lambda: journal.journal(make_request(1), 1, 1, 1, create_txn_data(1, 1)),
+            lambda: journal.finalize_log_segment(make_request(1), 1, 1),
+            lambda: journal.purge_logs_older_than(make_request(1), 1),
+            lambda: journal.get_edit_log_manifest(1, True),
+            lambda: journal.prepare_recovery(make_request(1), 1),
+            lambda: journal.accept_recovery(make_request(1), SegmentState(1, 1, True), "x"),
+            lambda: journal.discard_segments(1),
+            lambda: journal.get_journal_ctime(),
+        ]
+        for call in calls:
+            with pytest.raises(JournalNotFormattedException, match="not formatted"):
+                call()
+        assert not journal_dir.exists() or not (journal_dir / "current").exists()
+    finally:
+        journal.close()
+
+
+def test_read_from_cache(journal):
+    """testReadFromCache: ops from the cache are byte-exact, with the file header first."""
+    journal.new_epoch(FAKE_NSINFO, 1)
+    journal.start_log_segment(make_request(1), 1, LV)
+    journal.journal(make_request(2), 1, 1, 5, create_txn_data(1, 5))
+    journal.journal(make_request(3), 1, 6, 5, create_txn_data(6, 5))
+    journal.journal(make_request(4), 1, 11, 5, create_txn_data(11, 5))
+    resp = journal.get_journaled_edits(1, 7)
+    assert resp.txn_count == 7
+    assert resp.edit_log == edit_log_header(LV) + create_txn_data(1, 7)
+    resp = journal.get_journaled_edits(1, 30)
+    assert resp.txn_count == 15
+    assert resp.edit_log == edit_log_header(LV) + create_txn_data(1, 15)
+    journal.finalize_log_segment(make_request(5), 1, 15)
+    journal.start_log_segment(make_request(6), 16, LV - 1)
+    journal.journal(make_request(7), 16, 16, 5, create_txn_data(16, 5))
+    resp = journal.get_journaled_edits(16, 10)
+    assert resp.txn_count == 5
+    assert resp.edit_log == edit_log_header(LV - 1) + create_txn_data(16, 5)
+    # After a layout-version change the old range is gone from the cache.
+    with pytest.raises(CacheMissException):
+        journal.get_journaled_edits(3, 2)
+
+
+def test_journaled_edits_past_the_end(journal):
+    journal.new_epoch(FAKE_NSINFO, 1)
+    journal.start_log_segment(make_request(1), 1, LV)
+    journal.journal(make_request(2), 1, 1, 10, create_txn_data(1, 10))
+    assert journal.get_journaled_edits(11, 5).txn_count == 0
+    with pytest.raises(NewerTxnIdException, match="Highest txn ID available in the journal is 10"):
+        journal.get_journaled_edits(12, 5)
+
+
+def test_finalized_segment_has_no_padding(journal):
+    journal.new_epoch(FAKE_NSINFO, 1)
+    journal.start_log_segment(make_request(1), 1, LV)
+    data = create_txn_data(1, 3)
+    journal.journal(make_request(2), 1, 1, 3, data)
+    assert journal.storage.in_progress_edit_log(1).stat().st_size % (1024 * 1024) == 0
+    journal.finalize_log_segment(make_request(3), 1, 3)
+    assert journal.storage.finalized_edit_log(1, 3).read_bytes() == edit_log_header(LV) + data
+
+
+def test_get_edit_log_manifest(journal):
+    journal.new_epoch(FAKE_NSINFO, 1)
+    journal.start_log_segment(make_request(1), 1, LV)
+    journal.journal(make_request(2), 1, 1, 3, create_txn_data(1, 3))
+    journal.finalize_log_segment(make_request(3), 1, 3)
+    journal.start_log_segment(make_request(4), 4, LV)
+    journal.journal(make_request(5, committed_txid=3), 4, 4, 2, create_txn_data(4, 2))
+    manifest = journal.get_edit_log_manifest(1, in_progress_ok=False)
+    assert [(log.start_txid, log.end_txid) for log in manifest.logs] == [(1, 3)]
+    assert manifest.committed_txn_id == 3
+    manifest = journal.get_edit_log_manifest(1, in_progress_ok=True)
+    assert [(log.start_txid, log.end_txid, log.is_in_progress) for log in manifest.logs] == [
+        (1, 3, False),
+        (4, 5, True),
+    ]
+
+
+def test_purge_logs(journal):
+    journal.new_epoch(FAKE_NSINFO, 1)
+    serial = 1
+    for txid in range(1, 6):
+        journal.start_log_segment(make_request(serial), txid, LV)
+        journal.journal(make_request(serial + 1), txid, txid, 1, create_txn_data(txid, 1))
+        journal.finalize_log_segment(make_request(serial + 2), txid, txid)
+        serial += 3
+    current = journal.storage.current_dir
+    (journal.storage.paxos_dir / "1").write_text("x")
+    (journal.storage.paxos_dir / "3").write_text("x")
+    (current / "edits_inprogress_0000000000000000001.epoch=140").write_bytes(b"x")
+    (current / "edits_inprogress_0000000000000000002.empty").write_bytes(b"x")
+    journal.purge_logs_older_than(make_request(serial), 3)
+    edits = sorted(n for n in os.listdir(current) if n.startswith("edits"))
+    assert edits == [
+        "edits_0000000000000000003-0000000000000000003",
+        "edits_0000000000000000004-0000000000000000004",
+        "edits_0000000000000000005-0000000000000000005",
+    ]
+    assert os.listdir(journal.storage.paxos_dir) == ["3"]
+
+
+class _CrashBeforePaxos(JournalFaultInjector):
+    def before_persist_paxos_data(self):
+        raise IOException("Injected crash before persisting paxos data")
+
+
+class _CrashAfterPaxos(JournalFaultInjector):
+    def after_persist_paxos_data(self):
+        raise IOException("Injected crash after persisting paxos data")
+
+
+def _source_segment(tmp_path, conf, start, count):
+    """A finalized copy of [start, start+count-1] to download from (a file:// URL)."""
+    src = tmp_path / "source"
+    src.write_bytes(edit_log_header(LV) + create_txn_data(start, count))
+    return src
+
+
+def _copy_fetcher(url, target, _timeout):
+    path = url.removeprefix("file://")
+    with open(path, "rb") as f:
+        data = f.read()
+    with open(target, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+    return len(data)
+
+
+@pytest.mark.parametrize("injector", [_CrashBeforePaxos, _CrashAfterPaxos])
+def test_accept_recovery_crash_around_commit_point(tmp_path, conf, injector):
+    """A crash before the paxos record leaves the old log; after it, prepare rolls forward."""
+    log_dir = tmp_path / JID
+    journal = Journal(conf, log_dir, JID, fault_injector=injector(), fetcher=_copy_fetcher)
+    journal.format(FAKE_NSINFO)
+    journal.new_epoch(FAKE_NSINFO, 1)
+    journal.start_log_segment(make_request(1), 1, LV)
+    journal.journal(make_request(2), 1, 1, 2, create_txn_data(1, 2))
+    src = _source_segment(tmp_path, conf, 1, 4)
+    journal.new_epoch(FAKE_NSINFO, 2)
+    with pytest.raises(IOException, match="Injected"):
+        journal.accept_recovery(
+            make_request(1, epoch=2), SegmentState(1, 4, False), f"file://{src}"
+        )
+    journal.close()
+    journal = Journal(conf, log_dir, JID)
+    try:
+        resp = journal.prepare_recovery(make_request(1, epoch=3), 1)
+        if injector is _CrashBeforePaxos:
+            assert resp.accepted_in_epoch is None
+            assert resp.segment_state == SegmentState(1, 2, True)
+        else:
+            assert resp.accepted_in_epoch == 2
+            assert resp.segment_state == SegmentState(1, 4, False)
+            assert journal.storage.in_progress_edit_log(1).read_bytes() == src.read_bytes()
+    finally:
+        journal.close()
+
+
+def test_accept_recovery_then_finalize_is_byte_exact(tmp_path, conf):
+    log_dir = tmp_path / JID
+    journal = Journal(conf, log_dir, JID, fetcher=_copy_fetcher)
+    try:
+        journal.format(FAKE_NSINFO)
+        journal.new_epoch(FAKE_NSINFO, 1)
+        src = tmp_path / "padded"
+        src.write_bytes(edit_log_header(LV) + create_txn_data(1, 4) + b"\xff" * 4096)
+        journal.accept_recovery(make_request(1), SegmentState(1, 4, True), f"file://{src}")
+        assert journal.highest_written_txid == 4
+        journal.finalize_log_segment(make_request(2), 1, 4)
+        assert journal.storage.finalized_edit_log(1, 4).read_bytes() == edit_log_header(
+            LV
+        ) + create_txn_data(1, 4)
+        assert os.listdir(journal.storage.paxos_dir) == []
+    finally:
+        journal.close()
+
+
+def test_accept_recovery_refuses_to_discard_committed(journal, tmp_path):
+    journal.new_epoch(FAKE_NSINFO, 1)
+    journal.start_log_segment(make_request(1), 1, LV)
+    journal.journal(make_request(2), 1, 1, 5, create_txn_data(1, 5))
+    journal.journal(make_request(3, committed_txid=5), 1, 6, 1, create_txn_data(6, 1))
+    with pytest.raises(AssertionError, match="would discard already-committed txn 5"):
+        journal.accept_recovery(
+            make_request(4, committed_txid=5), SegmentState(1, 3, True), "file:///dev/null"
+        )
+
+
+@pytest.mark.parametrize(
+    "bad_call",
+    [
+        "stale_epoch",
+        "repeated_serial",
+        "committed_backwards",
+        "txid_gap",
+        "no_segment",
+        "finalize_wrong_end",
+        "namespace_mismatch",
+    ],
+)
+def test_rejected_calls_change_no_file(journal, bad_call):
+    journal.new_epoch(FAKE_NSINFO, 2)
+    journal.start_log_segment(make_request(1, epoch=2, committed_txid=0), 1, LV)
+    journal.journal(make_request(2, epoch=2, committed_txid=0), 1, 1, 3, create_txn_data(1, 3))
+    journal.journal(make_request(3, epoch=2, committed_txid=3), 1, 4, 1, create_txn_data(4, 1))
+    before = files_of(journal.storage.log_dir)
+    calls = {
+        "stale_epoch": lambda: journal.journal(
+            make_request(10, epoch=1, committed_txid=3), 1, 5, 1, create_txn_data(5, 1)
+        ),
+        "repeated_serial": lambda: journal.journal(
+            make_request(3, epoch=2, committed_txid=3), 1, 5, 1, create_txn_data(5, 1)
+        ),
+        "committed_backwards": lambda: journal.heartbeat(
+            make_request(10, epoch=2, committed_txid=1)
+        ),
+        "txid_gap": lambda: journal.journal(
+            make_request(10, epoch=2, committed_txid=3), 1, 7, 1, create_txn_data(7, 1)
+        ),
+        "no_segment": lambda: (
+            journal.finalize_log_segment(make_request(10, epoch=2, committed_txid=3), 1, 4),
+            journal.journal(
+                make_request(11, epoch=2, committed_txid=3), 1, 5, 1, create_txn_data(5, 1)
+            ),
+        ),
+        "finalize_wrong_end": lambda: journal.finalize_log_segment(
+            make_request(10, epoch=2, committed_txid=3), 1, 9
+        ),
+        "namespace_mismatch": lambda: journal.new_epoch(NamespaceInfo(999, "mycluster", "bp"), 5),
+    }
+    if bad_call == "no_segment":
+        journal.finalize_log_segment(make_request(10, epoch=2, committed_txid=3), 1, 4)
+        before = files_of(journal.storage.log_dir)
+        with pytest.raises(JournalOutOfSyncException, match="no segment open"):
+            journal.journal(
+                make_request(11, epoch=2, committed_txid=3), 1, 5, 1, create_txn_data(5, 1)
+            )
+    else:
+        with pytest.raises((IOException, ValueError)):
+            calls[bad_call]()
+    assert files_of(journal.storage.log_dir) == before
+
+
+def test_storage_failure_stops_the_journal(journal, monkeypatch):
+    journal.new_epoch(FAKE_NSINFO, 1)
+    journal.start_log_segment(make_request(1), 1, LV)
+    journal.journal(make_request(2), 1, 1, 1, create_txn_data(1, 1))
+
+    def failing_fdatasync(fd):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fdatasync", failing_fdatasync)
+    with pytest.raises(IOException, match="Input/output error"):
+        journal.journal(make_request(3), 1, 2, 1, create_txn_data(2, 1))
+    monkeypatch.undo()
+    with pytest.raises(IOException, match="stopped accepting writes"):
+        journal.journal(make_request(4), 1, 2, 1, create_txn_data(2, 1))
+    with pytest.raises(IOException, match="stopped accepting writes"):
+        journal.start_log_segment(make_request(5), 2, LV)
+    assert journal.highest_written_txid == 1
+
+
+def test_discard_segments(journal):
+    journal.new_epoch(FAKE_NSINFO, 1)
+    for i, start in enumerate((1, 4, 7)):
+        journal.start_log_segment(make_request(10 * i + 1), start, LV)
+        journal.journal(make_request(10 * i + 2), start, start, 3, create_txn_data(start, 3))
+        journal.finalize_log_segment(make_request(10 * i + 3), start, start + 2)
+    journal.discard_segments(4)
+    names = sorted(os.listdir(journal.storage.current_dir))
+    assert "edits_0000000000000000004-0000000000000000006.trash" in names
+    assert "edits_0000000000000000007-0000000000000000009.trash" in names
+    assert "edits_0000000000000000001-0000000000000000003" in names
+    assert journal.get_committed_txid() == 3
+    assert INVALID_TXID != journal.get_committed_txid()
