@@ -1,0 +1,129 @@
+"""AsyncLogger: one remote JournalNode, every call asynchronous (design paper §5.1.1).
+
+Each method sends one QJournalProtocol call and returns a
+``concurrent.futures.Future`` for its result, so that :class:`AsyncLoggerSet`
+can fan a call out to every node and :class:`QuorumCall` can wait for a
+quorum of the answers. :class:`IPCLoggerChannel` is the real implementation;
+tests and the fault harness pass their own (STYLE.md habit 5).
+
+The epoch and the committed txid set here are stamped on every later
+"writer" call (RequestInfo, digest §1).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from concurrent.futures import Future
+
+from hadoop_qjm.common.remote_edit_log import RemoteEditLogManifest
+from hadoop_qjm.common.storage_info import NamespaceInfo
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.qjournal.protocol.messages import (
+    GetJournaledEditsResponse,
+    GetJournalStateResponse,
+    NewEpochResponse,
+    PrepareRecoveryResponse,
+    SegmentState,
+)
+
+__all__ = ["AsyncLogger", "LoggerFactory"]
+
+
+class AsyncLogger(ABC):
+    """The client's view of one JournalNode's journal (Hadoop's ``AsyncLogger``)."""
+
+    # ---- calls without an epoch -------------------------------------------------------------
+    @abstractmethod
+    def is_formatted(self) -> Future[bool]:
+        """Whether the journal's storage is formatted."""
+
+    @abstractmethod
+    def get_journal_state(self) -> Future[GetJournalStateResponse]:
+        """The journal's last promised epoch (and the node's HTTP endpoint)."""
+
+    @abstractmethod
+    def new_epoch(self, epoch: int) -> Future[NewEpochResponse]:
+        """Ask the node to promise ``epoch`` (design paper §2.5 step 3)."""
+
+    @abstractmethod
+    def format(self, ns_info: NamespaceInfo, force: bool = False) -> Future[None]:
+        """Format the journal for ``ns_info``."""
+
+    @abstractmethod
+    def get_edit_log_manifest(
+        self, from_txid: int, in_progress_ok: bool = False
+    ) -> Future[RemoteEditLogManifest]:
+        """The segments holding ``from_txid`` and later."""
+
+    @abstractmethod
+    def get_journaled_edits(
+        self, from_txid: int, max_txns: int
+    ) -> Future[GetJournaledEditsResponse]:
+        """Up to ``max_txns`` txns from the node's in-memory cache (header + ops)."""
+
+    @abstractmethod
+    def discard_segments(self, start_txid: int) -> Future[None]:
+        """Move aside every segment starting at or after ``start_txid``."""
+
+    @abstractmethod
+    def get_journal_ctime(self) -> Future[int]:
+        """The cTime of the journal's VERSION file."""
+
+    # ---- writer calls (carry the epoch) --------------------------------------------------------
+    @abstractmethod
+    def send_edits(
+        self, segment_txid: int, first_txid: int, num_txns: int, data: bytes
+    ) -> Future[None]:
+        """Append a batch of serialized ops (RPC ``journal``)."""
+
+    @abstractmethod
+    def heartbeat_if_necessary(self) -> Future[None]:
+        """Send a ``heartbeat`` unless one went out less than a second ago."""
+
+    @abstractmethod
+    def start_log_segment(self, txid: int, layout_version: int) -> Future[None]:
+        """Open segment ``txid``."""
+
+    @abstractmethod
+    def finalize_log_segment(self, start_txid: int, end_txid: int) -> Future[None]:
+        """Finalize segment ``start_txid`` as ``[start_txid, end_txid]``."""
+
+    @abstractmethod
+    def purge_logs_older_than(self, min_txid_to_keep: int) -> Future[None]:
+        """Delete segments (and paxos records) wholly below ``min_txid_to_keep``."""
+
+    @abstractmethod
+    def prepare_recovery(self, segment_txid: int) -> Future[PrepareRecoveryResponse]:
+        """Paxos phase 1 for segment ``segment_txid`` (design paper §2.8 step 2)."""
+
+    @abstractmethod
+    def accept_recovery(self, segment_state: SegmentState, from_url: str) -> Future[None]:
+        """Paxos phase 2: adopt ``segment_state``, fetched from ``from_url`` (§2.8 step 3)."""
+
+    # ---- local state ---------------------------------------------------------------------------
+    @abstractmethod
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch stamped on every later writer call."""
+
+    @abstractmethod
+    def set_committed_txid(self, txid: int) -> None:
+        """The highest quorum-acked txid, sent with the next writer call; never decreases."""
+
+    @abstractmethod
+    def build_url_to_fetch_logs(self, segment_txid: int) -> str:
+        """The ``/getJournal`` URL of segment ``segment_txid`` on this node."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop accepting calls and release the connection."""
+
+    @abstractmethod
+    def append_report(self) -> str:
+        """A one-line plain-text status ("Written txid N …") for reports."""
+
+
+#: ``(conf, ns_info, journal_id, name_service_id, (host, port)) -> AsyncLogger``.
+LoggerFactory = Callable[
+    [Configuration, NamespaceInfo, str, "str | None", "tuple[str, int]"], AsyncLogger
+]

@@ -1,0 +1,573 @@
+"""IPCLoggerChannel: the AsyncLogger of one JournalNode over QJournalProtocol (digest §5).
+
+* Every state-changing call runs on one single-thread executor, so the calls
+  to one node happen in the order the writer made them (design paper §2.11
+  step 3); reads that may overlap them (getEditLogManifest,
+  getJournaledEdits) run on a small parallel pool
+  (``dfs.qjournal.parallel-read.num-threads``).
+* Writer calls carry a RequestInfo: the journal id, the epoch (≤ 0 is
+  IllegalStateException "bad epoch"), an IPC serial number that starts at 0
+  and is never reset, and the committed txid.
+* Un-acked edits are bounded by ``dfs.qjournal.queued-edits.limit.mb``: a
+  batch that would go over the limit while something is queued fails at once
+  with LoggerTooFarBehindException, so a slow node cannot make the writer
+  run out of memory (§2.2: "the queue of pending edits eclipses a
+  configurable maximum length").
+* After a failed ``journal`` call the node is *out of sync* until the next
+  successful startLogSegment: sendEdits and finalizeLogSegment fail at once
+  with "Journal disabled until next roll", after a heartbeat sent at most
+  once a second so the node still learns the committed txid (HDFS-3726).
+
+Collaborators are parameters (STYLE.md habit 5): the proxy factory, both
+executors (a :class:`DirectExecutor` makes every call run in the caller's
+thread), the clock, and the Prometheus registry of the client metrics
+(design paper §6).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
+from typing import Any, TypeVar
+from urllib.parse import quote_plus, urlsplit
+
+from prometheus_client import REGISTRY, CollectorRegistry
+
+from hadoop_qjm.common.constants import INVALID_TXID
+from hadoop_qjm.common.exceptions import (
+    IllegalArgumentException,
+    IllegalStateException,
+    IOException,
+    register_exception,
+)
+from hadoop_qjm.common.remote_edit_log import RemoteEditLogManifest
+from hadoop_qjm.common.storage_info import NamespaceInfo
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.qjournal.client.async_logger import AsyncLogger
+from hadoop_qjm.qjournal.client.executors import parallel_executor as new_parallel_executor
+from hadoop_qjm.qjournal.client.executors import single_thread_executor
+from hadoop_qjm.qjournal.client.ipc_logger_channel_metrics import IPCLoggerChannelMetrics
+from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
+from hadoop_qjm.qjournal.protocol.exceptions import (
+    JournalOutOfSyncException,
+    LoggerTooFarBehindException,
+)
+from hadoop_qjm.qjournal.protocol.messages import (
+    GetJournaledEditsResponse,
+    GetJournalStateResponse,
+    NewEpochResponse,
+    PrepareRecoveryResponse,
+    RequestInfo,
+    SegmentState,
+)
+
+__all__ = [
+    "IPCLoggerChannel",
+    "UnknownHostException",
+    "ipc_logger_channel_factory",
+    "HEARTBEAT_INTERVAL_S",
+    "WARN_JOURNAL_MILLIS_THRESHOLD",
+    "IPC_CLIENT_RPC_TIMEOUT_KEY",
+]
+
+LOG = logging.getLogger("hadoop_qjm.qjournal.client.quorum_journal_manager")
+
+#: While out of sync, at most one heartbeat per this interval.
+HEARTBEAT_INTERVAL_S = 1.0
+#: A journal call slower than this is logged.
+WARN_JOURNAL_MILLIS_THRESHOLD = 1000
+#: Hadoop's ``ipc.client.rpc-timeout.ms``: 0 (the default) waits for a reply forever,
+#: leaving timeouts to the quorum calls.
+IPC_CLIENT_RPC_TIMEOUT_KEY = "ipc.client.rpc-timeout.ms"
+
+T = TypeVar("T")
+ProxyFactory = Callable[[str, int], Any]
+
+
+@register_exception
+class UnknownHostException(IOException):
+    """A JournalNode host name does not resolve."""
+
+    java_name = "java.net.UnknownHostException"
+
+
+def _java_url_encode(text: str) -> str:
+    # java.net.URLEncoder: space -> '+', and '*' stays; '~' is encoded.
+    return quote_plus(text, safe="*").replace("~", "%7E")
+
+
+def _failed(error: BaseException) -> Future[Any]:
+    future: Future[Any] = Future()
+    future.set_exception(error)
+    return future
+
+
+class IPCLoggerChannel(AsyncLogger):
+    """The channel to the JournalNode at ``address`` (``(host, port)``) for ``journal_id``."""
+
+    def __init__(
+        self,
+        conf: Configuration,
+        ns_info: NamespaceInfo,
+        journal_id: str,
+        address: tuple[str, int],
+        *,
+        name_service_id: str | None = None,
+        proxy_factory: ProxyFactory | None = None,
+        executor: Executor | None = None,
+        parallel_executor: Executor | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        metrics_registry: CollectorRegistry | None = None,
+    ) -> None:
+        self.conf = conf
+        self.ns_info = ns_info
+        self.journal_id = journal_id
+        self.name_service_id = name_service_id
+        self.host, self.port = address[0], int(address[1])
+        self._clock = clock
+        self._proxy_factory = proxy_factory or self._default_proxy_factory
+        self._lock = threading.Lock()
+        self._proxy: Any = None
+        self._closed = False
+        limit_mb = conf.get_int(
+            keys.DFS_QJOURNAL_QUEUE_SIZE_LIMIT_KEY, keys.DFS_QJOURNAL_QUEUE_SIZE_LIMIT_DEFAULT
+        )
+        self._queue_limit_bytes = limit_mb * 1024 * 1024
+        name = str(self)
+        self._executor = executor or single_thread_executor(name)
+        self._parallel_executor = parallel_executor or new_parallel_executor(
+            name,
+            conf.get_int(
+                keys.DFS_QJOURNAL_PARALLEL_READ_NUM_THREADS_KEY,
+                keys.DFS_QJOURNAL_PARALLEL_READ_NUM_THREADS_DEFAULT,
+            ),
+        )
+        # State below is guarded by _lock.
+        self._ipc_serial = 0
+        self._epoch = -1
+        self._committed_txid = INVALID_TXID
+        self._http_server_url: str | None = None
+        self._queued_bytes = 0
+        self._queued_txns = 0
+        self._highest_acked_txid = 0
+        self._last_ack_time: float | None = None  # submit time of the last acked batch
+        self._last_commit_time: float | None = None
+        self._out_of_sync = False
+        self._last_heartbeat: float | None = None
+        self._metrics = IPCLoggerChannelMetrics.for_registry(metrics_registry or REGISTRY)
+        self._metrics.add(self)
+
+    def _default_proxy_factory(self, host: str, port: int) -> Any:
+        timeout_ms = self.conf.get_int(IPC_CLIENT_RPC_TIMEOUT_KEY, 0)
+        return QJournalProtocolProxy(
+            host, port, timeout_s=timeout_ms / 1000 if timeout_ms else None
+        )
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+    def __repr__(self) -> str:
+        return f"IPCLoggerChannel({self}, {self.journal_id})"
+
+    # ---- local state ---------------------------------------------------------------------------
+    def set_epoch(self, epoch: int) -> None:
+        with self._lock:
+            self._epoch = epoch
+
+    def set_committed_txid(self, txid: int) -> None:
+        with self._lock:
+            if txid < self._committed_txid:
+                raise IllegalArgumentException(
+                    "Trying to move committed txid backwards in client "
+                    f"old: {self._committed_txid} new: {txid}"
+                )
+            self._committed_txid = txid
+            self._last_commit_time = self._clock()
+
+    @property
+    def epoch(self) -> int:
+        with self._lock:
+            return self._epoch
+
+    @property
+    def next_ipc_serial(self) -> int:
+        with self._lock:
+            return self._ipc_serial
+
+    @property
+    def committed_txid(self) -> int:
+        with self._lock:
+            return self._committed_txid
+
+    @property
+    def is_out_of_sync(self) -> bool:
+        """True after a failed journal call, until the next successful startLogSegment."""
+        with self._lock:
+            return self._out_of_sync
+
+    @property
+    def queued_edits_size(self) -> int:
+        """Bytes of edits sent to the executor and not answered yet."""
+        with self._lock:
+            return self._queued_bytes
+
+    @property
+    def queued_edits_txns(self) -> int:
+        with self._lock:
+            return self._queued_txns
+
+    @property
+    def highest_acked_txid(self) -> int:
+        with self._lock:
+            return self._highest_acked_txid
+
+    def _lag_txns_locked(self) -> int:
+        return max(self._committed_txid - self._highest_acked_txid, 0)
+
+    def _lag_time_ms_locked(self) -> int:
+        if self._last_commit_time is None or self._last_ack_time is None:
+            return 0
+        return int(max(self._last_commit_time - self._last_ack_time, 0.0) * 1000)
+
+    @property
+    def lag_txns(self) -> int:
+        """How many committed txns this node has not acknowledged."""
+        with self._lock:
+            return self._lag_txns_locked()
+
+    @property
+    def lag_time_ms(self) -> int:
+        """Time between the last commit and the submission of the last batch this node acked."""
+        with self._lock:
+            return self._lag_time_ms_locked()
+
+    def append_report(self) -> str:
+        with self._lock:
+            report = f"Written txid {self._highest_acked_txid}"
+            behind = self._lag_txns_locked()
+            if behind > 0:
+                if self._last_ack_time is not None:
+                    report += f" ({behind} txns/{self._lag_time_ms_locked()}ms behind)"
+                else:
+                    report += " (never written)"
+            if self._out_of_sync:
+                report += " (will try to re-sync on next segment)"
+            return report
+
+    def _create_request(self) -> RequestInfo:
+        with self._lock:
+            if self._epoch <= 0:
+                raise IllegalStateException(f"bad epoch: {self._epoch}")
+            serial = self._ipc_serial
+            self._ipc_serial += 1
+            return RequestInfo(
+                self.journal_id, self._epoch, serial, self._committed_txid, self.name_service_id
+            )
+
+    def _get_proxy(self) -> Any:
+        # Only executor threads call this; the lock guards against close().
+        with self._lock:
+            if self._closed:
+                raise IOException(f"Channel to {self} is closed")
+            if self._proxy is None:
+                self._proxy = self._proxy_factory(self.host, self.port)
+            return self._proxy
+
+    # ---- the HTTP endpoint ---------------------------------------------------------------------
+    def _set_http_server(self, from_url: str | None, http_port: int) -> None:
+        """Where this node serves /getJournal: scheme and port from its answer, our host name.
+
+        The node may report a wildcard bind address; the RPC host name we reach
+        it by is the one that works from here (Hadoop's getHttpServerURI).
+        """
+        scheme, port = "http", http_port
+        if from_url:
+            parts = urlsplit(from_url)
+            scheme = parts.scheme or "http"
+            if parts.port is not None:
+                port = parts.port
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        url = f"{scheme}://{host}:{port}"
+        with self._lock:
+            self._http_server_url = url
+
+    @property
+    def has_http_server_endpoint(self) -> bool:
+        with self._lock:
+            return self._http_server_url is not None
+
+    def build_url_to_fetch_logs(self, segment_txid: int) -> str:
+        if segment_txid <= 0:
+            raise IllegalArgumentException(f"Invalid segment: {segment_txid}")
+        with self._lock:
+            base = self._http_server_url
+        if base is None:
+            raise IllegalStateException("No HTTP/HTTPS endpoint")
+        return (
+            f"{base}/getJournal?jid={_java_url_encode(self.journal_id)}"
+            f"&segmentTxId={segment_txid}"
+            f"&storageInfo={_java_url_encode(self.ns_info.to_colon_separated_string())}"
+            "&inProgressOk=true"
+        )
+
+    # ---- submitting ----------------------------------------------------------------------------
+    def _submit(self, fn: Callable[[], T]) -> Future[T]:
+        return self._executor.submit(fn)
+
+    def _submit_parallel(self, fn: Callable[[], T]) -> Future[T]:
+        return self._parallel_executor.submit(fn)
+
+    def wait_for_all_pending_calls(self) -> None:
+        """Block until every call submitted so far to the single-thread executor ran."""
+        self._executor.submit(lambda: None).result()
+
+    # ---- calls without an epoch ----------------------------------------------------------------
+    def is_formatted(self) -> Future[bool]:
+        return self._submit(
+            lambda: self._get_proxy().is_formatted(self.journal_id, self.name_service_id)
+        )
+
+    def _fetch_journal_state(self) -> GetJournalStateResponse:
+        response = self._get_proxy().get_journal_state(self.journal_id, self.name_service_id)
+        self._set_http_server(response.from_url, response.http_port)
+        return response
+
+    def get_journal_state(self) -> Future[GetJournalStateResponse]:
+        return self._submit(self._fetch_journal_state)
+
+    def new_epoch(self, epoch: int) -> Future[NewEpochResponse]:
+        return self._submit(
+            lambda: self._get_proxy().new_epoch(
+                self.journal_id, self.ns_info, epoch, self.name_service_id
+            )
+        )
+
+    def format(self, ns_info: NamespaceInfo, force: bool = False) -> Future[None]:
+        return self._submit(
+            lambda: self._get_proxy().format(self.journal_id, ns_info, force, self.name_service_id)
+        )
+
+    def get_edit_log_manifest(
+        self, from_txid: int, in_progress_ok: bool = False
+    ) -> Future[RemoteEditLogManifest]:
+        def call() -> RemoteEditLogManifest:
+            response = self._get_proxy().get_edit_log_manifest(
+                self.journal_id, from_txid, in_progress_ok, self.name_service_id
+            )
+            # The logs it lists are fetched from this endpoint.
+            self._set_http_server(response.from_url, response.http_port)
+            return response.manifest
+
+        return self._submit_parallel(call)
+
+    def get_journaled_edits(
+        self, from_txid: int, max_txns: int
+    ) -> Future[GetJournaledEditsResponse]:
+        return self._submit_parallel(
+            lambda: self._get_proxy().get_journaled_edits(
+                self.journal_id, from_txid, max_txns, self.name_service_id
+            )
+        )
+
+    def discard_segments(self, start_txid: int) -> Future[None]:
+        return self._submit(
+            lambda: self._get_proxy().discard_segments(
+                self.journal_id, start_txid, self.name_service_id
+            )
+        )
+
+    def get_journal_ctime(self) -> Future[int]:
+        return self._submit(
+            lambda: self._get_proxy().get_journal_ctime(self.journal_id, self.name_service_id)
+        )
+
+    # ---- writing -------------------------------------------------------------------------------
+    def send_edits(
+        self, segment_txid: int, first_txid: int, num_txns: int, data: bytes
+    ) -> Future[None]:
+        size = len(data)
+        try:
+            self._reserve_queue_space(size, num_txns)
+        except LoggerTooFarBehindException as e:
+            return _failed(e)
+        # The lag is measured from when the batch was handed to us.
+        submit_time = self._clock()
+        try:
+            future = self._submit(
+                lambda: self._do_send_edits(segment_txid, first_txid, num_txns, data, submit_time)
+            )
+        except BaseException:
+            self._unreserve_queue_space(size, num_txns)
+            raise
+        # Released however the call ends (at once if it already ran).
+        future.add_done_callback(lambda _: self._unreserve_queue_space(size, num_txns))
+        return future
+
+    def _do_send_edits(
+        self, segment_txid: int, first_txid: int, num_txns: int, data: bytes, submit_time: float
+    ) -> None:
+        self._throw_if_out_of_sync()
+        rpc_start = self._clock()
+        try:
+            self._get_proxy().journal(
+                self._create_request(), segment_txid, first_txid, num_txns, data
+            )
+        except OSError as e:
+            LOG.warning(
+                "Remote journal %s failed to write txns %d-%d. Will try to write to this JN "
+                "again after the next log roll.",
+                self,
+                first_txid,
+                first_txid + num_txns - 1,
+                exc_info=e,
+            )
+            with self._lock:
+                self._out_of_sync = True
+            raise
+        finally:
+            now = self._clock()
+            rpc_s, end_to_end_s = now - rpc_start, now - submit_time
+            self._metrics.observe(self, rpc_s, end_to_end_s)
+            if rpc_s * 1000 > WARN_JOURNAL_MILLIS_THRESHOLD:
+                LOG.warning(
+                    "Took %dms to send a batch of %d edits (%d bytes) to remote journal %s",
+                    rpc_s * 1000,
+                    num_txns,
+                    len(data),
+                    self,
+                )
+        with self._lock:
+            self._highest_acked_txid = first_txid + num_txns - 1
+            self._last_ack_time = submit_time
+
+    def _throw_if_out_of_sync(self) -> None:
+        if self.is_out_of_sync:
+            # Still tell the node the committed txid (lag metrics, recovery's sanity check).
+            self._heartbeat_if_necessary()
+            raise JournalOutOfSyncException("Journal disabled until next roll")
+
+    def _heartbeat_if_necessary(self) -> None:
+        with self._lock:
+            last = self._last_heartbeat
+        now = self._clock()
+        if last is not None and now - last <= HEARTBEAT_INTERVAL_S:
+            return
+        try:
+            self._get_proxy().heartbeat(self._create_request())
+        finally:
+            # Not more often than the interval, even if they fail.
+            with self._lock:
+                self._last_heartbeat = self._clock()
+
+    def heartbeat_if_necessary(self) -> Future[None]:
+        return self._submit(self._heartbeat_if_necessary)
+
+    def _reserve_queue_space(self, size: int, num_txns: int) -> None:
+        if size < 0:
+            raise IllegalArgumentException(f"negative batch size {size}")
+        with self._lock:
+            if self._queued_bytes + size > self._queue_limit_bytes and self._queued_bytes > 0:
+                raise LoggerTooFarBehindException(
+                    f"{self} is too far behind: {self._queued_bytes} bytes of edits are queued "
+                    f"and {size} more would pass the limit of {self._queue_limit_bytes} bytes"
+                )
+            self._queued_bytes += size
+            self._queued_txns += num_txns
+
+    def _unreserve_queue_space(self, size: int, num_txns: int) -> None:
+        with self._lock:
+            self._queued_bytes -= size
+            self._queued_txns -= num_txns
+
+    def start_log_segment(self, txid: int, layout_version: int) -> Future[None]:
+        def call() -> None:
+            self._get_proxy().start_log_segment(self._create_request(), txid, layout_version)
+            with self._lock:
+                was_out_of_sync, self._out_of_sync = self._out_of_sync, False
+            if was_out_of_sync:
+                LOG.info(
+                    "Restarting previously-stopped writes to %s in segment starting at txid %d",
+                    self,
+                    txid,
+                )
+
+        return self._submit(call)
+
+    def finalize_log_segment(self, start_txid: int, end_txid: int) -> Future[None]:
+        def call() -> None:
+            self._throw_if_out_of_sync()
+            self._get_proxy().finalize_log_segment(self._create_request(), start_txid, end_txid)
+
+        return self._submit(call)
+
+    def purge_logs_older_than(self, min_txid_to_keep: int) -> Future[None]:
+        return self._submit(
+            lambda: self._get_proxy().purge_logs_older_than(
+                self._create_request(), min_txid_to_keep
+            )
+        )
+
+    # ---- recovery ------------------------------------------------------------------------------
+    def prepare_recovery(self, segment_txid: int) -> Future[PrepareRecoveryResponse]:
+        def call() -> PrepareRecoveryResponse:
+            if not self.has_http_server_endpoint:
+                # Learn the HTTP endpoint now: the writer may pick this node as the source.
+                self._fetch_journal_state()
+            return self._get_proxy().prepare_recovery(self._create_request(), segment_txid)
+
+        return self._submit(call)
+
+    def accept_recovery(self, segment_state: SegmentState, from_url: str) -> Future[None]:
+        return self._submit(
+            lambda: self._get_proxy().accept_recovery(
+                self._create_request(), segment_state, from_url
+            )
+        )
+
+    # ---- life cycle ----------------------------------------------------------------------------
+    def close(self) -> None:
+        """No more calls; queued ones fail fast; a call in flight is interrupted."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            proxy, self._proxy = self._proxy, None
+        self._executor.shutdown(wait=False)
+        self._parallel_executor.shutdown(wait=False)
+        if proxy is not None:
+            try:
+                proxy.close()
+            except Exception:  # noqa: BLE001 - closing anyway
+                LOG.exception("Error closing the proxy to %s", self)
+        self._metrics.remove(self)
+
+
+def ipc_logger_channel_factory(
+    conf: Configuration,
+    ns_info: NamespaceInfo,
+    journal_id: str,
+    name_service_id: str | None,
+    address: tuple[str, int],
+    *,
+    metrics_registry: CollectorRegistry | None = None,
+) -> IPCLoggerChannel:
+    """QuorumJournalManager's default logger factory; the host must resolve."""
+    host, port = address
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as e:
+        raise UnknownHostException(f"{host}: {e}") from None
+    return IPCLoggerChannel(
+        conf,
+        ns_info,
+        journal_id,
+        address,
+        name_service_id=name_service_id,
+        metrics_registry=metrics_registry,
+    )

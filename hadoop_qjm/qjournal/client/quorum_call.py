@@ -1,0 +1,234 @@
+"""QuorumCall: wait for a quorum of answers to one fanned-out call (design paper §5.1.2).
+
+A QuorumCall watches one future per key (a logger). Callbacks on the futures
+record each success or exception and signal a condition; :meth:`wait_for`
+sleeps on it until enough answers are in, too many failed, or the timeout
+passes — whichever comes first. There is no polling: the waiter wakes on an
+answer, or to log progress, or at the deadline.
+
+The clock is a parameter (seconds, monotonic). A pause of the whole process
+(a long GC in Java, a SIGSTOP or an overloaded host here) that the clock shows
+to be longer than 30% of the timeout moves the deadline back by the pause:
+the answers may well be waiting, and failing the writer because *we* were
+frozen would be wrong (Hadoop's HDFS-10333 long-pause extension;
+``testQuorumSucceedsWithLongPause``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Hashable, Mapping
+from concurrent.futures import Future
+from typing import Any, Generic, TypeVar
+
+from hadoop_qjm.common.exceptions import HadoopAssertionError
+from hadoop_qjm.qjournal.protocol.exceptions import QuorumException, RemoteException
+
+__all__ = [
+    "QuorumCall",
+    "map_to_string",
+    "WAIT_PROGRESS_INTERVAL_S",
+    "WAIT_PROGRESS_INFO_THRESHOLD",
+    "WAIT_PROGRESS_WARN_THRESHOLD",
+]
+
+LOG = logging.getLogger("hadoop_qjm.qjournal.client.quorum_journal_manager")
+
+#: After the first progress message, one every second.
+WAIT_PROGRESS_INTERVAL_S = 1.0
+#: Progress messages start (at INFO) after this fraction of the timeout …
+WAIT_PROGRESS_INFO_THRESHOLD = 0.3
+#: … and turn to WARN after this fraction.
+WAIT_PROGRESS_WARN_THRESHOLD = 0.7
+#: A pause longer than this fraction of the timeout extends the deadline.
+LONG_PAUSE_THRESHOLD = 0.3
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+_ASSERTION_ERROR_NAME = "java.lang.AssertionError"
+
+
+def map_to_string(mapping: Mapping[Any, Any]) -> str:
+    """``key: value`` lines, for logging a quorum's answers (Hadoop's mapToString)."""
+    return "\n".join(f"{key}: {value}" for key, value in mapping.items())
+
+
+class QuorumCall(Generic[K, V]):
+    """The answers so far to one call sent to several keys (loggers).
+
+    Later answers keep arriving after :meth:`wait_for` returns; the counts and
+    the :attr:`successes` / :attr:`exceptions` snapshots change accordingly.
+    """
+
+    def __init__(
+        self, calls: Mapping[K, Future[V]], clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._successes: dict[K, V] = {}
+        self._exceptions: dict[K, BaseException] = {}
+        self._answers = 0  # bumped on every answer, so a waiter never misses one
+        self._futures: dict[K, Future[V]] = dict(calls)
+        for key, future in self._futures.items():
+            if future is None:
+                raise ValueError(f"null future for key: {key}")
+            # Runs at once if the future is already done (a direct executor).
+            future.add_done_callback(lambda f, key=key: self._on_done(key, f))
+
+    def _on_done(self, key: K, future: Future[V]) -> None:
+        try:
+            result = future.result()
+        except BaseException as e:  # noqa: BLE001 - every failure (a cancellation too) is an answer
+            self._add(key, None, e)
+        else:
+            self._add(key, result, None)
+
+    def _add(self, key: K, result: Any, error: BaseException | None) -> None:
+        with self._cond:
+            if error is None:
+                self._successes[key] = result
+            else:
+                self._exceptions[key] = error
+            self._answers += 1
+            self._cond.notify_all()
+
+    # ---- waiting -------------------------------------------------------------------------------
+    def wait_for(
+        self,
+        min_responses: int,
+        min_successes: int,
+        max_exceptions: int,
+        timeout_ms: int,
+        operation_name: str,
+    ) -> None:
+        """Return as soon as one condition holds; TimeoutError if none does in time.
+
+        * ``min_responses`` answers of any kind (≤ 0: not checked);
+        * ``min_successes`` successes (≤ 0: not checked);
+        * more than ``max_exceptions`` exceptions (negative: not checked; 0: any
+          exception returns at once).
+
+        A broken invariant reported by a node (an AssertionError, local or
+        remote) is re-raised here even if a quorum succeeded, as Hadoop does
+        with assertions enabled; ``python -O`` (``__debug__`` false) turns
+        this off, like running Java without ``-ea``.
+        """
+        timeout_s = timeout_ms / 1000.0
+        clock = self._clock
+        start = clock()
+        deadline = start + timeout_s
+        next_log = start + timeout_s * WAIT_PROGRESS_INFO_THRESHOLD
+        # When the last wait began and how long it was meant to last: a clock
+        # jump beyond that is a pause of this process.
+        wait_began, wait_len = start, 0.0
+        with self._cond:
+            while True:
+                seen = self._answers
+                self._check_assertion_errors()
+                if min_responses > 0 and self.count_responses() >= min_responses:
+                    return
+                if min_successes > 0 and len(self._successes) >= min_successes:
+                    return
+                if max_exceptions >= 0 and len(self._exceptions) > max_exceptions:
+                    return
+                now = clock()
+                pause = (now - wait_began) - wait_len
+                if pause > timeout_s * LONG_PAUSE_THRESHOLD:
+                    LOG.info(
+                        "Detected a pause of %d ms while waiting for %s; extending the deadline",
+                        pause * 1000,
+                        operation_name,
+                    )
+                    deadline += pause
+                    next_log += pause
+                if self._answers != seen:
+                    # An answer arrived while we read the clock (callbacks can run in
+                    # this thread): check it before timing out or sleeping.
+                    wait_began, wait_len = now, 0.0
+                    continue
+                if now >= next_log:
+                    self._log_progress(now - start, timeout_ms, operation_name)
+                    next_log = now + WAIT_PROGRESS_INTERVAL_S
+                if now >= deadline:
+                    raise TimeoutError(
+                        f"Timed out after {timeout_ms} ms waiting for {operation_name}"
+                    )
+                wait_len = max(min(deadline, next_log) - now, 0.001)
+                wait_began = now
+                self._cond.wait(wait_len)
+
+    def _log_progress(self, waited_s: float, timeout_ms: int, operation_name: str) -> None:
+        msg = (
+            f"Waited {int(waited_s * 1000)} ms (timeout={timeout_ms} ms) for a response "
+            f"for {operation_name}"
+        )
+        if self._successes:
+            msg += ". Succeeded so far: [" + ",".join(str(k) for k in self._successes) + "]"
+        if self._exceptions:
+            msg += ". Exceptions so far: [" + self._exception_map_string() + "]"
+        if not self._successes and not self._exceptions:
+            msg += ". No responses yet."
+        if waited_s * 1000 > timeout_ms * WAIT_PROGRESS_WARN_THRESHOLD:
+            LOG.warning(msg)
+        else:
+            LOG.info(msg)
+
+    def _exception_map_string(self) -> str:
+        return ", ".join(f"{key}: {exc}" for key, exc in self._exceptions.items())
+
+    def _check_assertion_errors(self) -> None:
+        if not __debug__:
+            return
+        for error in self._exceptions.values():
+            if isinstance(error, AssertionError):
+                raise error
+            if isinstance(error, RemoteException) and error.class_name == _ASSERTION_ERROR_NAME:
+                raise HadoopAssertionError(str(error)) from error
+
+    # ---- results -------------------------------------------------------------------------------
+    def count_responses(self) -> int:
+        """Answers received so far, successes and exceptions alike."""
+        with self._cond:
+            return len(self._successes) + len(self._exceptions)
+
+    def count_successes(self) -> int:
+        with self._cond:
+            return len(self._successes)
+
+    def count_exceptions(self) -> int:
+        with self._cond:
+            return len(self._exceptions)
+
+    @property
+    def successes(self) -> dict[K, V]:
+        """A snapshot of the successful answers (Hadoop's ``getResults``)."""
+        with self._cond:
+            return dict(self._successes)
+
+    @property
+    def exceptions(self) -> dict[K, BaseException]:
+        """A snapshot of the failures."""
+        with self._cond:
+            return dict(self._exceptions)
+
+    def rethrow_exception(self, msg: str) -> None:
+        """Raise QuorumException listing every success and failure (there must be one)."""
+        with self._cond:
+            if not self._exceptions:
+                raise RuntimeError("rethrow_exception called without any exception")
+            raise QuorumException.create(msg, dict(self._successes), dict(self._exceptions))
+
+    def cancel_calls(self) -> None:
+        """Cancel the calls that have not started yet (their answers no longer matter)."""
+        for future in self._futures.values():
+            future.cancel()
+
+    def __repr__(self) -> str:
+        with self._cond:
+            return (
+                f"QuorumCall({len(self._futures)} calls, {len(self._successes)} succeeded, "
+                f"{len(self._exceptions)} failed)"
+            )

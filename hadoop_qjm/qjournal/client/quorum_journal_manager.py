@@ -1,0 +1,496 @@
+"""QuorumJournalManager: a JournalManager over a quorum of JournalNodes (design paper §2, §3).
+
+The public client API::
+
+    qjm = QuorumJournalManager(conf, "qjournal://h1:8485;h2:8485;h3:8485/jid", ns_info)
+    qjm.format(ns_info)                     # every JournalNode must answer
+    qjm.recover_unfinalized_segments()      # fence older writers, recover the last segment
+    out = qjm.start_log_segment(1, CURRENT_LAYOUT_VERSION)
+    out.write(op); out.set_ready_to_flush(); out.flush()   # a write quorum acked it
+    out.close(); qjm.finalize_log_segment(1, 1)
+    streams = qjm.select_input_streams(1)   # RedundantEditLogInputStreams
+    qjm.close()
+
+Writing (§2.2): a new writer first wins a unique epoch (§2.5: getJournalState
+from a quorum, then newEpoch(max + 1) on a quorum), which fences every older
+writer (§2.3); then it recovers the newest segment with one round of Paxos
+(§2.8: prepareRecovery, choose the source by §2.9's rules, acceptRecovery,
+finalize). Only then may it start segments. Every step needs a majority
+(:meth:`AsyncLoggerSet.wait_for_write_quorum`); format and the other
+administrative calls need every node.
+
+Reading (§3): over RPC from the JournalNodes' edit caches when in-progress
+tailing is on (millisecond lag), else — or when that fails — by streaming
+whole segments from their HTTP servers. All timeouts are read once from the
+configuration into :class:`QuorumJournalTimeouts`.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from hadoop_qjm.common.exceptions import (
+    IllegalArgumentException,
+    IllegalStateException,
+    IOException,
+    always_assert,
+)
+from hadoop_qjm.common.storage_info import NamespaceInfo
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.namenode.edit_log_file_input_stream import EditLogFileInputStream
+from hadoop_qjm.namenode.file_journal_manager import DEFAULT_OUTPUT_BUFFER_CAPACITY
+from hadoop_qjm.namenode.journal_manager import JournalManager
+from hadoop_qjm.namenode.redundant_edit_log_input_stream import (
+    EditLogHttpInputStream,
+    RedundantEditLogInputStream,
+    chain_and_make_redundant_streams,
+)
+from hadoop_qjm.qjournal.client.async_logger import AsyncLogger, LoggerFactory
+from hadoop_qjm.qjournal.client.async_logger_set import AsyncLoggerSet
+from hadoop_qjm.qjournal.client.ipc_logger_channel import ipc_logger_channel_factory
+from hadoop_qjm.qjournal.client.qjournal_uri import QJournalURI, parse_qjournal_uri
+from hadoop_qjm.qjournal.client.quorum_call import QuorumCall, map_to_string
+from hadoop_qjm.qjournal.client.quorum_output_stream import QuorumOutputStream
+from hadoop_qjm.qjournal.client.segment_recovery_comparator import best_recovery_source
+from hadoop_qjm.qjournal.protocol.messages import NewEpochResponse
+
+__all__ = ["QuorumJournalManager", "QuorumJournalTimeouts"]
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class QuorumJournalTimeouts:
+    """Every QJM timeout, in milliseconds (digest §6, "QJM client")."""
+
+    start_segment_ms: int = 20000
+    prepare_recovery_ms: int = 120000
+    accept_recovery_ms: int = 120000
+    finalize_segment_ms: int = 120000
+    select_input_streams_ms: int = 20000
+    get_journal_state_ms: int = 120000
+    new_epoch_ms: int = 120000
+    write_txns_ms: int = 20000
+    #: ``dfs.qjm.operations.timeout``: format, discardSegments, getJournalCTime, …
+    operations_ms: int = 60000
+    http_open_ms: int = 60000
+    http_read_ms: int = 60000
+
+    @classmethod
+    def from_conf(cls, conf: Configuration) -> QuorumJournalTimeouts:
+        d = cls()
+        return cls(
+            start_segment_ms=conf.get_int(
+                keys.DFS_QJOURNAL_START_SEGMENT_TIMEOUT_KEY, d.start_segment_ms
+            ),
+            prepare_recovery_ms=conf.get_int(
+                keys.DFS_QJOURNAL_PREPARE_RECOVERY_TIMEOUT_KEY, d.prepare_recovery_ms
+            ),
+            accept_recovery_ms=conf.get_int(
+                keys.DFS_QJOURNAL_ACCEPT_RECOVERY_TIMEOUT_KEY, d.accept_recovery_ms
+            ),
+            finalize_segment_ms=conf.get_int(
+                keys.DFS_QJOURNAL_FINALIZE_SEGMENT_TIMEOUT_KEY, d.finalize_segment_ms
+            ),
+            select_input_streams_ms=conf.get_int(
+                keys.DFS_QJOURNAL_SELECT_INPUT_STREAMS_TIMEOUT_KEY, d.select_input_streams_ms
+            ),
+            get_journal_state_ms=conf.get_int(
+                keys.DFS_QJOURNAL_GET_JOURNAL_STATE_TIMEOUT_KEY, d.get_journal_state_ms
+            ),
+            new_epoch_ms=conf.get_int(keys.DFS_QJOURNAL_NEW_EPOCH_TIMEOUT_KEY, d.new_epoch_ms),
+            write_txns_ms=conf.get_int(keys.DFS_QJOURNAL_WRITE_TXNS_TIMEOUT_KEY, d.write_txns_ms),
+            operations_ms=conf.get_time_duration(
+                keys.DFS_QJM_OPERATIONS_TIMEOUT_KEY, keys.DFS_QJM_OPERATIONS_TIMEOUT_DEFAULT, "ms"
+            ),
+            http_open_ms=conf.get_int(keys.DFS_QJOURNAL_HTTP_OPEN_TIMEOUT_KEY, d.http_open_ms),
+            http_read_ms=conf.get_int(keys.DFS_QJOURNAL_HTTP_READ_TIMEOUT_KEY, d.http_read_ms),
+        )
+
+
+class QuorumJournalManager(JournalManager):
+    """Writes and reads the edit log of ``uri``'s journal on its JournalNodes.
+
+    ``logger_factory`` makes the AsyncLogger of each node (default: an
+    IPCLoggerChannel over Thrift; the fault harness passes its own);
+    ``metrics_registry`` receives the channels' Prometheus metrics.
+    """
+
+    def __init__(
+        self,
+        conf: Configuration,
+        uri: str | QJournalURI,
+        ns_info: NamespaceInfo,
+        *,
+        name_service_id: str | None = None,
+        logger_factory: LoggerFactory | None = None,
+        metrics_registry: CollectorRegistry | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if conf is None:
+            raise IllegalArgumentException("must be configured")
+        self.conf = conf
+        self.uri = uri if isinstance(uri, QJournalURI) else parse_qjournal_uri(uri)
+        self.journal_id = self.uri.journal_id
+        self.ns_info = ns_info
+        self.name_service_id = name_service_id
+        self.timeouts = QuorumJournalTimeouts.from_conf(conf)
+        self.max_txns_per_rpc = conf.get_int(
+            keys.DFS_HA_TAILEDITS_QJM_RPC_MAX_TXNS_KEY,
+            keys.DFS_HA_TAILEDITS_QJM_RPC_MAX_TXNS_DEFAULT,
+        )
+        if self.max_txns_per_rpc <= 0:
+            raise IllegalArgumentException(
+                f"Must specify {keys.DFS_HA_TAILEDITS_QJM_RPC_MAX_TXNS_KEY} greater than 0!"
+            )
+        self.in_progress_tailing = conf.get_bool(
+            keys.DFS_HA_TAILEDITS_INPROGRESS_KEY, keys.DFS_HA_TAILEDITS_INPROGRESS_DEFAULT
+        )
+        self.max_op_size = conf.get_int(
+            keys.DFS_NAMENODE_MAX_OP_SIZE_KEY, keys.DFS_NAMENODE_MAX_OP_SIZE_DEFAULT
+        )
+        self.output_buffer_capacity = DEFAULT_OUTPUT_BUFFER_CAPACITY
+        self.is_active_writer = False
+        if logger_factory is None:
+            logger_factory = functools.partial(
+                ipc_logger_channel_factory, metrics_registry=metrics_registry
+            )
+        self.loggers = AsyncLoggerSet(self._create_loggers(logger_factory), clock=clock)
+
+    def _create_loggers(self, factory: LoggerFactory) -> list[AsyncLogger]:
+        addresses = self.uri.addresses
+        if len(addresses) % 2 == 0:
+            LOG.warning(
+                "Quorum journal URI '%s' has an even number of Journal Nodes specified. "
+                "This is not recommended!",
+                self.uri,
+            )
+        loggers: list[AsyncLogger] = []
+        try:
+            for address in addresses:
+                loggers.append(
+                    factory(self.conf, self.ns_info, self.journal_id, self.name_service_id, address)
+                )
+        except BaseException:
+            for logger in loggers:
+                logger.close()
+            raise
+        return loggers
+
+    def __str__(self) -> str:
+        return f"QJM to {self.loggers}"
+
+    def __repr__(self) -> str:
+        return f"QuorumJournalManager({self.uri})"
+
+    # ---- calls that need every JournalNode -----------------------------------------------------
+    def _wait_for_all(
+        self, call: QuorumCall[AsyncLogger, Any], operation: str, failure_message: str
+    ) -> dict[AsyncLogger, Any]:
+        n = len(self.loggers)
+        try:
+            call.wait_for(n, n, 0, self.timeouts.operations_ms, operation)
+        except TimeoutError:
+            raise IOException(f"Timed out waiting for {operation}() response") from None
+        if call.count_exceptions() > 0:
+            call.rethrow_exception(failure_message)
+        return call.successes
+
+    def format(self, ns_info: NamespaceInfo, force: bool = False) -> None:
+        """Format the journal on every JournalNode (design paper §4.2: all must succeed)."""
+        self._wait_for_all(
+            self.loggers.call("format", ns_info, force),
+            "format",
+            "Could not format one or more JournalNodes",
+        )
+
+    def has_some_data(self) -> bool:
+        """Whether any JournalNode has the journal formatted (every node must answer)."""
+        results = self._wait_for_all(
+            self.loggers.call("is_formatted"),
+            "hasSomeData",
+            "Unable to check if JNs are ready for formatting",
+        )
+        return any(results.values())
+
+    def discard_segments(self, start_txid: int) -> None:
+        """Move aside every segment from ``start_txid`` on, on every node (rollback)."""
+        self._wait_for_all(
+            self.loggers.call("discard_segments", start_txid),
+            "discardSegments",
+            "Could not perform discardSegments of one or more JournalNodes",
+        )
+
+    def get_journal_ctime(self) -> int:
+        """The journal's cTime; every node must answer the same."""
+        results = self._wait_for_all(
+            self.loggers.call("get_journal_ctime"),
+            "getJournalCTime",
+            "Could not journal CTime for one more JournalNodes",
+        )
+        values = set(results.values())
+        if len(values) != 1:
+            raise IOException(f"Results differed for getJournalCTime: {map_to_string(results)}")
+        return values.pop()
+
+    # ---- becoming the writer (design paper §2.5, §2.8) -----------------------------------------
+    def create_new_unique_epoch(self) -> dict[AsyncLogger, NewEpochResponse]:
+        """Win an epoch higher than any a quorum promised; fences every older writer.
+
+        Epochs are unique and increasing, not necessarily consecutive (§2.5,
+        footnote 3: two writers may propose the same one, at most one wins).
+        """
+        if self.loggers.is_epoch_established:
+            raise IllegalStateException("epoch already created")
+        promises = self.loggers.wait_for_write_quorum(
+            self.loggers.call("get_journal_state"),
+            self.timeouts.get_journal_state_ms,
+            "getJournalState()",
+        )
+        max_promised = max(r.last_promised_epoch for r in promises.values())
+        always_assert(max_promised >= 0, f"negative promised epoch {max_promised}")
+        my_epoch = max_promised + 1
+        responses = self.loggers.wait_for_write_quorum(
+            self.loggers.call("new_epoch", my_epoch),
+            self.timeouts.new_epoch_ms,
+            f"newEpoch({my_epoch})",
+        )
+        self.loggers.set_epoch(my_epoch)
+        return responses
+
+    def recover_unfinalized_segments(self) -> None:
+        """Fence older writers, then recover and finalize the newest segment (§2.6)."""
+        if self.is_active_writer:
+            raise IllegalStateException("already active writer")
+        LOG.info("Starting recovery process for unclosed journal segments...")
+        responses = self.create_new_unique_epoch()
+        LOG.info("Successfully started new epoch %d", self.loggers.epoch)
+        LOG.debug("newEpoch(%d) responses:\n%s", self.loggers.epoch, map_to_string(responses))
+        # §2.8 step 1: any segment started on a quorum shows up in a quorum of answers.
+        segment_txids = [
+            r.last_segment_txid for r in responses.values() if r.last_segment_txid is not None
+        ]
+        if segment_txids:  # none on a fresh journal: nothing to recover
+            self._recover_unclosed_segment(max(segment_txids))
+        self.is_active_writer = True
+
+    def _recover_unclosed_segment(self, segment_txid: int) -> None:
+        """One Paxos round deciding segment ``segment_txid``'s content, then finalize it.
+
+        Afterwards the segment is finalized on a majority, and every node that
+        has it finalized agrees on its end (§2.6's postconditions).
+        """
+        if segment_txid <= 0:
+            raise IllegalArgumentException(f"bad segment txid {segment_txid}")
+        LOG.info("Beginning recovery of unclosed segment starting at txid %d", segment_txid)
+        prepared = self.loggers.wait_for_write_quorum(
+            self.loggers.call("prepare_recovery", segment_txid),
+            self.timeouts.prepare_recovery_ms,
+            f"prepareRecovery({segment_txid})",
+        )
+        LOG.info("Recovery prepare phase complete. Responses:\n%s", map_to_string(prepared))
+        best_logger, best = best_recovery_source(prepared.items())
+        if best.accepted_in_epoch is not None:
+            LOG.info(
+                "Using already-accepted recovery for segment starting at txid %d: %s=%s",
+                segment_txid,
+                best_logger,
+                best,
+            )
+        elif best.segment_state is not None:
+            LOG.info("Using longest log: %s=%s", best_logger, best)
+        else:
+            # No answering node has the segment: it was started on a minority
+            # only (the writer crashed right after startLogSegment reached one
+            # node, which is not among these). Nothing to recover.
+            for response in prepared.values():
+                always_assert(
+                    response.segment_state is None,
+                    "One of the loggers had a response, but no best logger was found.",
+                )
+            LOG.info("None of the responders had a log to recover: %s", map_to_string(prepared))
+            return
+        log_to_sync = best.segment_state
+        always_assert(
+            log_to_sync.start_txid == segment_txid,
+            f"recovery source {log_to_sync} does not start at {segment_txid}",
+        )
+        # Safety check: no node may know of a committed txid we are about to cut off.
+        for logger, response in prepared.items():
+            committed = response.last_committed_txid
+            always_assert(
+                committed is None or committed <= log_to_sync.end_txid,
+                f"Decided to synchronize log to {log_to_sync} but logger {logger} had seen "
+                f"txid {committed} committed",
+            )
+        url = best_logger.build_url_to_fetch_logs(segment_txid)
+        self.loggers.wait_for_write_quorum(
+            self.loggers.call("accept_recovery", log_to_sync, url),
+            self.timeouts.accept_recovery_ms,
+            f"acceptRecovery({log_to_sync})",
+        )
+        # A node that missed the accept validates its log before finalizing, so
+        # sending it the finalize too is safe.
+        self.loggers.wait_for_write_quorum(
+            self.loggers.call("finalize_log_segment", log_to_sync.start_txid, log_to_sync.end_txid),
+            self.timeouts.finalize_segment_ms,
+            f"finalizeLogSegment({log_to_sync.start_txid}-{log_to_sync.end_txid})",
+        )
+
+    # ---- writing -------------------------------------------------------------------------------
+    def set_output_buffer_capacity(self, size: int) -> None:
+        """The double-buffer size of later segments; must stay below ``ipc.maximum.data.length``."""
+        ipc_max = self.conf.get_int(
+            keys.IPC_MAXIMUM_DATA_LENGTH_KEY, keys.IPC_MAXIMUM_DATA_LENGTH_DEFAULT
+        )
+        if size >= ipc_max:
+            raise IllegalArgumentException(
+                f"Attempted to use QJM's output buffer capacity ({size}) greater than the IPC "
+                f"max data length ({ipc_max}). This will cause journals to reject edits."
+            )
+        self.output_buffer_capacity = size
+
+    def start_log_segment(self, txid: int, layout_version: int) -> QuorumOutputStream:
+        """Open segment ``txid`` on a quorum; returns its output stream."""
+        if not self.is_active_writer:
+            raise IllegalStateException("must recover segments before starting a new one")
+        self.loggers.wait_for_write_quorum(
+            self.loggers.call("start_log_segment", txid, layout_version),
+            self.timeouts.start_segment_ms,
+            f"startLogSegment({txid})",
+        )
+        return QuorumOutputStream(
+            self.loggers, txid, self.output_buffer_capacity, self.timeouts.write_txns_ms
+        )
+
+    def finalize_log_segment(self, first_txid: int, last_txid: int) -> None:
+        """Finalize ``[first_txid, last_txid]`` on a quorum."""
+        self.loggers.wait_for_write_quorum(
+            self.loggers.call("finalize_log_segment", first_txid, last_txid),
+            self.timeouts.finalize_segment_ms,
+            f"finalizeLogSegment({first_txid}-{last_txid})",
+        )
+
+    def purge_logs_older_than(self, min_txid_to_keep: int) -> None:
+        """Ask every node to purge; not waited for (failing to purge is always fine)."""
+        LOG.info("Purging remote journals older than txid %d", min_txid_to_keep)
+        self.loggers.call("purge_logs_older_than", min_txid_to_keep)
+
+    # ---- reading (design paper §3) -------------------------------------------------------------
+    def select_input_streams(
+        self, from_txid: int, in_progress_ok: bool = False, only_durable_txns: bool = False
+    ) -> list[RedundantEditLogInputStream]:
+        """Streams of the transactions from ``from_txid`` on, one per segment, in txid order.
+
+        With ``in_progress_ok`` and ``dfs.ha.tail-edits.in-progress`` the edits
+        come over RPC from the nodes' caches; if that fails in any way, whole
+        segments are streamed over HTTP instead. ``only_durable_txns`` limits
+        the result to txns a majority holds (RPC) or known committed (HTTP).
+        """
+        if in_progress_ok and self.in_progress_tailing:
+            LOG.debug("Tailing edits starting from txn ID %d via RPC mechanism", from_txid)
+            try:
+                return self._select_rpc_input_streams(from_txid, only_durable_txns)
+            except OSError as e:
+                LOG.warning(
+                    "Encountered exception while tailing edits >= %d via RPC; falling back "
+                    "to streaming.",
+                    from_txid,
+                    exc_info=e,
+                )
+        return self._select_streaming_input_streams(from_txid, in_progress_ok, only_durable_txns)
+
+    def _select_rpc_input_streams(
+        self, from_txid: int, only_durable_txns: bool
+    ) -> list[RedundantEditLogInputStream]:
+        call = self.loggers.call("get_journaled_edits", from_txid, self.max_txns_per_rpc)
+        try:
+            responses = self.loggers.wait_for_write_quorum(
+                call, self.timeouts.select_input_streams_ms, "selectRpcInputStreams"
+            )
+        finally:
+            call.cancel_calls()  # a slow node's answer is no longer needed
+        always_assert(
+            len(responses) >= self.loggers.majority_size,
+            "Quorum call returned without a majority",
+        )
+        counts = sorted(r.txn_count for r in responses.values())
+        highest = counts[-1]
+        if highest < 0:
+            raise IOException(f"Did not get any valid JournaledEdits responses: {counts}")
+        # Durable: what a majority of the answers hold.
+        allowed = counts[len(counts) - self.loggers.majority_size] if only_durable_txns else highest
+        if allowed == 0:
+            LOG.debug("No new edits available in logs; requested starting from ID %d", from_txid)
+            return []
+        LOG.debug("Selected loggers with >= %d transactions starting from %d", allowed, from_txid)
+        streams = [
+            EditLogFileInputStream.from_bytes(
+                r.edit_log,
+                from_txid,
+                from_txid - 1 + min(allowed, r.txn_count),
+                is_in_progress=True,
+                max_op_size=self.max_op_size,
+                name=f"{logger}: journaled edits [{from_txid}, {from_txid - 1 + r.txn_count}]",
+            )
+            for logger, r in responses.items()
+            if r.txn_count > 0  # an empty answer holds not even the header
+        ]
+        return chain_and_make_redundant_streams(streams, from_txid)
+
+    def _select_streaming_input_streams(
+        self, from_txid: int, in_progress_ok: bool, only_durable_txns: bool
+    ) -> list[RedundantEditLogInputStream]:
+        manifests = self.loggers.wait_for_write_quorum(
+            self.loggers.call("get_edit_log_manifest", from_txid, in_progress_ok),
+            self.timeouts.select_input_streams_ms,
+            "selectStreamingInputStreams",
+        )
+        LOG.debug("selectStreamingInputStream manifests:\n%s", map_to_string(manifests))
+        timeout_s = max(self.timeouts.http_open_ms, self.timeouts.http_read_ms) / 1000.0
+        streams = []
+        for logger, manifest in manifests.items():
+            for log in manifest.logs:
+                end_txid = log.end_txid
+                # An in-progress log is only read up to what is known committed;
+                # finalized ones hold only committed txns.
+                if only_durable_txns and in_progress_ok and log.is_in_progress:
+                    end_txid = min(end_txid, manifest.committed_txn_id)
+                    if end_txid < log.start_txid:
+                        LOG.warning(
+                            "Found endTxId (%d) that is less than the startTxId (%d) - "
+                            "setting it to startTxId.",
+                            end_txid,
+                            log.start_txid,
+                        )
+                        end_txid = log.start_txid
+                streams.append(
+                    EditLogHttpInputStream(
+                        logger.build_url_to_fetch_logs(log.start_txid),
+                        log.start_txid,
+                        end_txid,
+                        log.is_in_progress,
+                        timeout_s=timeout_s,
+                        max_op_size=self.max_op_size,
+                    )
+                )
+        return chain_and_make_redundant_streams(streams, from_txid)
+
+    # ---- life cycle ----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close every channel."""
+        self.loggers.close()
+
+    def __enter__(self) -> QuorumJournalManager:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,191 @@
+"""TestQuorumCall (HADOOP-QJM-DIGEST.md §8 "Smaller client tests") and the AsyncLoggerSet rule."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+
+import pytest
+
+from hadoop_qjm.common.exceptions import HadoopAssertionError, IOException
+from hadoop_qjm.qjournal.client.async_logger_set import AsyncLoggerSet
+from hadoop_qjm.qjournal.client.quorum_call import QuorumCall
+from hadoop_qjm.qjournal.protocol.exceptions import QuorumException, RemoteException
+from tests.unit.qjm_client_fakes import FakeLogger, failed, pending
+
+
+def test_quorums() -> None:
+    futures: dict[str, Future] = {"f1": Future(), "f2": Future(), "f3": Future()}
+    q = QuorumCall(futures)
+    assert q.count_responses() == 0
+
+    futures["f1"].set_result("first future")
+    q.wait_for(1, 0, 0, 100000, "test")  # 1 response
+    q.wait_for(0, 1, 0, 100000, "test")  # 1 success
+    assert q.count_responses() == 1
+
+    futures["f2"].set_exception(Exception("error"))
+    assert q.count_responses() == 2
+
+    futures["f3"].set_result("second future")
+    q.wait_for(3, 0, 100, 100000, "test")  # 3 responses
+    q.wait_for(0, 2, 100, 100000, "test")  # 2 successes
+    assert q.count_responses() == 3
+    assert ",".join(f"{k}={v}" for k, v in sorted(q.successes.items())) == (
+        "f1=first future,f3=second future"
+    )
+    assert list(q.exceptions) == ["f2"]
+
+    with pytest.raises(TimeoutError):
+        q.wait_for(0, 4, 100, 10, "test")
+
+
+def test_quorum_fails_without_response() -> None:
+    q = QuorumCall({"f1": Future()})
+    assert q.count_responses() == 0
+    with pytest.raises(TimeoutError):
+        q.wait_for(0, 1, 100, 10, "test")
+
+
+def test_max_exceptions_zero_returns_on_first_failure() -> None:
+    q = QuorumCall({"a": Future(), "b": failed(IOException("boom"))})
+    q.wait_for(2, 2, 0, 100000, "test")  # returns at once: one exception > 0
+    assert q.count_exceptions() == 1
+
+
+def test_negative_max_exceptions_is_not_checked() -> None:
+    q = QuorumCall({"a": failed(IOException("x")), "b": Future()})
+    with pytest.raises(TimeoutError):
+        q.wait_for(0, 1, -1, 10, "test")
+
+
+def test_quorum_succeeds_with_long_pause() -> None:
+    """The clock jumps 1000 s between two readings: a pause of this process, not of the
+    nodes. The deadline moves back by the pause instead of expiring, and the answer that
+    comes in the next wait is taken (Hadoop's testQuorumSucceedsWithLongPause). Without
+    the extension the second reading would be past the 30 ms deadline: TimeoutError."""
+    futures: dict[str, Future] = {"f1": Future()}
+    readings = 0
+
+    def clock() -> float:
+        nonlocal readings
+        readings += 1
+        if readings == 1:
+            return 0.0  # the start of the wait; the process then "pauses" for 1000 s
+        if readings == 3:
+            futures["f1"].set_result("first future")  # answers during the next wait
+        return 1000.0
+
+    q = QuorumCall(futures, clock=clock)
+    q.wait_for(1, 0, 0, 30, "test")
+    assert q.successes == {"f1": "first future"}
+    assert readings == 3
+
+
+def test_remote_assertion_error_is_rethrown_even_with_a_quorum() -> None:
+    futures = {
+        "a": failed(RemoteException("broken", class_name="java.lang.AssertionError")),
+        "b": Future(),
+        "c": Future(),
+    }
+    futures["b"].set_result(1)
+    futures["c"].set_result(2)
+    q = QuorumCall(futures)
+    with pytest.raises(AssertionError, match="broken"):
+        q.wait_for(3, 2, 1, 1000, "test")
+    q2 = QuorumCall({"a": failed(HadoopAssertionError("invariant")), "b": Future()})
+    with pytest.raises(HadoopAssertionError, match="invariant"):
+        q2.wait_for(0, 1, 5, 1000, "test")
+
+
+def test_rethrow_exception_lists_successes_and_failures() -> None:
+    futures = {"a": Future(), "b": failed(IOException("disk full"))}
+    futures["a"].set_result(None)
+    q = QuorumCall(futures)
+    with pytest.raises(QuorumException) as info:
+        q.rethrow_exception("Could not do it")
+    text = str(info.value)
+    assert text.startswith("Could not do it. 1 successful responses:\na: null [success]\n")
+    assert "1 exceptions thrown:\nb: disk full" in text
+
+
+def test_cancel_calls_cancels_pending_futures() -> None:
+    slow = pending()
+    q = QuorumCall({"a": slow})
+    q.cancel_calls()
+    assert slow.cancelled()
+    assert q.count_exceptions() == 1
+
+
+# ---- AsyncLoggerSet.wait_for_write_quorum --------------------------------------------------------
+
+
+def _set(*loggers: FakeLogger) -> AsyncLoggerSet:
+    return AsyncLoggerSet(loggers)
+
+
+def test_majority_sizes() -> None:
+    assert _set(*(FakeLogger(str(i)) for i in range(3))).majority_string == "2/3"
+    assert _set(*(FakeLogger(str(i)) for i in range(5))).majority_size == 3
+    assert _set(FakeLogger("a")).majority_size == 1
+    assert _set(*(FakeLogger(str(i)) for i in range(4))).majority_size == 3
+
+
+def test_write_quorum_returns_successes_of_a_majority() -> None:
+    a, b, c = FakeLogger("a"), FakeLogger("b"), FakeLogger("c")
+    c.when("finalize_log_segment", future=pending)
+    loggers = _set(a, b, c)
+    results = loggers.wait_for_write_quorum(
+        loggers.call("finalize_log_segment", 1, 3), 600000, "finalize"
+    )
+    assert set(results) == {a, b}
+    assert a.calls_to("finalize_log_segment") == [(1, 3)]
+
+
+def test_write_quorum_fails_as_soon_as_a_majority_is_impossible() -> None:
+    """Two of three failed, the third never answers: no waiting for it (a step beyond
+    Hadoop, which would wait for the timeout — here 10 minutes, past pytest's limit)."""
+    a, b, c = FakeLogger("a"), FakeLogger("b"), FakeLogger("c")
+    a.when("start_log_segment", future=pending)
+    b.when("start_log_segment", error=IOException("b is down"))
+    c.when("start_log_segment", error=IOException("c is down"))
+    loggers = _set(a, b, c)
+    with pytest.raises(QuorumException) as info:
+        loggers.wait_for_write_quorum(loggers.call("start_log_segment", 1, -67), 600000, "start")
+    text = str(info.value)
+    assert "Got too many exceptions to achieve quorum size 2/3" in text
+    assert "b: b is down" in text and "c: c is down" in text
+
+
+def test_write_quorum_timeout_message() -> None:
+    a, b, c = FakeLogger("a"), FakeLogger("b"), FakeLogger("c")
+    for logger in (a, b, c):
+        logger.when("new_epoch", future=pending)
+    loggers = _set(a, b, c)
+    with pytest.raises(IOException, match=r"Timed out waiting 10ms for a quorum of nodes"):
+        loggers.wait_for_write_quorum(loggers.call("new_epoch", 1), 10, "newEpoch(1)")
+
+
+def test_a_logger_that_raises_counts_as_a_failed_call() -> None:
+    class Broken(FakeLogger):
+        def purge_logs_older_than(self, min_txid_to_keep):
+            raise RuntimeError("broken logger")
+
+    loggers = _set(Broken("x"), FakeLogger("y"), FakeLogger("z"))
+    call = loggers.call("purge_logs_older_than", 5)
+    assert call.count_exceptions() == 1 and call.count_successes() == 2
+
+
+def test_epoch_is_set_once_on_every_logger() -> None:
+    a, b = FakeLogger("a"), FakeLogger("b")
+    loggers = _set(a, b)
+    assert not loggers.is_epoch_established
+    with pytest.raises(Exception, match="No epoch created yet"):
+        _ = loggers.epoch
+    loggers.set_epoch(3)
+    assert (a.epoch, b.epoch, loggers.epoch) == (3, 3, 3)
+    with pytest.raises(Exception, match="Epoch already established"):
+        loggers.set_epoch(4)
+    loggers.set_committed_txid(7)
+    assert a.committed == [7] and b.committed == [7]
+    assert str(loggers) == "[a, b]"
+    assert loggers.append_report() == "a (Written txid 0), b (Written txid 0)"

@@ -1,0 +1,190 @@
+"""TestSegmentRecoveryComparator (digest §8) and a hypothesis check of the choice of the
+recovery source against a brute-force reading of the design paper's §2.9 rules."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from functools import cmp_to_key
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hadoop_qjm.qjournal.client.segment_recovery_comparator as comparator
+from hadoop_qjm.common.exceptions import HadoopAssertionError, IllegalArgumentException
+from hadoop_qjm.qjournal.client.segment_recovery_comparator import (
+    best_recovery_source,
+    compare,
+    max_seen_epoch,
+)
+from hadoop_qjm.qjournal.protocol.messages import PrepareRecoveryResponse, SegmentState
+from tests.unit.test_rules_purity import ALWAYS_LOADED, FORBIDDEN
+
+
+def response(
+    start: int | None,
+    end: int = 0,
+    in_progress: bool = True,
+    accepted_in_epoch: int | None = None,
+    last_writer_epoch: int = 0,
+) -> PrepareRecoveryResponse:
+    state = None if start is None else SegmentState(start, end, in_progress)
+    return PrepareRecoveryResponse(state, accepted_in_epoch, last_writer_epoch)
+
+
+INPROGRESS_1_3 = response(1, 3)
+INPROGRESS_1_4 = response(1, 4)
+FINALIZED_1_3 = response(1, 3, in_progress=False)
+
+
+def test_equal_to_itself() -> None:
+    for r in (INPROGRESS_1_3, FINALIZED_1_3, response(None)):
+        assert compare(r, r) == 0
+
+
+def test_longer_in_progress_wins() -> None:
+    assert compare(INPROGRESS_1_4, INPROGRESS_1_3) > 0
+    assert compare(INPROGRESS_1_3, INPROGRESS_1_4) < 0
+
+
+def test_finalized_beats_longer_in_progress() -> None:
+    assert compare(FINALIZED_1_3, INPROGRESS_1_4) > 0
+    assert compare(INPROGRESS_1_4, FINALIZED_1_3) < 0
+
+
+def test_finalized_beats_in_progress_with_accepted_proposal() -> None:
+    accepted = response(1, 4, accepted_in_epoch=1)
+    assert compare(FINALIZED_1_3, accepted) > 0
+
+
+def test_any_segment_beats_none() -> None:
+    assert compare(INPROGRESS_1_3, response(None)) > 0
+    assert compare(response(None), response(None)) == 0
+
+
+def test_newer_writer_epoch_beats_longer_log() -> None:
+    """Design paper §2.10.6: 151 written in epoch 2 beats 151-153 written in epoch 1."""
+    jn1 = response(151, 153, last_writer_epoch=1)
+    jn2 = response(151, 151, last_writer_epoch=2)
+    assert compare(jn2, jn1) > 0
+
+
+def test_accepted_epoch_beats_longer_log() -> None:
+    """Design paper §2.10.7: JN1 accepted 150 in epoch 2; JN2's 153 is from epoch 1."""
+    jn1 = response(101, 150, accepted_in_epoch=2, last_writer_epoch=1)
+    jn2 = response(101, 153, last_writer_epoch=1)
+    assert max_seen_epoch(jn1) == 2 and max_seen_epoch(jn2) == 1
+    assert best_recovery_source([("JN1", jn1), ("JN2", jn2)])[0] == "JN1"
+
+
+def test_mismatched_segments_are_refused() -> None:
+    with pytest.raises(IllegalArgumentException, match="do not have the same start txid"):
+        compare(response(1, 3), response(4, 6))
+    with pytest.raises(HadoopAssertionError, match="finalized segs with different lengths"):
+        compare(response(1, 3, in_progress=False), response(1, 4, in_progress=False))
+
+
+def test_first_of_equals_wins() -> None:
+    assert best_recovery_source([("a", INPROGRESS_1_3), ("b", response(1, 3))])[0] == "a"
+
+
+# ---- brute force: the paper's rules read literally --------------------------------------------
+
+
+def acceptable_sources(responses: list[PrepareRecoveryResponse]) -> set[int]:
+    """Indexes of the responses §2.9 allows as recovery source.
+
+    Rule 1: a node without the segment is no source (if none has it, there is
+    nothing to recover and any answer will do). Rule 2: if any node has it
+    finalized, a finalized copy is the source. Rule 3: otherwise the highest
+    maxSeenEpoch (3a, 3b), then the most transactions (3c).
+    """
+    with_segment = [i for i, r in enumerate(responses) if r.segment_state is not None]
+    if not with_segment:
+        return set(range(len(responses)))
+    finalized = [i for i in with_segment if not responses[i].segment_state.is_in_progress]
+    if finalized:
+        return set(finalized)
+
+    def seen(i: int) -> int:
+        r = responses[i]
+        return max(r.last_writer_epoch, r.accepted_in_epoch or 0)
+
+    top_epoch = max(seen(i) for i in with_segment)
+    newest = [i for i in with_segment if seen(i) == top_epoch]
+    longest = max(responses[i].segment_state.end_txid for i in newest)
+    return {i for i in newest if responses[i].segment_state.end_txid == longest}
+
+
+@st.composite
+def prepare_responses(draw) -> list[PrepareRecoveryResponse]:
+    """Answers for segment 101 as real nodes could give them: finalized copies agree."""
+    finalized_end = draw(st.integers(101, 110))
+    answers = []
+    for _ in range(draw(st.integers(1, 7))):
+        kind = draw(st.sampled_from(["none", "in_progress", "finalized"]))
+        writer_epoch = draw(st.integers(0, 4))
+        if kind == "none":
+            answers.append(response(None, last_writer_epoch=writer_epoch))
+        elif kind == "finalized":
+            answers.append(response(101, finalized_end, False, None, writer_epoch))
+        else:
+            accepted = draw(st.one_of(st.none(), st.integers(1, 5)))
+            end = draw(st.integers(101, 115))
+            answers.append(response(101, end, True, accepted, writer_epoch))
+    return answers
+
+
+@settings(max_examples=2000, deadline=None)
+@given(prepare_responses())
+def test_chosen_source_follows_the_papers_rules(answers) -> None:
+    chosen, _ = best_recovery_source(list(enumerate(answers)))
+    assert chosen in acceptable_sources(answers)
+
+
+@settings(max_examples=500, deadline=None)
+@given(prepare_responses())
+def test_compare_is_a_total_preorder(answers) -> None:
+    for a in answers:
+        for b in answers:
+            assert compare(a, b) == -compare(b, a)
+            for c in answers:
+                if compare(a, b) >= 0 and compare(b, c) >= 0:
+                    assert compare(a, c) >= 0
+    # Sorting by it agrees with the maximum.
+    ordered = sorted(answers, key=cmp_to_key(compare))
+    assert compare(ordered[-1], best_recovery_source(list(enumerate(answers)))[1]) == 0
+
+
+# ---- purity (STYLE.md habit 1) ----------------------------------------------------------------
+
+
+def test_comparator_imports_nothing_forbidden() -> None:
+    tree = ast.parse(Path(comparator.__file__).read_text())
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module.split(".")[0])
+    assert not imported & FORBIDDEN
+
+
+@pytest.mark.timeout(60)
+def test_importing_the_comparator_loads_no_forbidden_module() -> None:
+    code = (
+        "import sys, json\n"
+        "before = set(sys.modules)\n"
+        "import hadoop_qjm.qjournal.client.segment_recovery_comparator\n"
+        "print(json.dumps(sorted(set(sys.modules) - before)))\n"
+    )
+    root = Path(comparator.__file__).resolve().parents[3]
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
+    added = {name.split(".")[0] for name in json.loads(out)}
+    assert not added & (FORBIDDEN - ALWAYS_LOADED), sorted(added & FORBIDDEN)
