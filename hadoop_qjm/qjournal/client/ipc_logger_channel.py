@@ -421,11 +421,12 @@ class IPCLoggerChannel(AsyncLogger):
         except OSError as e:
             LOG.warning(
                 "Remote journal %s failed to write txns %d-%d. Will try to write to this JN "
-                "again after the next log roll.",
+                "again after the next log roll: %s",
                 self,
                 first_txid,
                 first_txid + num_txns - 1,
-                exc_info=e,
+                e,
+                exc_info=LOG.isEnabledFor(logging.DEBUG),
             )
             with self._lock:
                 self._out_of_sync = True

@@ -402,9 +402,10 @@ class QuorumJournalManager(JournalManager):
             except OSError as e:
                 LOG.warning(
                     "Encountered exception while tailing edits >= %d via RPC; falling back "
-                    "to streaming.",
+                    "to streaming: %s",
                     from_txid,
-                    exc_info=e,
+                    e,
+                    exc_info=LOG.isEnabledFor(logging.DEBUG),
                 )
         return self._select_streaming_input_streams(from_txid, in_progress_ok, only_durable_txns)
 
