@@ -287,7 +287,7 @@ def _log_file_name() -> str | None:
     if not log_dir:
         return None
     os.makedirs(log_dir, exist_ok=True)
-    user = os.environ.get("USER") or str(os.getuid())
+    user = os.environ.get("HADOOP_IDENT_STRING") or os.environ.get("USER") or str(os.getuid())
     return os.path.join(log_dir, f"hadoop-{user}-journalnode-{socket.gethostname()}.log")
 
 
