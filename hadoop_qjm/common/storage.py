@@ -328,7 +328,7 @@ class StorageDirectory:
         root = self.root
         if not root.exists():
             if not startup_option_format:
-                LOG.warning("Storage directory %s does not exist", root)
+                LOG.info("Storage directory %s does not exist", root)
                 return StorageState.NON_EXISTENT
             LOG.info("%s does not exist. Creating ...", root)
             try:
