@@ -233,22 +233,23 @@ class FileJournalManager(JournalManager):
             return None
         return _sort_and_check(found)[0]
 
+    def _scan_in_progress(self, log: EditLogFile) -> bool:
+        """Scan an in-progress segment up to the last readable txid; False if unusable."""
+        try:
+            log.scan_log(self.last_readable_txid)
+        except OSError as e:
+            LOG.error("Got IOException while trying to validate %s: %s", log, e)
+            return False
+        return not log.has_corrupt_header
+
     def get_remote_edit_logs(
         self, first_txid: int, in_progress_ok: bool = False
     ) -> list[RemoteEditLog]:
         """The segments a reader starting at ``first_txid`` needs (Hadoop's getRemoteEditLogs)."""
         result: list[RemoteEditLog] = []
         for log in _sort_and_check(match_edit_logs(self.current_dir)):
-            if log.is_in_progress:
-                if not in_progress_ok:
-                    continue
-                try:
-                    log.scan_log(self.last_readable_txid)
-                except OSError as e:
-                    LOG.error("Got IOException while trying to validate %s: %s", log, e)
-                    continue
-                if log.has_corrupt_header:
-                    continue
+            if log.is_in_progress and not (in_progress_ok and self._scan_in_progress(log)):
+                continue
             if log.first_txid >= first_txid or log.contains_txid(first_txid):
                 result.append(RemoteEditLog(log.first_txid, log.last_txid, log.is_in_progress))
         return result
@@ -259,16 +260,8 @@ class FileJournalManager(JournalManager):
         """Streams over the segments holding ``from_txid`` and later, in txid order."""
         streams: list[EditLogFileInputStream] = []
         for log in _sort_and_check(match_edit_logs(self.current_dir)):
-            if log.is_in_progress:
-                if not in_progress_ok:
-                    continue
-                try:
-                    log.scan_log(self.last_readable_txid)
-                except OSError as e:
-                    LOG.error("Got error reading edit log %s: %s", log, e)
-                    continue
-                if log.last_txid == INVALID_TXID:
-                    continue
+            if log.is_in_progress and not (in_progress_ok and self._scan_in_progress(log)):
+                continue
             if log.last_txid < from_txid:
                 continue
             streams.append(

@@ -172,3 +172,16 @@ def check_recovery(cluster, segment_txid: int, expected_end_txid: int, jid: str 
         finalized >= n // 2 + 1,
         f"Did not find a quorum of finalized logs starting at {segment_txid}",
     )
+
+
+def snapshot_files(directory) -> dict[str, bytes]:
+    """Every file under ``directory`` with its bytes: proof that a rejected call changed nothing."""
+    import os
+
+    out = {}
+    for root, _dirs, names in os.walk(directory):
+        for name in names:
+            path = os.path.join(root, name)
+            with open(path, "rb") as f:
+                out[os.path.relpath(path, directory)] = f.read()
+    return out

@@ -24,7 +24,13 @@ from hadoop_qjm.qjournal.protocol.exceptions import (
 from hadoop_qjm.qjournal.protocol.messages import SegmentState
 from hadoop_qjm.qjournal.server.journal_node import JournalNode
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
-from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, JID, create_txn_data, make_request
+from hadoop_qjm.testing.qjm_test_util import (
+    FAKE_NSINFO,
+    JID,
+    create_txn_data,
+    make_request,
+    snapshot_files,
+)
 
 LV = CURRENT_LAYOUT_VERSION
 
@@ -66,16 +72,6 @@ def journal_bean(jn, jid=JID):
     assert status == 200
     (bean,) = json.loads(body)["beans"]
     return bean
-
-
-def files_of(directory) -> dict[str, bytes]:
-    out = {}
-    for root, _dirs, names in os.walk(directory):
-        for name in names:
-            path = os.path.join(root, name)
-            with open(path, "rb") as f:
-                out[os.path.relpath(path, directory)] = f.read()
-    return out
 
 
 def test_journal_metrics(jn, proxy):
@@ -171,7 +167,7 @@ def test_rejected_rpcs_leave_the_journal_byte_identical(jn, proxy, tmp_path):
     proxy.start_log_segment(make_request(1, epoch=2), 1, LV)
     proxy.journal(make_request(2, epoch=2, committed_txid=0), 1, 1, 3, create_txn_data(1, 3))
     proxy.journal(make_request(3, epoch=2, committed_txid=3), 1, 4, 1, create_txn_data(4, 1))
-    before = files_of(journal_dir)
+    before = snapshot_files(journal_dir)
     serial = iter(range(10, 1000))
     cases = [
         (
@@ -240,7 +236,7 @@ def test_rejected_rpcs_leave_the_journal_byte_identical(jn, proxy, tmp_path):
     for exc_type, message, call in cases:
         with pytest.raises(exc_type, match=message):
             call()
-        assert files_of(journal_dir) == before, message
+        assert snapshot_files(journal_dir) == before, message
 
 
 def test_fail_to_start_with_bad_config(tmp_path):

@@ -25,6 +25,7 @@ from hadoop_qjm.testing.qjm_test_util import (
     create_gabage_txns,
     create_txn_data,
     make_request,
+    snapshot_files,
 )
 
 LV = CURRENT_LAYOUT_VERSION
@@ -54,17 +55,6 @@ def journal(conf, journal_dir):
 def restart(journal: Journal, conf) -> Journal:
     journal.close()
     return Journal(conf, journal.storage.log_dir, JID)
-
-
-def files_of(directory) -> dict[str, bytes]:
-    """Every file under ``directory`` with its bytes (to prove a rejected call changed nothing)."""
-    out = {}
-    for root, _dirs, names in os.walk(directory):
-        for name in names:
-            path = os.path.join(root, name)
-            with open(path, "rb") as f:
-                out[os.path.relpath(path, directory)] = f.read()
-    return out
 
 
 def test_scan_edit_log_future_layout_version(journal, conf):
@@ -445,7 +435,7 @@ def test_rejected_calls_change_no_file(journal, bad_call):
     journal.start_log_segment(make_request(1, epoch=2, committed_txid=0), 1, LV)
     journal.journal(make_request(2, epoch=2, committed_txid=0), 1, 1, 3, create_txn_data(1, 3))
     journal.journal(make_request(3, epoch=2, committed_txid=3), 1, 4, 1, create_txn_data(4, 1))
-    before = files_of(journal.storage.log_dir)
+    before = snapshot_files(journal.storage.log_dir)
     calls = {
         "stale_epoch": lambda: journal.journal(
             make_request(10, epoch=1, committed_txid=3), 1, 5, 1, create_txn_data(5, 1)
@@ -472,7 +462,7 @@ def test_rejected_calls_change_no_file(journal, bad_call):
     }
     if bad_call == "no_segment":
         journal.finalize_log_segment(make_request(10, epoch=2, committed_txid=3), 1, 4)
-        before = files_of(journal.storage.log_dir)
+        before = snapshot_files(journal.storage.log_dir)
         with pytest.raises(JournalOutOfSyncException, match="no segment open"):
             journal.journal(
                 make_request(11, epoch=2, committed_txid=3), 1, 5, 1, create_txn_data(5, 1)
@@ -480,7 +470,7 @@ def test_rejected_calls_change_no_file(journal, bad_call):
     else:
         with pytest.raises((IOException, ValueError)):
             calls[bad_call]()
-    assert files_of(journal.storage.log_dir) == before
+    assert snapshot_files(journal.storage.log_dir) == before
 
 
 def test_storage_failure_stops_the_journal(journal, monkeypatch):

@@ -96,18 +96,8 @@ class JournalNode:
 
         for directory in self._all_edits_dirs():
             validate_and_create_journal_dir(directory)
-        http_host, http_port = self.conf.get_socket_address(
-            "dfs.journalnode.http-address",
-            "0.0.0.0:8480",
-            8480,
-            bind_host_key="dfs.journalnode.http-bind-host",
-        )
-        rpc_host, rpc_port = self.conf.get_socket_address(
-            "dfs.journalnode.rpc-address",
-            "0.0.0.0:8485",
-            8485,
-            bind_host_key="dfs.journalnode.rpc-bind-host",
-        )
+        http_host, http_port = self._configured_address("http", 8480)
+        rpc_host, rpc_port = self._configured_address("rpc", 8485)
         handlers = self.conf.get_int("dfs.journalnode.handler.count", 5)
         max_frame = self.conf.get_int("ipc.maximum.data.length", 64 * 1024 * 1024)
         try:
@@ -168,25 +158,27 @@ class JournalNode:
         return self._stopped.wait(timeout)
 
     # ---- addresses ------------------------------------------------------------------------------
+    def _configured_address(self, kind: str, default_port: int) -> tuple[str, int]:
+        return self.conf.get_socket_address(
+            f"dfs.journalnode.{kind}-address",
+            f"0.0.0.0:{default_port}",
+            default_port,
+            bind_host_key=f"dfs.journalnode.{kind}-bind-host",
+        )
+
     @property
     def rpc_address(self) -> tuple[str, int]:
-        host, _ = self.conf.get_socket_address(
-            "dfs.journalnode.rpc-address",
-            "0.0.0.0:8485",
-            8485,
-            bind_host_key="dfs.journalnode.rpc-bind-host",
-        )
-        return host, self.rpc_server.port if self.rpc_server else 0
+        """The configured RPC host and the port actually bound (0 before start)."""
+        return self._configured_address("rpc", 8485)[
+            0
+        ], self.rpc_server.port if self.rpc_server else 0
 
     @property
     def http_address(self) -> tuple[str, int]:
-        host, _ = self.conf.get_socket_address(
-            "dfs.journalnode.http-address",
-            "0.0.0.0:8480",
-            8480,
-            bind_host_key="dfs.journalnode.http-bind-host",
-        )
-        return host, self.http_server.port if self.http_server else 0
+        """The configured HTTP host and the port actually bound (0 before start)."""
+        return self._configured_address("http", 8480)[
+            0
+        ], self.http_server.port if self.http_server else 0
 
     @property
     def http_port(self) -> int:
