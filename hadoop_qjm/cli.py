@@ -19,7 +19,8 @@ from hadoop_qjm.common.exceptions import HadoopException, UsageError
 
 __all__ = ["main", "CommandParser", "COMMANDS", "configure_logging"]
 
-#: command name -> (module, one-line summary)
+#: command name -> ("module" or "module:function", one-line summary); the function
+#: (``run`` by default) is called as ``function(argv, conf) -> exit status``.
 COMMANDS: dict[str, tuple[str, str]] = {
     "journalnode": (
         "hadoop_qjm.qjournal.server.journal_node",
@@ -33,8 +34,24 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "hadoop_qjm.tools.getconf",
         "print configuration values (-confKey KEY, -journalNodes)",
     ),
+    "logtester": (
+        "hadoop_qjm.tools.log_tester",
+        "a writer that fences others and copies what it got acknowledged (design paper 7.4.1)",
+    ),
+    "logtester-verify": (
+        "hadoop_qjm.tools.log_tester:run_verify",
+        "check LogTester dirs against the JournalNodes' dirs",
+    ),
     "oev": ("hadoop_qjm.tools.oev", "offline edits viewer: print an edit log as XML or statistics"),
     "bench": ("hadoop_qjm.tools.bench", "benchmarks: bench edits | journalnode"),
+    "fault-campaign": (
+        "hadoop_qjm.spark.fault_campaign",
+        "run the randomized fault test for many seeds on Spark (needs pyspark)",
+    ),
+    "journal-audit": (
+        "hadoop_qjm.spark.journal_audit",
+        "compare the JournalNodes' copies of every segment on Spark (needs pyspark)",
+    ),
 }
 
 USAGE = "usage: hdfs-py [--config DIR] [-D key=value ...] COMMAND [ARGS...]"
@@ -54,8 +71,9 @@ def _help_text() -> str:
     lines.append("  -h, --help     show this help")
     lines.append("")
     lines.append("Commands:")
+    width = max(len(name) for name in COMMANDS)
     for name, (_, summary) in COMMANDS.items():
-        lines.append(f"  {name:<13} {summary}")
+        lines.append(f"  {name:<{width}}  {summary}")
     lines.append("")
     lines.append("Run 'hdfs-py COMMAND --help' for a command's options.")
     return "\n".join(lines)
@@ -131,12 +149,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError(f"unknown command '{command}' (run 'hdfs-py --help' for the list)")
         if not logging.getLogger().handlers:
             configure_logging()
-        module = importlib.import_module(COMMANDS[command][0])
+        module_name, _, function = COMMANDS[command][0].partition(":")
+        module = importlib.import_module(module_name)
         if any(a in ("-h", "--help", "-help") for a in args[:1]):
             conf = None
         else:
             conf = load_configuration(conf_dir, overrides)
-        return int(module.run(args, conf) or 0)
+        return int(getattr(module, function or "run")(args, conf) or 0)
     except UsageError as e:
         print(f"hdfs-py: {e}", file=sys.stderr)
         return 2
