@@ -18,6 +18,13 @@ __all__ = [
     "EditLogCorruptionError",
     "ConfigurationError",
     "UsageError",
+    "FileNotFoundException",
+    "FileAlreadyExistsException",
+    "ParentNotDirectoryException",
+    "PathIsNotEmptyDirectoryException",
+    "InvalidPathException",
+    "PathComponentTooLongException",
+    "ExitException",
     "always_assert",
     "exception_for_name",
     "register_exception",
@@ -82,6 +89,81 @@ class UsageError(HadoopException, ValueError):
     """A malformed command line: the CLI prints it and exits with status 2."""
 
 
+# ---- the namespace's errors (what a NameNode client sees; Hadoop's classes and messages) ----
+
+
+class FileNotFoundException(IOException):
+    """A path (or a parent a call needs) does not exist."""
+
+    java_name = "java.io.FileNotFoundException"
+
+
+class FileAlreadyExistsException(IOException):
+    """The target of a create, mkdir or rename already exists (and may not be replaced)."""
+
+    java_name = "org.apache.hadoop.fs.FileAlreadyExistsException"
+
+
+class ParentNotDirectoryException(IOException):
+    """A component of a path that must be a directory is a file."""
+
+    java_name = "org.apache.hadoop.fs.ParentNotDirectoryException"
+
+
+class PathIsNotEmptyDirectoryException(IOException):
+    """A non-recursive delete of a directory that has children."""
+
+    java_name = "org.apache.hadoop.fs.PathIsNotEmptyDirectoryException"
+
+
+class InvalidPathException(IllegalArgumentException):
+    """A path that is not absolute or has a forbidden component (DFSUtil.isValidName).
+
+    ``InvalidPathException(path)`` says "Invalid path name <path>", as Hadoop's one-argument
+    constructor does; pass ``reason`` for "Invalid path <path>: <reason>".
+    """
+
+    java_name = "org.apache.hadoop.fs.InvalidPathException"
+
+    def __init__(self, path: str = "", reason: str | None = None) -> None:
+        if reason is None:
+            super().__init__(f"Invalid path name {path}")
+        else:
+            super().__init__(f"Invalid path {path}: {reason}")
+
+    @classmethod
+    def from_wire(cls, message: str) -> InvalidPathException:
+        """Rebuild from the message alone (it already says "Invalid path ...")."""
+        error = cls.__new__(cls)
+        Exception.__init__(error, message)
+        return error
+
+
+class PathComponentTooLongException(IOException):
+    """A path component is longer than ``dfs.namenode.fs-limits.max-component-length``."""
+
+    java_name = "org.apache.hadoop.hdfs.protocol.FSLimitException$PathComponentTooLongException"
+
+
+class ExitException(HadoopException, RuntimeError):
+    """Raised after a termination callback returned (Hadoop's ExitUtil.ExitException).
+
+    A NameNode that loses its required journals must stop; the daemon's callback exits the
+    process, a test's callback records the call and lets this exception reach the caller.
+    """
+
+    java_name = "org.apache.hadoop.util.ExitUtil$ExitException"
+
+    def __init__(self, status: int = 1, message: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+
+    @classmethod
+    def from_wire(cls, message: str) -> ExitException:
+        """Rebuild from the message alone (the status does not travel)."""
+        return cls(1, message)
+
+
 def always_assert(condition: object, message: str) -> None:
     """Check an invariant; unlike ``assert`` this survives ``python -O`` (STYLE.md habit 7)."""
     if not condition:
@@ -101,7 +183,8 @@ def register_exception(cls: type[HadoopException]) -> type[HadoopException]:
 def exception_for_name(name: str, message: str) -> HadoopException:
     """Rebuild a typed exception from the class name it carried on the wire."""
     cls = _BY_NAME.get(name) or _BY_NAME.get(name.rsplit(".", 1)[-1]) or IOException
-    return cls(message)
+    from_wire = getattr(cls, "from_wire", None)
+    return from_wire(message) if from_wire is not None else cls(message)
 
 
 for _cls in (
@@ -112,5 +195,12 @@ for _cls in (
     CorruptionException,
     InconsistentFSStateException,
     EditLogCorruptionError,
+    FileNotFoundException,
+    FileAlreadyExistsException,
+    ParentNotDirectoryException,
+    PathIsNotEmptyDirectoryException,
+    InvalidPathException,
+    PathComponentTooLongException,
+    ExitException,
 ):
     register_exception(_cls)

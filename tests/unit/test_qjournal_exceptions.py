@@ -98,15 +98,15 @@ def test_cache_miss_keeps_its_amount() -> None:
 def test_unknown_class_name_becomes_remote_exception_keeping_name_and_message() -> None:
     back = from_wire(
         qjournal_thrift.QJournalException(
-            className="java.io.FileNotFoundException", message="no such file"
+            className="java.nio.file.AccessDeniedException", message="no such file"
         )
     )
     assert isinstance(back, IOException) and isinstance(back, RemoteException)
-    assert back.class_name == "java.io.FileNotFoundException"
+    assert back.class_name == "java.nio.file.AccessDeniedException"
     assert str(back) == "no such file"
     # relaying it sends the original name again
-    assert to_wire(back).className == "java.io.FileNotFoundException"
-    assert pickle.loads(pickle.dumps(back)).class_name == "java.io.FileNotFoundException"
+    assert to_wire(back).className == "java.nio.file.AccessDeniedException"
+    assert pickle.loads(pickle.dumps(back)).class_name == "java.nio.file.AccessDeniedException"
 
 
 def test_python_errors_on_the_wire() -> None:

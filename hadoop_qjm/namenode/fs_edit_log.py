@@ -1,0 +1,480 @@
+"""FSEditLog: transaction ids, segments and group commit (Hadoop's class of the name).
+
+Writing (HDFS-1073 §1, §3):
+
+* :meth:`FSEditLog.log_edit` gives ``op`` the next txid and buffers it in every journal's
+  stream, under the edit log's lock (callers hold the namesystem lock too, so ops are
+  logged in the order they are applied).
+* :meth:`FSEditLog.log_sync` makes a txid durable. Hadoop's group commit: one thread at a
+  time syncs. It swaps the double buffers under the lock (``set_ready_to_flush``), then
+  flushes *without* the lock, so other handler threads keep logging into the other half;
+  threads whose txid the running sync covers wait on a Condition and return when it is
+  done; the next thread to find its txid unsynced flushes everything buffered meanwhile,
+  so one flush covers a whole batch of threads. A thread returns only once its txid is
+  durable on every required journal (and enough optional ones).
+* Segments: :meth:`open_for_write` starts ``edits_inprogress_<last+1>`` with
+  OP_START_LOG_SEGMENT; :meth:`end_current_log_segment` logs OP_END_LOG_SEGMENT, syncs and
+  finalizes; :meth:`roll_edit_log` is both.
+
+Failure: if the journals cannot sync (a required journal failed, or too few remain) the
+NameNode must stop — otherwise a client would be told an edit is durable when it is not.
+The ``terminate`` callback decides how (the daemon exits with status 1; tests record the
+call); when it returns, the caller gets :class:`ExitException` with the same message, and
+so does every later call: the edit log is dead.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
+from hadoop_qjm.common.exceptions import (
+    ExitException,
+    IllegalStateException,
+    IOException,
+)
+from hadoop_qjm.namenode.fs_edit_log_op import EndLogSegmentOp, FSEditLogOp, StartLogSegmentOp
+from hadoop_qjm.namenode.journal_set import JournalSet, JournalSetFailure, JournalSetOutputStream
+from hadoop_qjm.namenode.redundant_edit_log_input_stream import RedundantEditLogInputStream
+
+__all__ = [
+    "FSEditLog",
+    "EditLogState",
+    "EditLogStats",
+    "TerminateCallback",
+    "terminate_process",
+    "check_for_gaps",
+]
+
+LOG = logging.getLogger(__name__)
+
+#: ``terminate(status, message)``: stop the NameNode (ExitUtil.terminate).
+TerminateCallback = Callable[[int, str], None]
+
+
+def terminate_process(status: int, message: str) -> None:
+    """The default: log the reason, flush the logs and ``os._exit(status)`` at once.
+
+    Like Hadoop's ExitUtil.terminate it does not unwind: no finally block may run and
+    report success for an edit that never became durable.
+    """
+    LOG.critical("Terminating with status %d: %s", status, message)
+    logging.shutdown()
+    os._exit(status)
+
+
+class EditLogState(enum.Enum):
+    UNINITIALIZED = "UNINITIALIZED"
+    BETWEEN_LOG_SEGMENTS = "BETWEEN_LOG_SEGMENTS"
+    IN_SEGMENT = "IN_SEGMENT"
+    OPEN_FOR_READING = "OPEN_FOR_READING"
+    CLOSED = "CLOSED"
+
+
+@dataclass(frozen=True)
+class EditLogStats:
+    """Counters since the edit log was created: ``txns / syncs`` is the group-commit factor."""
+
+    txns: int
+    syncs: int
+    txns_batched_in_sync: int
+    last_written_txid: int
+    synced_txid: int
+
+    @property
+    def txns_per_sync(self) -> float:
+        return self.txns / self.syncs if self.syncs else 0.0
+
+
+def check_for_gaps(streams: list, from_txid: int, to_at_least_txid: int) -> None:
+    """The streams must hold every txid from ``from_txid`` to ``to_at_least_txid``
+    (FSEditLog.checkForGaps): else IOException naming the first missing txid."""
+    txid = from_txid
+    for stream in streams:
+        if txid > to_at_least_txid:
+            return
+        if stream.first_txid > txid:
+            break
+        if stream.last_txid == INVALID_TXID:
+            return  # an in-progress stream may go all the way
+        txid = max(txid, stream.last_txid + 1)
+    if txid > to_at_least_txid:
+        return
+    raise IOException(
+        f"Gap in transactions. Expected to be able to read up until at least txid "
+        f"{to_at_least_txid} but unable to find any edit logs containing txid {txid}"
+    )
+
+
+class FSEditLog:
+    """The edit log of one NameNode over ``journal_set``."""
+
+    def __init__(
+        self,
+        journal_set: JournalSet,
+        *,
+        terminate: TerminateCallback = terminate_process,
+        on_segment_started: Callable[[int], None] | None = None,
+    ) -> None:
+        self.journal_set = journal_set
+        self._terminate_callback = terminate
+        #: Called with the first txid of every segment started (FSImage writes seen_txid).
+        self.on_segment_started = on_segment_started
+        self._cond = threading.Condition(threading.RLock())
+        self._state = EditLogState.UNINITIALIZED
+        self._txid = 0  # the last txid handed out
+        self._synctxid = 0  # every txid up to here is durable
+        self._is_sync_running = False
+        self._auto_sync_scheduled = False
+        self._ending_segment = False
+        self._cur_segment_txid = INVALID_TXID
+        self._stream: JournalSetOutputStream | None = None
+        self._my_txid = threading.local()
+        self._fatal: str | None = None
+        self._num_txns = 0
+        self._num_syncs = 0
+        self._num_batched = 0
+
+    # ---- state -----------------------------------------------------------------------------------
+    @property
+    def state(self) -> EditLogState:
+        return self._state
+
+    def is_open_for_write(self) -> bool:
+        return self._state in (EditLogState.IN_SEGMENT, EditLogState.BETWEEN_LOG_SEGMENTS)
+
+    def is_segment_open(self) -> bool:
+        return self._state is EditLogState.IN_SEGMENT
+
+    @property
+    def last_written_txid(self) -> int:
+        return self._txid
+
+    @property
+    def synced_txid(self) -> int:
+        """Every txid up to this one is durable."""
+        return self._synctxid
+
+    @property
+    def my_last_txid(self) -> int:
+        """The last txid the calling thread logged (0 if none): what log_sync() waits for."""
+        return getattr(self._my_txid, "value", 0)
+
+    @property
+    def cur_segment_txid(self) -> int:
+        with self._cond:
+            if self._state is not EditLogState.IN_SEGMENT:
+                raise IllegalStateException(f"Bad state: {self._state.value}")
+            return self._cur_segment_txid
+
+    def stats(self) -> EditLogStats:
+        with self._cond:
+            return EditLogStats(
+                self._num_txns, self._num_syncs, self._num_batched, self._txid, self._synctxid
+            )
+
+    def set_next_txid(self, next_txid: int) -> None:
+        """The next txid to hand out (after loading the namespace up to ``next_txid - 1``)."""
+        with self._cond:
+            if not (self._synctxid <= self._txid and next_txid > self._txid):
+                raise IllegalStateException(
+                    f"May not decrease txid. synctxid={self._synctxid} txid={self._txid} "
+                    f"nextTxId={next_txid}"
+                )
+            self._txid = next_txid - 1
+            self._synctxid = self._txid
+
+    # ---- life cycle ------------------------------------------------------------------------------
+    def init_journals_for_write(self) -> None:
+        with self._cond:
+            self._check_state(EditLogState.UNINITIALIZED, EditLogState.OPEN_FOR_READING)
+            self._state = EditLogState.BETWEEN_LOG_SEGMENTS
+
+    def init_shared_journals_for_read(self) -> None:
+        with self._cond:
+            if self._state is EditLogState.UNINITIALIZED:
+                self._state = EditLogState.OPEN_FOR_READING
+
+    def recover_unclosed_streams(self) -> None:
+        """Finalize what crashed writers left in progress in every journal.
+
+        As in Hadoop, a journal that cannot recover is disabled and the failure is left
+        for the next segment start to report; a *required* journal failing terminates.
+        """
+        with self._cond:
+            self._check_state(EditLogState.BETWEEN_LOG_SEGMENTS)
+            try:
+                self.journal_set.recover_unfinalized_segments()
+            except JournalSetFailure as e:
+                if e.required:
+                    self._die(str(e))
+                LOG.error("Unable to recover unclosed segments: %s", e)
+
+    def open_for_write(self, layout_version: int = CURRENT_LAYOUT_VERSION) -> None:
+        """Start the segment at ``last_written_txid + 1``.
+
+        Refuses if any journal already holds that txid: writing it again would fork the
+        log (FSEditLog.openForWrite).
+        """
+        with self._cond:
+            self._check_state(EditLogState.BETWEEN_LOG_SEGMENTS)
+            segment_txid = self._txid + 1
+            streams = self.journal_set.select_input_streams(segment_txid, in_progress_ok=True)
+            if streams:
+                names = ", ".join(s.name for s in streams)
+                for s in streams:
+                    s.close()
+                raise IllegalStateException(
+                    f"Cannot start writing at txid {segment_txid} when there is a stream "
+                    f"available for read: {names}"
+                )
+            self.start_log_segment_and_write_header_txn(segment_txid, layout_version)
+
+    def start_log_segment_and_write_header_txn(
+        self, segment_txid: int, layout_version: int = CURRENT_LAYOUT_VERSION
+    ) -> None:
+        with self._cond:
+            self._check_alive()
+            self._check_state(EditLogState.BETWEEN_LOG_SEGMENTS)
+            if segment_txid != self._txid + 1:
+                raise IllegalStateException(
+                    f"Cannot start log segment at txid {segment_txid} when next expected "
+                    f"{self._txid + 1}"
+                )
+            LOG.info("Starting log segment at %d", segment_txid)
+            try:
+                self._stream = self.journal_set.start_log_segment(segment_txid, layout_version)
+            except JournalSetFailure as e:
+                self._die(
+                    f"Unable to start log segment {segment_txid}: too few journals "
+                    "successfully started.",
+                    e,
+                )
+            self._cur_segment_txid = segment_txid
+            self._state = EditLogState.IN_SEGMENT
+            txid = self.log_edit(StartLogSegmentOp(0))
+        self.log_sync(txid)
+        if self.on_segment_started is not None:
+            self.on_segment_started(segment_txid)
+
+    def end_current_log_segment(self, write_end_txn: bool = True) -> int:
+        """Log OP_END_LOG_SEGMENT, sync, finalize the segment; returns its last txid."""
+        with self._cond:
+            self._check_state(EditLogState.IN_SEGMENT)
+            LOG.info("Ending log segment %d, %d", self._cur_segment_txid, self._txid)
+            if write_end_txn:
+                self.log_edit(EndLogSegmentOp(0))
+            # Nothing may follow OP_END_LOG_SEGMENT: writers wait while the sync below
+            # releases the lock (callers normally hold the namesystem lock as well).
+            self._ending_segment = True
+            try:
+                self.log_sync_all()
+                last_txid = self._txid
+                try:
+                    self.journal_set.finalize_log_segment(self._cur_segment_txid, last_txid)
+                except JournalSetFailure as e:
+                    self._die(
+                        f"Unable to finalize log segment {self._cur_segment_txid}-{last_txid}: {e}",
+                        e,
+                    )
+                self._stream = None
+                self._state = EditLogState.BETWEEN_LOG_SEGMENTS
+                return last_txid
+            finally:
+                self._ending_segment = False
+                self._cond.notify_all()
+
+    def roll_edit_log(self, layout_version: int = CURRENT_LAYOUT_VERSION) -> int:
+        """End the current segment and start the next; returns the new segment's first txid."""
+        with self._cond:
+            self.end_current_log_segment(True)
+            next_txid = self._txid + 1
+            self.start_log_segment_and_write_header_txn(next_txid, layout_version)
+            return next_txid
+
+    def close(self) -> None:
+        """End the open segment (if any) and close every journal."""
+        with self._cond:
+            if self._state is EditLogState.CLOSED:
+                return
+            self._wait_for_sync_to_finish()
+            try:
+                if self._state is EditLogState.IN_SEGMENT and self._fatal is None:
+                    self.end_current_log_segment(True)
+            finally:
+                self.journal_set.close()
+                self._state = EditLogState.CLOSED
+
+    def abort(self) -> None:
+        """Drop the open segment without finalizing it (a crash, or a fatal error)."""
+        with self._cond:
+            self.journal_set.abort_all_journals()
+            self.journal_set.close()
+            self._stream = None
+            self._state = EditLogState.CLOSED
+            self._cond.notify_all()
+
+    def purge_logs_older_than(self, min_txid_to_keep: int) -> None:
+        """Remove segments wholly below ``min_txid_to_keep`` from every journal."""
+        with self._cond:
+            if not self.is_open_for_write() or min_txid_to_keep == 0:
+                return  # a standby must not purge the shared journal
+            if self._state is EditLogState.IN_SEGMENT and min_txid_to_keep > self._cur_segment_txid:
+                raise IllegalStateException(
+                    f"cannot purge logs older than txid {min_txid_to_keep} when current "
+                    f"segment starts at {self._cur_segment_txid}"
+                )
+            try:
+                self.journal_set.purge_logs_older_than(min_txid_to_keep)
+            except JournalSetFailure as e:
+                if e.required:
+                    self._die(str(e))
+                LOG.warning("Purging logs older than %d failed: %s", min_txid_to_keep, e)
+
+    # ---- writing ---------------------------------------------------------------------------------
+    def log_edit(self, op: FSEditLogOp) -> int:
+        """Give ``op`` the next txid and buffer it in every journal; returns the txid.
+
+        Durable only after :meth:`log_sync`. When a buffer is full the caller syncs at
+        once and other writers wait for that (HDFS-13977's auto-sync).
+        """
+        with self._cond:
+            self._check_alive()
+            if self._state is not EditLogState.IN_SEGMENT:
+                raise IllegalStateException(f"bad state: {self._state.value}")
+            while self._auto_sync_scheduled or self._ending_segment:
+                self._cond.wait()
+                self._check_alive()
+            self._txid += 1
+            txid = self._txid
+            op.txid = txid
+            self._my_txid.value = txid
+            self._num_txns += 1
+            try:
+                self._stream.write(op)  # type: ignore[union-attr]
+            except JournalSetFailure as e:
+                if e.required:
+                    self._die(f"Could not write txid {txid} to a required journal: {e}", e)
+                # Too few journals are left: log_sync finds none to flush and terminates.
+                LOG.error("Could not write txid %d to the journals: %s", txid, e)
+            need_sync = self._stream is not None and self._stream.should_force_sync()
+            if need_sync:
+                self._auto_sync_scheduled = True
+        if need_sync:
+            self.log_sync(txid)
+        return txid
+
+    def log_sync_all(self) -> None:
+        """Sync everything logged so far, by any thread."""
+        with self._cond:
+            txid = self._txid
+        self.log_sync(txid)
+
+    def log_sync(self, txid: int | None = None) -> None:
+        """Return once ``txid`` (default: this thread's last logged one) is durable."""
+        mytxid = getattr(self._my_txid, "value", 0) if txid is None else txid
+        sync = flushed = False
+        sync_start = 0
+        try:
+            with self._cond:
+                try:
+                    while mytxid > self._synctxid and self._is_sync_running:
+                        self._cond.wait()
+                        self._check_alive()
+                    if mytxid <= self._synctxid:
+                        self._num_batched += 1
+                        return
+                    self._check_alive()
+                    # This thread syncs: everything logged so far goes in this batch.
+                    sync_start = self._txid
+                    self._is_sync_running = True
+                    sync = True
+                    stream = self._stream
+                    try:
+                        if stream is None or self.journal_set.is_empty() or not stream.has_active:
+                            raise IOException("No journals available to flush")
+                        stream.set_ready_to_flush()
+                    except OSError as e:
+                        self._die(
+                            "Could not sync enough journals to persistent storage due to "
+                            f"{e}. Unsynced transactions: {self._txid - self._synctxid}",
+                            e,
+                        )
+                finally:
+                    self._done_with_auto_sync_scheduling()
+            try:
+                stream.flush()  # the lock is not held: others keep logging meanwhile
+                flushed = True
+            except OSError as e:
+                with self._cond:
+                    self._die(
+                        "Could not sync enough journals to persistent storage. "
+                        f"Unsynced transactions: {self._txid - self._synctxid}",
+                        e,
+                    )
+        finally:
+            with self._cond:
+                if sync:
+                    # Only a flush that succeeded advances synctxid: a waiter must never
+                    # take a failed sync for a durable one.
+                    if flushed and sync_start > self._synctxid:
+                        self._synctxid = sync_start
+                        self._num_syncs += 1
+                    self._is_sync_running = False
+                self._cond.notify_all()
+
+    def _done_with_auto_sync_scheduling(self) -> None:
+        if self._auto_sync_scheduled:
+            self._auto_sync_scheduled = False
+            self._cond.notify_all()
+
+    def _wait_for_sync_to_finish(self) -> None:
+        while self._is_sync_running:
+            self._cond.wait()
+
+    # ---- reading ---------------------------------------------------------------------------------
+    def select_input_streams(
+        self,
+        from_txid: int,
+        to_at_least_txid: int = 0,
+        in_progress_ok: bool = False,
+        only_durable_txns: bool = False,
+    ) -> list[RedundantEditLogInputStream]:
+        """One stream per segment from ``from_txid`` on, in order, over every journal;
+        IOException if they do not reach ``to_at_least_txid`` without a gap."""
+        streams = self.journal_set.select_input_streams(
+            from_txid, in_progress_ok, only_durable_txns
+        )
+        try:
+            check_for_gaps(streams, from_txid, to_at_least_txid)
+        except IOException:
+            for s in streams:
+                s.close()
+            raise
+        return streams
+
+    # ---- failure ---------------------------------------------------------------------------------
+    def _check_alive(self) -> None:
+        if self._fatal is not None:
+            raise ExitException(1, self._fatal)
+
+    def _check_state(self, *allowed: EditLogState) -> None:
+        self._check_alive()
+        if self._state not in allowed:
+            raise IllegalStateException(f"Bad state: {self._state.value}")
+
+    def _die(self, message: str, cause: BaseException | None = None) -> None:
+        """Terminate (once), then raise ExitException(message) here and in every later call."""
+        first = self._fatal is None
+        if first:
+            self._fatal = message
+            LOG.critical(message, exc_info=cause)
+            self.journal_set.abort_all_journals()
+            self._cond.notify_all()
+            self._terminate_callback(1, message)
+        raise ExitException(1, self._fatal or message) from cause

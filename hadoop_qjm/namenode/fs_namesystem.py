@@ -1,0 +1,558 @@
+"""FSNamesystem: the namespace operations a NameNode serves (Hadoop's FSNamesystem + FSDir*Op).
+
+Every mutation has the same shape (STYLE.md habit 3, Hadoop's pattern)::
+
+    with self.lock:                      # one writer at a time; readers too (an RLock)
+        validate the request             # Hadoop's exception types and messages
+        op = <the op Hadoop logs>        # MKDIR, ADD+CLOSE, DELETE, RENAME_OLD/RENAME, ...
+        txid = edit_log.log_edit(op)     # txid assigned, op buffered in every journal
+        loader.apply(op)                 # the code that replays edits (FSEditLogLoader)
+    edit_log.log_sync(txid)              # outside the lock: group commit (HDFS-1073 §1)
+
+Because the live change *is* ``FSEditLogLoader.apply(op)``, replaying the edit log into a
+fresh namesystem rebuilds exactly this namespace. ``log_sync`` runs after the lock is
+released, so while one handler thread waits for its flush others keep logging into the
+other half of the double buffer, and one flush makes many of them durable.
+
+There are no permission checks (every caller is the superuser) and no safe mode; files
+have no blocks. ``rename`` is ClientProtocol.rename (logged as OP_RENAME_OLD, a
+``dst`` that is a directory receives ``src`` inside it, failures return False);
+``rename2`` is ClientProtocol.rename2 (OP_RENAME, POSIX-like, failures raise).
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from hadoop_qjm.common.exceptions import (
+    FileAlreadyExistsException,
+    FileNotFoundException,
+    HadoopAssertionError,
+    IllegalArgumentException,
+    IllegalStateException,
+    InvalidPathException,
+    IOException,
+    ParentNotDirectoryException,
+    PathComponentTooLongException,
+    PathIsNotEmptyDirectoryException,
+)
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.namenode.fs_directory import (
+    FileStatus,
+    FSDirectory,
+    INodeDirectory,
+    INodesInPath,
+    is_valid_name,
+)
+from hadoop_qjm.namenode.fs_edit_log_loader import FSEditLogLoader, rename_old_target
+from hadoop_qjm.namenode.fs_edit_log_op import (
+    AddOp,
+    CloseOp,
+    DeleteOp,
+    FSEditLogOp,
+    MkdirOp,
+    PermissionStatus,
+    RenameOldOp,
+    RenameOp,
+    SetOwnerOp,
+    SetPermissionsOp,
+    TimesOp,
+)
+
+__all__ = ["FSNamesystem", "EditLogWriter", "MAX_PATH_LENGTH", "MAX_PATH_DEPTH"]
+
+LOG = logging.getLogger(__name__)
+
+#: HdfsServerConstants.MAX_PATH_LENGTH / MAX_PATH_DEPTH (NameNodeRpcServer.checkPathLength).
+MAX_PATH_LENGTH = 8000
+MAX_PATH_DEPTH = 1000
+_RENAME_NONE, _RENAME_OVERWRITE = 0, 1
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+#: Longest user or group name accepted (the edit log's UTF8 strings truncate far above it).
+_MAX_PRINCIPAL_LENGTH = 1024
+
+
+class EditLogWriter(Protocol):
+    """What the namesystem needs of :class:`~hadoop_qjm.namenode.fs_edit_log.FSEditLog`."""
+
+    def log_edit(self, op: FSEditLogOp) -> int: ...
+
+    def log_sync(self, txid: int | None = None) -> None: ...
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class FSNamesystem:
+    """The namespace, its lock and the operations on it.
+
+    ``edit_log`` is None while the namespace is being loaded (or in an offline tool):
+    reads work, mutations raise IllegalStateException. ``clock`` returns milliseconds.
+    """
+
+    def __init__(
+        self,
+        conf: Configuration | None = None,
+        *,
+        edit_log: EditLogWriter | None = None,
+        clock: Callable[[], int] = _now_ms,
+        fs_owner: str | None = None,
+        supergroup: str | None = None,
+    ) -> None:
+        conf = conf if conf is not None else Configuration()
+        self.fs_owner = fs_owner or getpass.getuser()
+        self.supergroup = supergroup or conf.get_trimmed(
+            keys.DFS_PERMISSIONS_SUPERUSERGROUP_KEY, keys.DFS_PERMISSIONS_SUPERUSERGROUP_DEFAULT
+        )
+        self.default_replication = conf.get_int(
+            keys.DFS_REPLICATION_KEY, keys.DFS_REPLICATION_DEFAULT
+        )
+        self.default_block_size = conf.get_storage_size(
+            keys.DFS_BLOCK_SIZE_KEY, keys.DFS_BLOCK_SIZE_DEFAULT
+        )
+        self.max_component_length = conf.get_int(
+            keys.DFS_NAMENODE_MAX_COMPONENT_LENGTH_KEY,
+            keys.DFS_NAMENODE_MAX_COMPONENT_LENGTH_DEFAULT,
+        )
+        #: Held for every read and every mutation; also by save_namespace and rolls.
+        self.lock = threading.RLock()
+        self.edit_log = edit_log
+        self._clock = clock
+        self._perm_cache: dict[tuple[str, str, int], PermissionStatus] = {}
+        self.set_directory(FSDirectory(self.fs_owner, self.supergroup, 0o755, 0))
+
+    def set_directory(self, fs_dir: FSDirectory) -> None:
+        """Replace the whole namespace (an image was loaded)."""
+        with self.lock:
+            self.dir = fs_dir
+            self.loader = FSEditLogLoader(fs_dir)
+
+    # ---- helpers ---------------------------------------------------------------------------------
+    def _writer(self) -> EditLogWriter:
+        if self.edit_log is None:
+            raise IllegalStateException("The namesystem is not open for write")
+        return self.edit_log
+
+    def _log_and_apply(self, ops: list[FSEditLogOp]) -> int:
+        """Log each op, then apply it through the loader; returns the last txid."""
+        writer = self._writer()
+        txid = 0
+        for op in ops:
+            txid = writer.log_edit(op)
+            try:
+                self.loader.apply(op)
+            except Exception as e:
+                # Validation admitted an op the loader refuses: the log and the namespace
+                # now disagree, which is a bug, never a client error.
+                raise HadoopAssertionError(f"logged {op!r} but could not apply it: {e}") from e
+        return txid
+
+    def _sync(self, txid: int) -> None:
+        if txid > 0:
+            self._writer().log_sync(txid)
+
+    def _resolve(self, src: str, invalid: Callable[[str], Exception] | None = None) -> INodesInPath:
+        """Resolve ``src``; an invalid name raises ``invalid(src)`` (InvalidPathException)."""
+        if not isinstance(src, str) or not is_valid_name(src):
+            raise (invalid or InvalidPathException)(src)
+        iip = self.dir.resolve(src)
+        iip.check_traverse()
+        return iip
+
+    @staticmethod
+    def _check_path_length(src: str, operation: str) -> None:
+        if not isinstance(src, str):
+            raise InvalidPathException(repr(src))
+        if len(src) > MAX_PATH_LENGTH or src.count("/") > MAX_PATH_DEPTH:
+            raise IOException(
+                f"{operation}: Pathname too long.  Limit {MAX_PATH_LENGTH} characters, "
+                f"{MAX_PATH_DEPTH} levels."
+            )
+
+    def _check_component_length(self, name: str, parent_path: str) -> None:
+        length = len(name.encode("utf-8"))
+        if 0 < self.max_component_length < length:
+            raise PathComponentTooLongException(
+                f"The maximum path component name limit of {name} in directory {parent_path} "
+                f"is exceeded: limit={self.max_component_length} length={length}"
+            )
+
+    def _permission(
+        self, permission: PermissionStatus | int | None, default_mode: int
+    ) -> PermissionStatus:
+        if permission is None:
+            permission = default_mode
+        if isinstance(permission, int):
+            permission = PermissionStatus(self.fs_owner, None, permission)  # type: ignore[arg-type]
+        _check_principal(permission.user, "user")
+        if permission.group is not None:
+            _check_principal(permission.group, "group")
+        _check_mode(permission.mode)
+        return permission
+
+    def _permission_status(self, user: str, group: str, mode: int) -> PermissionStatus:
+        """A shared PermissionStatus object: the MKDIR encoder caches by identity."""
+        key = (user, group, mode)
+        perm = self._perm_cache.get(key)
+        if perm is None:
+            if len(self._perm_cache) >= 1024:
+                self._perm_cache.clear()
+            perm = self._perm_cache[key] = PermissionStatus(user, group, mode)
+        return perm
+
+    def _now(self) -> int:
+        return int(self._clock())
+
+    # ---- mutations -------------------------------------------------------------------------------
+    def mkdirs(
+        self,
+        src: str,
+        permission: PermissionStatus | int | None = None,
+        create_parent: bool = True,
+    ) -> bool:
+        """Create directory ``src`` (and, with ``create_parent``, its missing ancestors).
+
+        One OP_MKDIR per directory created; an existing directory is success without an
+        op. ``permission``: a PermissionStatus (a None group inherits the parent's), a mode
+        (owner: the NameNode's user), or None for 0755. Ancestors created on the way get
+        the mode plus u+wx (FSDirMkdirOp.addImplicitUwx).
+        """
+        self._check_path_length(src, "mkdirs")
+        with self.lock:
+            perm = self._permission(permission, 0o755)
+            iip = self._resolve(src)
+            last = iip.last
+            if last is not None:
+                if last.is_dir:
+                    return True
+                raise FileAlreadyExistsException(f"Path is not a directory: {iip.path}")
+            if not create_parent:
+                self._verify_parent_dir(iip)
+            ops = self._mkdir_ops(iip, perm, len(iip.components), self._now())
+            txid = self._log_and_apply(ops)
+        self._sync(txid)
+        return True
+
+    def _verify_parent_dir(self, iip: INodesInPath) -> None:
+        if len(iip.components) > 1:  # FSDirectory.verifyParentDir
+            parent = iip.parent
+            if parent is None:
+                raise FileNotFoundException(f"Parent directory doesn't exist: {iip.parent_path}")
+            if not parent.is_dir:
+                raise ParentNotDirectoryException(
+                    f"Parent path is not a directory: {iip.parent_path}"
+                )
+
+    def _mkdir_ops(
+        self, iip: INodesInPath, perm: PermissionStatus, upto: int, now: int
+    ) -> list[FSEditLogOp]:
+        """MKDIR ops for the missing directories among ``iip.components[:upto]``."""
+        depth = iip.existing_depth()  # inodes[depth - 1] is the deepest existing node
+        parent = iip.inodes[depth - 1]
+        group = perm.group if perm.group is not None else parent.group  # type: ignore[union-attr]
+        ops: list[FSEditLogOp] = []
+        for i in range(depth - 1, upto):
+            name = iip.components[i]
+            parent_path = "/" + "/".join(iip.components[:i])
+            self._check_component_length(name, parent_path)
+            mode = perm.mode if i == len(iip.components) - 1 else perm.mode | 0o300
+            ops.append(
+                MkdirOp(
+                    0,
+                    inode_id=self.dir.peek_next_inode_id(len(ops) + 1),
+                    path="/" + "/".join(iip.components[: i + 1]),
+                    timestamp=now,
+                    permissions=self._permission_status(perm.user, group, mode),
+                )
+            )
+        return ops
+
+    def create(
+        self,
+        src: str,
+        permission: PermissionStatus | int | None = None,
+        overwrite: bool = False,
+        *,
+        create_parent: bool = True,
+        replication: int | None = None,
+        block_size: int | None = None,
+        client_name: str = "",
+        client_machine: str = "127.0.0.1",
+    ) -> FileStatus:
+        """Create the empty file ``src``: OP_ADD, then OP_CLOSE (it has no blocks to wait for).
+
+        Missing ancestors are created first (OP_MKDIR each) unless ``create_parent`` is
+        False. An existing file is replaced only with ``overwrite`` (the ADD op carries the
+        flag; replaying it deletes the old file).
+        """
+        self._check_path_length(src, "create")
+        replication = self.default_replication if replication is None else replication
+        block_size = self.default_block_size if block_size is None else block_size
+        if not 1 <= replication <= 32767:
+            raise IllegalArgumentException(f"Invalid replication factor {replication} for {src}")
+        if not 0 < block_size <= _I64_MAX:
+            raise IllegalArgumentException(f"Invalid block size {block_size} for {src}")
+        _check_principal(client_name, "client")
+        _check_principal(client_machine, "client machine")
+        with self.lock:
+            perm = self._permission(permission, 0o644)
+            iip = self._resolve(src)
+            last = iip.last
+            if last is not None:
+                if last.is_dir:
+                    raise FileAlreadyExistsException(f"{iip.path} already exists as a directory")
+                if not overwrite:
+                    raise FileAlreadyExistsException(
+                        f"{iip.path} for client {client_machine} already exists"
+                    )
+            if not iip.components:
+                raise InvalidPathException(src)
+            if not create_parent:
+                self._verify_parent_dir(iip)
+            now = self._now()
+            ops = self._mkdir_ops(iip, perm, len(iip.components) - 1, now)
+            parent = iip.parent
+            group = perm.group
+            if group is None:
+                # The new file inherits the group of its (possibly just-created) parent.
+                group = parent.group if parent is not None else ops[-1].permissions.group  # type: ignore[attr-defined]
+            self._check_component_length(iip.last_name, iip.parent_path)
+            file_perm = self._permission_status(perm.user, group, perm.mode)
+            ops.append(
+                AddOp(
+                    0,
+                    inode_id=self.dir.peek_next_inode_id(len(ops) + 1),
+                    path=iip.path,
+                    replication=replication,
+                    mtime=now,
+                    atime=now,
+                    block_size=block_size,
+                    permissions=file_perm,
+                    client_name=client_name,
+                    client_machine=client_machine,
+                    overwrite=last is not None,
+                )
+            )
+            # logCloseFile leaves the inode id at 0 (Hadoop's editsStored shows it so).
+            ops.append(
+                CloseOp(
+                    0,
+                    inode_id=0,
+                    path=iip.path,
+                    replication=replication,
+                    mtime=now,
+                    atime=now,
+                    block_size=block_size,
+                    permissions=file_perm,
+                )
+            )
+            txid = self._log_and_apply(ops)
+            status = self.dir.file_status(self.dir.get_inode(iip.path), iip.path)  # type: ignore[arg-type]
+        self._sync(txid)
+        return status
+
+    def delete(self, src: str, recursive: bool) -> bool:
+        """Delete ``src``; False if it does not exist (or is the root). OP_DELETE."""
+        with self.lock:
+            iip = self._resolve(src)
+            node = iip.last
+            if node is None:
+                LOG.debug("failed to remove %s because it does not exist", src)
+                return False
+            if not recursive and node.is_dir and node.children:  # type: ignore[attr-defined]
+                raise PathIsNotEmptyDirectoryException(f"{iip.path} is non empty")
+            if node is self.dir.root:
+                LOG.warning("failed to remove / because the root is not allowed to be deleted")
+                return False
+            txid = self._log_and_apply([DeleteOp(0, path=iip.path, timestamp=self._now())])
+        self._sync(txid)
+        return True
+
+    def rename(self, src: str, dst: str) -> bool:
+        """ClientProtocol.rename: move ``src`` to ``dst``, or into ``dst`` if it is a directory.
+
+        Returns False (nothing logged) when the source is missing or the root, the target
+        exists, its parent is missing, or it lies under the source. Logged as
+        OP_RENAME_OLD with the real target path.
+        """
+        if not isinstance(dst, str) or not is_valid_name(dst):
+            raise IOException(f"Invalid name: {dst}")
+        self._check_path_length(dst, "rename")
+        with self.lock:
+            if not isinstance(src, str) or not is_valid_name(src):
+                return False
+            src_iip = self._resolve(src)
+            dst_iip = self._resolve(dst)
+            node = src_iip.last
+            if node is None or node is self.dir.root:
+                return False
+            actual = rename_old_target(self.dir, src_iip.path, dst_iip.path)
+            if actual != src_iip.path:
+                if actual.startswith(src_iip.path + "/"):
+                    return False
+                target = self.dir.resolve(actual)
+                parent = target.parent
+                if target.last is not None or parent is None or not parent.is_dir:
+                    return False
+                self._check_component_length(target.last_name, target.parent_path)
+            op = RenameOldOp(0, src=src_iip.path, dst=actual, timestamp=self._now())
+            txid = self._log_and_apply([op])
+        self._sync(txid)
+        return True
+
+    def rename2(self, src: str, dst: str, overwrite: bool = False) -> None:
+        """ClientProtocol.rename2: POSIX-like rename; every refusal raises. OP_RENAME."""
+        if not isinstance(dst, str) or not is_valid_name(dst):
+            raise InvalidPathException(f"Invalid name: {dst}")
+        self._check_path_length(dst, "rename")
+        with self.lock:
+            src_iip = self._resolve(src)
+            dst_iip = self._resolve(dst)
+            src_path, dst_path = src_iip.path, dst_iip.path
+            node = src_iip.last
+            if node is None:
+                raise FileNotFoundException(f"rename source {src_path} is not found.")
+            if node is self.dir.root:
+                raise IOException("rename source cannot be the root")
+            if dst_path == src_path:
+                raise FileAlreadyExistsException(
+                    f"The source {src_path} and destination {dst_path} are the same"
+                )
+            if dst_path.startswith(src_path + "/"):
+                raise IOException(
+                    f"Rename destination {dst_path} is a directory or file under source {src_path}"
+                )
+            if not dst_iip.components:
+                raise IOException("rename destination cannot be the root")
+            existing = dst_iip.last
+            if existing is not None:
+                if existing.is_dir != node.is_dir:
+                    raise IOException(
+                        f"Source {src_path} and destination {dst_path} must both be directories"
+                    )
+                if not overwrite:
+                    raise FileAlreadyExistsException(
+                        f"rename destination {dst_path} already exists"
+                    )
+                if existing.is_dir and existing.children:  # type: ignore[attr-defined]
+                    raise IOException(f"rename destination directory is not empty: {dst_path}")
+            parent = dst_iip.parent
+            if parent is None:
+                raise FileNotFoundException(f"rename destination parent {dst_path} not found.")
+            if not parent.is_dir:
+                raise ParentNotDirectoryException(
+                    f"rename destination parent {dst_path} is a file."
+                )
+            self._check_component_length(dst_iip.last_name, dst_iip.parent_path)
+            option = _RENAME_OVERWRITE if overwrite else _RENAME_NONE
+            op = RenameOp(0, src=src_path, dst=dst_path, timestamp=self._now(), options=(option,))
+            txid = self._log_and_apply([op])
+        self._sync(txid)
+
+    def set_permission(self, src: str, mode: int) -> None:
+        """Set the mode bits of ``src`` (sticky + rwx are kept). OP_SET_PERMISSIONS."""
+        _check_mode(mode)
+        with self.lock:
+            iip = self._existing(src)
+            txid = self._log_and_apply([SetPermissionsOp(0, src=iip.path, permission=mode)])
+        self._sync(txid)
+
+    def set_owner(self, src: str, username: str | None, groupname: str | None) -> None:
+        """Set the owner and/or group of ``src``; None (or "") leaves one as it is."""
+        username = username or None  # the edit log reads "" back as "unchanged"
+        groupname = groupname or None
+        for name, what in ((username, "user"), (groupname, "group")):
+            if name is not None:
+                _check_principal(name, what)
+        with self.lock:
+            iip = self._existing(src)
+            op = SetOwnerOp(0, src=iip.path, username=username, groupname=groupname)
+            txid = self._log_and_apply([op])
+        self._sync(txid)
+
+    def set_times(self, src: str, mtime: int, atime: int) -> None:
+        """Set mtime and/or atime of ``src`` (-1 leaves one unchanged). OP_TIMES."""
+        for value in (mtime, atime):
+            if not isinstance(value, int) or not _I64_MIN <= value <= _I64_MAX:
+                raise IllegalArgumentException(f"Invalid time {value!r}")
+        with self.lock:
+            iip = self._resolve(src)
+            if iip.last is None:
+                raise FileNotFoundException(f"File/Directory {iip.path} does not exist.")
+            txid = self._log_and_apply([TimesOp(0, path=iip.path, mtime=mtime, atime=atime)])
+        self._sync(txid)
+
+    def _existing(self, src: str) -> INodesInPath:
+        iip = self._resolve(src)
+        if iip.last is None:
+            raise FileNotFoundException(f"File does not exist: {src}")
+        return iip
+
+    # ---- reads -----------------------------------------------------------------------------------
+    def get_file_info(self, src: str) -> FileStatus | None:
+        """The status of ``src``, or None if it does not exist."""
+        with self.lock:
+            iip = self._resolve(src, lambda s: InvalidPathException(f"Invalid file name: {s}"))
+            node = iip.last
+            return None if node is None else self.dir.file_status(node, iip.path)
+
+    def get_listing(self, src: str, start_after: str = "") -> list[FileStatus]:
+        """The children of directory ``src`` in name order (after ``start_after``);
+        a file lists as itself. FileNotFoundException if ``src`` does not exist."""
+        with self.lock:
+            iip = self._resolve(src, lambda s: InvalidPathException(f"Invalid file name: {s}"))
+            node = iip.last
+            if node is None:
+                raise FileNotFoundException(f"File {src} does not exist.")
+            if not node.is_dir:
+                return [self.dir.file_status(node, iip.path)]
+            children = node.children  # type: ignore[attr-defined]
+            prefix = iip.path.rstrip("/") + "/"
+            return [
+                self.dir.file_status(children[name], prefix + name)
+                for name in sorted(children)
+                if name > start_after
+            ]
+
+    # ---- loading ---------------------------------------------------------------------------------
+    def load_edits(self, streams, expected_start_txid: int) -> int:
+        """Replay ``streams`` from ``expected_start_txid``; returns the last txid applied."""
+        with self.lock:
+            return self.loader.load_edits(streams, expected_start_txid)
+
+    @property
+    def files_total(self) -> int:
+        """Inodes in the namespace, the root included (FSNamesystem.getFilesTotal)."""
+        return self.dir.inode_count
+
+    @property
+    def last_inode_id(self) -> int:
+        return self.dir.last_inode_id
+
+    def snapshot(self) -> list[tuple]:
+        """A comparable picture of the namespace (see FSDirectory.snapshot)."""
+        with self.lock:
+            return self.dir.snapshot()
+
+    @property
+    def root(self) -> INodeDirectory:
+        return self.dir.root
+
+
+def _check_mode(mode: object) -> None:
+    if isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode <= 0o7777:
+        raise IllegalArgumentException(f"Invalid permission mode {mode!r}")
+
+
+def _check_principal(name: object, what: str) -> None:
+    if not isinstance(name, str) or len(name) > _MAX_PRINCIPAL_LENGTH:
+        raise IllegalArgumentException(f"Invalid {what} name {name!r}")
+    if any("\ud800" <= c <= "\udfff" for c in name):
+        raise IllegalArgumentException(f"Invalid {what} name {name!r}: it has surrogates")

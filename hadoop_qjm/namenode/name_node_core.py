@@ -1,0 +1,280 @@
+"""NameNodeCore: a NameNode without RPC — storage, recovery, namespace and edit log, wired.
+
+::
+
+    format_namenode(conf)                         # local dirs + every JournalNode; fsimage_0
+    with NameNodeCore(conf) as nn:                # lock dirs, recover, load, open for write
+        nn.namesystem.mkdirs("/user/alice")
+        nn.roll_edit_log(); nn.save_namespace()
+    # close(): OP_END_LOG_SEGMENT, finalize, unlock
+
+Start-up (FSNamesystem.loadFromDisk + startActiveServices, HDFS-1073 §4): lock and check
+the name directories; delete half-written checkpoints; recover every journal's unfinished
+segment — for a ``qjournal://`` journal that is the QJM's epoch fencing and Paxos recovery,
+after which this NameNode is the journal's only writer; load the newest image and the edits
+after it; start ``edits_inprogress_<last+1>``. The daemon wraps this object.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import time
+import uuid
+from collections.abc import Callable, Sequence
+
+from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
+from hadoop_qjm.common.storage_info import NamespaceInfo
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.namenode.file_journal_manager import FileJournalManager
+from hadoop_qjm.namenode.fs_edit_log import FSEditLog, TerminateCallback, terminate_process
+from hadoop_qjm.namenode.fs_image import FSImage, SaveNamespaceFaultInjector
+from hadoop_qjm.namenode.fs_namesystem import FSNamesystem
+from hadoop_qjm.namenode.journal_manager import JournalManager
+from hadoop_qjm.namenode.journal_set import JournalSet
+from hadoop_qjm.namenode.nn_storage import NameNodeDirs, NNStorage, uri_path
+
+__all__ = [
+    "NameNodeCore",
+    "JournalFactory",
+    "create_journal_set",
+    "format_namenode",
+    "new_namespace_info",
+]
+
+LOG = logging.getLogger(__name__)
+
+#: ``factory(conf, uri, ns_info)`` -> the JournalManager of a non-file edits URI.
+JournalFactory = Callable[[Configuration, str, NamespaceInfo], JournalManager]
+
+
+def _default_journal_factory(conf: Configuration, uri: str, ns_info: NamespaceInfo):
+    scheme = uri.split(":", 1)[0]
+    if scheme != "qjournal":
+        raise IllegalArgumentException(f"No class configured for {scheme}")
+    from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
+
+    return QuorumJournalManager(conf, uri, ns_info)
+
+
+def create_journal_set(
+    conf: Configuration,
+    dirs: NameNodeDirs,
+    storage: NNStorage,
+    ns_info: NamespaceInfo,
+    journal_factory: JournalFactory | None = None,
+    *,
+    shared_only: bool = False,
+) -> JournalSet:
+    """The JournalSet of ``dirs``' edits locations (FSEditLog.initJournals)."""
+    factory = journal_factory or _default_journal_factory
+    journal_set = JournalSet(
+        conf.get_int(
+            keys.DFS_NAMENODE_EDITS_DIR_MINIMUM_KEY, keys.DFS_NAMENODE_EDITS_DIR_MINIMUM_DEFAULT
+        )
+    )
+    try:
+        for uri in dirs.edits_uris:
+            shared = uri in dirs.shared_uris
+            if shared_only and not shared:
+                continue
+            required = uri in dirs.required_uris
+            if uri.startswith("file:"):
+                sd = storage.get_storage_directory(uri_path(uri))
+                if sd is None:
+                    LOG.warning("No storage directory for edits URI %s: skipping it", uri)
+                    continue
+                journal: JournalManager = FileJournalManager(conf, sd.sd)
+            else:
+                journal = factory(conf, uri, ns_info)
+            journal_set.add(journal, required, shared)
+    except BaseException:
+        journal_set.close()
+        raise
+    return journal_set
+
+
+def new_namespace_info(
+    cluster_id: str | None = None, clock: Callable[[], float] = time.time
+) -> NamespaceInfo:
+    """A new namespace (NNStorage.newNamespaceInfo): a random 31-bit id, ``CID-<uuid>``,
+    and ``BP-<random>-<ip>-<ms>`` as the block pool id; cTime 0."""
+    namespace_id = 0
+    while namespace_id == 0:
+        namespace_id = secrets.randbelow(0x7FFFFFFF)
+    block_pool_id = f"BP-{secrets.randbelow(0x7FFFFFFF)}-127.0.0.1-{int(clock() * 1000)}"
+    return NamespaceInfo(namespace_id, cluster_id or f"CID-{uuid.uuid4()}", block_pool_id, 0)
+
+
+def format_namenode(
+    conf: Configuration,
+    cluster_id: str | None = None,
+    *,
+    force: bool = False,
+    confirm: Callable[[Sequence[str]], bool] | None = None,
+    journal_factory: JournalFactory | None = None,
+    fs_owner: str | None = None,
+) -> NamespaceInfo:
+    """``namenode -format``: new namespace in every local dir and every JournalNode; fsimage_0.
+
+    If any location already holds data, formatting goes ahead only with ``force`` or when
+    ``confirm(locations)`` says yes (the command line asks "Re-format filesystem in ...");
+    without ``confirm`` it is refused (-nonInteractive). ``force`` is also passed to the
+    JournalNodes, which refuse to re-format a non-empty journal without it.
+    """
+    if not conf.get_bool(
+        keys.DFS_NAMENODE_SUPPORT_ALLOW_FORMAT_KEY, keys.DFS_NAMENODE_SUPPORT_ALLOW_FORMAT_DEFAULT
+    ):
+        raise IOException(
+            "The option dfs.namenode.support.allow.format is set to false for this "
+            "filesystem, so it cannot be formatted. You will need to set "
+            "dfs.namenode.support.allow.format parameter to true in order to format this "
+            "filesystem"
+        )
+    dirs = NameNodeDirs.from_conf(conf)
+    storage = NNStorage.from_conf(conf, dirs)
+    ns_info = new_namespace_info(cluster_id)
+    journals = create_journal_set(conf, dirs, storage, ns_info, journal_factory)
+    try:
+        remote = [
+            jas for jas in journals.journals if not isinstance(jas.manager, FileJournalManager)
+        ]
+        with_data = storage.has_some_data() + [
+            str(getattr(jas.manager, "uri", jas.manager))
+            for jas in remote
+            if jas.manager.has_some_data()  # type: ignore[attr-defined]
+        ]
+        if with_data and not force:
+            if conf.get_bool(keys.DFS_REFORMAT_DISABLED_KEY, keys.DFS_REFORMAT_DISABLED_DEFAULT):
+                raise IOException(
+                    "NameNode format aborted as reformat is disabled for this cluster."
+                )
+            if confirm is None:
+                raise IOException(
+                    f"Running in non-interactive mode, and data appears to exist in "
+                    f"{with_data[0]}. Not formatting."
+                )
+            if not confirm(with_data):
+                raise IOException(f"Format aborted in {with_data[0]}")
+        LOG.info("Allocated new BlockPoolId: %s", ns_info.block_pool_id)
+        namesystem = FSNamesystem(conf, fs_owner=fs_owner)
+        image = FSImage(conf, storage)
+        storage.format(ns_info)
+        for jas in remote:
+            jas.manager.format(ns_info, force)  # type: ignore[attr-defined]
+        image.save_image_in_all_dirs(namesystem, 0)
+    finally:
+        journals.close()
+        storage.close()
+    return ns_info
+
+
+class NameNodeCore:
+    """Storage, image, edit log and namespace of one running NameNode (see module doc).
+
+    ``terminate`` is called if the journals fail (default: exit the process);
+    ``journal_factory`` builds non-file journals (default: QuorumJournalManager);
+    ``fault_injector`` has save_namespace's hooks; ``clock`` (ms) stamps the namespace.
+    """
+
+    def __init__(
+        self,
+        conf: Configuration,
+        *,
+        terminate: TerminateCallback = terminate_process,
+        journal_factory: JournalFactory | None = None,
+        fault_injector: SaveNamespaceFaultInjector | None = None,
+        clock: Callable[[], int] | None = None,
+        fs_owner: str | None = None,
+        fsync=os.fsync,
+        start: bool = True,
+    ) -> None:
+        self.conf = conf
+        self._terminate = terminate
+        self._journal_factory = journal_factory
+        self._fault_injector = fault_injector
+        self._ns_kwargs = {"clock": clock} if clock is not None else {}
+        self._fs_owner = fs_owner
+        self._fsync = fsync
+        self.storage: NNStorage | None = None
+        self.fs_image: FSImage | None = None
+        self.edit_log: FSEditLog | None = None
+        self.namesystem: FSNamesystem | None = None
+        self.ns_info: NamespaceInfo | None = None
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """Recover, load and open the edit log for write (see the module docstring)."""
+        dirs = NameNodeDirs.from_conf(self.conf)
+        self.storage = NNStorage.from_conf(self.conf, dirs, fsync=self._fsync)
+        try:
+            self.ns_info = self.storage.recover_storage_dirs()
+            self.fs_image = FSImage(
+                self.conf, self.storage, fault_injector=self._fault_injector, fsync=self._fsync
+            )
+            self.fs_image.recover_checkpoints()
+            journals = create_journal_set(
+                self.conf, dirs, self.storage, self.ns_info, self._journal_factory
+            )
+            self.edit_log = FSEditLog(journals, terminate=self._terminate)
+            self.fs_image.attach_edit_log(self.edit_log)
+            self.namesystem = FSNamesystem(self.conf, fs_owner=self._fs_owner, **self._ns_kwargs)
+            self.edit_log.init_journals_for_write()
+            self.edit_log.recover_unclosed_streams()
+            last_txid = self.fs_image.load(self.namesystem, self.edit_log)
+            self.edit_log.set_next_txid(last_txid + 1)
+            self.edit_log.open_for_write()
+            self.namesystem.edit_log = self.edit_log
+        except BaseException:
+            self.abort()
+            raise
+        LOG.info(
+            "NameNode started: namespace %d, %d inodes, writing from txid %d",
+            self.ns_info.namespace_id,
+            self.namesystem.files_total,
+            self.edit_log.last_written_txid,
+        )
+
+    def save_namespace(self) -> int:
+        """Checkpoint now (HDFS-1073 §5); returns the image's txid."""
+        return self._image().save_namespace(self.namesystem)  # type: ignore[arg-type]
+
+    def roll_edit_log(self) -> int:
+        """Start a new segment (``dfsadmin -rollEdits``); returns its first txid."""
+        return self._image().roll_edit_log(self.namesystem)  # type: ignore[arg-type]
+
+    def _image(self) -> FSImage:
+        if self.fs_image is None or self.namesystem is None:
+            raise IOException("The NameNode is not running")
+        return self.fs_image
+
+    def close(self) -> None:
+        """End the segment cleanly, close the journals, unlock the directories."""
+        try:
+            if self.edit_log is not None:
+                if self.namesystem is not None:
+                    with self.namesystem.lock:
+                        self.edit_log.close()
+                else:
+                    self.edit_log.close()
+        finally:
+            if self.storage is not None:
+                self.storage.close()
+
+    def abort(self) -> None:
+        """Stop as a crash would: nothing finalized, the segment left in progress."""
+        try:
+            if self.edit_log is not None:
+                self.edit_log.abort()
+        finally:
+            if self.storage is not None:
+                self.storage.close()
+
+    def __enter__(self) -> NameNodeCore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
