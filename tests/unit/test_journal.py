@@ -112,6 +112,29 @@ def test_maintain_committed_txid(journal):
     assert journal.get_committed_txid() == 3
 
 
+def test_an_unchanged_committed_txid_is_not_rewritten(journal, conf, monkeypatch):
+    """Every call carries the committed txid; the file is written only when it moves."""
+    journal.new_epoch(FAKE_NSINFO, 1)
+    journal.start_log_segment(make_request(1), 1, LV)
+    writes: list[int] = []
+    real_set = journal.committed_txn_id.set
+
+    def counting_set(value: int) -> None:
+        writes.append(value)
+        real_set(value)
+
+    monkeypatch.setattr(journal.committed_txn_id, "set", counting_set)
+    journal.journal(make_request(2), 1, 1, 3, create_txn_data(1, 3))
+    journal.heartbeat(make_request(3))
+    assert writes == []
+    journal.journal(make_request(4, committed_txid=3), 1, 4, 3, create_txn_data(4, 3))
+    journal.heartbeat(make_request(5, committed_txid=3))
+    assert writes == [3]
+    again = restart(journal, conf)
+    assert again.get_committed_txid() == 3
+    again.close()
+
+
 def test_restart_journal(journal, conf):
     journal.new_epoch(FAKE_NSINFO, 1)
     journal.start_log_segment(make_request(1), 1, LV)
@@ -505,3 +528,35 @@ def test_discard_segments(journal):
     assert "edits_0000000000000000001-0000000000000000003" in names
     assert journal.get_committed_txid() == 3
     assert INVALID_TXID != journal.get_committed_txid()
+
+
+def test_accept_recovery_compares_content_not_just_length(tmp_path, conf):
+    """Two copies of one length from different writers: the accepted one wins (paper §2.8)."""
+    import hashlib
+
+    log_dir = tmp_path / JID
+    journal = Journal(conf, log_dir, JID, fetcher=_copy_fetcher)
+    try:
+        journal.format(FAKE_NSINFO)
+        journal.new_epoch(FAKE_NSINFO, 1)
+        journal.start_log_segment(make_request(1), 1, LV)
+        mine = create_txn_data(1, 3)
+        journal.journal(make_request(2), 1, 1, 3, mine)
+        theirs = create_gabage_txns(1, 3)  # same txids, other bytes (another writer's copy)
+        src = tmp_path / "theirs"
+        src.write_bytes(edit_log_header(LV) + theirs)
+        digest = hashlib.md5(src.read_bytes()).hexdigest()
+        journal.new_epoch(FAKE_NSINFO, 2)
+        # A download whose bytes do not match the announced digest is refused, nothing changes.
+        with pytest.raises(IOException, match="md5"):
+            journal.accept_recovery(
+                make_request(1, epoch=2), SegmentState(1, 3, True, "0" * 32), f"file://{src}"
+            )
+        assert journal.prepare_recovery(make_request(2, epoch=2), 1).accepted_in_epoch is None
+        journal.accept_recovery(
+            make_request(3, epoch=2), SegmentState(1, 3, True, digest), f"file://{src}"
+        )
+        journal.finalize_log_segment(make_request(4, epoch=2), 1, 3)
+        assert journal.storage.finalized_edit_log(1, 3).read_bytes() == edit_log_header(LV) + theirs
+    finally:
+        journal.close()

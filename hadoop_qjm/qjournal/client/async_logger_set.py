@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -83,14 +83,19 @@ class AsyncLoggerSet:
         return f"{self.majority_size}/{len(self.loggers)}"
 
     # ---- fan-out -------------------------------------------------------------------------------
-    def call(self, method_name: str, *args: Any) -> QuorumCall[AsyncLogger, Any]:
-        """Call ``method_name(*args)`` on every logger; the futures in one QuorumCall.
+    def call(
+        self, method_name: str, *args: Any, only: Iterable[AsyncLogger] | None = None
+    ) -> QuorumCall[AsyncLogger, Any]:
+        """Call ``method_name(*args)`` on every logger (or on the loggers in ``only``);
+        the futures in one QuorumCall.
 
         A logger that raises instead of returning a future counts as a failed
         call, so one broken logger cannot stop the fan-out to the others.
         """
         futures: dict[AsyncLogger, Future[Any]] = {}
-        for logger in self.loggers:
+        chosen = None if only is None else set(only)
+        targets = self.loggers if chosen is None else [lg for lg in self.loggers if lg in chosen]
+        for logger in targets:
             try:
                 futures[logger] = getattr(logger, method_name)(*args)
             except Exception as e:  # noqa: BLE001 - becomes that logger's answer
@@ -110,7 +115,7 @@ class AsyncLoggerSet:
         success and failure) when a majority did not succeed, and IOException
         on timeout.
         """
-        n = len(self.loggers)
+        n = call.count_calls()  # all loggers, or the subset the call went to
         quorum = self.majority_size
         try:
             call.wait_for(n, quorum, n - quorum, timeout_ms, operation_name)

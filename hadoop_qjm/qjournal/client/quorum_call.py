@@ -1,10 +1,12 @@
 """QuorumCall: wait for a quorum of answers to one fanned-out call (design paper §5.1.2).
 
 A QuorumCall watches one future per key (a logger). Callbacks on the futures
-record each success or exception and signal a condition; :meth:`wait_for`
-sleeps on it until enough answers are in, too many failed, or the timeout
-passes — whichever comes first. There is no polling: the waiter wakes on an
-answer, or to log progress, or at the deadline.
+record each success or exception; :meth:`wait_for` sleeps until enough answers
+are in, too many failed, or the timeout passes — whichever comes first. There
+is no polling: the waiter wakes when an answer completes what it waits for
+(or on any exception, which it must inspect), to log progress, or at the
+deadline. An answer that completes nothing wakes nobody: each wake-up of a
+waiting thread costs a context switch on the writer's critical path.
 
 The clock is a parameter (seconds, monotonic). A pause of the whole process
 (a long GC in Java, a SIGSTOP or an overloaded host here) that the clock shows
@@ -16,9 +18,11 @@ frozen would be wrong (Hadoop's HDFS-10333 long-pause extension;
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import Future
 from typing import Any, Generic, TypeVar
@@ -56,6 +60,12 @@ def map_to_string(mapping: Mapping[Any, Any]) -> str:
     return "\n".join(f"{key}: {value}" for key, value in mapping.items())
 
 
+def _deliver(call_ref: weakref.ref[QuorumCall[Any, Any]], key: Any, future: Future[Any]) -> None:
+    call = call_ref()
+    if call is not None:  # else nobody holds the call: nobody can read this answer
+        call._on_done(key, future)
+
+
 class QuorumCall(Generic[K, V]):
     """The answers so far to one call sent to several keys (loggers).
 
@@ -71,12 +81,18 @@ class QuorumCall(Generic[K, V]):
         self._successes: dict[K, V] = {}
         self._exceptions: dict[K, BaseException] = {}
         self._answers = 0  # bumped on every answer, so a waiter never misses one
+        # What each waiting thread waits for: (min_responses, min_successes, max_exceptions).
+        self._wanted: list[tuple[int, int, int]] = []
         self._futures: dict[K, Future[V]] = dict(calls)
+        # The futures refer to this call only weakly: a node that never answers (frozen)
+        # must not keep every call it missed — and the others' answers — alive. Whoever
+        # can still read the answers holds the call, so none is lost to a reader.
+        this = weakref.ref(self)
         for key, future in self._futures.items():
             if future is None:
                 raise ValueError(f"null future for key: {key}")
             # Runs at once if the future is already done (a direct executor).
-            future.add_done_callback(lambda f, key=key: self._on_done(key, f))
+            future.add_done_callback(functools.partial(_deliver, this, key))
 
     def _on_done(self, key: K, future: Future[V]) -> None:
         try:
@@ -93,7 +109,20 @@ class QuorumCall(Generic[K, V]):
             else:
                 self._exceptions[key] = error
             self._answers += 1
-            self._cond.notify_all()
+            # Wake the waiters only if this answer may end a wait: any exception (it may be
+            # an AssertionError to re-raise), or a threshold reached.
+            if self._wanted and (
+                error is not None or any(self._reached(*wanted) for wanted in self._wanted)
+            ):
+                self._cond.notify_all()
+
+    def _reached(self, min_responses: int, min_successes: int, max_exceptions: int) -> bool:
+        """Whether one of :meth:`wait_for`'s conditions holds (the lock is held)."""
+        return (
+            (min_responses > 0 and len(self._successes) + len(self._exceptions) >= min_responses)
+            or (min_successes > 0 and len(self._successes) >= min_successes)
+            or (max_exceptions >= 0 and len(self._exceptions) > max_exceptions)
+        )
 
     # ---- waiting -------------------------------------------------------------------------------
     def wait_for(
@@ -124,41 +153,43 @@ class QuorumCall(Generic[K, V]):
         # When the last wait began and how long it was meant to last: a clock
         # jump beyond that is a pause of this process.
         wait_began, wait_len = start, 0.0
+        wanted = (min_responses, min_successes, max_exceptions)
         with self._cond:
-            while True:
-                seen = self._answers
-                self._check_assertion_errors()
-                if min_responses > 0 and self.count_responses() >= min_responses:
-                    return
-                if min_successes > 0 and len(self._successes) >= min_successes:
-                    return
-                if max_exceptions >= 0 and len(self._exceptions) > max_exceptions:
-                    return
-                now = clock()
-                pause = (now - wait_began) - wait_len
-                if pause > timeout_s * LONG_PAUSE_THRESHOLD:
-                    LOG.info(
-                        "Detected a pause of %d ms while waiting for %s; extending the deadline",
-                        pause * 1000,
-                        operation_name,
-                    )
-                    deadline += pause
-                    next_log += pause
-                if self._answers != seen:
-                    # An answer arrived while we read the clock (callbacks can run in
-                    # this thread): check it before timing out or sleeping.
-                    wait_began, wait_len = now, 0.0
-                    continue
-                if now >= next_log:
-                    self._log_progress(now - start, timeout_ms, operation_name)
-                    next_log = now + WAIT_PROGRESS_INTERVAL_S
-                if now >= deadline:
-                    raise TimeoutError(
-                        f"Timed out after {timeout_ms} ms waiting for {operation_name}"
-                    )
-                wait_len = max(min(deadline, next_log) - now, 0.001)
-                wait_began = now
-                self._cond.wait(wait_len)
+            self._wanted.append(wanted)  # tells _add when to wake us
+            try:
+                while True:
+                    seen = self._answers
+                    self._check_assertion_errors()
+                    if self._reached(*wanted):
+                        return
+                    now = clock()
+                    pause = (now - wait_began) - wait_len
+                    if pause > timeout_s * LONG_PAUSE_THRESHOLD:
+                        LOG.info(
+                            "Detected a pause of %d ms while waiting for %s; "
+                            "extending the deadline",
+                            pause * 1000,
+                            operation_name,
+                        )
+                        deadline += pause
+                        next_log += pause
+                    if self._answers != seen:
+                        # An answer arrived while we read the clock (callbacks can run in
+                        # this thread): check it before timing out or sleeping.
+                        wait_began, wait_len = now, 0.0
+                        continue
+                    if now >= next_log:
+                        self._log_progress(now - start, timeout_ms, operation_name)
+                        next_log = now + WAIT_PROGRESS_INTERVAL_S
+                    if now >= deadline:
+                        raise TimeoutError(
+                            f"Timed out after {timeout_ms} ms waiting for {operation_name}"
+                        )
+                    wait_len = max(min(deadline, next_log) - now, 0.001)
+                    wait_began = now
+                    self._cond.wait(wait_len)
+            finally:
+                self._wanted.remove(wanted)
 
     def _log_progress(self, waited_s: float, timeout_ms: int, operation_name: str) -> None:
         msg = (
@@ -189,6 +220,10 @@ class QuorumCall(Generic[K, V]):
                 raise HadoopAssertionError(str(error)) from error
 
     # ---- results -------------------------------------------------------------------------------
+    def count_calls(self) -> int:
+        """How many calls this QuorumCall is waiting on (answered or not)."""
+        return len(self._futures)
+
     def count_responses(self) -> int:
         """Answers received so far, successes and exceptions alike."""
         with self._cond:

@@ -42,6 +42,7 @@ from hadoop_qjm.common.exceptions import (
     IOException,
     always_assert,
 )
+from hadoop_qjm.common.http_transfer import open_url
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
@@ -121,7 +122,10 @@ class QuorumJournalManager(JournalManager):
 
     ``logger_factory`` makes the AsyncLogger of each node (default: an
     IPCLoggerChannel over Thrift; the fault harness passes its own);
-    ``metrics_registry`` receives the channels' Prometheus metrics.
+    ``metrics_registry`` receives the channels' Prometheus metrics;
+    ``http_opener(url, timeout_s)`` opens a ``/getJournal`` URL for the
+    streaming readers (default: HTTP; the in-process transport reads the
+    simulated node's file).
     """
 
     def __init__(
@@ -134,6 +138,7 @@ class QuorumJournalManager(JournalManager):
         logger_factory: LoggerFactory | None = None,
         metrics_registry: CollectorRegistry | None = None,
         clock: Callable[[], float] = time.monotonic,
+        http_opener: Callable[[str, float], Any] | None = None,
     ) -> None:
         if conf is None:
             raise IllegalArgumentException("must be configured")
@@ -159,6 +164,7 @@ class QuorumJournalManager(JournalManager):
         )
         self.output_buffer_capacity = DEFAULT_OUTPUT_BUFFER_CAPACITY
         self.is_active_writer = False
+        self._http_opener = http_opener or open_url
         if logger_factory is None:
             logger_factory = functools.partial(
                 ipc_logger_channel_factory, metrics_registry=metrics_registry
@@ -332,15 +338,21 @@ class QuorumJournalManager(JournalManager):
                 f"txid {committed} committed",
             )
         url = best_logger.build_url_to_fetch_logs(segment_txid)
-        self.loggers.wait_for_write_quorum(
+        accepted = self.loggers.wait_for_write_quorum(
             self.loggers.call("accept_recovery", log_to_sync, url),
             self.timeouts.accept_recovery_ms,
             f"acceptRecovery({log_to_sync})",
         )
-        # A node that missed the accept validates its log before finalizing, so
-        # sending it the finalize too is safe.
+        # Finalize only where the accept succeeded. A node that missed it may hold a copy
+        # of the same length written by another writer; finalizing that copy would give
+        # one segment two different finalized contents (found by run_seed 145).
         self.loggers.wait_for_write_quorum(
-            self.loggers.call("finalize_log_segment", log_to_sync.start_txid, log_to_sync.end_txid),
+            self.loggers.call(
+                "finalize_log_segment",
+                log_to_sync.start_txid,
+                log_to_sync.end_txid,
+                only=accepted.keys(),
+            ),
             self.timeouts.finalize_segment_ms,
             f"finalizeLogSegment({log_to_sync.start_txid}-{log_to_sync.end_txid})",
         )
@@ -481,6 +493,7 @@ class QuorumJournalManager(JournalManager):
                         log.is_in_progress,
                         timeout_s=timeout_s,
                         max_op_size=self.max_op_size,
+                        opener=self._http_opener,
                     )
                 )
         return chain_and_make_redundant_streams(streams, from_txid)

@@ -15,7 +15,7 @@ does not.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
@@ -71,11 +71,15 @@ class SegmentState:
     start_txid: int
     end_txid: int
     is_in_progress: bool
+    #: Hex MD5 of the segment's bytes up to its last txn: the content proxy (see the IDL).
+    #: Not part of equality: two states describe the same range whatever their digests.
+    md5: str | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         # Hadoop logs these with TextFormat.shortDebugString.
         in_progress = "true" if self.is_in_progress else "false"
-        return f"startTxId: {self.start_txid} endTxId: {self.end_txid} isInProgress: {in_progress}"
+        text = f"startTxId: {self.start_txid} endTxId: {self.end_txid} isInProgress: {in_progress}"
+        return text + (f" md5: {self.md5}" if self.md5 else "")
 
 
 @dataclass(frozen=True)
@@ -145,7 +149,10 @@ def _request_info_to(r: RequestInfo) -> Any:
 
 def _segment_state_to(s: SegmentState) -> Any:
     return _t.SegmentState(
-        startTxId=s.start_txid, endTxId=s.end_txid, isInProgress=bool(s.is_in_progress)
+        startTxId=s.start_txid,
+        endTxId=s.end_txid,
+        isInProgress=bool(s.is_in_progress),
+        md5=s.md5,
     )
 
 
@@ -233,7 +240,7 @@ def _request_info_from(t: Any) -> RequestInfo:
 
 
 def _segment_state_from(t: Any) -> SegmentState:
-    return SegmentState(t.startTxId, t.endTxId, bool(t.isInProgress))
+    return SegmentState(t.startTxId, t.endTxId, bool(t.isInProgress), t.md5)
 
 
 def _optional_segment_state_from(t: Any) -> SegmentState | None:

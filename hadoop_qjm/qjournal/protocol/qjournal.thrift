@@ -41,11 +41,17 @@ struct RequestInfo {
   5: optional string nameServiceId,
 }
 
-/** SegmentStateProto. */
+/**
+ * SegmentStateProto, plus an optional content proxy (our extension): the hex MD5 of the
+ * segment's bytes up to its last transaction (header included, padding excluded). The
+ * design paper §2.8 proposed "the highest txid and md5sum" as the proxy for a segment's
+ * contents; with the txid alone, two different copies of the same length look equal.
+ */
 struct SegmentState {
   1: required i64 startTxId,
   2: required i64 endTxId,
   3: required bool isInProgress,
+  4: optional string md5,
 }
 
 /** PersistedRecoveryPaxosData: an accepted recovery decision. */

@@ -10,6 +10,7 @@ the file is unknown and acknowledging anything more could lose an edit.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
@@ -78,6 +79,22 @@ class JournalFaultInjector:
 
     def before_write_edits(self) -> None:
         """Called before a journal() batch is written (HDFS-17710's writeEdits hook)."""
+
+
+def _segment_md5(path: Path, length: int | None = None) -> str:
+    """Hex MD5 of a segment's first ``length`` bytes (all of it when None): the content
+    proxy of recovery (design paper §2.8: "the highest txid and md5sum")."""
+    digest = hashlib.md5(usedforsecurity=False)
+    remaining = length if length is not None else -1
+    with open(path, "rb") as f:
+        while remaining != 0:
+            chunk = f.read(1 << 20 if remaining < 0 else min(1 << 20, remaining))
+            if not chunk:
+                break
+            digest.update(chunk)
+            if remaining > 0:
+                remaining -= len(chunk)
+    return digest.hexdigest()
 
 
 def _txn_range_contains(seg: SegmentState, txid: int) -> bool:
@@ -248,8 +265,10 @@ class Journal:
             self.current_epoch_ipc_serial = rules.INITIAL_IPC_SERIAL
         if decision.ipc_serial is not None:
             self.current_epoch_ipc_serial = decision.ipc_serial
-        if decision.committed_txid is not None:
-            self.committed_txn_id.set(decision.committed_txid)
+        committed = decision.committed_txid
+        if committed is not None and committed != self.committed_txn_id.get():
+            # Unchanged (a writer's heartbeat, a retry): the file already holds it.
+            self.committed_txn_id.set(committed)
         decision.raise_if_rejected()
 
     def _check_write_request(self, req: RequestInfo) -> None:
@@ -442,6 +461,18 @@ class Journal:
                             f"{end_txid} but log {elf.path} on disk only contains up to txid "
                             f"{elf.last_txid} ; journal id: {self.journal_id}"
                         )
+                    # A copy that differs from the one this node accepted in recovery must
+                    # never be finalized (the finalized copies must agree everywhere).
+                    accepted = self._get_persisted_paxos_data(start_txid)
+                    if accepted is not None and accepted.segment_state.md5 is not None:
+                        digest = _segment_md5(elf.path, elf.valid_length)
+                        if digest != accepted.segment_state.md5:
+                            raise JournalOutOfSyncException(
+                                f"Trying to finalize log segment {start_txid} but the copy on "
+                                f"disk (md5 {digest}) is not the one accepted in epoch "
+                                f"{accepted.accepted_in_epoch} ({accepted.segment_state}) ; "
+                                f"journal id: {self.journal_id}"
+                            )
                     # A segment installed by recovery still carries its source's padding; the
                     # finalized copies of one segment must be byte-identical everywhere.
                     truncate_to = elf.valid_length
@@ -519,7 +550,9 @@ class Journal:
             if previously_accepted is not None and not has_finalized:
                 accepted = previously_accepted.segment_state
                 always_assert(
-                    seg_info is not None and accepted.end_txid == seg_info.end_txid,
+                    seg_info is not None
+                    and accepted.end_txid == seg_info.end_txid
+                    and (accepted.md5 is None or accepted.md5 == seg_info.md5),
                     f"prev accepted: {accepted}\non disk:       {seg_info}",
                 )
                 response = PrepareRecoveryResponse(
@@ -559,7 +592,14 @@ class Journal:
             )
             synced_file: Path | None = None
             current = self._get_segment_info(seg_txid)
-            if current is None or current.end_txid != segment.end_txid:
+            # Same last txid is not enough: two writers can leave different copies of one
+            # length (each wrote txid N to a minority). The digest tells them apart.
+            same_content = (
+                current is not None
+                and current.end_txid == segment.end_txid
+                and (segment.md5 is None or current.md5 == segment.md5)
+            )
+            if not same_content:
                 if current is None:
                     self.log.info("Synchronizing log %s: no current segment in place", segment)
                     self._update_highest_written_txid(
@@ -567,7 +607,7 @@ class Journal:
                     )
                 else:
                     self.log.info(
-                        "Synchronizing log %s: old segment %s is not the right length",
+                        "Synchronizing log %s: old segment %s is not the right length or content",
                         segment,
                         current,
                     )
@@ -733,7 +773,10 @@ class Journal:
             self.log.info("Edit log file %s appears to be empty. Moving it aside...", elf)
             elf.move_aside_empty_file()
             return None
-        return SegmentState(segment_txid, elf.last_txid, elf.is_in_progress)
+        length = elf.valid_length if elf.is_in_progress else None
+        return SegmentState(
+            segment_txid, elf.last_txid, elf.is_in_progress, _segment_md5(elf.path, length)
+        )
 
     def _sync_log(self, req: RequestInfo, segment: SegmentState, url: str) -> Path:
         """Download the accepted segment into ``edits_inprogress_<start>.epoch=<E>`` (fsynced)."""
@@ -746,6 +789,7 @@ class Journal:
         try:
             fetch(url, tmp, timeout_ms / 1000.0)
             fsync_dir(tmp.parent)
+            self._check_download(tmp, segment)
         except BaseException as e:
             try:
                 tmp.unlink()
@@ -755,6 +799,19 @@ class Journal:
                 raise IOException(f"Unable to download {url} for segment {segment}: {e}") from e
             raise
         return tmp
+
+    def _check_download(self, tmp: Path, segment: SegmentState) -> None:
+        """What was downloaded must be exactly the accepted segment: its last txid, and its
+        digest when the coordinator sent one (so a wrong or stale copy is never installed)."""
+        validation = scan_edit_log(tmp)
+        if validation.has_corrupt_header or validation.last_txid != segment.end_txid:
+            raise IOException(
+                f"downloaded copy ends at txid {validation.last_txid}, expected {segment}"
+            )
+        if segment.md5 is not None:
+            digest = _segment_md5(tmp, validation.valid_length)
+            if digest != segment.md5:
+                raise IOException(f"downloaded copy has md5 {digest}, expected {segment}")
 
     def close(self) -> None:
         """Release the segment, the committed-txid file and the storage lock."""

@@ -5,7 +5,8 @@ text dump. Ours is one line of JSON, version-tagged, written atomically
 (tmp → fsync → rename → fsync dir)::
 
     {"version": 1, "segmentState": {"startTxId": 101, "endTxId": 150,
-     "isInProgress": true}, "acceptedInEpoch": 7}
+     "isInProgress": true, "md5": "<hex md5 of the segment up to txid 150>"},
+     "acceptedInEpoch": 7}
 
 Reading accepts only this form; anything else is an IOException naming the
 file, so a damaged record stops recovery instead of being misread.
@@ -40,6 +41,7 @@ def encode_paxos_record(data: PersistedRecoveryPaxosData) -> bytes:
             "startTxId": seg.start_txid,
             "endTxId": seg.end_txid,
             "isInProgress": seg.is_in_progress,
+            **({"md5": seg.md5} if seg.md5 else {}),
         },
         "acceptedInEpoch": data.accepted_in_epoch,
     }
@@ -52,7 +54,12 @@ def decode_paxos_record(raw: bytes, source: str = "paxos record") -> PersistedRe
         if record["version"] != PAXOS_RECORD_VERSION:
             raise ValueError(f"unknown version {record['version']}")
         seg = record["segmentState"]
-        state = SegmentState(int(seg["startTxId"]), int(seg["endTxId"]), bool(seg["isInProgress"]))
+        md5 = seg.get("md5")
+        if md5 is not None and not isinstance(md5, str):
+            raise ValueError("md5 is not a string")
+        state = SegmentState(
+            int(seg["startTxId"]), int(seg["endTxId"]), bool(seg["isInProgress"]), md5
+        )
         return PersistedRecoveryPaxosData(state, int(record["acceptedInEpoch"]))
     except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
         raise IOException(f"Malformed {source}: {e}") from None
