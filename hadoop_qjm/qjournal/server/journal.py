@@ -656,6 +656,14 @@ class Journal:
                     f"Synced segment {tmp.name} holds txns up to {validation.last_txid}, "
                     f"expected {end_txid}"
                 )
+            start_txid = validation.first_txid
+            if start_txid == self.cur_segment_txid:
+                return False
+            stale = self.fjm.get_log_file(start_txid)
+            if stale is not None and stale.is_in_progress:
+                # A committed, finalized copy supersedes this node's leftover in-progress one
+                # (it missed the finalize); keep the old bytes aside, never two segments at S.
+                stale.move_aside_stale_inprogress_file()
             self._install(tmp, final)
             return True
 
