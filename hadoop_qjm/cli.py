@@ -26,6 +26,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "hadoop_qjm.qjournal.server.journal_node",
         "run a JournalNode in the foreground",
     ),
+    "namenode": (
+        "hadoop_qjm.namenode.name_node",
+        "run a NameNode, or -format, -initializeSharedEdits, -checkpointOffline",
+    ),
+    "dfs": ("hadoop_qjm.tools.dfs_shell", "file system commands: -mkdir -ls -rm -mv -touchz ..."),
+    "dfsadmin": (
+        "hadoop_qjm.tools.dfs_admin",
+        "NameNode administration: -rollEdits, -saveNamespace",
+    ),
     "quickstart": (
         "hadoop_qjm.tools.quickstart",
         "run a local 3-JournalNode cluster with a writer, a failover and a reader",
@@ -43,7 +52,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "check LogTester dirs against the JournalNodes' dirs",
     ),
     "oev": ("hadoop_qjm.tools.oev", "offline edits viewer: print an edit log as XML or statistics"),
-    "bench": ("hadoop_qjm.tools.bench", "benchmarks: bench edits | journalnode"),
+    "bench": (
+        "hadoop_qjm.tools.bench",
+        "benchmarks: bench edits | journalnode | namenode | qjm | ...",
+    ),
     "fault-campaign": (
         "hadoop_qjm.spark.fault_campaign",
         "run the randomized fault test for many seeds on Spark (needs pyspark)",

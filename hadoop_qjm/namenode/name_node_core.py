@@ -39,6 +39,7 @@ from hadoop_qjm.namenode.nn_storage import NameNodeDirs, NNStorage, uri_path
 __all__ = [
     "NameNodeCore",
     "JournalFactory",
+    "confirm_format",
     "create_journal_set",
     "format_namenode",
     "new_namespace_info",
@@ -108,6 +109,38 @@ def new_namespace_info(
     return NamespaceInfo(namespace_id, cluster_id or f"CID-{uuid.uuid4()}", block_pool_id, 0)
 
 
+def confirm_format(
+    conf: Configuration,
+    with_data: Sequence[str],
+    *,
+    force: bool = False,
+    confirm: Callable[[Sequence[str]], bool] | None = None,
+) -> None:
+    """May the locations ``with_data`` (those holding data) be formatted? (FSImage.confirmFormat)
+
+    Yes if none holds data or with ``force``; else IOException, unless ``confirm(locations)``
+    says yes: no ``confirm`` is -nonInteractive ("Running in non-interactive mode, and data
+    appears to exist in X. Not formatting."), a no is "Format aborted in X". With
+    ``dfs.reformat.disabled`` any data aborts, even with ``force`` (NameNode.format).
+    As in Hadoop, only ``force`` reaches the JournalNodes: a yes is not enough for one that
+    holds data ("Can't format the storage directory because the current directory is not
+    empty").
+    """
+    if not with_data:
+        return
+    if conf.get_bool(keys.DFS_REFORMAT_DISABLED_KEY, keys.DFS_REFORMAT_DISABLED_DEFAULT):
+        raise IOException("NameNode format aborted as reformat is disabled for this cluster.")
+    if force:
+        return
+    if confirm is None:
+        raise IOException(
+            f"Running in non-interactive mode, and data appears to exist in "
+            f"{with_data[0]}. Not formatting."
+        )
+    if not confirm(with_data):
+        raise IOException(f"Format aborted in {with_data[0]}")
+
+
 def format_namenode(
     conf: Configuration,
     cluster_id: str | None = None,
@@ -146,18 +179,7 @@ def format_namenode(
             for jas in remote
             if jas.manager.has_some_data()  # type: ignore[attr-defined]
         ]
-        if with_data and not force:
-            if conf.get_bool(keys.DFS_REFORMAT_DISABLED_KEY, keys.DFS_REFORMAT_DISABLED_DEFAULT):
-                raise IOException(
-                    "NameNode format aborted as reformat is disabled for this cluster."
-                )
-            if confirm is None:
-                raise IOException(
-                    f"Running in non-interactive mode, and data appears to exist in "
-                    f"{with_data[0]}. Not formatting."
-                )
-            if not confirm(with_data):
-                raise IOException(f"Format aborted in {with_data[0]}")
+        confirm_format(conf, with_data, force=force, confirm=confirm)
         LOG.info("Allocated new BlockPoolId: %s", ns_info.block_pool_id)
         namesystem = FSNamesystem(conf, fs_owner=fs_owner)
         image = FSImage(conf, storage)

@@ -1,0 +1,573 @@
+"""HttpServer2: the HTTP server every daemon embeds (Hadoop's class of the name, reduced).
+
+A daemon's server subclasses :class:`HttpServer2`, adds its pages to :attr:`HttpServer2.routes`
+and provides the content of the standard endpoints: ``/metrics`` (Prometheus text from
+:meth:`HttpServer2.metrics_registry`), ``/jmx[?qry=]`` (JMXJsonServlet's layout over
+:meth:`HttpServer2.jmx_beans`) and ``/`` (:meth:`HttpServer2.status_page`). The JournalNode's
+server adds ``/getJournal``, the NameNode's ``/imagetransfer``.
+
+One daemon thread per connection, at most ``hadoop.http.max.threads`` (else 503); every
+connection has a socket timeout so an idle or stalled client cannot pin a thread; the
+request line is limited to :data:`MAX_REQUEST_LINE` bytes (headers: 100 lines of 64 KiB, by
+``http.client``). The listening socket is made in one place, ``socket_factory`` (default
+:func:`make_server_socket`), where TLS can wrap it. Malformed requests are 400, unknown
+paths 404, other methods than GET and HEAD 405.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import gc
+import http.server
+import json
+import logging
+import selectors
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from http import HTTPStatus
+from typing import Any, BinaryIO, ClassVar
+from urllib.parse import parse_qs, urlsplit
+
+import psutil
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from hadoop_qjm.common.exceptions import IllegalArgumentException, IllegalStateException
+
+__all__ = [
+    "CHUNK_SIZE",
+    "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_SOCKET_TIMEOUT_S",
+    "MAX_REQUEST_LINE",
+    "DataTransferThrottler",
+    "HttpError",
+    "HttpRequestHandler",
+    "HttpServer2",
+    "jmx_query",
+    "make_server_socket",
+]
+
+LOG = logging.getLogger(__name__)
+
+CHUNK_SIZE = 64 * 1024
+MAX_REQUEST_LINE = 8192
+DEFAULT_SOCKET_TIMEOUT_S = 60.0
+DEFAULT_MAX_CONNECTIONS = 64
+_MIB = 1024.0 * 1024.0
+_WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]")
+_TEXT = "text/plain; charset=utf-8"
+_BUSY = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+
+def make_server_socket(host: str, port: int, backlog: int = 128) -> socket.socket:
+    """A TCP socket bound to ``(host, port)`` and listening; port 0 picks a free port."""
+    host = host.strip("[]")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        # As Jetty does: a restarted daemon can rebind while old connections sit in TIME_WAIT.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(backlog)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+class DataTransferThrottler:
+    """Hadoop's DataTransferThrottler: at most ``bandwidth_per_sec`` bytes per second on average.
+
+    Credit is handed out per period; a sender that used up the period's credit sleeps until
+    the next one. After a long pause only one period of credit accrues (no unbounded burst).
+    """
+
+    def __init__(
+        self,
+        bandwidth_per_sec: int,
+        period_s: float = 0.5,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if bandwidth_per_sec <= 0:
+            raise IllegalArgumentException(f"bandwidth must be positive: {bandwidth_per_sec}")
+        self.period_s = period_s
+        self.bytes_per_period = max(1, int(bandwidth_per_sec * period_s))
+        self._clock = clock
+        self._sleep = sleep
+        self._period_start = clock()
+        self._reserve = self.bytes_per_period
+
+    def throttle(self, num_bytes: int) -> None:
+        """Account for ``num_bytes`` just sent; sleep while over the budget."""
+        self._reserve -= num_bytes
+        while self._reserve <= 0:
+            now = self._clock()
+            period_end = self._period_start + self.period_s
+            if now < period_end:
+                self._sleep(period_end - now)
+                continue
+            idle_long = now >= self._period_start + 3 * self.period_s
+            self._period_start = now if idle_long else period_end
+            self._reserve += self.bytes_per_period
+
+
+def jmx_query(text: str) -> Callable[[str], bool]:
+    """A matcher for ``/jmx?qry=``: a JMX ObjectName pattern ``domain:k=v,k=v[,*]`` with globs."""
+    domain, sep, rest = text.partition(":")
+    parts = rest.split(",") if sep else []
+    wanted = dict(part.partition("=")[::2] for part in parts if part != "*")
+    any_other = "*" in parts
+    if not sep or (not wanted and not any_other) or any("=" not in p for p in parts if p != "*"):
+        raise ValueError(f"Invalid ObjectName pattern: {text}")
+
+    def matches(name: str) -> bool:
+        bean_domain, _, bean_rest = name.partition(":")
+        props = dict(part.partition("=")[::2] for part in bean_rest.split(","))
+        return (
+            fnmatch.fnmatchcase(bean_domain, domain)
+            and (any_other or set(props) == set(wanted))
+            and all(k in props and fnmatch.fnmatchcase(props[k], v) for k, v in wanted.items())
+        )
+
+    return matches
+
+
+class HttpError(Exception):
+    """Answer the request with ``status`` and this message (raised by a page)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class HttpRequestHandler(http.server.BaseHTTPRequestHandler):
+    """One connection; each request is dispatched by path to a page of the owning server.
+
+    A page is ``owner.<method>(request, params, send_body)`` where ``request`` is this
+    handler (use :meth:`send_bytes`, :meth:`send_file`), ``params`` the query's first
+    values and ``send_body`` False for HEAD.
+    """
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in separate writes
+    server: _Server
+
+    def setup(self) -> None:
+        self.timeout = self.server.socket_timeout_s
+        self._headers_sent = False
+        super().setup()
+
+    def handle_one_request(self) -> None:
+        """BaseHTTPRequestHandler's loop step, with a smaller request-line limit and 405s."""
+        self._headers_sent = False
+        try:
+            self.raw_requestline = self.rfile.readline(MAX_REQUEST_LINE + 1)
+            if len(self.raw_requestline) > MAX_REQUEST_LINE:
+                self.requestline = self.request_version = self.command = ""
+                self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG)
+                return
+            if not self.raw_requestline:
+                self.close_connection = True
+                return
+            if not self.parse_request():
+                return
+            if self.command in ("GET", "HEAD"):
+                self._dispatch(send_body=self.command == "GET")
+            else:
+                msg = f"HTTP method {self.command} is not supported by this URL"
+                self.send_http_error(HTTPStatus.METHOD_NOT_ALLOWED, msg, allow="GET, HEAD")
+            # A request body we did not read would be parsed as the next request.
+            if self.headers.get("Content-Length", "0").strip() not in ("", "0") or (
+                "Transfer-Encoding" in self.headers
+            ):
+                self.close_connection = True
+            self.wfile.flush()
+        except (TimeoutError, ConnectionError) as e:
+            LOG.debug("Dropping HTTP connection from %s: %r", self.client_address, e)
+            self.close_connection = True
+
+    def _dispatch(self, send_body: bool) -> None:
+        url = urlsplit(self.path)
+        route = self.owner.routes.get(url.path)
+        if route is None:
+            self.send_http_error(HTTPStatus.NOT_FOUND, f"No such page: {url.path}")
+            return
+        page_name, error_prefix = route
+        try:
+            query = parse_qs(url.query, keep_blank_values=True, max_num_fields=64)
+        except ValueError as e:
+            self.send_http_error(HTTPStatus.BAD_REQUEST, f"Malformed query string: {e}")
+            return
+        params = {key: values[0] for key, values in query.items()}
+        try:
+            getattr(self.owner, page_name)(self, params, send_body)
+        except (TimeoutError, ConnectionError):
+            raise
+        except HttpError as e:
+            self.send_http_error(e.status, str(e))
+        except Exception as e:
+            LOG.exception("Error serving %s to %s", url.path, self.client_address[0])
+            if self._headers_sent:
+                self.close_connection = True  # the client sees a short body, never a lie
+            else:
+                msg = f"{error_prefix}{type(e).__name__}: {e}"
+                self.send_http_error(HTTPStatus.INTERNAL_SERVER_ERROR, msg)
+
+    @property
+    def owner(self) -> HttpServer2:
+        """The daemon's server object whose pages this handler serves."""
+        return self.server.owner
+
+    # ---- responses ------------------------------------------------------------------------------
+    def end_headers(self) -> None:
+        self._headers_sent = True
+        super().end_headers()
+
+    def send_bytes(
+        self,
+        status: int,
+        content_type: str,
+        body: bytes,
+        send_body: bool,
+        headers: dict[str, str] | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """A complete response with ``body`` (sent only if ``send_body``)."""
+        self.send_response(status, reason)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Content-Type-Options", "nosniff")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        if send_body:
+            self.wfile.write(body)
+
+    def send_http_error(self, status: int, message: str, allow: str | None = None) -> None:
+        """A text/plain error. The message is also the reason phrase (as Jetty's sendError),
+        where Hadoop's TransferFsImage reads it; there it is cut to printable ASCII."""
+        reason = "".join(c if " " <= c <= "~" else " " for c in message)[:200].strip()
+        headers = {"Connection": "close", **({"Allow": allow} if allow else {})}
+        self.close_connection = True
+        body = (message + "\n").encode("utf-8", "replace")
+        self.send_bytes(status, _TEXT, body, self.command != "HEAD", headers, reason or None)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """Errors parse_request reports: a fixed phrase (never echo the request line back),
+        with a status line and headers even for a request that looked like HTTP/0.9."""
+        if getattr(self, "request_version", "") in ("", "HTTP/0.9"):
+            self.request_version = "HTTP/1.0"
+        self.send_http_error(code, HTTPStatus(code).phrase)
+
+    def send_file(
+        self,
+        f: BinaryIO,
+        length: int,
+        name: str,
+        send_body: bool,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """Send ``length`` bytes of ``f`` as the attachment ``name`` (Hadoop's file-transfer
+        headers: Content-Disposition and X-Image-Edits-Name, plus ``headers``), throttled by
+        the server's bandwidth setting."""
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(length))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.send_header("Content-Disposition", f"attachment; filename={name}")
+        self.send_header("X-Image-Edits-Name", name)
+        self.end_headers()
+        if send_body:
+            self._copy(f, length, name)
+
+    def _copy(self, f: BinaryIO, length: int, name: str) -> None:
+        """Send exactly ``length`` bytes of ``f`` (its size at open time), throttled if asked."""
+        throttler = self.owner.new_throttler()
+        chunk = CHUNK_SIZE if throttler is None else min(CHUNK_SIZE, throttler.bytes_per_period)
+        remaining = length
+        while remaining > 0:
+            data = f.read(min(chunk, remaining))
+            if not data:
+                # Truncated under us (a recovered segment's padding removed at finalize): we
+                # cannot send what Content-Length promised, so drop the connection.
+                LOG.warning("%s shrank while being sent; closing the connection", name)
+                self.close_connection = True
+                return
+            self.wfile.write(data)
+            remaining -= len(data)
+            if throttler is not None:
+                throttler.throttle(len(data))
+
+    def version_string(self) -> str:
+        return "hadoop-qjm-py"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        LOG.debug("%s - %s", self.address_string(), format % args)
+
+
+class _Server(http.server.HTTPServer):
+    """An HTTPServer on a ready-made socket, one tracked daemon thread per connection."""
+
+    def __init__(self, owner: HttpServer2, sock: socket.socket) -> None:
+        self.address_family = sock.family
+        super().__init__(sock.getsockname()[:2], HttpRequestHandler, bind_and_activate=False)
+        self.socket.close()  # the one TCPServer made; ours comes from the socket factory
+        self.socket = sock
+        self.server_address = sock.getsockname()
+        self.server_name, self.server_port = self.server_address[:2]
+        self.owner = owner
+        self.socket_timeout_s = owner.socket_timeout_s
+        self.max_connections = owner.max_connections
+        self._conns: dict[socket.socket, threading.Thread] = {}
+        self._conns_lock = threading.Lock()
+        self._closing = False
+        self._count = 0
+        # serve_forever polls for shutdown every 0.5 s; a wake-up socket makes stop() immediate.
+        self._wake_r, self._wake_w = socket.socketpair()
+
+    def serve(self) -> None:
+        """Accept connections until :meth:`wake`."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.socket, selectors.EVENT_READ)
+            selector.register(self._wake_r, selectors.EVENT_READ)
+            while True:
+                for key, _events in selector.select():
+                    if key.fileobj is self._wake_r:
+                        return
+                    self._handle_request_noblock()
+
+    def wake(self) -> None:
+        self._wake_w.send(b"x")
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+    def process_request(self, request, client_address) -> None:
+        with self._conns_lock:
+            refuse = self._closing or len(self._conns) >= self.max_connections
+            if not refuse:
+                self._count += 1
+                name = f"{type(self.owner).__name__}-{self.server_port}-handler-{self._count}"
+                thread = threading.Thread(
+                    target=self._process, args=(request, client_address), name=name, daemon=True
+                )
+                self._conns[request] = thread
+                thread.start()  # under the lock, so close_connections never joins an unstarted one
+        if refuse:
+            self._refuse(request)
+
+    def _process(self, request, client_address) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:
+            self.handle_error(request, client_address)
+        finally:
+            self.shutdown_request(request)
+            with self._conns_lock:
+                self._conns.pop(request, None)
+
+    def _refuse(self, request) -> None:
+        LOG.warning("Too many HTTP connections (%d); refusing one", self.max_connections)
+        try:
+            request.settimeout(1.0)
+            request.sendall(_BUSY)
+        except OSError:
+            pass
+        self.shutdown_request(request)
+
+    def handle_error(self, request, client_address) -> None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            LOG.debug("HTTP connection from %s ended: %r", client_address, exc)
+        else:
+            LOG.exception("Error handling an HTTP request from %s", client_address)
+
+    def close_connections(self, timeout_s: float) -> list[threading.Thread]:
+        """Cut every open connection and join its thread; returns the threads still alive."""
+        with self._conns_lock:
+            self._closing = True
+            conns = list(self._conns.items())
+        for sock, _thread in conns:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked in recv or send
+            except OSError:
+                pass
+        deadline = time.monotonic() + timeout_s
+        for _sock, thread in conns:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return [t for _s, t in conns if t.is_alive()]
+
+
+class HttpServer2:
+    """A daemon's HTTP server: lifecycle, addresses, throttling and the standard pages.
+
+    Subclasses set :attr:`daemon_name` (``"JournalNode"``), extend :attr:`routes` and
+    implement :meth:`metrics_registry`, :meth:`jmx_beans` and :meth:`status_page`. The
+    socket is made in the constructor (``socket_factory(host, port)``, default
+    :func:`make_server_socket`), so :attr:`port` is known before :meth:`start`.
+    ``conf`` supplies ``hadoop.http.max.threads`` and ``dfs.image.transfer.bandwidthPerSec``.
+    """
+
+    scheme = "http"
+    #: The daemon's name in log lines and in the JvmMetrics bean.
+    daemon_name = "Daemon"
+    #: path -> (name of the page method, prefix of a 500 error's message)
+    routes: ClassVar[dict[str, tuple[str, str]]] = {
+        "/metrics": ("page_metrics", ""),
+        "/jmx": ("page_jmx", ""),
+        "/": ("page_status", ""),
+        "/index.html": ("page_status", ""),
+    }
+
+    def __init__(
+        self,
+        conf: Any,
+        bind_host: str,
+        port: int,
+        socket_factory: Callable[[str, int], socket.socket] | None = None,
+        *,
+        socket_timeout_s: float = DEFAULT_SOCKET_TIMEOUT_S,
+        max_connections: int | None = None,
+    ) -> None:
+        self.bind_host = bind_host
+        if max_connections is None:
+            configured = conf.get_int("hadoop.http.max.threads", -1) if conf else -1
+            max_connections = configured if configured > 0 else DEFAULT_MAX_CONNECTIONS
+        self.max_connections = max_connections
+        self.socket_timeout_s = socket_timeout_s
+        bandwidth = conf.get_int("dfs.image.transfer.bandwidthPerSec", 0) if conf else 0
+        self.bandwidth_per_sec = bandwidth
+        sock = (socket_factory or make_server_socket)(bind_host, port)
+        try:
+            self._server = _Server(self, sock)
+        except BaseException:
+            sock.close()
+            raise
+        self.port: int = self._server.server_address[1]
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+        self._lifecycle_lock = threading.Lock()
+        self._connect_host: str | None = None
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Serve in a background daemon thread."""
+        with self._lifecycle_lock:
+            if self._stopped or self._thread is not None:
+                raise IllegalStateException(f"{self} already started or stopped")
+            name = f"{type(self).__name__}-{self.port}"
+            self._thread = threading.Thread(target=self._server.serve, name=name, daemon=True)
+            self._thread.start()
+        LOG.info("%s HTTP server listening on %s", self.daemon_name, self.uri)
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop accepting, close the port, cut open connections and join every thread."""
+        with self._lifecycle_lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            thread = self._thread
+        if thread is not None:
+            self._server.wake()
+            thread.join(timeout_s)
+        self._server.server_close()
+        stuck = self._server.close_connections(timeout_s)
+        if stuck:
+            LOG.warning("HTTP handler threads still running after stop: %s", stuck)
+        LOG.info("%s HTTP server on port %d stopped", self.daemon_name, self.port)
+
+    # ---- addresses ------------------------------------------------------------------------------
+    @property
+    def connect_host(self) -> str:
+        """The host to give clients: the bind host, or for a wildcard bind (``0.0.0.0``,
+        ``::``) this machine's host name if it resolves, else ``127.0.0.1`` (Hadoop's
+        NetUtils.getConnectAddress)."""
+        if self._connect_host is None:
+            host = self.bind_host
+            if host in _WILDCARD_HOSTS:
+                host = socket.gethostname()
+                try:
+                    socket.getaddrinfo(host, None)
+                except OSError:
+                    host = "127.0.0.1"
+            self._connect_host = host.strip("[]")
+        return self._connect_host
+
+    @property
+    def uri(self) -> str:
+        """``http://host:port`` of this server."""
+        host = self.connect_host
+        return f"{self.scheme}://{f'[{host}]' if ':' in host else host}:{self.port}"
+
+    def new_throttler(self) -> DataTransferThrottler | None:
+        """A throttler for one transfer; None if ``dfs.image.transfer.bandwidthPerSec`` is 0."""
+        if self.bandwidth_per_sec <= 0:
+            return None
+        return DataTransferThrottler(self.bandwidth_per_sec)
+
+    # ---- content (subclasses) -------------------------------------------------------------------
+    def metrics_registry(self) -> CollectorRegistry:
+        """The registry ``/metrics`` exposes."""
+        raise NotImplementedError
+
+    def jmx_beans(self) -> list[dict[str, object]]:
+        """Every bean ``/jmx`` can show."""
+        raise NotImplementedError
+
+    def status_page(self) -> str:
+        """The HTML of ``/`` (escape every value)."""
+        raise NotImplementedError
+
+    def jvm_metrics_bean(self, service: str, hostname: str) -> dict[str, object]:
+        """Process facts under Hadoop's JvmMetrics names where one fits (RSS as "heap")."""
+        p = psutil.Process()  # one per call: oneshot() caches are not thread-safe
+        with p.oneshot():
+            mem, cpu, os_threads = p.memory_info(), p.cpu_times(), p.num_threads()
+            fds = p.num_fds() if hasattr(p, "num_fds") else -1
+        return {
+            "name": f"Hadoop:service={service},name=JvmMetrics",
+            "modelerType": "JvmMetrics",
+            "tag.Context": "jvm",
+            "tag.ProcessName": service,
+            "tag.SessionId": None,
+            "tag.Hostname": hostname,
+            "MemHeapUsedM": round(mem.rss / _MIB, 3),
+            "MemHeapCommittedM": round(mem.rss / _MIB, 3),
+            "MemVirtualM": round(mem.vms / _MIB, 3),
+            "ThreadsRunnable": os_threads,
+            "PythonThreads": threading.active_count(),
+            "OpenFileDescriptorCount": fds,
+            "ProcessCpuTimeMillis": int((cpu.user + cpu.system) * 1000),
+            "GcCount": sum(s.get("collections", 0) for s in gc.get_stats()),
+        }
+
+    # ---- the standard pages ---------------------------------------------------------------------
+    def page_metrics(self, request: HttpRequestHandler, params: dict, send_body: bool) -> None:
+        body = generate_latest(self.metrics_registry())
+        request.send_bytes(HTTPStatus.OK, CONTENT_TYPE_LATEST, body, send_body)
+
+    def page_jmx(self, request: HttpRequestHandler, params: dict, send_body: bool) -> None:
+        qry = params.get("qry", "*:*")
+        try:
+            matches = jmx_query(qry)
+        except ValueError as e:
+            result: dict[str, object] = {"result": "ERROR", "message": str(e)}
+            status = HTTPStatus.BAD_REQUEST
+        else:
+            result = {"beans": [b for b in self.jmx_beans() if matches(b["name"])]}
+            status = HTTPStatus.OK
+        body = json.dumps(result, indent=2, default=str).encode("utf-8")
+        request.send_bytes(status, "application/json; charset=utf-8", body, send_body)
+
+    def page_status(self, request: HttpRequestHandler, params: dict, send_body: bool) -> None:
+        body = self.status_page().encode("utf-8")
+        request.send_bytes(HTTPStatus.OK, "text/html; charset=utf-8", body, send_body)
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}({self.uri})"

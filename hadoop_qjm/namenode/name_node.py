@@ -1,0 +1,367 @@
+"""NameNode: the daemon (``hdfs-py namenode``) and its command line.
+
+The daemon wraps a :class:`~hadoop_qjm.namenode.name_node_core.NameNodeCore` (storage,
+recovery, namespace, edit log) with an RPC server on ``dfs.namenode.rpc-address``
+(ClientProtocol, NamenodeProtocol, HAServiceProtocol over Thrift) and an HTTP server on
+``dfs.namenode.http-address`` (``/metrics``, ``/jmx``, a status page, ``/imagetransfer``).
+It prints ``NameNode started pid=… rpc=HOST:PORT http=HOST:PORT`` once it serves, and on
+SIGTERM or SIGINT stops serving, ends the open segment, closes the journals and unlocks
+its directories. If the edit log cannot make edits durable it terminates at once with
+status 1 and the reason logged (FSEditLog's ``terminate``).
+
+``hdfs-py namenode -format | -initializeSharedEdits | -checkpointOffline`` are one-shot
+commands (:mod:`hadoop_qjm.namenode.name_node_commands`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from hadoop_qjm import __version__
+from hadoop_qjm.common.exceptions import (
+    ExitException,
+    HadoopException,
+    IllegalArgumentException,
+    IOException,
+)
+from hadoop_qjm.common.storage_info import NamespaceInfo
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.namenode.fs_edit_log import TerminateCallback, terminate_process
+from hadoop_qjm.namenode.fs_edit_log_op import FSEditLogOp
+from hadoop_qjm.namenode.name_node_core import JournalFactory, NameNodeCore
+from hadoop_qjm.namenode.name_node_metrics import NameNodeMetrics
+from hadoop_qjm.namenode.protocol.client import parse_hdfs_uri
+from hadoop_qjm.namenode.protocol.exceptions import (
+    HealthCheckFailedException,
+    ServiceFailedException,
+)
+from hadoop_qjm.namenode.protocol.messages import (
+    CheckpointSignature,
+    HAServiceState,
+    HAServiceStatus,
+)
+from hadoop_qjm.namenode.protocol.rpc import release_handler_slot
+
+__all__ = ["NameNode", "rpc_bind_address", "run"]
+
+LOG = logging.getLogger(__name__)
+
+
+def rpc_bind_address(conf: Configuration) -> tuple[str, int]:
+    """Where the daemon listens: ``dfs.namenode.rpc-address`` if set, else the authority of
+    an ``hdfs://`` ``fs.defaultFS``, else ``0.0.0.0:8020``; ``dfs.namenode.rpc-bind-host``
+    overrides the host."""
+    default_fs = conf.get_trimmed(keys.FS_DEFAULT_NAME_KEY, "") or ""
+    explicit = conf.source(keys.DFS_NAMENODE_RPC_ADDRESS_KEY) not in (None, "defaults")
+    if not explicit and default_fs.startswith("hdfs:"):
+        host, port = parse_hdfs_uri(default_fs)
+        return conf.get_trimmed(keys.DFS_NAMENODE_RPC_BIND_HOST_KEY) or host, port
+    return conf.get_socket_address(
+        keys.DFS_NAMENODE_RPC_ADDRESS_KEY,
+        keys.DFS_NAMENODE_RPC_ADDRESS_DEFAULT,
+        keys.DFS_NAMENODE_RPC_PORT_DEFAULT,
+        bind_host_key=keys.DFS_NAMENODE_RPC_BIND_HOST_KEY,
+    )
+
+
+class _AsyncLoggingEditLog:
+    """The namesystem's edit log when ``dfs.namenode.edits.asynclogging`` is on: a handler
+    thread waiting in ``log_sync`` first gives back its handler slot, so the handlers are
+    not what limits how many edits one sync covers (Hadoop's async edit logging frees the
+    handler the same way, answering the client once the edit is durable)."""
+
+    def __init__(self, edit_log: Any) -> None:
+        self._edit_log = edit_log
+
+    def log_edit(self, op: FSEditLogOp) -> int:
+        return self._edit_log.log_edit(op)
+
+    def log_sync(self, txid: int | None = None) -> None:
+        release_handler_slot()
+        self._edit_log.log_sync(txid)
+
+
+class NameNode:
+    """The daemon's state: core, servers, metrics (see the module docstring).
+
+    ``terminate`` replaces the process exit when the journals fail (tests);
+    ``journal_factory`` builds non-file journals (default: a QuorumJournalManager whose
+    channel metrics go to this NameNode's registry); ``socket_factory`` and
+    ``http_socket_factory`` make the listening sockets.
+    """
+
+    def __init__(
+        self,
+        conf: Configuration,
+        *,
+        terminate: TerminateCallback = terminate_process,
+        journal_factory: JournalFactory | None = None,
+        socket_factory: Any = None,
+        http_socket_factory: Callable[[str, int], socket.socket] | None = None,
+        fs_owner: str | None = None,
+    ) -> None:
+        self.conf = conf
+        self.version = f"{__version__}, r0"
+        self.start_time_ms = int(time.time() * 1000)
+        self.metrics = NameNodeMetrics(self)
+        self.core: NameNodeCore | None = None
+        self.rpc_server: Any = None
+        self.http_server: Any = None
+        self.state = HAServiceState.INITIALIZING
+        self.list_limit = conf.get_int(keys.DFS_LIST_LIMIT_KEY, keys.DFS_LIST_LIMIT_DEFAULT)
+        self._terminate = terminate
+        self._journal_factory = journal_factory or self._default_journal_factory
+        self._socket_factory = socket_factory
+        self._http_socket_factory = http_socket_factory
+        self._fs_owner = fs_owner
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._serving = False
+
+    def _on_terminate(self, status: int, message: str) -> None:
+        """The edit log's terminate: while starting, a plain error (the command line prints
+        one line); once serving, ``terminate`` (by default: log and exit the process)."""
+        if not self._serving:
+            raise ExitException(status, message)
+        self._terminate(status, message)
+
+    def _default_journal_factory(self, conf: Configuration, uri: str, ns_info: NamespaceInfo):
+        """A QuorumJournalManager whose channels report to this NameNode's /metrics."""
+        from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
+
+        scheme = uri.split(":", 1)[0]
+        if scheme != "qjournal":
+            raise IllegalArgumentException(f"No class configured for {scheme}")
+        return QuorumJournalManager(conf, uri, ns_info, metrics_registry=self.metrics.registry)
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Bind both ports, load the namespace and become the writer, then serve."""
+        from hadoop_qjm.namenode.name_node_http_server import NameNodeHttpServer
+        from hadoop_qjm.namenode.name_node_rpc_server import NameNodeRpcServer
+
+        rpc_host, rpc_port = rpc_bind_address(self.conf)
+        http_host, http_port = self.conf.get_socket_address(
+            keys.DFS_NAMENODE_HTTP_ADDRESS_KEY,
+            keys.DFS_NAMENODE_HTTP_ADDRESS_DEFAULT,
+            keys.DFS_NAMENODE_HTTP_PORT_DEFAULT,
+            bind_host_key=keys.DFS_NAMENODE_HTTP_BIND_HOST_KEY,
+        )
+        handlers = self.conf.get_int(
+            keys.DFS_NAMENODE_HANDLER_COUNT_KEY, keys.DFS_NAMENODE_HANDLER_COUNT_DEFAULT
+        )
+        max_frame = self.conf.get_int(
+            keys.IPC_MAXIMUM_DATA_LENGTH_KEY, keys.IPC_MAXIMUM_DATA_LENGTH_DEFAULT
+        )
+        try:
+            # Ports first: a port in use fails before the storage is touched.
+            self.rpc_server = NameNodeRpcServer(
+                self,
+                rpc_host,
+                rpc_port,
+                handler_count=handlers if handlers > 0 else keys.DFS_NAMENODE_HANDLER_COUNT_DEFAULT,
+                max_frame_size=max_frame,
+                socket_factory=self._socket_factory,
+            )
+            self.http_server = NameNodeHttpServer(
+                self, http_host, http_port, self._http_socket_factory
+            )
+            self.core = NameNodeCore(
+                self.conf,
+                terminate=self._on_terminate,
+                journal_factory=self._journal_factory,
+                fs_owner=self._fs_owner,
+            )
+            if self.conf.get_bool(
+                keys.DFS_NAMENODE_EDITS_ASYNC_LOGGING_KEY,
+                keys.DFS_NAMENODE_EDITS_ASYNC_LOGGING_DEFAULT,
+            ):
+                self.core.namesystem.edit_log = _AsyncLoggingEditLog(self.core.edit_log)  # type: ignore[union-attr]
+            self.state = HAServiceState.ACTIVE
+            self.http_server.start()
+            self.rpc_server.start()
+            self._serving = True
+        except BaseException:
+            self.stop()
+            raise
+        LOG.info("NameNode RPC up at %s:%d, HTTP at %s:%d", *self.rpc_address, *self.http_address)
+
+    def stop(self) -> None:
+        """Stop serving, end the open segment, close the journals, unlock (idempotent)."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        for server in (self.rpc_server, self.http_server):
+            if server is not None:
+                try:
+                    server.stop()
+                except Exception:  # noqa: BLE001 - keep stopping the rest
+                    LOG.exception("Error stopping %s", server)
+        core, self.core = self.core, None
+        self.state = HAServiceState.INITIALIZING
+        if core is not None:
+            core.close()
+        LOG.info("NameNode stopped")
+
+    @property
+    def is_stopped(self) -> bool:
+        return self._stopped
+
+    def __enter__(self) -> NameNode:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # ---- addresses -------------------------------------------------------------------------------
+    @property
+    def rpc_address(self) -> tuple[str, int]:
+        """The configured RPC host and the port actually bound (0 before start)."""
+        return rpc_bind_address(self.conf)[0], self.rpc_server.port if self.rpc_server else 0
+
+    @property
+    def http_address(self) -> tuple[str, int]:
+        """The configured HTTP host and the port actually bound (0 before start)."""
+        host = self.conf.get_socket_address(
+            keys.DFS_NAMENODE_HTTP_ADDRESS_KEY,
+            keys.DFS_NAMENODE_HTTP_ADDRESS_DEFAULT,
+            keys.DFS_NAMENODE_HTTP_PORT_DEFAULT,
+            bind_host_key=keys.DFS_NAMENODE_HTTP_BIND_HOST_KEY,
+        )[0]
+        return host, self.http_server.port if self.http_server else 0
+
+    # ---- what the RPC handlers and pages use -----------------------------------------------------
+    def _running(self) -> NameNodeCore:
+        core = self.core
+        if core is None or core.namesystem is None:
+            raise IOException("NameNode is not running")
+        return core
+
+    @property
+    def namesystem(self) -> Any:
+        return self._running().namesystem
+
+    @property
+    def namespace_info(self) -> NamespaceInfo:
+        return self._running().ns_info  # type: ignore[return-value]
+
+    @property
+    def most_recent_checkpoint_txid(self) -> int:
+        return self._running().fs_image.most_recent_checkpoint_txid  # type: ignore[union-attr]
+
+    @property
+    def transaction_id(self) -> int:
+        """The last txid written (FSImage.getCorrectLastAppliedOrWrittenTxId, active)."""
+        return self._running().edit_log.last_written_txid  # type: ignore[union-attr]
+
+    def roll_edit_log(self) -> CheckpointSignature:
+        """Finalize the segment and start the next (NamenodeProtocol.rollEditLog)."""
+        core = self._running()
+        txid = core.roll_edit_log()
+        ns = core.ns_info
+        return CheckpointSignature(
+            ns.block_pool_id,  # type: ignore[union-attr]
+            core.fs_image.most_recent_checkpoint_txid,  # type: ignore[union-attr]
+            txid,
+            ns.storage_info(),  # type: ignore[union-attr]
+        )
+
+    def save_namespace(self, time_window_s: int = 0, tx_gap: int = 0) -> bool:
+        """Save an image now; with a ``time_window_s`` or ``tx_gap``, only if the newest
+        image is older than the window *or* more than ``tx_gap`` txns behind
+        (FSImage.saveNamespace(timeWindow, txGap)). Whether an image was saved."""
+        core = self._running()
+        if time_window_s > 0 or tx_gap > 0:
+            images = core.storage.inspect_images()  # type: ignore[union-attr]
+            if images:
+                age_ms = time.time() * 1000 - images[0].path.stat().st_mtime * 1000
+                behind = self.transaction_id - images[0].txid
+                if age_ms <= time_window_s * 1000 and behind <= tx_gap:
+                    return False
+        core.save_namespace()
+        return True
+
+    # ---- HAServiceProtocol (HA arrives with the next issue) --------------------------------------
+    def monitor_health(self) -> None:
+        """No-op while running, as Hadoop's for a NameNode without HA."""
+        if self.core is None:
+            raise HealthCheckFailedException("The NameNode is not running")
+
+    def transition_to_active(self, source: int) -> None:
+        raise ServiceFailedException("HA for namenode is not enabled")
+
+    def transition_to_standby(self, source: int) -> None:
+        raise ServiceFailedException("HA for namenode is not enabled")
+
+    def service_status(self) -> HAServiceStatus:
+        raise ServiceFailedException("HA for namenode is not enabled")
+
+    def __str__(self) -> str:
+        return f"NameNode(rpc={self.rpc_address}, http={self.http_address})"
+
+
+def _log_file_name() -> str | None:
+    log_dir = os.environ.get("HADOOP_LOG_DIR")
+    if not log_dir:
+        return None
+    os.makedirs(log_dir, exist_ok=True)
+    user = os.environ.get("HADOOP_IDENT_STRING") or os.environ.get("USER") or str(os.getuid())
+    return os.path.join(log_dir, f"hadoop-{user}-namenode-{socket.gethostname()}.log")
+
+
+def run_daemon(conf: Configuration) -> int:
+    """Run a NameNode in the foreground until SIGTERM or SIGINT."""
+    from hadoop_qjm.cli import configure_logging
+
+    level = os.environ.get("HADOOP_ROOT_LOGGER", "INFO").split(",", 1)[0]
+    configure_logging(level, _log_file_name())
+    node = NameNode(conf)
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        LOG.info("Received signal %d, shutting down", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        node.start()
+    except (HadoopException, OSError) as e:
+        from hadoop_qjm.namenode.name_node_commands import one_line
+
+        raise one_line(e) from e  # the log has the details; the command line gets one line
+    rpc_host, rpc_port = node.rpc_address
+    http_host, http_port = node.http_address
+    print(
+        f"NameNode started pid={os.getpid()} rpc={rpc_host}:{rpc_port} "
+        f"http={http_host}:{http_port}",
+        flush=True,
+    )
+    try:
+        # The wait is interrupted by the signal handler; the timeout only bounds each wait.
+        while not stop.wait(3600):
+            pass
+    finally:
+        node.stop()
+    return 0
+
+
+def run(argv: Sequence[str], conf: Configuration | None) -> int:
+    """``hdfs-py namenode [-format ... | -initializeSharedEdits ... | -checkpointOffline DIR]``."""
+    from hadoop_qjm.namenode.name_node_commands import parse_startup_option, run_command
+
+    option = parse_startup_option(argv)
+    if option.command == "help":
+        return 0
+    if option.command == "daemon":
+        return run_daemon(conf)  # type: ignore[arg-type]
+    return run_command(option, conf)  # type: ignore[arg-type]

@@ -1,0 +1,185 @@
+"""The one-shot ``hdfs-py namenode`` commands: -format, -initializeSharedEdits, -checkpointOffline.
+
+Options are parsed as Hadoop's NameNode parses its StartupOption (flag names compare
+case-insensitively, ``-format``'s options in any order). A malformed command line is a
+:class:`~hadoop_qjm.common.exceptions.UsageError` (exit 2); a refused or failed command
+raises an IOException whose message is the one line the user sees (exit 1).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TextIO
+
+from hadoop_qjm.common.exceptions import HadoopException, IOException, UsageError
+from hadoop_qjm.conf import Configuration
+
+__all__ = [
+    "USAGE",
+    "StartupOption",
+    "one_line",
+    "parse_startup_option",
+    "prompt_confirm",
+    "run_command",
+]
+
+USAGE = """\
+Usage: hdfs-py [--config DIR] namenode [-format [-clusterid cid] [-force] [-nonInteractive]]
+                                      | [-initializeSharedEdits [-force | -nonInteractive]]
+                                      | [-checkpointOffline DIR]
+
+With no option, run a NameNode in the foreground until SIGTERM.
+  -format                  format the local name directories and every JournalNode of the
+                           edits dirs with a new namespace (asks before destroying data)
+    -clusterid ID          the cluster id to use (default: a new CID-<uuid>)
+    -force                 format even where data exists, without asking
+    -nonInteractive        never ask: abort if any location holds data
+  -initializeSharedEdits   format the shared edits (dfs.namenode.shared.edits.dir) with this
+                           NameNode's namespace and copy every local edit after the last
+                           checkpoint into them (-force / -nonInteractive as for -format)
+  -checkpointOffline DIR   load DIR's newest image and finalized edits, save a new image
+"""
+
+#: The most invalid answers one confirmation accepts before it counts as "no".
+MAX_PROMPT_ATTEMPTS = 10
+
+
+@dataclass(frozen=True)
+class StartupOption:
+    """A parsed ``namenode`` command line; ``command`` is daemon, help, format,
+    initializeSharedEdits or checkpointOffline."""
+
+    command: str
+    force: bool = False
+    interactive: bool = True
+    cluster_id: str | None = None
+    directory: str | None = None
+
+
+def _is(arg: str, name: str) -> bool:
+    return arg.lower() == name.lower()
+
+
+def parse_startup_option(argv: Sequence[str]) -> StartupOption:
+    """Parse the ``namenode`` arguments (UsageError for anything else)."""
+    args = list(argv)
+    if not args:
+        return StartupOption("daemon")
+    first, rest = args[0], args[1:]
+    if first in ("-h", "-help", "--help"):
+        print(USAGE, end="")
+        return StartupOption("help")
+    if _is(first, "-format"):
+        force, interactive, cluster_id = False, True, None
+        i = 0
+        while i < len(rest):
+            arg = rest[i]
+            if _is(arg, "-force"):
+                force = True
+            elif _is(arg, "-nonInteractive"):
+                interactive = False
+            elif _is(arg, "-clusterid"):
+                if i + 1 >= len(rest) or not rest[i + 1] or rest[i + 1].startswith("-"):
+                    raise UsageError("Must specify a valid cluster ID after the -clusterid flag")
+                cluster_id = rest[i + 1]
+                i += 1
+            else:
+                raise UsageError(f"namenode -format: unknown option '{arg}'")
+            i += 1
+        return StartupOption("format", force, interactive, cluster_id)
+    if _is(first, "-initializeSharedEdits"):
+        force, interactive = False, True
+        for arg in rest:
+            if _is(arg, "-force"):
+                force = True
+            elif _is(arg, "-nonInteractive"):
+                interactive = False
+            else:
+                raise UsageError(f"namenode -initializeSharedEdits: unknown option '{arg}'")
+        return StartupOption("initializeSharedEdits", force, interactive)
+    if _is(first, "-checkpointOffline"):
+        if len(rest) != 1 or not rest[0] or rest[0].startswith("-"):
+            raise UsageError("namenode -checkpointOffline needs exactly one directory")
+        return StartupOption("checkpointOffline", directory=rest[0])
+    raise UsageError(f"namenode: unknown option '{first}' (run 'hdfs-py namenode -help')")
+
+
+def prompt_confirm(
+    stdin: TextIO | None = None, stderr: TextIO | None = None
+) -> Callable[[Sequence[str]], bool]:
+    """A ``confirm(locations)`` that asks "Re-format filesystem in X ? (Y or N)" for each
+    location on stderr and reads the answers from stdin (ToolRunner.confirmPrompt). End of
+    input, or too many invalid answers, is a no."""
+
+    def confirm(locations: Sequence[str]) -> bool:
+        reader = stdin if stdin is not None else sys.stdin
+        out = stderr if stderr is not None else sys.stderr
+        for location in locations:
+            for _ in range(MAX_PROMPT_ATTEMPTS):
+                out.write(f"Re-format filesystem in {location} ? (Y or N) ")
+                out.flush()
+                line = reader.readline()
+                if not line:
+                    out.write("\n")
+                    return False
+                answer = line.strip().lower()
+                if answer in ("y", "yes"):
+                    break
+                if answer in ("n", "no"):
+                    return False
+                out.write(f"Invalid input: {line.strip()}\n")
+            else:
+                return False
+        return True
+
+    return confirm
+
+
+def one_line(error: BaseException) -> IOException:
+    """``error`` as an IOException whose message is one line (a QuorumException lists each
+    JournalNode's error on its own line): what the command line prints."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return IOException("; ".join(lines) or type(error).__name__)
+
+
+def run_command(option: StartupOption, conf: Configuration) -> int:
+    """Run a one-shot command; prints what it did on stdout. Returns the exit status."""
+    try:
+        return _run_command(option, conf)
+    except UsageError:
+        raise
+    except (HadoopException, OSError) as e:
+        raise one_line(e) from e
+
+
+def _run_command(option: StartupOption, conf: Configuration) -> int:
+    if option.command == "format":
+        from hadoop_qjm.namenode.name_node_core import format_namenode
+
+        confirm = prompt_confirm() if option.interactive else None
+        ns_info = format_namenode(conf, option.cluster_id, force=option.force, confirm=confirm)
+        print(
+            f"Formatted namespace {ns_info.namespace_id} of cluster {ns_info.cluster_id} "
+            f"(block pool {ns_info.block_pool_id})"
+        )
+        return 0
+    if option.command == "initializeSharedEdits":
+        from hadoop_qjm.namenode.initialize_shared_edits import initialize_shared_edits
+
+        confirm = prompt_confirm() if option.interactive else None
+        done = initialize_shared_edits(conf, force=option.force, confirm=confirm)
+        print(
+            f"Initialized {', '.join(done.shared_uris)} for namespace {done.namespace_id}: "
+            f"copied {done.txns} transactions in {done.segments} segments after "
+            f"fsimage_{done.checkpoint_txid}"
+        )
+        return 0
+    if option.command == "checkpointOffline":
+        from hadoop_qjm.namenode.fs_image import checkpoint_offline
+
+        txid = checkpoint_offline(option.directory, conf)  # type: ignore[arg-type]
+        print(f"The newest image of {option.directory} is now fsimage_{txid:019d}")
+        return 0
+    raise UsageError(f"namenode: unknown command {option.command}")

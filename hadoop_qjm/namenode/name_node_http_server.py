@@ -1,0 +1,287 @@
+"""NameNodeHttpServer: the NameNode's HTTP endpoints.
+
+* ``GET /imagetransfer?getimage=1&txid=N|latest[&storageInfo=LV:nsId:cTime:clusterId]``
+  streams ``fsimage_N`` (Hadoop's ImageServlet, used by bootstrapStandby): headers
+  ``Content-Length``, ``X-MD5-Digest`` (from ``fsimage_N.md5``), ``Content-Disposition``
+  and ``X-Image-Edits-Name``; throttled by ``dfs.image.transfer.bandwidthPerSec``. A
+  missing image is 410 "GetImage failed. Could not find image with txid N" (Hadoop's
+  status); a storageInfo of another namespace 403; malformed parameters 400.
+* ``/metrics`` — Prometheus text: RPC calls by method, transactions, syncs, txns per sync,
+  checkpoint, each journal's state, and each JournalNode's channel (``qjm_logger_*``).
+* ``/jmx[?qry=]`` — Hadoop-style beans: NameNodeInfo (with ``NameJournalStatus``),
+  NameNodeStatus, FSNamesystem, NameNodeActivity, one ``IPCLoggerChannel-<ip>-<port>``
+  per JournalNode, JvmMetrics.
+* ``/`` — a status page: the namespace, the storage directories and the journals, with
+  each JournalNode's lag and sync state.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from hadoop_qjm.common.exceptions import IllegalArgumentException
+from hadoop_qjm.common.http_server import HttpError, HttpRequestHandler, HttpServer2
+from hadoop_qjm.common.storage_info import StorageInfo
+from hadoop_qjm.namenode.fs_image_format import read_stored_md5
+from hadoop_qjm.namenode.name_node_metrics import journal_states
+
+__all__ = ["NameNodeHttpServer"]
+
+LOG = logging.getLogger(__name__)
+
+_SERVICE = "Hadoop:service=NameNode"
+_TXID = re.compile(r"[0-9]{1,19}")
+
+
+class NameNodeHttpServer(HttpServer2):
+    """The NameNode's HTTP server over ``name_node`` (a :class:`~hadoop_qjm.namenode.
+    name_node.NameNode`: its ``core``, ``metrics``, ``conf``, addresses and version)."""
+
+    daemon_name = "NameNode"
+    routes = {**HttpServer2.routes, "/imagetransfer": ("page_image_transfer", "GetImage failed. ")}
+
+    def __init__(
+        self,
+        name_node: Any,
+        bind_host: str,
+        port: int,
+        socket_factory: Callable[[str, int], socket.socket] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.name_node = name_node
+        super().__init__(name_node.conf, bind_host, port, socket_factory, **kwargs)
+
+    # ---- /imagetransfer --------------------------------------------------------------------------
+    def page_image_transfer(
+        self, request: HttpRequestHandler, params: dict[str, str], send_body: bool
+    ) -> None:
+        if params.get("getimage") != "1":
+            raise HttpError(400, "Invalid request: only getimage=1 is served here")
+        txid_text = params.get("txid")
+        if txid_text is None:
+            raise HttpError(400, "Invalid request has no txid parameter")
+        if txid_text != "latest" and not _TXID.fullmatch(txid_text):
+            raise HttpError(400, f"Invalid txid parameter: '{txid_text}'")
+        core = self.name_node.core
+        if core is None or core.storage is None or core.ns_info is None:
+            raise HttpError(503, "The NameNode is not running")
+        theirs_text = params.get("storageInfo")
+        if theirs_text is not None:
+            try:
+                theirs = StorageInfo.from_colon_separated_string(theirs_text)
+            except IllegalArgumentException as e:
+                raise HttpError(400, str(e)) from None
+            mine = core.ns_info
+            if theirs.namespace_id != mine.namespace_id or theirs.cluster_id != mine.cluster_id:
+                msg = (
+                    f"This namenode has namespace id '{mine.namespace_id}' and cluster id "
+                    f"'{mine.cluster_id}' but the requesting node expected "
+                    f"'{theirs.namespace_id}' and '{theirs.cluster_id}'"
+                )
+                LOG.warning("Invalid image request from %s: %s", request.client_address[0], msg)
+                raise HttpError(403, msg)
+        images = core.storage.inspect_images()
+        if txid_text != "latest":
+            images = [image for image in images if image.txid == int(txid_text)]
+        if not images:
+            suffix = "" if txid_text == "latest" else f" with txid {txid_text}"
+            raise HttpError(410, f"GetImage failed. Could not find image{suffix}")
+        image = images[0]
+        headers = {}
+        md5 = read_stored_md5(image.path)
+        if md5 is not None:
+            headers["X-MD5-Digest"] = md5
+        # Opened before its size is read: a purge that unlinks it now cannot shorten it.
+        with open(image.path, "rb") as f:
+            request.send_file(f, os.fstat(f.fileno()).st_size, image.path.name, send_body, headers)
+
+    # ---- content ---------------------------------------------------------------------------------
+    def metrics_registry(self) -> CollectorRegistry:
+        return self.name_node.metrics.registry
+
+    def jmx_beans(self) -> list[dict[str, object]]:
+        """NameNodeInfo, NameNodeStatus, FSNamesystem, NameNodeActivity, one bean per
+        JournalNode channel, JvmMetrics."""
+        nn = self.name_node
+        core = nn.core
+        hostname = socket.gethostname()
+        rpc_host, rpc_port = nn.rpc_address
+        ns = core.ns_info if core is not None else None
+        stats = nn.metrics.edit_log_stats()
+        last_txid = stats.last_written_txid if stats else 0
+        checkpoint = core.fs_image.most_recent_checkpoint_txid if core and core.fs_image else 0
+        journals = journal_states(core)
+        beans: list[dict[str, object]] = [
+            {
+                "name": f"{_SERVICE},name=NameNodeInfo",
+                "modelerType": "org.apache.hadoop.hdfs.server.namenode.FSNamesystem",
+                "Version": nn.version,
+                "SoftwareVersion": nn.version.split(",", 1)[0],
+                "ClusterId": ns.cluster_id if ns else "",
+                "BlockPoolId": ns.block_pool_id if ns else "",
+                "NNStartedTimeInMillis": nn.start_time_ms,
+                "NameDirStatuses": json.dumps(_name_dir_statuses(core), separators=(",", ":")),
+                "NameJournalStatus": json.dumps(
+                    [
+                        {
+                            "manager": j["manager"],
+                            "stream": j["stream"],
+                            "disabled": str(j["disabled"]).lower(),
+                            "required": str(j["required"]).lower(),
+                        }
+                        for j in journals
+                    ],
+                    separators=(",", ":"),
+                ),
+                "JournalTransactionInfo": json.dumps(
+                    {
+                        "LastAppliedOrWrittenTxId": str(last_txid),
+                        "MostRecentCheckpointTxId": str(checkpoint),
+                    },
+                    separators=(",", ":"),
+                ),
+                "Threads": threading.active_count(),
+            },
+            {
+                "name": f"{_SERVICE},name=NameNodeStatus",
+                "modelerType": "org.apache.hadoop.hdfs.server.namenode.NameNode",
+                "State": nn.state.name.lower(),
+                "HostAndPort": f"{rpc_host}:{rpc_port}",
+                "NNRole": "NameNode",
+                "SecurityEnabled": False,
+                "LastHATransitionTime": 0,
+            },
+            {
+                "name": f"{_SERVICE},name=FSNamesystem",
+                "modelerType": "FSNamesystem",
+                "tag.Context": "dfs",
+                "tag.HAState": nn.state.name.lower(),
+                "tag.Hostname": hostname,
+                "FilesTotal": core.namesystem.files_total if core and core.namesystem else 0,
+                "LastWrittenTransactionId": last_txid,
+                "TransactionsSinceLastCheckpoint": max(last_txid - checkpoint, 0),
+                "MostRecentCheckpointTxId": checkpoint,
+            },
+            {
+                "name": f"{_SERVICE},name=NameNodeActivity",
+                "modelerType": "NameNodeActivity",
+                "tag.ProcessName": "NameNode",
+                "tag.Context": "dfs",
+                "tag.Hostname": hostname,
+                **nn.metrics.activity_bean(),
+            },
+        ]
+        for journal in journals:
+            for node in journal["journal_nodes"]:
+                beans.append(
+                    {
+                        "name": f"{_SERVICE},name=IPCLoggerChannel-"
+                        + node["node"].replace(":", "-").replace("[", "").replace("]", ""),
+                        "modelerType": "IPCLoggerChannel",
+                        "tag.Context": "dfs",
+                        "tag.Hostname": hostname,
+                        "IsOutOfSync": str(node["out_of_sync"]).lower(),
+                        "CurrentLagTxns": node["lag_txns"],
+                        "LagTimeMillis": node["lag_time_ms"],
+                        "QueuedEditsSize": node["queued_bytes"],
+                    }
+                )
+        beans.append(self.jvm_metrics_bean("NameNode", hostname))
+        return beans
+
+    def status_page(self) -> str:
+        """The HTML of ``/``: namespace, storage, journals and JournalNodes (all escaped)."""
+        nn = self.name_node
+        core = nn.core
+        e = html.escape
+        about = f"{self.uri}, version {nn.version}, started {time.ctime(nn.start_time_ms / 1000)}"
+        parts = [
+            "<!DOCTYPE html><html><head><meta charset='utf-8'><title>NameNode</title></head>",
+            f"<body><h1>NameNode ({e(nn.state.name.lower())})</h1><p>{e(about)}</p>",
+        ]
+        stats = nn.metrics.edit_log_stats()
+        ns = core.ns_info if core is not None else None
+        rows = [
+            ("Cluster ID", ns.cluster_id if ns else "-"),
+            ("Namespace ID", ns.namespace_id if ns else "-"),
+            ("Block pool ID", ns.block_pool_id if ns else "-"),
+            ("Files and directories", core.namesystem.files_total if core else "-"),
+            ("Last written txid", stats.last_written_txid if stats else "-"),
+            ("Synced txid", stats.synced_txid if stats else "-"),
+            ("Transactions / syncs", f"{stats.txns} / {stats.syncs}" if stats else "-"),
+            ("Txns per sync", f"{stats.txns_per_sync:.2f}" if stats else "-"),
+            (
+                "Most recent checkpoint txid",
+                core.fs_image.most_recent_checkpoint_txid if core and core.fs_image else "-",
+            ),
+        ]
+        parts.append("<h2>Summary</h2>" + _table(("", ""), rows, show_header=False))
+        dirs = _name_dir_statuses(core)
+        dir_rows = [(path, kind, "active") for path, kind in dirs["active"].items()]
+        dir_rows += [(path, kind, "failed") for path, kind in dirs["failed"].items()]
+        parts.append(
+            "<h2>Storage directories</h2>" + _table(("Directory", "Type", "State"), dir_rows)
+        )
+        for journal in journal_states(core):
+            flags = "required" if journal["required"] else "optional"
+            if journal["disabled"]:
+                flags += ", disabled"
+            parts.append(f"<h2>Journal {e(journal['manager'])} ({e(flags)})</h2>")
+            parts.append(f"<pre>{e(journal['stream'])}</pre>")
+            if journal["journal_nodes"]:
+                node_rows = [
+                    (
+                        n["node"],
+                        "out of sync" if n["out_of_sync"] else "in sync",
+                        n["highest_acked_txid"],
+                        n["lag_txns"],
+                        n["lag_time_ms"],
+                        n["queued_bytes"],
+                    )
+                    for n in journal["journal_nodes"]
+                ]
+                header = (
+                    "JournalNode",
+                    "State",
+                    "Written txid",
+                    "Lag (txns)",
+                    "Lag (ms)",
+                    "Queued (bytes)",
+                )
+                parts.append(_table(header, node_rows))
+        parts.append("</body></html>")
+        return "\n".join(parts)
+
+
+def _table(header: tuple[str, ...], rows: list[tuple], show_header: bool = True) -> str:
+    e = html.escape
+    out = ["<table>"]
+    if show_header:
+        out.append("<tr>" + "".join(f"<th>{e(h)}</th>" for h in header) + "</tr>")
+    for row in rows:
+        cells = "".join(f"<td>{e(str(value))}</td>" for value in row)
+        out.append(f"<tr>{cells}</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def _name_dir_statuses(core: Any) -> dict[str, dict[str, str]]:
+    """NameNodeInfo's NameDirStatuses: ``{"active": {dir: type}, "failed": {dir: type}}``."""
+    storage = getattr(core, "storage", None)
+    if storage is None:
+        return {"active": {}, "failed": {}}
+    return {
+        "active": {str(d.root): d.dir_type.value for d in storage.dirs},
+        "failed": {str(d.root): d.dir_type.value for d in storage.removed},
+    }

@@ -1,0 +1,193 @@
+"""NameNodeMetrics: the daemon's counters and gauges, for ``/metrics`` and ``/jmx``.
+
+One :class:`NameNodeMetrics` per NameNode owns a CollectorRegistry (several NameNodes in
+one process never share counters). It counts RPC calls by method (the RPC dispatcher's
+observer) and reads everything else when scraped: the edit log's transactions and syncs
+(``txns / syncs`` is the group-commit factor), the checkpoint, the namespace size, and
+each journal's state. The QuorumJournalManager's IPCLoggerChannels register their
+per-JournalNode gauges (out of sync, lag in txns and ms, queued bytes) in the same
+registry. The same numbers feed ``/jmx`` under Hadoop's names (NameNodeActivity,
+FSNamesystem).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+__all__ = ["NameNodeMetrics", "journal_states"]
+
+#: NameNodeActivity attribute -> the RPCs it counts (Hadoop's NameNodeMetrics names;
+#: MkdirsOps is ours: Hadoop counts mkdirs nowhere).
+_ACTIVITY = {
+    "CreateFileOps": ("create",),
+    "DeleteFileOps": ("deletePath",),
+    "FileInfoOps": ("getFileInfo",),
+    "GetListingOps": ("getListing",),
+    "FilesRenamed": ("rename", "rename2"),
+    "MkdirsOps": ("mkdirs",),
+}
+
+
+def journal_states(core: Any) -> list[dict[str, Any]]:
+    """Each journal of the edit log: manager, required, disabled, stream report, and for a
+    quorum journal each JournalNode's channel state (FSNamesystem.getNameJournalStatus)."""
+    edit_log = getattr(core, "edit_log", None)
+    if edit_log is None:
+        return []
+    writing = edit_log.is_open_for_write()
+    states = []
+    for jas in list(edit_log.journal_set.journals):
+        stream = jas.stream
+        if jas.disabled:
+            report = "Failed"
+        elif not writing:
+            report = "open for read"
+        elif stream is None:
+            report = "not currently writing"
+        else:
+            generate = getattr(stream, "generate_report", None)
+            report = generate() if generate is not None else str(stream)
+        loggers = getattr(getattr(jas.manager, "loggers", None), "loggers", ())
+        states.append(
+            {
+                "manager": str(jas.manager),
+                "required": jas.required,
+                "disabled": jas.disabled,
+                "stream": report,
+                "journal_nodes": [_channel_state(ch) for ch in loggers],
+            }
+        )
+    return states
+
+
+def _channel_state(ch: Any) -> dict[str, Any]:
+    return {
+        "node": str(ch),
+        "out_of_sync": bool(getattr(ch, "is_out_of_sync", False)),
+        "lag_txns": getattr(ch, "lag_txns", 0),
+        "lag_time_ms": getattr(ch, "lag_time_ms", 0),
+        "queued_bytes": getattr(ch, "queued_edits_size", 0),
+        "highest_acked_txid": getattr(ch, "highest_acked_txid", 0),
+    }
+
+
+class NameNodeMetrics:
+    """The NameNode's metrics; ``name_node.core`` (a NameNodeCore, or None while it is not
+    running) is read at scrape time."""
+
+    def __init__(self, name_node: Any) -> None:
+        self.name_node = name_node
+        self.registry = CollectorRegistry()
+        self._lock = threading.Lock()
+        self._calls: dict[str, int] = {}
+        self._failures: dict[str, int] = {}
+        self.registry.register(self)
+
+    # ---- recording (the RPC dispatcher's observer) ----------------------------------------------
+    def observe_rpc(self, method: str, ok: bool) -> None:
+        with self._lock:
+            self._calls[method] = self._calls.get(method, 0) + 1
+            if not ok:
+                self._failures[method] = self._failures.get(method, 0) + 1
+
+    def calls(self) -> dict[str, int]:
+        """RPC calls so far, by method name."""
+        with self._lock:
+            return dict(self._calls)
+
+    # ---- reading ---------------------------------------------------------------------------------
+    def edit_log_stats(self) -> Any:
+        core = self.name_node.core
+        edit_log = getattr(core, "edit_log", None)
+        return edit_log.stats() if edit_log is not None else None
+
+    def activity_bean(self) -> dict[str, Any]:
+        """The attributes of ``Hadoop:service=NameNode,name=NameNodeActivity``."""
+        calls = self.calls()
+        bean: dict[str, Any] = {
+            name: sum(calls.get(rpc, 0) for rpc in rpcs) for name, rpcs in _ACTIVITY.items()
+        }
+        stats = self.edit_log_stats()
+        bean["TransactionsNumOps"] = stats.txns if stats else 0
+        bean["SyncsNumOps"] = stats.syncs if stats else 0
+        bean["TransactionsBatchedInSync"] = stats.txns_batched_in_sync if stats else 0
+        bean["TransactionsPerSync"] = round(stats.txns_per_sync, 3) if stats else 0.0
+        return bean
+
+    def collect(self) -> Iterator[Any]:
+        """The Prometheus collector protocol: read everything now."""
+        with self._lock:
+            calls, failures = dict(self._calls), dict(self._failures)
+        rpc = CounterMetricFamily(
+            "namenode_rpc_calls", "RPC calls served, by method", labels=["method"]
+        )
+        failed = CounterMetricFamily(
+            "namenode_rpc_failures", "RPC calls that raised, by method", labels=["method"]
+        )
+        for method in sorted(calls):
+            rpc.add_metric([method], calls[method])
+            failed.add_metric([method], failures.get(method, 0))
+        yield rpc
+        yield failed
+        core = self.name_node.core
+        stats = self.edit_log_stats()
+        if stats is not None:
+            yield CounterMetricFamily(
+                "namenode_transactions", "Transactions logged", value=stats.txns
+            )
+            yield CounterMetricFamily(
+                "namenode_syncs", "Edit log syncs (flushes to every journal)", value=stats.syncs
+            )
+            yield CounterMetricFamily(
+                "namenode_transactions_batched_in_sync",
+                "log_sync calls that found their txid already synced by another thread",
+                value=stats.txns_batched_in_sync,
+            )
+            yield GaugeMetricFamily(
+                "namenode_transactions_per_sync",
+                "Transactions per sync since start: the group-commit factor",
+                value=stats.txns_per_sync,
+            )
+            yield GaugeMetricFamily(
+                "namenode_last_written_txid", "Last txid handed out", value=stats.last_written_txid
+            )
+            yield GaugeMetricFamily(
+                "namenode_synced_txid",
+                "Every txid up to this one is durable",
+                value=stats.synced_txid,
+            )
+        if core is not None and core.fs_image is not None and core.namesystem is not None:
+            yield GaugeMetricFamily(
+                "namenode_most_recent_checkpoint_txid",
+                "Txid of the newest image",
+                value=core.fs_image.most_recent_checkpoint_txid,
+            )
+            yield GaugeMetricFamily(
+                "namenode_files_total",
+                "Inodes in the namespace (root included)",
+                value=core.namesystem.files_total,
+            )
+        disabled = GaugeMetricFamily(
+            "namenode_journal_disabled",
+            "1 if the journal failed and is skipped until the next segment",
+            labels=["journal", "required"],
+        )
+        writing = GaugeMetricFamily(
+            "namenode_journal_writing",
+            "1 if the journal has an open segment stream",
+            labels=["journal", "required"],
+        )
+        for state in journal_states(core):
+            labels = [state["manager"], "true" if state["required"] else "false"]
+            disabled.add_metric(labels, 1.0 if state["disabled"] else 0.0)
+            writing.add_metric(labels, 0.0 if state["stream"] in _NOT_WRITING else 1.0)
+        yield disabled
+        yield writing
+
+
+_NOT_WRITING = ("Failed", "open for read", "not currently writing")

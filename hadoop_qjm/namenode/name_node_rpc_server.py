@@ -1,0 +1,195 @@
+"""NameNodeRpcServer: ClientProtocol, NamenodeProtocol and HAServiceProtocol over Thrift.
+
+Three handlers, one per service, each converting the Thrift arguments with
+:mod:`~hadoop_qjm.namenode.protocol.messages` and delegating to the daemon
+(:class:`~hadoop_qjm.namenode.name_node.NameNode`) or its namesystem — no branching, no
+I/O (STYLE.md habit 2). The sockets are the JournalNode's RPC server (accept thread, one
+reader thread per connection, ``handler_count`` calls at once); only its dispatcher is
+the NameNode's (:class:`~hadoop_qjm.namenode.protocol.rpc.ThriftServiceDispatcher`).
+All three services share ``dfs.namenode.rpc-address``, as Hadoop's NameNodeRpcServer
+serves them on one port.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from hadoop_qjm.namenode.protocol import messages as m
+from hadoop_qjm.namenode.protocol.rpc import ThriftServiceDispatcher, remote_ip
+from hadoop_qjm.namenode.protocol.thrift_idl import SERVICES
+from hadoop_qjm.namenode.protocol.thrift_idl import namenode_thrift as _t
+from hadoop_qjm.qjournal.protocol.sockets import ServerSocketFactoryLike
+from hadoop_qjm.qjournal.protocol.wire import DEFAULT_MAX_FRAME_SIZE
+from hadoop_qjm.qjournal.server.journal_node_rpc_server import JournalNodeRpcServer
+
+__all__ = [
+    "ClientProtocolHandler",
+    "HAServiceProtocolHandler",
+    "NameNodeRpcServer",
+    "NamenodeProtocolHandler",
+    "rpc_handlers",
+]
+
+
+class ClientProtocolHandler:
+    """ClientNamenodeProtocol: parameters are the RPC's Thrift arguments in IDL order."""
+
+    def __init__(self, name_node: Any) -> None:
+        self.name_node = name_node
+
+    @property
+    def _ns(self) -> Any:
+        return self.name_node.namesystem
+
+    def create(
+        self,
+        src: str,
+        masked: Any,
+        client_name: str,
+        create_flag: int,
+        create_parent: bool,
+        replication: int,
+        block_size: int,
+    ) -> Any:
+        status = self._ns.create(
+            src,
+            masked.perm,
+            overwrite=bool(create_flag & m.CREATE_FLAG_OVERWRITE),
+            create_parent=create_parent,
+            replication=replication,
+            block_size=block_size,
+            client_name=client_name,
+            client_machine=remote_ip() or "127.0.0.1",
+        )
+        return _t.CreateResponse(fs=m.file_status_to_thrift(status, ""))
+
+    def rename(self, src: str, dst: str) -> bool:
+        return self._ns.rename(src, dst)
+
+    def rename2(self, src: str, dst: str, overwrite_dest: bool) -> None:
+        self._ns.rename2(src, dst, overwrite_dest)
+
+    def delete_path(self, src: str, recursive: bool) -> bool:
+        return self._ns.delete(src, recursive)
+
+    def mkdirs(self, src: str, masked: Any, create_parent: bool) -> bool:
+        return self._ns.mkdirs(src, masked.perm, create_parent)
+
+    def set_permission(self, src: str, permission: Any) -> None:
+        self._ns.set_permission(src, permission.perm)
+
+    def set_owner(self, src: str, username: str | None, groupname: str | None) -> None:
+        self._ns.set_owner(src, username, groupname)
+
+    def set_times(self, src: str, mtime: int, atime: int) -> None:
+        self._ns.set_times(src, mtime, atime)
+
+    def get_file_info(self, src: str) -> Any:
+        status = self._ns.get_file_info(src)
+        return _t.GetFileInfoResponse(fs=status and m.file_status_to_thrift(status, ""))
+
+    def get_listing(self, src: str, start_after: str, need_location: bool) -> Any:
+        statuses = self._ns.get_listing(src, start_after)
+        listing = m.listing_to_thrift(statuses, src, self.name_node.list_limit)
+        return _t.GetListingResponse(dirList=listing)
+
+    def roll_edits(self) -> int:
+        return self.name_node.roll_edit_log().cur_segment_txid
+
+    def save_namespace(self, time_window: int | None, tx_gap: int | None) -> bool:
+        return self.name_node.save_namespace(time_window or 0, tx_gap or 0)
+
+
+class NamenodeProtocolHandler:
+    """NamenodeProtocol: what other NameNodes ask (standby tailing, bootstrapStandby)."""
+
+    def __init__(self, name_node: Any) -> None:
+        self.name_node = name_node
+
+    def version_request(self) -> Any:
+        return m.namespace_info_to_thrift(self.name_node.namespace_info, self.name_node.state)
+
+    def roll_edit_log(self) -> Any:
+        return m.checkpoint_signature_to_thrift(self.name_node.roll_edit_log())
+
+    def get_most_recent_checkpoint_txid(self) -> int:
+        return self.name_node.most_recent_checkpoint_txid
+
+    def get_transaction_id(self) -> int:
+        return self.name_node.transaction_id
+
+
+class HAServiceProtocolHandler:
+    """HAServiceProtocol: delegated to the daemon's HA methods."""
+
+    def __init__(self, name_node: Any) -> None:
+        self.name_node = name_node
+
+    def monitor_health(self) -> None:
+        self.name_node.monitor_health()
+
+    def transition_to_active(self, req_info: Any) -> None:
+        self.name_node.transition_to_active(req_info.reqSource)
+
+    def transition_to_standby(self, req_info: Any) -> None:
+        self.name_node.transition_to_standby(req_info.reqSource)
+
+    def get_service_status(self) -> Any:
+        return m.service_status_to_thrift(self.name_node.service_status())
+
+
+def rpc_handlers(name_node: Any) -> dict[str, Callable[..., Any]]:
+    """Every RPC name of the three services -> its handler method."""
+    client = ClientProtocolHandler(name_node)
+    namenode = NamenodeProtocolHandler(name_node)
+    ha = HAServiceProtocolHandler(name_node)
+    return {
+        "create": client.create,
+        "rename": client.rename,
+        "rename2": client.rename2,
+        "deletePath": client.delete_path,
+        "mkdirs": client.mkdirs,
+        "setPermission": client.set_permission,
+        "setOwner": client.set_owner,
+        "setTimes": client.set_times,
+        "getFileInfo": client.get_file_info,
+        "getListing": client.get_listing,
+        "rollEdits": client.roll_edits,
+        "saveNamespace": client.save_namespace,
+        "versionRequest": namenode.version_request,
+        "rollEditLog": namenode.roll_edit_log,
+        "getMostRecentCheckpointTxId": namenode.get_most_recent_checkpoint_txid,
+        "getTransactionID": namenode.get_transaction_id,
+        "monitorHealth": ha.monitor_health,
+        "transitionToActive": ha.transition_to_active,
+        "transitionToStandby": ha.transition_to_standby,
+        "getServiceStatus": ha.get_service_status,
+    }
+
+
+class NameNodeRpcServer(JournalNodeRpcServer):
+    """The NameNode's RPC server: the JournalNode's socket server with the NameNode's
+    dispatcher. Binds in the constructor (BindException if the port is taken), serves
+    after :meth:`start`; :meth:`stop` closes every connection and joins every thread.
+    ``name_node.metrics.observe_rpc`` sees every call."""
+
+    def __init__(
+        self,
+        name_node: Any,
+        bind_host: str = "0.0.0.0",
+        port: int = 8020,
+        handler_count: int = 10,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        socket_factory: ServerSocketFactoryLike | None = None,
+    ) -> None:
+        super().__init__(None, bind_host, port, handler_count, max_frame_size, socket_factory)
+        self.name_node = name_node
+        self.dispatcher = ThriftServiceDispatcher(  # type: ignore[assignment]
+            SERVICES,
+            rpc_handlers(name_node),
+            _t.RemoteException,
+            threading.BoundedSemaphore(self.handler_count),
+            observer=name_node.metrics.observe_rpc,
+        )

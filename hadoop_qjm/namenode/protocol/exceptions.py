@@ -1,0 +1,33 @@
+"""The NameNode protocols' own exceptions, with Hadoop's class names.
+
+Every other error a NameNode call can raise is already in
+:mod:`hadoop_qjm.common.exceptions` (FileNotFoundException, ...); on the wire all of them
+travel as (Java class name, message), see :mod:`hadoop_qjm.namenode.protocol.rpc`.
+"""
+
+from __future__ import annotations
+
+from hadoop_qjm.common.exceptions import IOException, register_exception
+
+__all__ = ["HealthCheckFailedException", "ServiceFailedException", "StandbyException"]
+
+
+@register_exception
+class ServiceFailedException(IOException):
+    """An HA state transition failed, or HA is not enabled (HAServiceProtocol)."""
+
+    java_name = "org.apache.hadoop.ha.ServiceFailedException"
+
+
+@register_exception
+class HealthCheckFailedException(IOException):
+    """monitorHealth: the NameNode is not healthy (e.g. not running)."""
+
+    java_name = "org.apache.hadoop.ha.HealthCheckFailedException"
+
+
+@register_exception
+class StandbyException(IOException):
+    """The operation is not supported in the NameNode's current HA state."""
+
+    java_name = "org.apache.hadoop.ipc.StandbyException"

@@ -1,0 +1,263 @@
+"""The NameNode protocols without sockets: messages through real Thrift bytes, the generic
+dispatcher and caller over an in-memory channel, error mapping, handler slots, addresses,
+and the namenode command line's parsing."""
+
+from __future__ import annotations
+
+import io
+import threading
+
+import pytest
+
+from hadoop_qjm.common.exceptions import (
+    ConfigurationError,
+    FileNotFoundException,
+    IllegalArgumentException,
+    UsageError,
+)
+from hadoop_qjm.common.storage_info import NamespaceInfo
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.namenode.fs_directory import FileStatus
+from hadoop_qjm.namenode.name_node import rpc_bind_address
+from hadoop_qjm.namenode.name_node_commands import parse_startup_option, prompt_confirm
+from hadoop_qjm.namenode.protocol import messages as m
+from hadoop_qjm.namenode.protocol.client import NameNodeProxy, namenode_address
+from hadoop_qjm.namenode.protocol.exceptions import ServiceFailedException
+from hadoop_qjm.namenode.protocol.rpc import (
+    ThriftServiceDispatcher,
+    release_handler_slot,
+    rpc_table,
+)
+from hadoop_qjm.namenode.protocol.thrift_idl import SERVICES
+from hadoop_qjm.namenode.protocol.thrift_idl import namenode_thrift as t
+from hadoop_qjm.qjournal.protocol.exceptions import RemoteException
+from hadoop_qjm.qjournal.protocol.wire import ProtocolError, thrift_from_bytes, thrift_to_bytes
+
+
+def status(path: str, is_dir: bool = True) -> FileStatus:
+    return FileStatus(path, is_dir, 0, 0 if is_dir else 3, 0 if is_dir else 1024, 5, 6, 0o755,
+                      "hdfs", "supergroup", 16390, 2 if is_dir else 0)  # fmt: skip
+
+
+def roundtrip(tobj):
+    return thrift_from_bytes(type(tobj), thrift_to_bytes(tobj))
+
+
+# ---- messages ------------------------------------------------------------------------------------
+def test_file_status_travels_with_its_local_name() -> None:
+    st = status("/a/b")
+    wire = roundtrip(m.file_status_to_thrift(st, "b"))
+    assert wire.path == "b"
+    assert m.file_status_from_thrift(wire, "/a") == st
+    itself = roundtrip(m.file_status_to_thrift(st, ""))
+    assert m.file_status_from_thrift(itself, "/a/b") == st
+
+
+def test_listing_batches_and_the_listing_of_a_file() -> None:
+    children = [status(f"/d/{n}") for n in "abcde"]
+    wire = roundtrip(m.listing_to_thrift(children, "/d/", 2))
+    assert [s.path for s in wire.partialListing] == ["a", "b"] and wire.remainingEntries == 3
+    listing = m.listing_from_thrift(wire, "/d/")
+    assert [s.path for s in listing.partial_listing] == ["/d/a", "/d/b"]
+    assert listing.has_more and listing.last_name == "b"
+    file_listing = m.listing_to_thrift([status("/d/f", is_dir=False)], "/d//f", 1000)
+    assert file_listing.partialListing[0].path == ""  # HdfsFileStatus.EMPTY_NAME
+    (again,) = m.listing_from_thrift(roundtrip(file_listing), "/d/f").partial_listing
+    assert again.path == "/d/f" and not again.is_dir
+
+
+def test_namespace_info_signature_and_ha_status_roundtrip() -> None:
+    ns = NamespaceInfo(123, "CID-x", "BP-1-127.0.0.1-2", 0, -67, "b", "s")
+    wire = roundtrip(m.namespace_info_to_thrift(ns, m.HAServiceState.ACTIVE))
+    assert m.namespace_info_from_thrift(wire) == ns and wire.state == 1
+    sig = m.CheckpointSignature("BP-1", 10, 12, ns.storage_info())
+    assert (
+        m.checkpoint_signature_from_thrift(roundtrip(m.checkpoint_signature_to_thrift(sig))) == sig
+    )
+    ha = m.HAServiceStatus(m.HAServiceState.STANDBY, False, "not yet")
+    assert m.service_status_from_thrift(roundtrip(m.service_status_to_thrift(ha))) == ha
+
+
+# ---- dispatcher and caller -----------------------------------------------------------------------
+class InMemoryChannel:
+    """An RpcChannel handing payloads straight to a dispatcher."""
+
+    def __init__(self, dispatcher: ThriftServiceDispatcher) -> None:
+        self.dispatcher = dispatcher
+        self.resets = 0
+
+    def call(self, payload: bytes) -> bytes:
+        return self.dispatcher.process(payload, "10.0.0.1")
+
+    def reset(self) -> None:
+        self.resets += 1
+
+    def close(self) -> None:
+        pass
+
+
+class FakeNamesystem:
+    """Handlers for every RPC: most refuse; mkdirs and getFileInfo work."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+        self.slots_seen: list[int] = []
+
+    def handlers(self, slots: threading.BoundedSemaphore):
+        def unsupported(*args):
+            raise ServiceFailedException("not here")
+
+        table = {name: unsupported for name in rpc_table(SERVICES)}
+
+        def mkdirs(src, masked, create_parent):
+            self.calls.append(("mkdirs", src, masked.perm, create_parent))
+            release_handler_slot()  # as the NameNode does while its edit syncs
+            self.slots_seen.append(slots._value)  # type: ignore[attr-defined]
+            return True
+
+        def get_file_info(src):
+            if src == "/missing":
+                raise FileNotFoundException(f"File {src} does not exist.")
+            if src == "/odd":
+                raise KeyError("a Python error")
+            return t.GetFileInfoResponse(fs=m.file_status_to_thrift(status(src), ""))
+
+        table.update(mkdirs=mkdirs, getFileInfo=get_file_info)
+        return table
+
+
+@pytest.fixture
+def wired():
+    slots = threading.BoundedSemaphore(1)
+    fake = FakeNamesystem()
+    calls: list[tuple[str, bool]] = []
+    dispatcher = ThriftServiceDispatcher(
+        SERVICES,
+        fake.handlers(slots),
+        t.RemoteException,
+        slots,
+        lambda n, ok: calls.append((n, ok)),
+    )
+    channel = InMemoryChannel(dispatcher)
+    proxy = NameNodeProxy("nn", 8020, channel=channel)
+    return proxy, fake, slots, calls, channel
+
+
+def test_calls_results_and_typed_errors(wired) -> None:
+    proxy, fake, slots, calls, _ = wired
+    assert proxy.mkdirs("/a", 0o700, create_parent=False)
+    assert fake.calls == [("mkdirs", "/a", 0o700, False)]
+    assert fake.slots_seen == [1]  # the slot was given back while the call went on
+    assert slots._value == 1  # type: ignore[attr-defined] # and not released twice
+    assert proxy.get_file_info("/x/").path == "/x"
+    with pytest.raises(FileNotFoundException, match="File /missing does not exist."):
+        proxy.get_file_info("/missing")
+    with pytest.raises(RemoteException) as raised:
+        proxy.get_file_info("/odd")
+    assert raised.value.class_name == "KeyError"
+    with pytest.raises(ServiceFailedException, match="not here"):
+        proxy.transition_to_active()
+    assert calls == [
+        ("mkdirs", True),
+        ("getFileInfo", True),
+        ("getFileInfo", False),
+        ("getFileInfo", False),
+        ("transitionToActive", False),
+    ]
+
+
+def test_unknown_methods_and_garbage(wired) -> None:
+    proxy, _, _, _, channel = wired
+    from hadoop_qjm.qjournal.protocol.wire import TMessageType, encode_message
+
+    reply = channel.call(
+        encode_message("format", TMessageType.CALL, 7, t.ClientProtocol.rollEdits_args())
+    )
+    assert b"Unknown method format" in reply
+    with pytest.raises(ProtocolError):
+        channel.call(b"\x00\x01garbage")
+
+
+def test_rpc_table_needs_a_handler_for_every_rpc() -> None:
+    with pytest.raises(IllegalArgumentException, match="No handler for RPC ClientProtocol"):
+        rpc_table(SERVICES, {"mkdirs": print})
+    with pytest.raises(IllegalArgumentException, match="defined by two services"):
+        rpc_table(SERVICES + SERVICES[:1])
+
+
+# ---- addresses -----------------------------------------------------------------------------------
+def test_clients_find_the_namenode() -> None:
+    conf = Configuration()
+    assert namenode_address(conf) == ("127.0.0.1", 8020)
+    conf.set("dfs.namenode.rpc-address", "nn1:9000")
+    assert namenode_address(conf) == ("nn1", 9000)
+    conf.set("fs.defaultFS", "hdfs://nn2")
+    assert namenode_address(conf) == ("nn2", 8020)
+    conf.set("fs.defaultFS", "hdfs://nn2:8021/")
+    assert namenode_address(conf) == ("nn2", 8021)
+    conf.set("fs.defaultFS", "hdfs:///")
+    with pytest.raises(ConfigurationError, match="has no authority"):
+        namenode_address(conf)
+    conf.set("fs.defaultFS", "file:///")
+    conf.set("dfs.namenode.rpc-address", "0.0.0.0:0")
+    with pytest.raises(ConfigurationError, match="port 0"):
+        namenode_address(conf)
+
+
+def test_the_daemon_binds_rpc_address_else_default_fs() -> None:
+    conf = Configuration()
+    assert rpc_bind_address(conf) == ("0.0.0.0", 8020)
+    conf.set("fs.defaultFS", "hdfs://localhost:9000")
+    assert rpc_bind_address(conf) == ("localhost", 9000)
+    conf.set("dfs.namenode.rpc-bind-host", "0.0.0.0")
+    assert rpc_bind_address(conf) == ("0.0.0.0", 9000)
+    conf.set("dfs.namenode.rpc-address", "127.0.0.1:0")
+    assert rpc_bind_address(conf) == ("0.0.0.0", 0)
+
+
+# ---- the namenode command line -------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "argv,expected",
+    [
+        ([], ("daemon", False, True, None, None)),
+        (["-format"], ("format", False, True, None, None)),
+        (["-FORMAT", "-clusterid", "c1", "-force"], ("format", True, True, "c1", None)),
+        (["-format", "-nonInteractive", "-force"], ("format", True, False, None, None)),
+        (["-initializeSharedEdits", "-nonInteractive"], ("initializeSharedEdits", False, False, None, None)),
+        (["-checkpointOffline", "/d"], ("checkpointOffline", False, True, None, "/d")),
+    ],
+)  # fmt: skip
+def test_startup_options(argv, expected) -> None:
+    option = parse_startup_option(argv)
+    assert (option.command, option.force, option.interactive, option.cluster_id,
+            option.directory) == expected  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["-format", "-clusterid"], "Must specify a valid cluster ID"),
+        (["-format", "-clusterid", "-force"], "Must specify a valid cluster ID"),
+        (["-format", "-x"], "unknown option '-x'"),
+        (["-initializeSharedEdits", "-format"], "unknown option '-format'"),
+        (["-checkpointOffline"], "exactly one directory"),
+        (["-bootstrap"], "unknown option '-bootstrap'"),
+    ],
+)
+def test_bad_startup_options(argv, message) -> None:
+    with pytest.raises(UsageError, match=message):
+        parse_startup_option(argv)
+
+
+def test_the_format_prompt() -> None:
+    err = io.StringIO()
+    confirm = prompt_confirm(io.StringIO("Y\nwhat\nno\n"), err)
+    assert not confirm(["/a", "/b"])
+    assert err.getvalue() == (
+        "Re-format filesystem in /a ? (Y or N) Re-format filesystem in /b ? (Y or N) "
+        "Invalid input: what\nRe-format filesystem in /b ? (Y or N) "
+    )
+    assert prompt_confirm(io.StringIO("yes\ny\n"), io.StringIO())(["/a", "/b"])
+    assert not prompt_confirm(io.StringIO(""), io.StringIO())(["/a"])  # end of input
+    endless = io.StringIO("?\n" * 100)
+    assert not prompt_confirm(endless, io.StringIO())(["/a"])  # bounded
