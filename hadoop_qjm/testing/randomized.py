@@ -1,0 +1,581 @@
+"""The randomized fault test (design paper §7.3, Hadoop's TestQJMWithFaults.testRandomized).
+
+``run_seed(seed)`` is a pure function of its seed (STYLE.md habit 8)::
+
+    result = run_seed(42, iterations=300)          # a SeedResult; result.passed
+    python -m hadoop_qjm.testing.randomized --seed 42 --iterations 300
+
+Three JournalNodes; hundreds of writers take over from each other. Each
+writer is a new QuorumJournalManager that recovers (new epoch, Paxos recovery
+of the last segment, finalize), reads back what a reader would see, then
+writes up to two segments of four single-txn flushes and finalizes them;
+when ``txid > 100 and i % 10 == 1`` it also purges older than ``txid - 100``.
+Any step may fail because of the faults of :class:`~hadoop_qjm.testing.faults.RandomFaults`
+(nodes flapping up and down, a node cut off from a whole writer, the writer
+crashing between two calls, nodes restarting, acceptRecovery failing on
+either side of its commit point); the writer is then abandoned and the next
+one takes over.
+
+After every step the invariants are checked with ``always_assert``:
+
+1. every recovery reaches at least the last acknowledged txid;
+2. every failure is an injected one ("Injected" in its message), and no
+   AssertionError was raised anywhere — not even by a node whose error the
+   quorum hid;
+3. finalized segments with the same first txid are byte-identical on every
+   node (the files on disk);
+4. no txid was ever acknowledged with two different contents: every writer
+   writes its own content (``/w<writer>/tx<txid>``), the bytes of every
+   acknowledged op are recorded, and after each recovery the finalized edits
+   read back through ``select_input_streams`` must hold exactly those bytes;
+   every txid read back once must read back the same forever after.
+
+The first violation ends the run: ``SeedResult.first_failure`` says what, and
+``log_excerpt`` ends with the trace leading to it. With ``transport="local"``
+(the default) the nodes are real Journals on real files reached through
+:mod:`~hadoop_qjm.testing.local_transport`, every call runs in this thread in a
+fixed order, and one ``random.Random(seed)`` decides every fault: the same
+seed replays the same trace. With ``transport="thrift"`` the same workload
+runs against a MiniJournalCluster over loopback Thrift and HTTP, the faults
+injected in the client's proxies (the paxos faults by the same injector,
+armed from the client before each acceptRecovery); the client still makes
+its calls in one thread in a fixed order, but the JournalNodes' own threads,
+sockets and timers make a seed's run NOT exactly repeatable there, and nodes
+do not restart (a restart breaks the client's connection with an error that
+is not an injected one).
+
+``planted_bug`` switches on a deliberately broken rule (:data:`PLANTED_BUGS`)
+so the harness can show it finds it. ``run_seed`` keeps no state between
+calls (a Spark executor may call it for thousands of seeds); it patches a
+module only for a planted bug, and restores it before returning (do not run
+planted-bug seeds in several threads of one process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import logging
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
+from hadoop_qjm.common.exceptions import always_assert
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, encode_op
+from hadoop_qjm.qjournal.client import segment_recovery_comparator
+from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
+from hadoop_qjm.qjournal.protocol.messages import RequestInfo
+from hadoop_qjm.qjournal.server.journal import Journal
+from hadoop_qjm.testing.faults import (
+    FaultInjectingProxy,
+    FaultProbabilities,
+    PaxosCrashInjector,
+    RandomFaults,
+    is_injected,
+    thrift_logger_factory,
+)
+from hadoop_qjm.testing.invariants import FinalizedSegmentChecker
+from hadoop_qjm.testing.local_transport import LocalJournalCluster
+from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, JID, close_streams
+
+__all__ = [
+    "DEFAULT_ITERATIONS",
+    "PLANTED_BUGS",
+    "AckWithoutWriteJournal",
+    "SeedResult",
+    "main",
+    "run_seed",
+]
+
+#: Writers per seed by default (Hadoop runs 500).
+DEFAULT_ITERATIONS = 300
+SEGMENTS_PER_WRITER = 2
+TXNS_PER_SEGMENT = 4
+#: Purge what is older than this many txns behind the writer (every tenth writer).
+PURGE_KEEP = 100
+NUM_NODES = 3
+#: A read-back after a recovery re-reads this many txns before the last one read.
+READBACK_OVERLAP = 2 * TXNS_PER_SEGMENT
+#: Lines of the trace kept in ``SeedResult.log_excerpt``.
+EXCERPT_LINES = 80
+
+PLANTED_BUGS = {
+    "comparator-ignores-writer-epoch": (
+        "SegmentRecoveryComparator ignores lastWriterEpoch: a longer log from an older "
+        "writer beats a newer writer's log (design paper §2.9 rule 3b broken)"
+    ),
+    "ack-before-write": (
+        "JournalNode 0 acknowledges journal() batches without writing them, so a later "
+        "recovery may miss acknowledged txns"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class SeedResult:
+    """What one seed's run did, and whether every invariant held."""
+
+    seed: int
+    passed: bool
+    #: Writers that took over (new QJMs), i.e. failovers.
+    writers: int
+    txns_acknowledged: int
+    #: Recoveries that succeeded.
+    recoveries: int
+    faults_injected: int
+    duration_s: float
+    #: The first violated invariant (None if passed).
+    first_failure: str | None
+    #: The tail of the trace.
+    log_excerpt: str
+    iterations: int = DEFAULT_ITERATIONS
+    transport: str = "local"
+    planted_bug: str | None = None
+    #: SHA-256 of the whole trace: two runs of one seed (local transport) agree.
+    trace_digest: str = ""
+
+    @property
+    def replay_command(self) -> str:
+        """The command line that replays this seed."""
+        cmd = f"python -m hadoop_qjm.testing.randomized --seed {self.seed}"
+        cmd += f" --iterations {self.iterations}"
+        if self.transport != "local":
+            cmd += f" --transport {self.transport}"
+        if self.planted_bug:
+            cmd += f" --planted-bug {self.planted_bug}"
+        return cmd
+
+
+class AckWithoutWriteJournal(Journal):
+    """PLANTED BUG "ack-before-write": checks the writer's epoch, then acknowledges
+    a journal() batch without writing anything."""
+
+    def journal(
+        self, req: RequestInfo, segment_txid: int, first_txid: int, num_txns: int, records: bytes
+    ) -> None:
+        with self._lock:
+            self._check_formatted()
+            self._check_write_request(req)
+
+
+def _ignore_writer_epoch(response: Any) -> int:
+    # PLANTED BUG "comparator-ignores-writer-epoch": rule 3a without lastWriterEpoch.
+    return response.accepted_in_epoch or 0
+
+
+@contextlib.contextmanager
+def _planted(bug: str | None) -> Iterator[None]:
+    if bug is not None and bug not in PLANTED_BUGS:
+        raise ValueError(f"unknown planted bug {bug!r}; known: {', '.join(PLANTED_BUGS)}")
+    if bug != "comparator-ignores-writer-epoch":
+        yield
+        return
+    original = segment_recovery_comparator.max_seen_epoch
+    segment_recovery_comparator.max_seen_epoch = _ignore_writer_epoch
+    try:
+        yield
+    finally:
+        segment_recovery_comparator.max_seen_epoch = original
+
+
+@contextlib.contextmanager
+def _quiet_library_logs(quiet: bool) -> Iterator[None]:
+    # Thousands of expected warnings (every injected failure is logged with its
+    # traceback); the trace says what happened.
+    if not quiet:
+        yield
+        return
+    logger = logging.getLogger("hadoop_qjm")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _one_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).strip().splitlines()]
+    return f"{type(error).__name__}: {' | '.join(line for line in lines if line)}"
+
+
+class _Run:
+    """One seed's run: the cluster, the faults, the invariants' bookkeeping."""
+
+    def __init__(
+        self,
+        seed: int,
+        transport: str,
+        work_dir: Path,
+        planted_bug: str | None,
+        probabilities: FaultProbabilities | None,
+        trace: list[str],
+    ) -> None:
+        self.trace = trace
+        # Error messages name files; the run's directory differs from run to run.
+        work_prefix = str(work_dir)
+
+        def trace_line(line: str) -> None:
+            trace.append(line.replace(work_prefix, "<dir>"))
+
+        self.trace_line = trace_line
+        self.conf = Configuration()
+        self.paxos = PaxosCrashInjector()
+        self.rng = random.Random(seed)
+        restart: Callable[[int], None] | None = None
+        if transport == "local":
+            journal_classes = (
+                {0: AckWithoutWriteJournal} if planted_bug == "ack-before-write" else {}
+            )
+            self.cluster: Any = LocalJournalCluster(
+                NUM_NODES,
+                work_dir,
+                self.conf,
+                fault_injector=self.paxos,
+                journal_classes=journal_classes,
+            )
+            restart = self.cluster.crash_and_restart
+            self.http_opener: Any = self.cluster.open_url
+        elif transport == "thrift":
+            if planted_bug == "ack-before-write":
+                raise ValueError("the ack-before-write bug is planted in the local transport only")
+            from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+
+            self.cluster = MiniJournalCluster(
+                NUM_NODES, work_dir, self.conf, node_kwargs={"fault_injector": self.paxos}
+            )
+            self.http_opener = None
+        else:
+            raise ValueError(f"transport must be 'local' or 'thrift', not {transport!r}")
+        self.transport = transport
+        self.faults = RandomFaults(
+            self.rng,
+            NUM_NODES,
+            probabilities,
+            paxos=self.paxos,
+            restart=restart,
+            trace=trace_line,
+        )
+        if transport == "local":
+            self.faulty_factory = self.cluster.make_logger_factory(self._wrap)
+            self.plain_factory = self.cluster.logger_factory
+        else:
+            addresses = [self.cluster.rpc_address(i) for i in range(NUM_NODES)]
+            registry = CollectorRegistry()  # the channels' metrics stay out of the global one
+            self.faulty_factory = thrift_logger_factory(
+                addresses, self._wrap, metrics_registry=registry
+            )
+            self.plain_factory = thrift_logger_factory(addresses, metrics_registry=registry)
+        self.uri = self.cluster.quorum_journal_uri(JID)
+        # Invariant bookkeeping.
+        self.last_acked = 0
+        self.acked: dict[int, bytes] = {}  # txid -> the bytes of the acknowledged op
+        self.decided: dict[int, bytes] = {}  # txid -> bytes once read back after a recovery
+        self.purge_horizon = 0
+        self.read_through = 0  # the last txid read back
+        self.writers = 0
+        self.recoveries = 0
+        self.txns_acknowledged = 0
+        self.segments = FinalizedSegmentChecker(
+            lambda: [self.cluster.current_dir(n, JID) for n in range(NUM_NODES)]
+        )
+
+    def _wrap(self, node: int, proxy: Any) -> FaultInjectingProxy:
+        return FaultInjectingProxy(proxy, node, self.faults)
+
+    def _qjm(self, factory: Any) -> QuorumJournalManager:
+        kwargs: dict[str, Any] = {"logger_factory": factory}
+        if self.http_opener is not None:
+            kwargs["http_opener"] = self.http_opener
+        return QuorumJournalManager(self.conf, self.uri, FAKE_NSINFO, **kwargs)
+
+    def close(self) -> None:
+        self.cluster.shutdown()
+
+    # ---- the workload ---------------------------------------------------------------------------
+    def run(self, iterations: int) -> None:
+        with self._qjm(self.plain_factory) as qjm:
+            qjm.format(FAKE_NSINFO)
+        self.trace_line("formatted")
+        for i in range(iterations):
+            self.writer(i)
+
+    def writer(self, i: int) -> None:
+        """Writer ``i`` takes over: recover, read back, maybe purge, write two segments."""
+        self.writers += 1
+        self.faults.start_writer(i)
+        self.trace_line(f"--- writer {i}")
+        qjm = self._qjm(self.faulty_factory)
+        try:
+            recovered = self.recover(i, qjm)
+            if recovered is not None:
+                txid = recovered + 1
+                if txid > PURGE_KEEP and i % 10 == 1:
+                    self.trace_line(f"writer {i}: purge older than {txid - PURGE_KEEP}")
+                    qjm.purge_logs_older_than(txid - PURGE_KEEP)
+                    self.purge_horizon = max(self.purge_horizon, txid - PURGE_KEEP)
+                for _ in range(SEGMENTS_PER_WRITER):
+                    if not self.write_segment(i, qjm, txid):
+                        break
+                    txid += TXNS_PER_SEGMENT
+        finally:
+            qjm.close()
+        self.check_disk(i)
+        self.check_hidden_assertions()
+
+    def recover(self, i: int, qjm: QuorumJournalManager) -> int | None:
+        """Recover and read back; the last txid a reader sees, None if a step failed."""
+        try:
+            qjm.recover_unfinalized_segments()
+            streams = qjm.select_input_streams(0, in_progress_ok=False)
+        except Exception as e:  # noqa: BLE001 - judged by the invariant
+            self.check_failure(i, "recovery", e)
+            return None
+        # Every tenth writer re-reads everything from the purge horizon on;
+        # the others what is new since the last read-back, and a little more.
+        since = self.purge_horizon if i % 10 == 0 else self.read_through - READBACK_OVERLAP
+        try:
+            recovered = self.read_back(streams, max(since, self.purge_horizon))
+        finally:
+            close_streams(streams)
+        self.recoveries += 1
+        self.trace_line(f"writer {i}: epoch {qjm.loggers.epoch}, recovered through {recovered}")
+        always_assert(
+            recovered >= self.last_acked,
+            f"writer {i} recovered only through txid {recovered} but txid {self.last_acked} "
+            "had been acknowledged",
+        )
+        self.check_disk(i)
+        return recovered
+
+    def write_segment(self, i: int, qjm: QuorumJournalManager, first: int) -> bool:
+        """Start, four single-txn flushes, close, finalize; False if a step failed."""
+        txid = first
+        try:
+            stm = qjm.start_log_segment(first, CURRENT_LAYOUT_VERSION)
+            for txid in range(first, first + TXNS_PER_SEGMENT):
+                op = MkdirOp.create(txid, f"/w{i}/tx{txid}")
+                stm.write(op)
+                stm.set_ready_to_flush()
+                stm.flush()
+                self.acknowledged(i, txid, encode_op(op))
+            stm.close()
+            last = first + TXNS_PER_SEGMENT - 1
+            qjm.finalize_log_segment(first, last)
+            self.trace_line(f"writer {i}: finalized {first}-{last}")
+        except Exception as e:  # noqa: BLE001 - judged by the invariant
+            self.check_failure(i, f"writing txid {txid}", e)
+            return False
+        return True
+
+    # ---- the invariants -------------------------------------------------------------------------
+    def check_failure(self, i: int, step: str, error: BaseException) -> None:
+        """Invariant 2: a step may fail only because of an injected fault."""
+        self.trace_line(f"writer {i}: {step} failed: {_one_line(error)}")
+        always_assert(
+            is_injected(error),
+            f"writer {i}: {step} failed with a non-injected error: {type(error).__name__}: {error}",
+        )
+        self.check_hidden_assertions()
+
+    def check_hidden_assertions(self) -> None:
+        always_assert(
+            not self.faults.assertion_errors,
+            f"a JournalNode raised an AssertionError: {self.faults.assertion_errors[:1]}",
+        )
+
+    def acknowledged(self, i: int, txid: int, data: bytes) -> None:
+        """Invariant 4, at the ack: a txid is acknowledged with one content only."""
+        previous = self.acked.get(txid, self.decided.get(txid))
+        always_assert(
+            previous is None or previous == data,
+            f"writer {i}: txid {txid} acknowledged with new contents, but it was decided before",
+        )
+        self.acked[txid] = data
+        self.last_acked = txid
+        self.txns_acknowledged += 1
+        self.trace_line(f"writer {i}: acked {txid}")
+
+    def read_back(self, streams: list[Any], since: int) -> int:
+        """Invariant 4, after a recovery: read the finalized edits; returns the last txid.
+
+        Reads the segments holding ``since`` and later (the earlier ones are
+        only listed). Below the purge horizon segments may be missing from
+        some nodes; from it on the edits must be contiguous, and each txid's
+        bytes must be the acknowledged ones and the same as every earlier read.
+        """
+        last = 0
+        expected: int | None = None
+        for stream in streams:
+            always_assert(
+                stream.first_txid > last,
+                f"stream {stream} starts at {stream.first_txid}, not after {last}",
+            )
+            last = stream.last_txid
+            if last < since:
+                continue
+            if expected is not None:
+                always_assert(
+                    stream.first_txid == expected,
+                    f"gap in the finalized edits: {stream} starts at {stream.first_txid}, "
+                    f"expected {expected}",
+                )
+            expected = stream.first_txid
+            while (op := stream.read_op()) is not None:
+                always_assert(op.txid == expected, f"read txid {op.txid}, expected {expected}")
+                self.check_contents(op.txid, encode_op(op))
+                expected += 1
+            always_assert(
+                expected == stream.last_txid + 1,
+                f"{stream} ended at txid {expected - 1}, not {stream.last_txid}",
+            )
+        self.read_through = max(self.read_through, last)
+        return last
+
+    def check_contents(self, txid: int, data: bytes) -> None:
+        acked = self.acked.get(txid)
+        always_assert(
+            acked is None or acked == data,
+            f"txid {txid} was acknowledged as {acked!r} but reads back as {data!r}",
+        )
+        decided = self.decided.setdefault(txid, data)
+        always_assert(
+            decided == data, f"txid {txid} read back as {decided!r} before, now as {data!r}"
+        )
+
+    def check_disk(self, i: int) -> None:
+        """Invariant 3: finalized segments of one first txid are byte-identical everywhere."""
+        self.segments.check(f"after writer {i}: ")
+
+
+def _work_dir(base_dir: str | os.PathLike[str] | None, seed: int) -> tuple[Path, bool]:
+    """A fresh directory for the run; ``(path, delete afterwards)``."""
+    if base_dir is not None:
+        Path(base_dir).mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f"seed-{seed}-", dir=base_dir)), False
+    # tmpfs makes the Journals' fsyncs free; the files are the same.
+    shm = Path("/dev/shm")
+    parent = shm if shm.is_dir() and os.access(shm, os.W_OK) else None
+    return Path(tempfile.mkdtemp(prefix=f"qjm-seed-{seed}-", dir=parent)), True
+
+
+def run_seed(
+    seed: int,
+    iterations: int = DEFAULT_ITERATIONS,
+    transport: str = "local",
+    base_dir: str | os.PathLike[str] | None = None,
+    planted_bug: str | None = None,
+    *,
+    probabilities: FaultProbabilities | None = None,
+    trace: list[str] | None = None,
+    quiet: bool = True,
+) -> SeedResult:
+    """Run the randomized test for ``seed``; never raises for a failed invariant.
+
+    ``base_dir``: where the JournalNodes' directories go (kept afterwards);
+    default a temporary directory (on tmpfs when there is one), deleted.
+    ``trace``: a list that receives every line of the trace. ``quiet``
+    silences the ``hadoop_qjm`` loggers during the run.
+    """
+    if planted_bug is not None and planted_bug not in PLANTED_BUGS:
+        raise ValueError(f"unknown planted bug {planted_bug!r}; known: {', '.join(PLANTED_BUGS)}")
+    lines: list[str] = trace if trace is not None else []
+    lines.append(
+        f"seed {seed}, {iterations} writers, transport {transport}"
+        + (f", planted bug {planted_bug}" if planted_bug else "")
+    )
+    started = time.perf_counter()
+    work_dir, delete = _work_dir(base_dir, seed)
+    first_failure: str | None = None
+    run: _Run | None = None
+    try:
+        with _quiet_library_logs(quiet), _planted(planted_bug):
+            run = _Run(seed, transport, work_dir, planted_bug, probabilities, lines)
+            try:
+                run.run(iterations)
+                run.check_hidden_assertions()
+            except AssertionError as e:
+                first_failure = f"{type(e).__name__}: {e}"
+            except Exception as e:  # noqa: BLE001 - an error outside any step is a failure too
+                lines.extend(traceback.format_exc().rstrip().splitlines()[-12:])
+                first_failure = f"unexpected {type(e).__name__}: {e}"
+            finally:
+                run.close()
+    finally:
+        if delete:
+            shutil.rmtree(work_dir, ignore_errors=True)
+    if first_failure is not None:
+        first_failure = first_failure.replace(str(work_dir), "<dir>")
+    lines.append(f"FAILED: {first_failure}" if first_failure else "passed")
+    return SeedResult(
+        seed=seed,
+        passed=first_failure is None,
+        writers=run.writers if run else 0,
+        txns_acknowledged=run.txns_acknowledged if run else 0,
+        recoveries=run.recoveries if run else 0,
+        faults_injected=run.faults.injected if run else 0,
+        duration_s=time.perf_counter() - started,
+        first_failure=first_failure,
+        log_excerpt="\n".join(lines[-EXCERPT_LINES:]),
+        iterations=iterations,
+        transport=transport,
+        planted_bug=planted_bug,
+        trace_digest=hashlib.sha256("\n".join(lines).encode()).hexdigest(),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m hadoop_qjm.testing.randomized --seed N``: replay one seed, print its trace."""
+    parser = argparse.ArgumentParser(
+        prog="python -m hadoop_qjm.testing.randomized",
+        description="Replay one seed of the randomized QJM fault test and print its trace.",
+    )
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS)
+    parser.add_argument("--transport", choices=("local", "thrift"), default="local")
+    parser.add_argument("--planted-bug", choices=sorted(PLANTED_BUGS), default=None)
+    parser.add_argument("--base-dir", help="keep the JournalNodes' directories here")
+    parser.add_argument("--tail", type=int, default=None, help="print only the last N lines")
+    parser.add_argument("--verbose", action="store_true", help="also show the library's logs")
+    args = parser.parse_args(argv)
+    if args.verbose:
+        logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+    lines: list[str] = []
+    result = run_seed(
+        args.seed,
+        iterations=args.iterations,
+        transport=args.transport,
+        base_dir=args.base_dir,
+        planted_bug=args.planted_bug,
+        trace=lines,
+        quiet=not args.verbose,
+    )
+    shown = lines if args.tail is None else lines[-args.tail :]
+    print("\n".join(shown))
+    print(
+        f"\nseed {result.seed}: {'PASSED' if result.passed else 'FAILED'} — "
+        f"{result.writers} writers, {result.recoveries} recoveries, "
+        f"{result.txns_acknowledged} txns acknowledged, {result.faults_injected} faults injected, "
+        f"{result.duration_s:.2f} s, trace {result.trace_digest[:16]}"
+    )
+    if not result.passed:
+        print(f"first failure: {result.first_failure}")
+        print(f"replay: {result.replay_command}")
+    return 0 if result.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
