@@ -1,0 +1,457 @@
+"""``hdfs-py bench qjm``: a writer logging through QuorumJournalManager to JournalNode processes.
+
+One writer (this process) logs MKDIR ops of about 100 bytes through
+:class:`QuorumJournalManager` to JournalNode processes on 127.0.0.1 (a
+``MiniJournalCluster(processes=True)``): for each batch size it writes the ops
+of a batch (``write(op)``), ``set_ready_to_flush()`` and ``flush()`` — which
+returns once a write quorum has fsynced the batch — and prints the committed
+txns/s and the p50/p99 latency of ``flush()``. Phases, in one run:
+
+* ``3 JNs``: three healthy JournalNodes;
+* ``3 JNs, 1 frozen``: the same with one JournalNode stopped by SIGSTOP (and
+  SIGCONT-ed afterwards, always) — a slow node must add no latency (design
+  paper §2.2 step 4);
+* ``5 JNs``: five JournalNodes, a majority of three;
+* ``ideal``: the ideal quorum baseline ``../shared/bench/ideal_quorum.py``
+  (plain sockets, 3 appenders with fdatasync, wait for 2 of 3; or ``--ideal
+  PATH``), run as a subprocess on the same disk for the same batch size just
+  before each ``3 JNs`` phase, so that on a shared machine neighbours in time
+  are compared.
+
+Beside the figures: the writer's and the JournalNodes' CPU time per batch (on a
+small machine the writer and every JournalNode share the cores), and the
+"flush-bound" rate — txns over the time spent in ``flush()`` alone, i.e.
+without encoding the ops, which the baseline does not do either.
+
+Goals are printed beside the figures, never asserted: ≥ 0.8× the ideal's
+txns/s at batch 1, 100 and 1000; p50 with one node frozen ≤ 1.1× the healthy
+p50; p50 with 5 nodes ≤ 1.3× the p50 with 3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from hadoop_qjm.cli import CommandParser
+from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, encode_op
+from hadoop_qjm.qjournal.client.ipc_logger_channel import IPCLoggerChannel
+from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
+from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
+from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO
+
+__all__ = ["run", "PhaseResult", "IDEAL_RATIO_GOAL", "FROZEN_P50_GOAL", "FIVE_P50_GOAL"]
+
+JID = "bench-qjm"
+#: txns/s as a fraction of the ideal baseline's, at these batch sizes.
+IDEAL_RATIO_GOAL = 0.8
+IDEAL_GOAL_BATCHES = (1, 100, 1000)
+#: p50 with one JournalNode frozen / healthy p50.
+FROZEN_P50_GOAL = 1.1
+#: p50 with 5 JournalNodes / p50 with 3.
+FIVE_P50_GOAL = 1.3
+#: Batches written before the clock starts (connections warm, segment open).
+WARMUP_BATCHES = 20
+
+# With this prefix an op's frame is 100 bytes (17 of framing, 83 of MKDIR body), as in
+# ``bench edits`` and ``bench journalnode``.
+_PATH_PREFIX = "/bench/edit/tx "
+_TIMESTAMP = 1_700_000_000_000
+_PROJECT_ROOT = Path(__file__).resolve().parents[3]
+DEFAULT_IDEAL = _PROJECT_ROOT.parent / "shared" / "bench" / "ideal_quorum.py"
+
+
+@dataclass
+class PhaseResult:
+    """One (phase, batch size) measurement."""
+
+    phase: str
+    batch: int
+    batches: int = 0
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0  # the writer process
+    jn_cpu_seconds: float = 0.0  # all JournalNode processes together
+    flush_seconds: float = 0.0  # the sum of the flush() latencies
+    latencies: list[float] = field(default_factory=list)  # seconds, sorted
+    ideal: dict | None = None  # the baseline's JSON line for this batch size, run just before
+    #: journal() RPC p50 (ms): the 2nd fastest of three nodes, and the slower of the two
+    #: that stay up when the last one is frozen (healthy 3-node phases only).
+    rpc_quorum_p50_ms: float = float("nan")
+    rpc_both_p50_ms: float = float("nan")
+
+    @property
+    def txns_per_s(self) -> float:
+        return self.batches * self.batch / self.seconds if self.seconds else 0.0
+
+    @property
+    def flush_bound_txns_per_s(self) -> float:
+        """txns/s were the ops already encoded (the ideal baseline pre-encodes its records)."""
+        return self.batches * self.batch / self.flush_seconds if self.flush_seconds else 0.0
+
+    def per_batch_us(self, seconds: float) -> float:
+        return seconds / self.batches * 1e6 if self.batches else float("nan")
+
+    def percentile_ms(self, q: float) -> float:
+        """The ideal baseline's percentile (nearest rank, no interpolation), in ms."""
+        lats = self.latencies
+        if not lats:
+            return float("nan")
+        return lats[min(len(lats) - 1, int(q * (len(lats) - 1)))] * 1000
+
+    @property
+    def p50_ms(self) -> float:
+        return self.percentile_ms(0.5)
+
+    @property
+    def p99_ms(self) -> float:
+        return self.percentile_ms(0.99)
+
+
+def _op(txid: int) -> MkdirOp:
+    return MkdirOp.create(txid, f"{_PATH_PREFIX}{txid:019d}", timestamp=_TIMESTAMP)
+
+
+class _TimedProxy:
+    """A QJournalProtocolProxy whose successful journal() calls are timed, by first txid."""
+
+    def __init__(self, host: str, port: int, times: dict[int, float]) -> None:
+        self._proxy = QJournalProtocolProxy(host, port, timeout_s=None)  # Hadoop's default
+        self._times = times
+
+    def __getattr__(self, name: str):
+        return getattr(self._proxy, name)
+
+    def journal(self, req, segment_txid: int, first_txid: int, num_txns: int, records) -> None:
+        start = time.perf_counter()
+        self._proxy.journal(req, segment_txid, first_txid, num_txns, records)
+        self._times[first_txid] = time.perf_counter() - start
+
+
+def _timed_logger_factory(rpc_times: list[dict[int, float]]):
+    """IPCLoggerChannels whose journal() RPC times land in ``rpc_times[node]``."""
+
+    def factory(conf, ns_info, journal_id, name_service_id, address):
+        times: dict[int, float] = {}
+        rpc_times.append(times)
+        return IPCLoggerChannel(
+            conf,
+            ns_info,
+            journal_id,
+            address,
+            name_service_id=name_service_id,
+            proxy_factory=lambda host, port: _TimedProxy(host, port, times),
+        )
+
+    return factory
+
+
+def _rpc_order_statistics(rpc_times: list[dict[int, float]], result: PhaseResult) -> None:
+    """For a healthy 3-node phase: the p50 of the 2nd fastest RPC of each batch (what a
+    quorum of three waits for), and of the slower of nodes 0 and 1 (what a quorum of the
+    two left waits for once node 2 is frozen) — the least a frozen node costs any client."""
+    quorum, both = [], []
+    for first_txid, t0 in rpc_times[0].items():
+        t1, t2 = rpc_times[1].get(first_txid), rpc_times[2].get(first_txid)
+        if t1 is not None and t2 is not None:
+            quorum.append(sorted((t0, t1, t2))[1])
+            both.append(max(t0, t1))
+    if quorum:
+        result.rpc_quorum_p50_ms = statistics.median(quorum) * 1000
+        result.rpc_both_p50_ms = statistics.median(both) * 1000
+
+
+def _cpu_seconds(pids: Sequence[int]) -> float:
+    """User + system CPU time of the processes ``pids`` (not their children)."""
+    total = 0.0
+    for pid in pids:
+        times = psutil.Process(pid).cpu_times()
+        total += times.user + times.system
+    return total
+
+
+def measure(
+    qjm: QuorumJournalManager,
+    phase: str,
+    first_txid: int,
+    batch: int,
+    seconds: float,
+    max_ops: int,
+    jn_pids: Sequence[int] = (),
+) -> tuple[PhaseResult, int]:
+    """One segment of batches of ``batch`` ops for ``seconds`` (≤ ``max_ops`` txns, at
+    least one batch); returns the result and the next txid."""
+    result = PhaseResult(phase, batch)
+    max_batches = max(1, max_ops // batch)
+    stm = qjm.start_log_segment(first_txid, CURRENT_LAYOUT_VERSION)
+    txid = first_txid
+    write, create, clock = stm.write, _op, time.perf_counter
+    latencies = result.latencies
+
+    def one_batch() -> float:
+        nonlocal txid
+        for t in range(txid, txid + batch):
+            write(create(t))
+        txid += batch
+        stm.set_ready_to_flush()
+        began = clock()
+        stm.flush()
+        return clock() - began
+
+    for _ in range(WARMUP_BATCHES):
+        one_batch()
+    jn_cpu_start = _cpu_seconds(jn_pids)
+    cpu_start = time.process_time()
+    start = clock()
+    deadline = start + seconds
+    while result.batches < max_batches and clock() < deadline:
+        latencies.append(one_batch())
+        result.batches += 1
+    result.seconds = clock() - start
+    result.cpu_seconds = time.process_time() - cpu_start
+    result.jn_cpu_seconds = _cpu_seconds(jn_pids) - jn_cpu_start
+    result.flush_seconds = sum(latencies)
+    latencies.sort()
+    stm.close()
+    qjm.finalize_log_segment(first_txid, txid - 1)
+    return result, txid
+
+
+def run_cluster_phases(
+    base: Path,
+    num_nodes: int,
+    batches: Sequence[int],
+    seconds: float,
+    max_ops: int,
+    *,
+    frozen_too: bool,
+    ideal: Path | None = None,
+) -> list[PhaseResult]:
+    """Healthy phases on ``num_nodes`` JournalNode processes, then (``frozen_too``) the same
+    with the last node frozen by SIGSTOP. With ``ideal``, the baseline runs for each batch
+    size just before the healthy phase (the machine may be shared: neighbours in time are
+    compared). Every process is stopped on return."""
+    name = f"{num_nodes} JNs"
+    results: list[PhaseResult] = []
+    conf = Configuration()
+    with MiniJournalCluster(num_nodes, base_dir=base, conf=conf, processes=True) as cluster:
+        pids = [node.pid for node in cluster.nodes]
+        rpc_times: list[dict[int, float]] = []  # per node: first txid -> journal() seconds
+        qjm = QuorumJournalManager(
+            conf,
+            cluster.quorum_journal_uri(JID),
+            FAKE_NSINFO,
+            logger_factory=_timed_logger_factory(rpc_times),
+        )
+        try:
+            qjm.format(FAKE_NSINFO)
+            qjm.recover_unfinalized_segments()
+            txid = 1
+            for batch in batches:
+                baseline = None
+                if ideal is not None:
+                    baseline = run_ideal(ideal, base, batch, seconds, max_ops)
+                for times in rpc_times:
+                    times.clear()
+                result, txid = measure(qjm, name, txid, batch, seconds, max_ops, pids)
+                result.ideal = baseline
+                if num_nodes == 3:
+                    _rpc_order_statistics(rpc_times, result)
+                results.append(result)
+                _print_progress(result)
+            if frozen_too:
+                frozen = cluster.nodes[num_nodes - 1]
+                os.kill(frozen.pid, signal.SIGSTOP)
+                try:
+                    for batch in batches:
+                        phase = f"{name}, 1 frozen"
+                        result, txid = measure(qjm, phase, txid, batch, seconds, max_ops, pids)
+                        results.append(result)
+                        _print_progress(result)
+                finally:
+                    os.kill(frozen.pid, signal.SIGCONT)
+        finally:
+            qjm.close()
+    return results
+
+
+def run_ideal(ideal: Path, directory: Path, batch: int, seconds: float, max_ops: int) -> dict:
+    """The ideal baseline's JSON line for one batch size (a subprocess, bounded in time)."""
+    cmd = [
+        sys.executable,
+        str(ideal),
+        "--dir",
+        str(directory),
+        "--rec",
+        str(len(encode_op(_op(1)))),
+        "--batch",
+        str(batch),
+        "--secs",
+        str(seconds),
+        "--max-batches",
+        str(max(1, max_ops // batch)),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 120, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"{ideal} exited with {done.returncode}: {done.stderr.strip()[-500:]}")
+    return json.loads(lines[-1])
+
+
+def _print_progress(result: PhaseResult) -> None:
+    line = (
+        f"  {result.phase}, batch {result.batch}: {result.txns_per_s:,.0f} txns/s, "
+        f"flush p50 {result.p50_ms:.2f} ms"
+    )
+    if result.ideal is not None:
+        line += f" (ideal {result.ideal['records_per_s']:,.0f} txns/s)"
+    print(line, file=sys.stderr, flush=True)
+
+
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"
+
+
+def report(results: list[PhaseResult], batches: Sequence[int]) -> None:
+    """The table of figures, then each goal with its figure."""
+    print(
+        f"{'phase':<16} {'batch':>5} {'txns/s':>10} {'flush p50':>10} {'p99':>9} "
+        f"{'flush-bound':>11} {'writer CPU':>10} {'JNs CPU':>9} "
+        f"{'ideal txns/s':>12} {'ideal p50':>10} {'ratio':>5}"
+    )
+    print(
+        f"{'':<16} {'':>5} {'':>10} {'':>10} {'':>9} {'txns/s':>11} "
+        f"{'us/batch':>10} {'us/batch':>9}"
+    )
+    for r in results:
+        line = (
+            f"{r.phase:<16} {r.batch:>5} {r.txns_per_s:>10,.0f} {r.p50_ms:>7.2f} ms "
+            f"{r.p99_ms:>6.2f} ms {r.flush_bound_txns_per_s:>11,.0f} "
+            f"{r.per_batch_us(r.cpu_seconds):>10,.0f} {r.per_batch_us(r.jn_cpu_seconds):>9,.0f}"
+        )
+        if r.ideal is not None:
+            ideal_rate = r.ideal["records_per_s"]
+            ratio = r.txns_per_s / ideal_rate if ideal_rate else 0.0
+            line += f" {ideal_rate:>12,.0f} {r.ideal['lat_ms_p50']:>7.2f} ms {ratio:>5.2f}"
+        print(line)
+    print(
+        "flush-bound txns/s: txns / total time in flush() — the rate without encoding the "
+        "ops,\nwhich the ideal baseline does not do either (it pre-encodes its records)."
+    )
+
+    by_key = {(r.phase, r.batch): r for r in results}
+    print()
+    print("goals (printed, not asserted):")
+    for batch in IDEAL_GOAL_BATCHES:
+        r = by_key.get(("3 JNs", batch))
+        if r is None or r.ideal is None or not r.ideal["records_per_s"]:
+            continue
+        ideal_rate = r.ideal["records_per_s"]
+        ratio = r.txns_per_s / ideal_rate
+        print(
+            f"  batch {batch:>4}: {ratio:.2f}x the ideal's txns/s (goal >= {IDEAL_RATIO_GOAL}) "
+            f"{_verdict(ratio >= IDEAL_RATIO_GOAL)}; without encoding the ops "
+            f"{r.flush_bound_txns_per_s / ideal_rate:.2f}x"
+        )
+    for batch in batches:
+        healthy = by_key.get(("3 JNs", batch))
+        frozen = by_key.get(("3 JNs, 1 frozen", batch))
+        five = by_key.get(("5 JNs", batch))
+        if healthy is None:
+            continue
+        if frozen is not None:
+            ratio = frozen.p50_ms / healthy.p50_ms
+            inherent = healthy.rpc_both_p50_ms / healthy.rpc_quorum_p50_ms
+            print(
+                f"  batch {batch:>4}: p50 with one JN frozen {ratio:.2f}x healthy "
+                f"(goal <= {FROZEN_P50_GOAL}) {_verdict(ratio <= FROZEN_P50_GOAL)}; "
+                f"the two left must both answer: in the healthy phase the slower of their "
+                f"RPCs had p50 {inherent:.2f}x the 2nd fastest of three"
+            )
+        if five is not None:
+            ratio = five.p50_ms / healthy.p50_ms
+            print(
+                f"  batch {batch:>4}: p50 with 5 JNs {ratio:.2f}x with 3 "
+                f"(goal <= {FIVE_P50_GOAL}) {_verdict(ratio <= FIVE_P50_GOAL)}"
+            )
+
+
+def _positive_ints(text: str) -> list[int]:
+    values = [int(v) for v in text.split(",") if v.strip()]
+    if not values or any(v <= 0 for v in values):
+        raise ValueError(text)
+    return values
+
+
+def run(argv: Sequence[str], conf) -> int:
+    parser = CommandParser(prog="hdfs-py bench qjm", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--batches", default="1,10,100,1000", help="batch sizes, ops per flush (1,10,100,1000)"
+    )
+    parser.add_argument("--seconds", type=float, default=3.0, help="duration of each phase (3)")
+    parser.add_argument(
+        "--max-ops", type=int, default=2_000_000, help="cap on txns per phase (2000000)"
+    )
+    parser.add_argument("--skip-frozen", action="store_true", help="no phase with a frozen JN")
+    parser.add_argument("--skip-five", action="store_true", help="no phase with 5 JNs")
+    parser.add_argument(
+        "--ideal", default=None, help=f"the ideal baseline script (default {DEFAULT_IDEAL})"
+    )
+    parser.add_argument("--skip-ideal", action="store_true", help="do not run the baseline")
+    parser.add_argument("--dir", default=None, help="where the JournalNodes and baseline write")
+    args = parser.parse_args(list(argv))
+    try:
+        batches = _positive_ints(args.batches)
+    except ValueError:
+        parser.error(f"--batches must be positive integers separated by commas: {args.batches}")
+    if args.seconds <= 0 or args.max_ops <= 0:
+        parser.error("--seconds and --max-ops must be positive")
+
+    base = Path(tempfile.mkdtemp(prefix="bench-qjm-", dir=args.dir))
+    try:
+        sample = encode_op(_op(1))
+        print(f"ops: MKDIR, {len(sample)} bytes each; batches {batches}; {args.seconds:g} s each")
+        print(f"directory: {base}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+        ideal: Path | None = Path(args.ideal) if args.ideal else DEFAULT_IDEAL
+        if args.skip_ideal:
+            print("ideal baseline: skipped (--skip-ideal); no ratios")
+            ideal = None
+        elif not ideal.is_file():
+            print(f"ideal baseline: {ideal} not found (give it with --ideal); no ratios")
+            ideal = None
+        else:
+            print(f"ideal baseline: {ideal}, run just before each 3-JN phase")
+
+        results = run_cluster_phases(
+            base / "three",
+            3,
+            batches,
+            args.seconds,
+            args.max_ops,
+            frozen_too=not args.skip_frozen,
+            ideal=ideal,
+        )
+        if not args.skip_five:
+            results += run_cluster_phases(
+                base / "five", 5, batches, args.seconds, args.max_ops, frozen_too=False
+            )
+        print()
+        report(results, batches)
+        print(f"load average at the end: {os.getloadavg()[0]:.2f}")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return 0

@@ -1,0 +1,69 @@
+"""``hdfs-py bench qjm`` end to end, briefly: it runs, reports, and leaves nothing behind."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import psutil
+import pytest
+
+from hadoop_qjm.cli import main
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
+
+FAKE_IDEAL = """
+import json, sys
+args = sys.argv[1:]
+batch = int(args[args.index("--batch") + 1])
+print(json.dumps({"batch": batch, "records_per_s": 1000.0 * batch, "lat_ms_p50": 0.5,
+                  "lat_ms_p99": 1.0}))
+"""
+
+
+def _journal_nodes() -> list[psutil.Process]:
+    return [
+        p
+        for p in psutil.Process(os.getpid()).children(recursive=True)
+        if "journalnode" in " ".join(p.cmdline())
+    ]
+
+
+def test_bench_qjm_reports_every_phase_and_stops_every_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    ideal = tmp_path / "ideal.py"
+    ideal.write_text(FAKE_IDEAL)
+    work = tmp_path / "work"
+    work.mkdir()
+    args = ["bench", "qjm", "--batches", "1,10", "--seconds", "0.2", "--max-ops", "50"]
+    assert main([*args, "--ideal", str(ideal), "--dir", str(work)]) == 0
+
+    out = capsys.readouterr().out
+    for phase in ("3 JNs", "3 JNs, 1 frozen", "5 JNs"):
+        for batch in (1, 10):
+            assert any(
+                line.startswith(phase) and line.split()[len(phase.split())] == str(batch)
+                for line in out.splitlines()
+            ), f"no line for {phase}, batch {batch}:\n{out}"
+    assert "x the ideal's txns/s (goal >= 0.8)" in out
+    assert "p50 with one JN frozen" in out and "p50 with 5 JNs" in out
+    assert _journal_nodes() == []
+    assert list(work.iterdir()) == []
+
+
+def test_bench_qjm_without_the_baseline_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    missing = tmp_path / "no-such-ideal.py"
+    args = ["bench", "qjm", "--batches", "1", "--seconds", "0.1", "--max-ops", "20"]
+    assert main([*args, "--skip-frozen", "--skip-five", "--ideal", str(missing)]) == 0
+    out = capsys.readouterr().out
+    assert f"ideal baseline: {missing} not found (give it with --ideal); no ratios" in out
+    assert "the ideal's txns/s" not in out
+    assert _journal_nodes() == []
+
+
+def test_bench_qjm_rejects_bad_batches(capsys: pytest.CaptureFixture) -> None:
+    assert main(["bench", "qjm", "--batches", "1,0"]) == 2
+    assert "--batches must be positive integers" in capsys.readouterr().err
