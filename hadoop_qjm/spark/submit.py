@@ -1,0 +1,43 @@
+"""The file to give ``spark-submit`` for the project's Spark jobs.
+
+    spark-submit [SPARK OPTIONS] "$(python -m hadoop_qjm.spark.submit --path)" \\
+        fault-campaign|journal-audit [JOB OPTIONS]
+
+spark-submit needs a ``.py`` file; this one runs ``hdfs-py`` with the rest of the command
+line. The master and deploy options are spark-submit's (a job's ``--master`` is only
+for running it without spark-submit). ``python -m hadoop_qjm.spark.submit --path``
+prints where this file is; ``--zip DEST`` writes the package as a zip for
+``spark-submit --py-files`` (needed when the driver itself runs on the cluster).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ["main"]
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--path"]:
+        print(os.path.abspath(__file__))
+        return 0
+    if argv[:1] == ["--zip"] and len(argv) == 2:
+        import shutil
+
+        from hadoop_qjm.spark.session import package_zip
+
+        shutil.copyfile(package_zip(), argv[1])
+        print(argv[1])
+        return 0
+    from hadoop_qjm.cli import main as hdfs_py
+
+    return hdfs_py(argv)
+
+
+if __name__ == "__main__":
+    # Run as a script, this file's directory is sys.path[0]: drop it, so that its
+    # siblings are importable only as hadoop_qjm.spark.* (never as top-level modules).
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    sys.exit(main(sys.argv[1:]))
