@@ -46,6 +46,7 @@ LOG = logging.getLogger(__name__)
 #: How much of a file one refill of the window reads.
 READ_CHUNK = 8 * 1024 * 1024
 
+_PADDING = b"\x00\xff"
 _NOT_PADDING = re.compile(rb"[^\x00\xff]")
 _FRAME_HEAD = struct.Struct(">Biq")  # opcode, length, txid
 _U32 = struct.Struct(">I")
@@ -123,9 +124,10 @@ class _Window:
             buf = self.buf
             if rel >= len(buf):
                 return None
-            bad = _NOT_PADDING.search(buf, rel)
-            if bad is not None:
-                return self.base + bad.start()
+            # Deleting the padding bytes runs at memory speed; the regex only
+            # locates a byte that is known to be there (1 MiB preallocated files).
+            if buf[rel:].translate(None, _PADDING):
+                return self.base + _NOT_PADDING.search(buf, rel).start()
             pos = self.base + len(buf)
 
     def check_terminator(self, pos: int) -> None:

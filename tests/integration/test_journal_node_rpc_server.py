@@ -298,6 +298,27 @@ def test_stop_joins_every_thread_and_frees_the_port(jn: FakeJournalNode) -> None
     assert threading.active_count() == threads_before
 
 
+class _SlowToExitServer(JournalNodeRpcServer):
+    """Its reader threads linger after serving, as a descheduled thread may."""
+
+    def _serve(self, conn, client_ip):  # type: ignore[no-untyped-def]
+        super()._serve(conn, client_ip)
+        time.sleep(0.3)
+
+
+@pytest.mark.timeout(60)
+def test_stop_joins_readers_whose_client_just_left(jn: FakeJournalNode) -> None:
+    srv = _SlowToExitServer(jn, HOST, 0)
+    srv.start()
+    with QJournalProtocolProxy(HOST, srv.port, timeout_s=DEADLINE_S) as p:
+        assert p.is_formatted("jid1")
+    # The reader has left the connection list; its thread has not ended yet.
+    assert wait_until(lambda: srv.num_open_connections == 0)
+    assert rpc_threads()
+    srv.stop()
+    assert not rpc_threads()
+
+
 def test_stop_without_start_releases_the_port(jn: FakeJournalNode) -> None:
     srv = JournalNodeRpcServer(jn, HOST, 0)
     port = srv.port

@@ -6,6 +6,9 @@ checks each RPC's argument conversion in both directions.
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
@@ -261,3 +264,42 @@ def test_replies_are_not_calls(jn: FakeJournalNode) -> None:
 def test_a_value_that_does_not_fit_is_illegal_argument(proxy: QJournalProtocolProxy) -> None:
     with pytest.raises(IllegalArgumentException, match="Cannot encode"):
         proxy.journal(REQ, 1, 1, 2**40, b"x")  # numTxns is an i32
+
+
+class _GatedHandler:
+    """is_formatted() blocks until ``gate`` opens; records that it started."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.started = threading.Semaphore(0)
+
+    def is_formatted(self, jid: str, name_service_id: str | None) -> bool:
+        self.started.release()
+        assert self.gate.wait(30)
+        return True
+
+
+@pytest.mark.timeout(60)
+def test_only_calls_waiting_for_a_handler_count_as_queued() -> None:
+    handler = _GatedHandler()
+    dispatcher = QJournalProtocolDispatcher(handler, threading.BoundedSemaphore(1))
+    args = qjournal_thrift.QJournalProtocol.isFormatted_args(jid="j")
+    payload = wire.encode_message("isFormatted", wire.TMessageType.CALL, 1, args)
+    replies: list[bytes] = []
+    callers = [
+        threading.Thread(target=lambda: replies.append(dispatcher.process(payload)))
+        for _ in range(3)
+    ]
+    callers[0].start()
+    assert handler.started.acquire(timeout=30)  # holds the only handler slot
+    assert dispatcher.call_queue_length == 0
+    for t in callers[1:]:
+        t.start()
+    deadline = time.monotonic() + 30
+    while dispatcher.call_queue_length < 2 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert dispatcher.call_queue_length == 2
+    handler.gate.set()
+    for t in callers:
+        t.join(30)
+    assert len(replies) == 3 and dispatcher.call_queue_length == 0

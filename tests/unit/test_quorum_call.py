@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import threading
+import weakref
 from concurrent.futures import Future
 
 import pytest
@@ -189,3 +192,83 @@ def test_epoch_is_set_once_on_every_logger() -> None:
     assert a.committed == [7] and b.committed == [7]
     assert str(loggers) == "[a, b]"
     assert loggers.append_report() == "a (Written txid 0), b (Written txid 0)"
+
+
+# ---- waking the waiter, and what an unanswered call keeps alive ------------------------------
+
+
+class _CountingCondition(threading.Condition):
+    def __init__(self) -> None:
+        super().__init__()
+        self.notified = 0
+
+    def notify_all(self) -> None:
+        self.notified += 1
+        super().notify_all()
+
+
+@pytest.mark.timeout(30)
+def test_waiter_is_woken_only_by_the_answer_that_ends_its_wait() -> None:
+    """Each wake-up is a context switch on the writer's critical path: the first of two
+    needed successes must not wake the waiter; the second must."""
+    futures: dict[str, Future] = {"a": Future(), "b": Future(), "c": Future()}
+    q = QuorumCall(futures)
+    q._cond = cond = _CountingCondition()
+
+    def answer() -> None:
+        with cond:  # acquired only once the waiter sleeps in wait(), which releases it
+            pass
+        futures["a"].set_result(1)
+        futures["b"].set_result(2)
+
+    answerer = threading.Thread(target=answer)
+    with cond:
+        answerer.start()
+        q.wait_for(0, 2, 1, 10_000, "test")
+    answerer.join(10)
+    assert q.count_successes() == 2
+    assert cond.notified == 1
+    futures["c"].set_exception(IOException("late"))  # nobody waits: nobody is woken
+    assert cond.notified == 1
+
+
+@pytest.mark.timeout(30)
+def test_an_exception_wakes_the_waiter() -> None:
+    """Any exception wakes a waiter: it may be an AssertionError to re-raise."""
+    futures: dict[str, Future] = {"a": Future(), "b": Future()}
+    q = QuorumCall(futures)
+    timer = threading.Timer(0.05, futures["a"].set_exception, [AssertionError("broken")])
+    timer.start()
+    try:
+        with pytest.raises(AssertionError, match="broken"):
+            q.wait_for(0, 2, 5, 10_000, "test")
+    finally:
+        timer.join(10)
+
+
+def test_unanswered_future_does_not_keep_the_call_alive() -> None:
+    """A node that never answers (SIGSTOPped) must not make the writer keep every call it
+    missed, with the other nodes' answers: its future holds the call only weakly."""
+    frozen: Future = Future()
+    q = QuorumCall({"a": _done(1), "b": _done(2), "frozen": frozen})
+    q.wait_for(0, 2, 0, 1000, "test")
+    ref = weakref.ref(q)
+    del q
+    gc.collect()
+    assert ref() is None
+    frozen.set_result(3)  # the late answer has no reader, and is no error
+
+
+def test_a_held_call_keeps_receiving_late_answers() -> None:
+    late: Future = Future()
+    q = QuorumCall({"a": _done(1), "b": _done(2), "late": late})
+    q.wait_for(0, 2, 0, 1000, "test")
+    gc.collect()
+    late.set_result(3)
+    assert q.successes == {"a": 1, "b": 2, "late": 3}
+
+
+def _done(value: object) -> Future:
+    future: Future = Future()
+    future.set_result(value)
+    return future

@@ -48,8 +48,8 @@ from hadoop_qjm.qjournal.protocol.messages import (
 from hadoop_qjm.qjournal.protocol.sockets import (
     ClientSocketFactory,
     ClientSocketFactoryLike,
+    FrameReader,
     as_client_socket_factory,
-    read_frame,
     write_frame,
 )
 from hadoop_qjm.qjournal.protocol.thrift_idl import qjournal_thrift
@@ -118,14 +118,15 @@ class SocketChannel:
         self._socket_factory: ClientSocketFactory = as_client_socket_factory(socket_factory)
         self._sock_lock = threading.Lock()  # guards _sock and _closed, never held across I/O
         self._sock: socket.socket | None = None
+        self._reader: FrameReader | None = None  # reads _sock's replies
         self._closed = False
 
-    def _connect(self) -> socket.socket:
+    def _connect(self) -> tuple[socket.socket, FrameReader]:
         with self._sock_lock:
             if self._closed:
                 raise IOException(f"Connection to {self.host}:{self.port} is closed")
-            if self._sock is not None:
-                return self._sock
+            if self._sock is not None and self._reader is not None:
+                return self._sock, self._reader
         try:
             sock = self._socket_factory.connect(self.host, self.port, self.connect_timeout_s)
         except OSError as e:
@@ -133,18 +134,19 @@ class SocketChannel:
                 f"Call to {self.host}:{self.port} failed on connection exception: {e}"
             ) from e
         sock.settimeout(self.timeout_s)
+        reader = FrameReader(sock, self.max_frame_size)
         with self._sock_lock:
             if self._closed:  # close() ran while we were connecting
                 sock.close()
                 raise IOException(f"Connection to {self.host}:{self.port} is closed")
-            self._sock = sock
-        return sock
+            self._sock, self._reader = sock, reader
+        return sock, reader
 
     def call(self, payload: bytes) -> bytes:
-        sock = self._connect()
+        sock, reader = self._connect()
         try:
             write_frame(sock, payload)
-            reply = read_frame(sock, self.max_frame_size)
+            reply = reader.read_frame()
             if reply is None:
                 raise ProtocolError("connection closed by the server")
             return reply
@@ -159,7 +161,7 @@ class SocketChannel:
 
     def reset(self) -> None:
         with self._sock_lock:
-            sock, self._sock = self._sock, None
+            sock, self._sock, self._reader = self._sock, None, None
         if sock is not None:
             _close_socket(sock)
 
@@ -167,6 +169,22 @@ class SocketChannel:
         with self._sock_lock:
             self._closed = True
         self.reset()
+
+
+# (service, rpc) -> (args class, result class, whether the result has a value).
+_RPC_CLASSES: dict[tuple[Any, str], tuple[type, type, bool]] = {}
+
+
+def _rpc_classes(service: Any, rpc: str) -> tuple[type, type, bool]:
+    classes = _RPC_CLASSES.get((service, rpc))
+    if classes is None:
+        result_cls = getattr(service, rpc + "_result")
+        classes = _RPC_CLASSES[(service, rpc)] = (
+            getattr(service, rpc + "_args"),
+            result_cls,
+            any(spec[1] == "success" for spec in result_cls.thrift_spec.values()),
+        )
+    return classes
 
 
 def _close_socket(sock: socket.socket) -> None:
@@ -219,8 +237,7 @@ class QJournalProtocolProxy:
     # ------------------------------------------------------------ plumbing
 
     def _call(self, service: Any, rpc: str, **kwargs: Any) -> Any:
-        args_cls = getattr(service, rpc + "_args")
-        result_cls = getattr(service, rpc + "_result")
+        args_cls, result_cls, returns_value = _rpc_classes(service, rpc)
         try:
             request = args_cls(**kwargs)
         except TypeError as e:
@@ -252,7 +269,7 @@ class QJournalProtocolProxy:
                 raise IOException(f"Call to {self.host}:{self.port} failed: {e}") from e
         if result.e is not None:
             raise from_wire(result.e)
-        if "success" not in (spec[1] for spec in result_cls.thrift_spec.values()):
+        if not returns_value:
             return None
         if result.success is None:
             raise IOException(f"{rpc} to {self.host}:{self.port} returned no result")

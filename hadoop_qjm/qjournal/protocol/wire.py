@@ -11,8 +11,23 @@ walks the encoding and rejects unknown types, negative or impossible lengths
 and container sizes that the remaining bytes cannot hold. Without it a tiny
 frame could make the decoder allocate a claimed 2 GiB string (the Cython
 decoder mallocs the claimed length) or loop 2^31 times skipping elements of
-an unknown type. Decoding then uses thriftpy2's pure-Python binary protocol
-over a strict in-memory reader, so its work is bounded by the payload size.
+an unknown type.
+
+Two codecs do the encoding and, once a struct has been checked, the decoding
+(``CODECS``; the results are byte-for-byte and field-for-field the same):
+
+* ``"cybin"`` — thriftpy2's compiled protocol, the default when installed.
+  It is several times faster (a 10 KB ``journal`` call encodes in ~2 µs
+  instead of ~11, decodes in ~3 instead of ~17): on the JournalNode's fsync
+  path every microsecond counts. It only ever sees bytes :func:`check_struct`
+  accepted, and only for structs whose spec holds no map: it walks exactly
+  the structure the check walked, so every length it reads was bounded by the
+  bytes present. (Its map reader reinterprets a string-typed key or value as
+  the declared type, which could misalign it; a struct with a map, were one
+  ever added to the IDL, is decoded by the pure codec instead.)
+* ``"pure"`` — thriftpy2's pure-Python protocol over a strict in-memory
+  reader, whose short read is an error: work bounded by the payload size
+  whatever the bytes.
 
 No sockets here: see ``sockets.py``.
 """
@@ -20,15 +35,23 @@ No sockets here: see ``sockets.py``.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from thriftpy2.protocol.binary import TBinaryProtocol
 from thriftpy2.thrift import TMessageType, TType
 
+try:  # absent when thriftpy2 was installed without its C extensions
+    from thriftpy2.protocol.cybin import TCyBinaryProtocol
+    from thriftpy2.transport.memory import TCyMemoryBuffer
+except ImportError:  # pragma: no cover - the pure codec serves alone
+    TCyBinaryProtocol = TCyMemoryBuffer = None
+
 from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
 
 __all__ = [
+    "CODECS",
+    "DEFAULT_CODEC",
     "DEFAULT_MAX_FRAME_SIZE",
     "FRAME_HEADER",
     "ProtocolError",
@@ -50,7 +73,12 @@ DEFAULT_MAX_FRAME_SIZE = 64 * 1024 * 1024
 #: The TFramedTransport length prefix.
 FRAME_HEADER = struct.Struct(">i")
 
+#: The codecs available here, the default first (see the module docstring).
+CODECS: tuple[str, ...] = ("cybin", "pure") if TCyBinaryProtocol is not None else ("pure",)
+DEFAULT_CODEC = CODECS[0]
+
 _I32 = struct.Struct(">i")
+_I32_PAIR = struct.Struct(">ii")
 _VERSION_1 = -2147418112  # 0x80010000 as a signed i32
 _VERSION_MASK = -65536  # 0xffff0000
 _MAX_DEPTH = 64
@@ -130,6 +158,91 @@ def _protocol(trans: Any) -> TBinaryProtocol:
     return TBinaryProtocol(trans, strict_read=True, strict_write=True, strict_decode=True)
 
 
+def _cy_protocol(trans: Any) -> Any:
+    return TCyBinaryProtocol(
+        trans, strict_read=True, strict_write=True, decode_response=True, strict_decode=True
+    )
+
+
+def _check_codec(codec: str) -> None:
+    if codec not in CODECS:
+        raise ValueError(f"unknown Thrift codec {codec!r}; available: {', '.join(CODECS)}")
+
+
+def _encode(message: tuple[str, int, int] | None, body: Any, codec: str) -> bytes:
+    """``body`` (after a message header if ``message`` is (name, type, seqid)) as bytes."""
+    if codec == "cybin":
+        cy_buf = TCyMemoryBuffer()
+        cy_proto = _cy_protocol(cy_buf)
+        if message is not None:
+            cy_proto.write_message_begin(*message)
+        cy_proto.write_struct(body)
+        return cy_buf.getvalue()
+    _check_codec(codec)
+    writer = _Writer()
+    proto = _protocol(writer)
+    if message is not None:
+        proto.write_message_begin(*message)
+    proto.write_struct(body)
+    return writer.getvalue()
+
+
+# Struct classes (by identity) whose spec, nested structs included, holds no map.
+_CYBIN_SAFE: dict[type, bool] = {}
+
+
+def _spec_has_map(spec: Any, seen: set[type]) -> bool:
+    """Whether a field or element spec (a type, or (type, sub-spec)) contains a map."""
+    ttype, sub = (spec[0], spec[1]) if isinstance(spec, tuple) else (spec, None)
+    if ttype == TType.MAP:
+        return True
+    if ttype == TType.STRUCT:
+        return _struct_has_map(sub, seen)
+    if ttype in (TType.LIST, TType.SET):
+        return _spec_has_map(sub, seen)
+    return False
+
+
+def _struct_has_map(cls: type, seen: set[type]) -> bool:
+    if cls in seen:  # a recursive struct: its fields are being looked at already
+        return False
+    seen.add(cls)
+    return any(
+        _spec_has_map((spec[0], spec[2] if len(spec) > 3 else None), seen)
+        for spec in cls.thrift_spec.values()
+    )
+
+
+def _cybin_safe(cls: type) -> bool:
+    safe = _CYBIN_SAFE.get(cls)
+    if safe is None:
+        safe = _CYBIN_SAFE[cls] = not _struct_has_map(cls, set())
+    return safe
+
+
+def _read_checked_struct(
+    data: bytes | bytearray | memoryview, pos: int, end: int, obj: Any, codec: str, what: str
+) -> None:
+    """Fill ``obj`` from the struct at ``data[pos:end]``, which :func:`check_struct` accepted.
+
+    Raises ProtocolError (naming ``what``) for anything the decoder rejects
+    (invalid UTF-8, …).
+    """
+    _check_codec(codec)
+    try:
+        if codec == "cybin" and _cybin_safe(type(obj)):
+            cy_buf = TCyMemoryBuffer()
+            cy_buf.write(memoryview(data)[pos:end])
+            _cy_protocol(cy_buf).read_struct(obj)
+            # Both walks agree by construction; make a disagreement loud, not silent.
+            if cy_buf.getvalue():
+                raise ProtocolError("the decoder stopped before the end of the struct")
+        else:
+            _protocol(_Reader(data, pos)).read_struct(obj)
+    except Exception as e:  # struct.error, UnicodeDecodeError, … from thriftpy2
+        raise ProtocolError(f"undecodable {what}: {e}") from e
+
+
 # ------------------------------------------------------------------ checking
 
 
@@ -156,13 +269,30 @@ def _check_value(data: memoryview, pos: int, ttype: int, depth: int) -> int:
     elif ttype == TType.STRUCT:
         if depth >= _MAX_DEPTH:
             raise ProtocolError("Thrift data nested too deeply")
+        n = len(data)
         while True:
-            if pos >= len(data):
+            if pos >= n:
                 raise ProtocolError("truncated Thrift struct")
             ftype = data[pos]
             if ftype == TType.STOP:
                 return pos + 1
-            pos = _check_value(data, pos + 3, ftype, depth + 1)
+            # Fixed-size and string fields inline: they are most fields, and a
+            # call per field is most of this walk's cost.
+            pos += 3
+            size = _FIXED_SIZE.get(ftype)
+            if size is None and ftype == TType.STRING:
+                if pos + 4 > n:
+                    raise ProtocolError(f"truncated Thrift data: wanted 4 bytes at {pos}")
+                size = _I32.unpack_from(data, pos)[0]
+                if size < 0:
+                    raise ProtocolError(f"negative string length {size} at {pos}")
+                size += 4
+            if size is None:
+                pos = _check_value(data, pos, ftype, depth + 1)
+            elif pos + size > n:
+                raise ProtocolError(f"truncated Thrift value of type {ftype} at {pos}")
+            else:
+                pos += size
     elif ttype in (TType.LIST, TType.SET):
         if depth >= _MAX_DEPTH or pos + 5 > len(data):
             raise ProtocolError("truncated or too deeply nested Thrift list")
@@ -195,7 +325,15 @@ def check_struct(data: bytes | bytearray | memoryview, pos: int = 0) -> int:
     Raises :class:`ProtocolError` for anything thriftpy2 should not be asked
     to decode (see the module docstring).
     """
-    return _check_value(memoryview(data), pos, TType.STRUCT, 0)
+    if not isinstance(data, (bytes, bytearray)):
+        data = memoryview(data).cast("B")
+    return _check_value(data, pos, TType.STRUCT, 0)
+
+
+# Per struct class: its fields as (name, required) pairs, in spec order.
+_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
+# Values that cannot hold a struct: no need to look inside.
+_SCALARS = (int, str, bytes, bool, float)
 
 
 def check_required(tobj: Any) -> Any:
@@ -206,14 +344,19 @@ def check_required(tobj: Any) -> Any:
     omits a field Hadoop requires gets a clear error instead of a ``None``
     deep inside the Journal.
     """
-    for spec in tobj.thrift_spec.values():
-        name, required = spec[1], spec[-1]
+    cls = type(tobj)
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        fields = _FIELDS[cls] = tuple(
+            (spec[1], bool(spec[-1])) for spec in tobj.thrift_spec.values()
+        )
+    for name, required in fields:
         value = getattr(tobj, name, None)
         if value is None:
             if required:
-                raise IllegalArgumentException(
-                    f"Missing required field '{name}' in {type(tobj).__name__}"
-                )
+                raise IllegalArgumentException(f"Missing required field '{name}' in {cls.__name__}")
+        elif type(value) in _SCALARS:
+            continue
         elif hasattr(value, "thrift_spec"):
             check_required(value)
         elif isinstance(value, list):
@@ -226,25 +369,22 @@ def check_required(tobj: Any) -> Any:
 # ------------------------------------------------------------------ structs
 
 
-def thrift_to_bytes(tobj: Any) -> bytes:
+def thrift_to_bytes(tobj: Any, *, codec: str = DEFAULT_CODEC) -> bytes:
     """Serialize one Thrift struct (or exception) with the binary protocol."""
-    writer = _Writer()
-    _protocol(writer).write_struct(tobj)
-    return writer.getvalue()
+    return _encode(None, tobj, codec)
 
 
-def thrift_from_bytes(cls: type[T], data: bytes | bytearray | memoryview) -> T:
+def thrift_from_bytes(
+    cls: type[T], data: bytes | bytearray | memoryview, *, codec: str = DEFAULT_CODEC
+) -> T:
     """Deserialize one struct of class ``cls``; the data must hold exactly that struct."""
+    if not isinstance(data, (bytes, bytearray)):
+        data = memoryview(data).cast("B")
     end = check_struct(data)
     if end != len(data):
         raise ProtocolError(f"{len(data) - end} trailing bytes after a Thrift struct")
     obj = cls()
-    try:
-        _protocol(_Reader(data)).read_struct(obj)
-    except ProtocolError:
-        raise
-    except Exception as e:  # struct.error, UnicodeDecodeError, … from thriftpy2
-        raise ProtocolError(f"undecodable {cls.__name__}: {e}") from e
+    _read_checked_struct(data, 0, end, obj, codec, cls.__name__)
     return obj
 
 
@@ -259,56 +399,65 @@ class MessageHeader:
     type: int
     seqid: int
     body_offset: int
+    # The immutable payload whose body decode_message_header checked, if any:
+    # decoding that very object needs no second check.
+    checked_payload: bytes | None = field(default=None, repr=False, compare=False)
 
 
-def encode_message(name: str, mtype: int, seqid: int, body: Any) -> bytes:
+def encode_message(
+    name: str, mtype: int, seqid: int, body: Any, *, codec: str = DEFAULT_CODEC
+) -> bytes:
     """One message (header and body struct) as a frame payload (without the length)."""
-    writer = _Writer()
-    proto = _protocol(writer)
-    proto.write_message_begin(name, mtype, seqid)
-    proto.write_struct(body)
-    proto.write_message_end()
-    return writer.getvalue()
+    return _encode((name, mtype, seqid), body, codec)
 
 
-def frame(payload: bytes) -> bytes:
+def frame(payload: bytes | bytearray | memoryview) -> bytes:
     """``payload`` with its TFramedTransport length prefix."""
     return FRAME_HEADER.pack(len(payload)) + payload
 
 
 def decode_message_header(payload: bytes | bytearray | memoryview) -> MessageHeader:
     """Check that ``payload`` is exactly one strict binary message and read its header."""
-    data = memoryview(payload)
-    version = _i32_at(data, 0)
+    data = payload if isinstance(payload, (bytes, bytearray)) else memoryview(payload).cast("B")
+    if len(data) < 8:
+        raise ProtocolError(f"truncated Thrift message header ({len(data)} bytes)")
+    version, name_len = _I32_PAIR.unpack_from(data, 0)
     if version >= 0 or (version & _VERSION_MASK) != _VERSION_1:
         raise ProtocolError(f"bad Thrift message version word {version & 0xFFFFFFFF:#010x}")
     mtype = version & 0xFF
     if mtype not in (TMessageType.CALL, TMessageType.REPLY, TMessageType.EXCEPTION):
         raise ProtocolError(f"unsupported Thrift message type {mtype}")
-    name_len = _i32_at(data, 4)
-    if name_len < 0 or 8 + name_len + 4 > len(data):
+    body_offset = 12 + name_len
+    if name_len < 0 or body_offset > len(data):
         raise ProtocolError(f"bad Thrift message name length {name_len}")
     try:
-        name = bytes(data[8 : 8 + name_len]).decode("utf-8")
+        name = str(data[8 : 8 + name_len], "utf-8")
     except UnicodeDecodeError as e:
         raise ProtocolError("Thrift message name is not UTF-8") from e
-    seqid = _i32_at(data, 8 + name_len)
-    body_offset = 12 + name_len
+    (seqid,) = _I32.unpack_from(data, 8 + name_len)
     end = check_struct(data, body_offset)
     if end != len(data):
         raise ProtocolError(f"{len(data) - end} trailing bytes after a Thrift message")
-    return MessageHeader(name, mtype, seqid, body_offset)
+    checked = payload if type(payload) is bytes else None
+    return MessageHeader(name, mtype, seqid, body_offset, checked)
 
 
 def decode_message_body(
-    payload: bytes | bytearray | memoryview, header: MessageHeader, cls: type[T]
+    payload: bytes | bytearray | memoryview,
+    header: MessageHeader,
+    cls: type[T],
+    *,
+    codec: str = DEFAULT_CODEC,
 ) -> T:
     """Decode the body struct of a message whose header :func:`decode_message_header` read."""
+    data = payload if isinstance(payload, (bytes, bytearray)) else memoryview(payload).cast("B")
+    # The decoder's safety must not rest on the caller passing the header of
+    # this very payload: unless the header checked this same immutable object,
+    # check again.
+    if header.checked_payload is not payload:
+        end = check_struct(data, header.body_offset)
+        if end != len(data):
+            raise ProtocolError(f"{len(data) - end} trailing bytes after a Thrift message")
     obj = cls()
-    try:
-        _protocol(_Reader(payload, header.body_offset)).read_struct(obj)
-    except ProtocolError:
-        raise
-    except Exception as e:  # struct.error, UnicodeDecodeError, … from thriftpy2
-        raise ProtocolError(f"undecodable {header.name} message: {e}") from e
+    _read_checked_struct(data, header.body_offset, len(data), obj, codec, f"{header.name} message")
     return obj

@@ -44,10 +44,10 @@ from hadoop_qjm.qjournal.protocol.messages import (
     to_thrift,
 )
 from hadoop_qjm.qjournal.protocol.sockets import (
+    FrameReader,
     ServerSocketFactory,
     ServerSocketFactoryLike,
     as_server_socket_factory,
-    read_frame,
     write_frame,
 )
 from hadoop_qjm.qjournal.protocol.thrift_idl import SERVICES
@@ -284,6 +284,11 @@ class QJournalProtocolDispatcher:
         self.handler = handler
         self._slots = handler_slots
         self._rpcs = _rpc_table()
+        # Every accepted message name to its RPC: "method", and "Service:method"
+        # from a TMultiplexedProtocol client (an empty service name passes too).
+        self._by_name = dict(self._rpcs)
+        for name, rpc in self._rpcs.items():
+            self._by_name[f"{rpc.service_name}:{name}"] = self._by_name[f":{name}"] = rpc
         self._stats_lock = threading.Lock()
         self._queued = 0
 
@@ -302,9 +307,8 @@ class QJournalProtocolDispatcher:
         header = decode_message_header(payload)
         if header.type != TMessageType.CALL:
             raise ProtocolError(f"expected a CALL message, got type {header.type}")
-        service_name, _, rpc_name = header.name.rpartition(":")
-        rpc = self._rpcs.get(rpc_name)
-        if rpc is None or service_name not in ("", rpc.service_name):
+        rpc = self._by_name.get(header.name)
+        if rpc is None:
             LOG.warning("Unknown RPC %r from %s", header.name, remote_ip)
             error = TApplicationException(
                 TApplicationException.UNKNOWN_METHOD, f"Unknown method {header.name}"
@@ -316,7 +320,7 @@ class QJournalProtocolDispatcher:
             return encode_message(header.name, TMessageType.REPLY, header.seqid, result)
         except Exception as exc:  # every failure becomes a reply
             # Includes a result the handler returned that cannot be encoded.
-            self._log_failure(rpc_name, remote_ip, exc)
+            self._log_failure(header.name.rpartition(":")[2], remote_ip, exc)
             result = rpc.result_cls()
             result.e = to_wire(exc)
             return encode_message(header.name, TMessageType.REPLY, header.seqid, result)
@@ -325,21 +329,23 @@ class QJournalProtocolDispatcher:
         check_required(args)
         method = getattr(self.handler, rpc.method_name)
         values = [getattr(args, name) for name in rpc.arg_names]
-        with self._stats_lock:
-            self._queued += 1
-        try:
-            if self._slots is not None:
-                self._slots.acquire()
-        finally:
+        slots = self._slots
+        if slots is not None and not slots.acquire(blocking=False):
+            # All handlers busy: this call waits in the queue.
             with self._stats_lock:
-                self._queued -= 1
+                self._queued += 1
+            try:
+                slots.acquire()
+            finally:
+                with self._stats_lock:
+                    self._queued -= 1
         _call_context.remote_ip = remote_ip
         try:
             value = method(*values)
         finally:
             _call_context.remote_ip = None
-            if self._slots is not None:
-                self._slots.release()
+            if slots is not None:
+                slots.release()
         result = rpc.result_cls()
         if rpc.returns_value:
             result.success = value
@@ -396,6 +402,9 @@ class JournalNodeRpcServer:
         )
         self._lock = threading.Lock()
         self._connections: list[_Connection] = []
+        # Every reader thread not yet known to have ended: a reader leaves
+        # _connections just before its thread ends, and stop() joins it anyway.
+        self._readers: list[threading.Thread] = []
         self._stopped = threading.Event()
         self._accept_thread: threading.Thread | None = None
         LOG.info("RPC server is binding to %s:%d", bind_host, port)
@@ -447,6 +456,7 @@ class JournalNodeRpcServer:
                 return
             self._stopped.set()
             connections = list(self._connections)
+            readers = list(self._readers)
             accept_thread = self._accept_thread
         with contextlib.suppress(OSError):
             self._wake_w.send(b"x")
@@ -460,9 +470,9 @@ class JournalNodeRpcServer:
             with contextlib.suppress(OSError):
                 conn.sock.shutdown(socket.SHUT_RDWR)
         current = threading.current_thread()
-        for conn in connections:
-            if conn.thread is not None and conn.thread is not current:
-                conn.thread.join(timeout_s)
+        for thread in readers:
+            if thread is not current:
+                thread.join(timeout_s)
         LOG.info("Stopped RPC server on %s:%d", *self._address)
 
     def __enter__(self) -> JournalNodeRpcServer:
@@ -510,6 +520,8 @@ class JournalNodeRpcServer:
                 daemon=True,
             )
             self._connections.append(conn)
+            self._readers = [t for t in self._readers if t.is_alive()]
+            self._readers.append(conn.thread)
             conn.thread.start()
 
     def _serve(self, conn: _Connection, client_ip: str) -> None:
@@ -519,11 +531,15 @@ class JournalNodeRpcServer:
                 conn.sock = wrapped
             if self._stopped.is_set():
                 return
+            reader = FrameReader(wrapped, self.max_frame_size)
+            process = self.dispatcher.process
             while True:
-                payload = read_frame(conn.sock, self.max_frame_size)
+                payload = reader.read_frame()
                 if payload is None:
                     break
-                write_frame(conn.sock, self.dispatcher.process(payload, client_ip))
+                # The reader thread runs the call itself (holding a handler slot
+                # inside process()): no hand-off to a handler thread and back.
+                write_frame(wrapped, process(payload, client_ip))
         except ProtocolError as e:
             LOG.warning("Dropping connection from %s: %s", conn.peer, e)
         except OSError as e:

@@ -56,7 +56,9 @@ def raw_fsync_rate(directory: Path, batch_bytes: int, seconds: float, max_batche
 
 
 def _fsync_micros_sum(http_port: int) -> float:
-    text = urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=30).read().decode()
+    text = (
+        urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=30).read().decode()
+    )
     match = re.search(
         r'^journalnode_fsync_latency_microseconds_sum\{journal_id="' + JID + r'"\} (\S+)$',
         text,
