@@ -12,12 +12,13 @@ import argparse
 import importlib
 import logging
 import os
+import socket
 import sys
 from collections.abc import Sequence
 
 from hadoop_qjm.common.exceptions import HadoopException, UsageError
 
-__all__ = ["main", "CommandParser", "COMMANDS", "configure_logging"]
+__all__ = ["main", "CommandParser", "COMMANDS", "configure_logging", "daemon_log_file"]
 
 #: command name -> ("module" or "module:function", one-line summary); the function
 #: (``run`` by default) is called as ``function(argv, conf) -> exit status``.
@@ -112,6 +113,17 @@ def configure_logging(level: str | None = None, log_file: str | None = None) -> 
         handler.setFormatter(fmt)
         root.addHandler(handler)
     root.setLevel(getattr(logging, level, logging.WARNING))
+
+
+def daemon_log_file(daemon: str) -> str | None:
+    """``$HADOOP_LOG_DIR/hadoop-<ident>-<daemon>-<host>.log`` (Hadoop's name), or None when
+    ``HADOOP_LOG_DIR`` is unset. ``<ident>`` is ``$HADOOP_IDENT_STRING``, else ``$USER``."""
+    log_dir = os.environ.get("HADOOP_LOG_DIR")
+    if not log_dir:
+        return None
+    os.makedirs(log_dir, exist_ok=True)
+    ident = os.environ.get("HADOOP_IDENT_STRING") or os.environ.get("USER") or str(os.getuid())
+    return os.path.join(log_dir, f"hadoop-{ident}-{daemon}-{socket.gethostname()}.log")
 
 
 def load_configuration(conf_dir: str | None, overrides: Sequence[tuple[str, str]] = ()):

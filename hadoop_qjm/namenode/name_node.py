@@ -309,21 +309,12 @@ class NameNode:
         return f"NameNode(rpc={self.rpc_address}, http={self.http_address})"
 
 
-def _log_file_name() -> str | None:
-    log_dir = os.environ.get("HADOOP_LOG_DIR")
-    if not log_dir:
-        return None
-    os.makedirs(log_dir, exist_ok=True)
-    user = os.environ.get("HADOOP_IDENT_STRING") or os.environ.get("USER") or str(os.getuid())
-    return os.path.join(log_dir, f"hadoop-{user}-namenode-{socket.gethostname()}.log")
-
-
 def run_daemon(conf: Configuration) -> int:
     """Run a NameNode in the foreground until SIGTERM or SIGINT."""
-    from hadoop_qjm.cli import configure_logging
+    from hadoop_qjm.cli import configure_logging, daemon_log_file
 
     level = os.environ.get("HADOOP_ROOT_LOGGER", "INFO").split(",", 1)[0]
-    configure_logging(level, _log_file_name())
+    configure_logging(level, daemon_log_file("namenode"))
     node = NameNode(conf)
     stop = threading.Event()
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import socket
 import threading
 import time
 from pathlib import Path
@@ -274,18 +273,9 @@ class JournalNode:
         return f"JournalNode(rpc={self.rpc_address}, http={self.http_address})"
 
 
-def _log_file_name() -> str | None:
-    log_dir = os.environ.get("HADOOP_LOG_DIR")
-    if not log_dir:
-        return None
-    os.makedirs(log_dir, exist_ok=True)
-    user = os.environ.get("HADOOP_IDENT_STRING") or os.environ.get("USER") or str(os.getuid())
-    return os.path.join(log_dir, f"hadoop-{user}-journalnode-{socket.gethostname()}.log")
-
-
 def run(argv: list[str], conf) -> int:
     """``hdfs-py journalnode``: run a JournalNode in the foreground until SIGTERM/SIGINT."""
-    from hadoop_qjm.cli import CommandParser, configure_logging
+    from hadoop_qjm.cli import CommandParser, configure_logging, daemon_log_file
 
     parser = CommandParser(
         prog="hdfs-py journalnode",
@@ -299,7 +289,7 @@ def run(argv: list[str], conf) -> int:
     )
     parser.parse_args(argv)
     level = os.environ.get("HADOOP_ROOT_LOGGER", "INFO").split(",", 1)[0]
-    configure_logging(level, _log_file_name())
+    configure_logging(level, daemon_log_file("journalnode"))
     node = JournalNode(conf)
     stop = threading.Event()
 
