@@ -395,8 +395,11 @@ class Journal:
                         f"Already have a finalized segment {existing} beginning at {txid}"
                     )
                 # An in-progress file may hold at most the START_LOG_SEGMENT txn, written alone.
+                # One with no transaction at all (a start that reached only this node, never
+                # rescanned since) holds nothing acknowledged either: unlike Hadoop, accept it,
+                # so the node rejoins at once (design paper 2.10.5: "all JNs will again succeed").
                 existing.scan_log()
-                if existing.last_txid != existing.first_txid:
+                if existing.last_txid not in (existing.first_txid, INVALID_TXID):
                     raise IllegalStateException(
                         f"The log file {existing} seems to contain valid transactions"
                     )
