@@ -32,6 +32,7 @@ from hadoop_qjm.qjournal.protocol.messages import (
 from hadoop_qjm.qjournal.protocol.thrift_idl import SERVICES, qjournal_thrift
 from hadoop_qjm.qjournal.server.journal_node_rpc_server import (
     RPC_METHODS,
+    HandlerSlots,
     QJournalProtocolDispatcher,
     QJournalProtocolHandler,
 )
@@ -280,9 +281,10 @@ class _GatedHandler:
 
 
 @pytest.mark.timeout(60)
-def test_only_calls_waiting_for_a_handler_count_as_queued() -> None:
+@pytest.mark.parametrize("make_slots", [HandlerSlots, threading.BoundedSemaphore])
+def test_only_calls_waiting_for_a_handler_count_as_queued(make_slots) -> None:
     handler = _GatedHandler()
-    dispatcher = QJournalProtocolDispatcher(handler, threading.BoundedSemaphore(1))
+    dispatcher = QJournalProtocolDispatcher(handler, make_slots(1))
     args = qjournal_thrift.QJournalProtocol.isFormatted_args(jid="j")
     payload = wire.encode_message("isFormatted", wire.TMessageType.CALL, 1, args)
     replies: list[bytes] = []
@@ -303,3 +305,30 @@ def test_only_calls_waiting_for_a_handler_count_as_queued() -> None:
     for t in callers:
         t.join(30)
     assert len(replies) == 3 and dispatcher.call_queue_length == 0
+
+
+def test_handler_slots_count_like_a_bounded_semaphore() -> None:
+    slots = HandlerSlots(2)
+    assert slots.acquire() and slots.acquire(blocking=False)
+    assert not slots.acquire(blocking=False)
+    assert not slots.acquire(timeout=0.01)
+    slots.release()
+    assert slots.acquire(timeout=0.01)
+    slots.release()
+    slots.release()
+    with pytest.raises(ValueError, match="too many"):
+        slots.release()
+    with pytest.raises(ValueError):
+        HandlerSlots(0)
+
+
+@pytest.mark.timeout(60)
+def test_a_released_handler_slot_wakes_a_waiting_call() -> None:
+    slots = HandlerSlots(1)
+    assert slots.acquire()
+    got: list[bool] = []
+    waiter = threading.Thread(target=lambda: got.append(slots.acquire(timeout=30)))
+    waiter.start()
+    slots.release()
+    waiter.join(30)
+    assert got == [True]

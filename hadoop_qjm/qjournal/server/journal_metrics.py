@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 
 import psutil
@@ -38,11 +39,13 @@ class RollingQuantiles:
         interval_s: float,
         clock: Callable[[], float] = time.monotonic,
         max_samples: int = 8192,
+        lock: threading.Lock | None = None,
     ) -> None:
         self.interval_s = interval_s
         self._clock = clock
         self._max = max_samples
-        self._lock = threading.Lock()
+        # Several windows fed together may share one lock (JournalMetrics).
+        self._lock = lock or threading.Lock()
         self._window_start = clock()
         self._samples: list[float] = []
         self._count = 0
@@ -52,10 +55,13 @@ class RollingQuantiles:
         """Record ``value``; ``now`` (this window's clock) lets a caller feeding
         several windows read the clock once."""
         with self._lock:
-            self._roll(self._clock() if now is None else now)
-            self._count += 1
-            if len(self._samples) < self._max:
-                self._samples.append(value)
+            self._add_locked(value, self._clock() if now is None else now)
+
+    def _add_locked(self, value: float, now: float) -> None:
+        self._roll(now)
+        self._count += 1
+        if len(self._samples) < self._max:
+            self._samples.append(value)
 
     def snapshot(self) -> tuple[int, dict[int, float]]:
         """(number of ops in the last window, {percentile: value})."""
@@ -161,27 +167,41 @@ class JournalMetrics:
         self._synced = node.edit_logs_synced.labels(jid)
         self._fsync = node.fsync_micros.labels(jid)
         self._clock = time.monotonic
+        self._sync_lock = threading.Lock()
         self.sync_quantiles = {
-            s: RollingQuantiles(s, clock=self._clock) for s in QUANTILE_INTERVALS_S
+            s: RollingQuantiles(s, clock=self._clock, lock=self._sync_lock)
+            for s in QUANTILE_INTERVALS_S
         }
         self._sync_windows = tuple(self.sync_quantiles.values())
+        # batch_written() runs on every journal() call, between the fsync and the
+        # ack. It updates the values prometheus_client keeps behind each child
+        # (the ones as_hadoop_bean reads) without the per-call checks of
+        # Counter.inc and Histogram.observe: the same numbers at half the cost.
+        self._batch_values = (self._batches._value, self._txns._value, self._bytes._value)
+        self._fsync_sum = self._fsync._sum
+        self._fsync_buckets = self._fsync._buckets
+        self._fsync_bounds = tuple(self._fsync._upper_bounds)
 
     # ---- updates (called by Journal / JournalNodeSyncer) --------------------------------------
     def batch_written(
         self, num_txns: int, num_bytes: int, lagging: bool, sync_micros: float
     ) -> None:
-        # On every journal() call, between the fsync and the ack: keep it short
-        # (one clock read for the three latency windows).
-        self._batches.inc()
-        self._txns.inc(num_txns)
-        self._bytes.inc(num_bytes)
+        if num_txns < 0 or num_bytes < 0:
+            raise ValueError(f"negative batch size: {num_txns} txns, {num_bytes} bytes")
+        batches, txns, nbytes = self._batch_values
+        batches.inc(1)
+        txns.inc(num_txns)
+        nbytes.inc(num_bytes)
         if lagging:
-            self._lagging.inc()
+            self._lagging._value.inc(1)
         else:
-            self._fsync.observe(sync_micros)
-            now = self._clock()
-            for quantiles in self._sync_windows:
-                quantiles.add(sync_micros, now)
+            # Histogram.observe: the first bucket whose bound is >= the value.
+            self._fsync_sum.inc(sync_micros)
+            self._fsync_buckets[bisect_left(self._fsync_bounds, sync_micros)].inc(1)
+            now = self._clock()  # one clock read and one lock for the three windows
+            with self._sync_lock:
+                for window in self._sync_windows:
+                    window._add_locked(sync_micros, now)
 
     def rpc_served(self, num_txns: int, num_bytes: int) -> None:
         self._rpc_txns.inc(num_txns)
