@@ -7,9 +7,10 @@ For scale it also runs them (c) in as many plain processes as the master has tas
 slots, without Spark: what the machine gives to parallel work at that moment (other
 programs' load included), i.e. the best the campaign can do there.
 The goal (≥ 1.7× on a 2-core machine) says Spark's overhead is small next to the work,
-so that more executors give more seeds per minute. The campaign's rate is given with
-and without the one-off start of the SparkSession (a cluster session is started once
-per campaign, whatever the number of seeds). It also checks that (a) and (b) gave the
+so that more executors give more seeds per minute. The campaign is measured in a warm
+session (after a first, tiny campaign: a session's first job starts the Python workers
+and warms up the JVM), and also counting the session's start and that first job, which
+a campaign pays once whatever its number of seeds. It also checks that (a) and (b) gave the
 same per-seed results. Goals are printed, never asserted.
 """
 
@@ -30,6 +31,8 @@ from hadoop_qjm.cli import CommandParser
 __all__ = ["run", "SPEEDUP_GOAL"]
 
 SPEEDUP_GOAL = 1.7
+#: A first, tiny campaign warms the session up (outside the measured seeds).
+WARM_UP_SEEDS = [-1, -2]
 #: The per-seed figures that must agree between (a) and (b).
 SAME = ("passed", "writers", "txns_acknowledged", "recoveries", "faults_injected", "trace_digest")
 
@@ -126,6 +129,11 @@ def run(argv: Sequence[str], conf) -> int:
         session_started = time.perf_counter()
         with spark_session("hadoop-qjm bench campaign", args.master) as spark:
             start_s = time.perf_counter() - session_started
+            # A session's first job starts the Python workers, imports the package in
+            # each and warms the JVM: paid once per session, whatever the seed count.
+            warm_started = time.perf_counter()
+            run_campaign(spark, WARM_UP_SEEDS, os.path.join(out, "warm-up"), iterations=2)
+            warm_s = time.perf_counter() - warm_started
             campaign_started = time.perf_counter()
             report = run_campaign(
                 spark,
@@ -137,25 +145,23 @@ def run(argv: Sequence[str], conf) -> int:
             campaign_s = time.perf_counter() - campaign_started
             rows = spark.read.parquet(os.path.join(out, "campaign", "results")).collect()
             master = spark.sparkContext.master
-        total_s = time.perf_counter() - session_started
+        cold_s = time.perf_counter() - session_started
     finally:
         shutil.rmtree(out, ignore_errors=True)
     campaign_rate = _rate(len(seeds), campaign_s)
-    total_rate = _rate(len(seeds), total_s)
     print(
         f"  (b) campaign on {master:<26} {campaign_rate:9.1f} seeds/min  ({campaign_s:.1f} s; "
         f"task time {report.totals['task_seconds']:.1f} s)"
     )
     print(
-        f"      with the session's start and stop    {total_rate:9.1f} seeds/min  "
-        f"({total_s:.1f} s, of which start {start_s:.1f} s)"
+        f"      counting the session's start and first job "
+        f"{_rate(len(seeds), cold_s):6.1f} seeds/min  ({cold_s:.1f} s: start {start_s:.1f} s, "
+        f"first job {warm_s:.1f} s)"
     )
     ratio = campaign_rate / seq_rate
     print(f"  speed-up (b)/(a)                          {ratio:9.2f}x  {_verdict(ratio)}")
-    ratio_total = total_rate / seq_rate
-    print(
-        f"  speed-up with the session's start         {ratio_total:9.2f}x  {_verdict(ratio_total)}"
-    )
+    ratio_cold = _rate(len(seeds), cold_s) / seq_rate
+    print(f"  speed-up counting start and first job     {ratio_cold:9.2f}x  {_verdict(ratio_cold)}")
     campaign = {row["seed"]: tuple(row[name] for name in SAME) for row in rows}
     same = campaign == sequential
     print(f"  per-seed results identical in (a) and (b): {'yes' if same else 'NO'}")
