@@ -61,6 +61,8 @@ TASKS_PER_SLOT = 4
 #: Failing seeds listed in full in the summary.
 SUMMARY_LISTED = 50
 RESULT_COLUMNS = [name for name, _ in TASK_FIELDS if name != "log"] + ["unexpected", "status"]
+#: The rows of stage 1, as Spark SQL DDL.
+TASK_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in TASK_FIELDS)
 
 
 @dataclass
@@ -182,12 +184,6 @@ class _Progress:
             self._print()
 
 
-def _schema() -> Any:
-    from pyspark.sql.types import StructType
-
-    return StructType.fromDDL(", ".join(f"{name} {kind}" for name, kind in TASK_FIELDS))
-
-
 def default_partitions(num_seeds: int, slots: int) -> int:
     """Spark tasks for ``num_seeds`` seeds on ``slots`` task slots.
 
@@ -256,7 +252,7 @@ def run_campaign(
         return _run_partition(part, iterations, transport, planted_bug, done, failed)
 
     rows = sc.parallelize(list(seeds), num_partitions).mapPartitions(run_partition)
-    tasks = spark.createDataFrame(rows, _schema()).repartition(files, "seed")
+    tasks = spark.createDataFrame(rows, TASK_SCHEMA).repartition(files, "seed")
     stream = progress_stream if progress_stream is not None else sys.stderr
     with _Progress(len(seeds), done, failed, progress_interval_s, stream):
         tasks.write.mode(mode).parquet(join_path(out, "tasks"))

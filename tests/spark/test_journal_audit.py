@@ -13,6 +13,7 @@ and three live in-process JournalNodes (MiniJournalCluster) written through the 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -115,6 +116,14 @@ def test_live_journal_nodes_over_rpc_and_http(spark, tmp_path, capsys):
             write_segment(qjm, 6, 5, True)
             stm = write_segment(qjm, 11, 3, False)
             write_txns(stm, 14, 2)
+            # flush() returns once a quorum acked; wait (with a deadline) for the third node.
+            deadline = time.monotonic() + 30
+            while any(
+                cluster.journal_node(i).get_or_create_journal(JID).highest_written_txid < 15
+                for i in range(3)
+            ):
+                assert time.monotonic() < deadline, "a JournalNode never caught up to txid 15"
+                time.sleep(0.01)
         finally:
             qjm.close()
 
