@@ -68,6 +68,17 @@ def terminate_process(status: int, message: str) -> None:
     os._exit(status)
 
 
+def _first_lines(error: BaseException, limit: int = 4) -> str:
+    """The first lines of ``error``'s message (and its cause's), joined: the reason a
+    terminated NameNode logs, e.g. the JournalNodes' "IPC's epoch 1 is less than ..."."""
+    lines: list[str] = []
+    seen = error
+    while seen is not None and len(lines) < limit:
+        lines.extend(line.strip() for line in str(seen).splitlines() if line.strip())
+        seen = seen.__cause__
+    return "; ".join(dict.fromkeys(lines[:limit])) or type(error).__name__
+
+
 class EditLogState(enum.Enum):
     UNINITIALIZED = "UNINITIALIZED"
     BETWEEN_LOG_SEGMENTS = "BETWEEN_LOG_SEGMENTS"
@@ -414,7 +425,8 @@ class FSEditLog:
                 with self._cond:
                     self._die(
                         "Could not sync enough journals to persistent storage. "
-                        f"Unsynced transactions: {self._txid - self._synctxid}",
+                        f"Unsynced transactions: {self._txid - self._synctxid}. "
+                        f"Cause: {_first_lines(e)}",
                         e,
                     )
         finally:

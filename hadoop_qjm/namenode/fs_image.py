@@ -185,9 +185,9 @@ class FSImage:
                 txid = edit_log.end_current_log_segment(True)  # type: ignore[union-attr]
                 self.fault.after_end_segment(txid)
             else:
-                txid = (
-                    edit_log.last_written_txid if edit_log is not None else self.last_applied_txid
-                )
+                # A standby (edit log open for reading) saves what it has applied.
+                writing = edit_log is not None and edit_log.is_open_for_write()
+                txid = edit_log.last_written_txid if writing else self.last_applied_txid  # type: ignore[union-attr]
             try:
                 self.save_image_in_all_dirs(namesystem, txid)
             except Exception:

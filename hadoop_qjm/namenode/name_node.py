@@ -31,17 +31,27 @@ from hadoop_qjm.common.exceptions import (
     IllegalArgumentException,
     IOException,
 )
+from hadoop_qjm.common.security import SSLFactory
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.fs_edit_log import TerminateCallback, terminate_process
 from hadoop_qjm.namenode.fs_edit_log_op import FSEditLogOp
+from hadoop_qjm.namenode.ha.edit_log_tailer import EditLogTailer
+from hadoop_qjm.namenode.ha.ha_util import (
+    NameNodeAddress,
+    get_nameservice_id,
+    ha_namenodes,
+    is_ha_enabled,
+)
+from hadoop_qjm.namenode.ha.standby_checkpointer import StandbyCheckpointer
 from hadoop_qjm.namenode.name_node_core import JournalFactory, NameNodeCore
 from hadoop_qjm.namenode.name_node_metrics import NameNodeMetrics
 from hadoop_qjm.namenode.protocol.client import parse_hdfs_uri
 from hadoop_qjm.namenode.protocol.exceptions import (
     HealthCheckFailedException,
     ServiceFailedException,
+    StandbyException,
 )
 from hadoop_qjm.namenode.protocol.messages import (
     CheckpointSignature,
@@ -95,7 +105,9 @@ class NameNode:
     ``terminate`` replaces the process exit when the journals fail (tests);
     ``journal_factory`` builds non-file journals (default: a QuorumJournalManager whose
     channel metrics go to this NameNode's registry); ``socket_factory`` and
-    ``http_socket_factory`` make the listening sockets.
+    ``http_socket_factory`` make the listening sockets. Security (docs/security.md) comes
+    from :attr:`ssl_factory`: mutual TLS on RPC, and ``dfs.http.policy``'s HTTP and/or HTTPS
+    listener (``http_server``, ``https_server``).
     """
 
     def __init__(
@@ -115,6 +127,8 @@ class NameNode:
         self.core: NameNodeCore | None = None
         self.rpc_server: Any = None
         self.http_server: Any = None
+        self.https_server: Any = None
+        self.ssl_factory = SSLFactory(conf)
         self.state = HAServiceState.INITIALIZING
         self.list_limit = conf.get_int(keys.DFS_LIST_LIMIT_KEY, keys.DFS_LIST_LIMIT_DEFAULT)
         self._terminate = terminate
@@ -125,6 +139,14 @@ class NameNode:
         self._lock = threading.Lock()
         self._stopped = False
         self._serving = False
+        # HA (HAUtil): a NameNode of a nameservice with two or more NameNodes starts in
+        # standby; haadmin (or a test) makes it active.
+        self.nameservice = get_nameservice_id(conf)
+        self.ha_enabled = is_ha_enabled(conf, self.nameservice)
+        self.nnid = conf.get_trimmed(keys.DFS_HA_NAMENODE_ID_KEY) if self.ha_enabled else None
+        self._ha_lock = threading.RLock()
+        self.tailer: EditLogTailer | None = None
+        self.checkpointer: StandbyCheckpointer | None = None
 
     def _on_terminate(self, status: int, message: str) -> None:
         """The edit log's terminate: while starting, a plain error (the command line prints
@@ -169,24 +191,25 @@ class NameNode:
                 rpc_port,
                 handler_count=handlers if handlers > 0 else keys.DFS_NAMENODE_HANDLER_COUNT_DEFAULT,
                 max_frame_size=max_frame,
-                socket_factory=self._socket_factory,
+                socket_factory=self._socket_factory or self.ssl_factory.rpc_server_socket_factory(),
             )
-            self.http_server = NameNodeHttpServer(
-                self, http_host, http_port, self._http_socket_factory
-            )
+            self._make_http_servers(NameNodeHttpServer, http_host, http_port)
             self.core = NameNodeCore(
                 self.conf,
                 terminate=self._on_terminate,
                 journal_factory=self._journal_factory,
                 fs_owner=self._fs_owner,
+                ha_enabled=self.ha_enabled,
             )
-            if self.conf.get_bool(
-                keys.DFS_NAMENODE_EDITS_ASYNC_LOGGING_KEY,
-                keys.DFS_NAMENODE_EDITS_ASYNC_LOGGING_DEFAULT,
-            ):
-                self.core.namesystem.edit_log = _AsyncLoggingEditLog(self.core.edit_log)  # type: ignore[union-attr]
-            self.state = HAServiceState.ACTIVE
-            self.http_server.start()
+            if self.ha_enabled:
+                self.state = HAServiceState.STANDBY
+                self._start_standby_threads()
+            else:
+                self._wrap_edit_log()
+                self.state = HAServiceState.ACTIVE
+            for http_server in (self.http_server, self.https_server):
+                if http_server is not None:
+                    http_server.start()
             self.rpc_server.start()
             self._serving = True
         except BaseException:
@@ -194,13 +217,41 @@ class NameNode:
             raise
         LOG.info("NameNode RPC up at %s:%d, HTTP at %s:%d", *self.rpc_address, *self.http_address)
 
+    def _wrap_edit_log(self) -> None:
+        if self.conf.get_bool(
+            keys.DFS_NAMENODE_EDITS_ASYNC_LOGGING_KEY,
+            keys.DFS_NAMENODE_EDITS_ASYNC_LOGGING_DEFAULT,
+        ):
+            self.core.namesystem.edit_log = _AsyncLoggingEditLog(self.core.edit_log)  # type: ignore[union-attr]
+
+    def _make_http_servers(self, server_cls: Any, http_host: str, http_port: int) -> None:
+        """The listeners of ``dfs.http.policy``: HTTP on ``dfs.namenode.http-address``, HTTPS
+        on ``dfs.namenode.https-address``; with HTTPS on, ``/imagetransfer`` needs a verified
+        client certificate and is never served over plain HTTP (docs/security.md)."""
+        ssl_factory = self.ssl_factory
+        authorizer = ssl_factory.transfer_authorizer(None)
+        if ssl_factory.http_policy.http_enabled:
+            self.http_server = server_cls(
+                self, http_host, http_port, self._http_socket_factory, transfer_authorizer=authorizer
+            )
+        if ssl_factory.http_policy.https_enabled:
+            self.https_server = server_cls(
+                self,
+                *self.https_address,
+                self._http_socket_factory,
+                ssl_context=ssl_factory.https_server_context(),
+                handshake_timeout_s=ssl_factory.security.handshake_timeout_s,
+                transfer_authorizer=authorizer,
+            )
+
     def stop(self) -> None:
         """Stop serving, end the open segment, close the journals, unlock (idempotent)."""
         with self._lock:
             if self._stopped:
                 return
             self._stopped = True
-        for server in (self.rpc_server, self.http_server):
+        self._stop_standby_threads()
+        for server in (self.rpc_server, self.http_server, self.https_server):
             if server is not None:
                 try:
                     server.stop()
@@ -239,6 +290,17 @@ class NameNode:
         )[0]
         return host, self.http_server.port if self.http_server else 0
 
+    @property
+    def https_address(self) -> tuple[str, int]:
+        """The configured HTTPS host and port; the port actually bound once it serves."""
+        host, port = self.conf.get_socket_address(
+            keys.DFS_NAMENODE_HTTPS_ADDRESS_KEY,
+            keys.DFS_NAMENODE_HTTPS_ADDRESS_DEFAULT,
+            keys.DFS_NAMENODE_HTTPS_PORT_DEFAULT,
+            bind_host_key=keys.DFS_NAMENODE_HTTPS_BIND_HOST_KEY,
+        )
+        return host, self.https_server.port if self.https_server else port
+
     # ---- what the RPC handlers and pages use -----------------------------------------------------
     def _running(self) -> NameNodeCore:
         core = self.core
@@ -260,11 +322,26 @@ class NameNode:
 
     @property
     def transaction_id(self) -> int:
-        """The last txid written (FSImage.getCorrectLastAppliedOrWrittenTxId, active)."""
-        return self._running().edit_log.last_written_txid  # type: ignore[union-attr]
+        """The last txid written (active) or applied (standby)
+        (FSImage.getCorrectLastAppliedOrWrittenTxId)."""
+        return self._running().last_applied_txid
+
+    def check_operation(self, category: str) -> None:
+        """Refuse a READ, WRITE or JOURNAL operation unless active (FSNamesystem.checkOperation;
+        the client's failover proxy then tries the other NameNode)."""
+        if self.ha_enabled and self.state is not HAServiceState.ACTIVE:
+            raise StandbyException(
+                f"Operation category {category} is not supported in state {self.state.name.lower()}"
+            )
+
+    def checked_namesystem(self, category: str) -> Any:
+        """The namesystem, for an operation of ``category`` (see check_operation)."""
+        self.check_operation(category)
+        return self._running().namesystem
 
     def roll_edit_log(self) -> CheckpointSignature:
         """Finalize the segment and start the next (NamenodeProtocol.rollEditLog)."""
+        self.check_operation("JOURNAL")
         core = self._running()
         txid = core.roll_edit_log()
         ns = core.ns_info
@@ -290,20 +367,142 @@ class NameNode:
         core.save_namespace()
         return True
 
-    # ---- HAServiceProtocol (HA arrives with the next issue) --------------------------------------
+    # ---- HAServiceProtocol -----------------------------------------------------------------------
     def monitor_health(self) -> None:
-        """No-op while running, as Hadoop's for a NameNode without HA."""
-        if self.core is None:
+        """Healthy while running (and, for HA, while the edit log is alive)."""
+        core = self.core
+        if core is None or self._stopped:
             raise HealthCheckFailedException("The NameNode is not running")
+        if self.tailer is not None and self.state is HAServiceState.STANDBY:
+            if not self.tailer.running:
+                raise HealthCheckFailedException("The edit log tailer is not running")
 
-    def transition_to_active(self, source: int) -> None:
-        raise ServiceFailedException("HA for namenode is not enabled")
+    def _require_ha(self) -> None:
+        if not self.ha_enabled:
+            raise ServiceFailedException("HA for namenode is not enabled")
 
-    def transition_to_standby(self, source: int) -> None:
-        raise ServiceFailedException("HA for namenode is not enabled")
+    def transition_to_active(self, source: int = 0) -> None:
+        """Become the writer (see NameNodeCore.start_active_services): the tailer stops, the
+        shared journal is fenced and recovered through a new epoch, the standby catches up
+        and starts a segment. Idempotent."""
+        self._require_ha()
+        with self._ha_lock:
+            core = self._running()
+            if self.state is HAServiceState.ACTIVE:
+                return
+            LOG.info("Transitioning to active (%s)", self.nnid)
+            self._stop_standby_threads()
+            try:
+                core.start_active_services()
+            except BaseException as e:
+                LOG.error("Could not become active: %s", e, exc_info=True)
+                try:
+                    core.start_standby_services()
+                    self._start_standby_threads()
+                except Exception:  # noqa: BLE001 - the error below says what went wrong
+                    LOG.exception("Could not return to standby")
+                if isinstance(e, Exception):
+                    raise ServiceFailedException(f"Failed to become active: {e}") from e
+                raise
+            self._wrap_edit_log()
+            self.state = HAServiceState.ACTIVE
+            LOG.info("Now active: writing from txid %d", core.last_applied_txid)
+
+    def transition_to_standby(self, source: int = 0) -> None:
+        """Stop writing (ending the segment) and tail the shared journal. Idempotent."""
+        self._require_ha()
+        with self._ha_lock:
+            core = self._running()
+            if self.state is HAServiceState.STANDBY:
+                return
+            LOG.info("Transitioning to standby (%s)", self.nnid)
+            self.state = HAServiceState.STANDBY  # new client calls get StandbyException now
+            core.start_standby_services()
+            self._start_standby_threads()
 
     def service_status(self) -> HAServiceStatus:
-        raise ServiceFailedException("HA for namenode is not enabled")
+        self._require_ha()
+        running = self.core is not None and not self._stopped
+        return HAServiceStatus(
+            self.state,
+            ready_to_become_active=running and self.state is HAServiceState.STANDBY,
+            not_ready_reason=None if running else "The NameNode is not running",
+        )
+
+    # ---- the standby's threads -------------------------------------------------------------------
+    def _other_namenodes(self) -> list[NameNodeAddress]:
+        return [nn for nn in ha_namenodes(self.conf, self.nameservice) if nn.nnid != self.nnid]
+
+    def _start_standby_threads(self) -> None:
+        core = self._running()
+        self.tailer = EditLogTailer(
+            core, self.conf, roll_active=self._roll_active, terminate=self._terminate
+        )
+        self.tailer.start()
+        if self.conf.get_bool(
+            keys.DFS_HA_STANDBY_CHECKPOINTS_KEY, keys.DFS_HA_STANDBY_CHECKPOINTS_DEFAULT
+        ):
+            self.checkpointer = StandbyCheckpointer(core, self.conf, upload=self._upload_image)
+            self.checkpointer.start()
+
+    def _stop_standby_threads(self) -> None:
+        checkpointer, self.checkpointer = self.checkpointer, None
+        if checkpointer is not None:
+            checkpointer.stop()
+        tailer, self.tailer = self.tailer, None
+        if tailer is not None:
+            tailer.stop()
+
+    def _roll_active(self) -> None:
+        """rollEditLog on the other NameNodes in turn, until one (the active) does it."""
+        from hadoop_qjm.namenode.protocol.client import NameNodeProxy
+
+        timeout_s = (
+            self.conf.get_int(
+                keys.DFS_HA_TAILEDITS_ROLLEDITS_TIMEOUT_KEY,
+                keys.DFS_HA_TAILEDITS_ROLLEDITS_TIMEOUT_DEFAULT,
+            )
+            or 60
+        )
+        errors = []
+        for nn in self._other_namenodes():
+            try:
+                with NameNodeProxy(*nn.client_rpc, timeout_s=timeout_s) as proxy:
+                    proxy.roll_edit_log()
+                return
+            except (HadoopException, OSError) as e:
+                errors.append(f"{nn.nnid}: {e}")
+        raise IOException("No NameNode rolled its edit log: " + "; ".join(errors))
+
+    def _upload_image(self, txid: int) -> None:
+        """Send fsimage_<txid> to every other NameNode (only the active accepts it)."""
+        from hadoop_qjm.namenode.transfer_fs_image import upload_image_to_active
+
+        core = self._running()
+        images = [i for i in core.storage.inspect_images() if i.txid == txid]  # type: ignore[union-attr]
+        if not images:
+            raise IOException(f"No fsimage_{txid} to upload")
+        timeout_s = (
+            self.conf.get_int(
+                keys.DFS_IMAGE_TRANSFER_TIMEOUT_KEY, keys.DFS_IMAGE_TRANSFER_TIMEOUT_DEFAULT
+            )
+            / 1000.0
+        )
+        for nn in self._other_namenodes():
+            if nn.client_http is None:
+                continue
+            host, port = nn.client_http
+            try:
+                upload_image_to_active(
+                    f"http://{host}:{port}",
+                    core.ns_info.storage_info(),  # type: ignore[union-attr]
+                    txid,
+                    images[0].path,
+                    timeout_s,
+                )
+                LOG.info("Uploaded fsimage_%d to %s", txid, nn.nnid)
+            except (HadoopException, OSError) as e:
+                LOG.info("Image upload to %s not done: %s", nn.nnid, e)
 
     def __str__(self) -> str:
         return f"NameNode(rpc={self.rpc_address}, http={self.http_address})"
@@ -332,9 +531,10 @@ def run_daemon(conf: Configuration) -> int:
         raise one_line(e) from e  # the log has the details; the command line gets one line
     rpc_host, rpc_port = node.rpc_address
     http_host, http_port = node.http_address
+    https = "" if node.https_server is None else " https={}:{}".format(*node.https_address)
     print(
         f"NameNode started pid={os.getpid()} rpc={rpc_host}:{rpc_port} "
-        f"http={http_host}:{http_port}",
+        f"http={http_host}:{http_port}{https}",
         flush=True,
     )
     try:
@@ -354,5 +554,8 @@ def run(argv: Sequence[str], conf: Configuration | None) -> int:
     if option.command == "help":
         return 0
     if option.command == "daemon":
-        return run_daemon(conf)  # type: ignore[arg-type]
+        from hadoop_qjm.namenode.ha.ha_util import resolve_ha_conf
+
+        conf, _, _ = resolve_ha_conf(conf, getattr(option, "nnid", None))  # type: ignore[arg-type]
+        return run_daemon(conf)
     return run_command(option, conf)  # type: ignore[arg-type]

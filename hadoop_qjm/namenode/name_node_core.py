@@ -29,7 +29,12 @@ from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.file_journal_manager import FileJournalManager
-from hadoop_qjm.namenode.fs_edit_log import FSEditLog, TerminateCallback, terminate_process
+from hadoop_qjm.namenode.fs_edit_log import (
+    EditLogState,
+    FSEditLog,
+    TerminateCallback,
+    terminate_process,
+)
 from hadoop_qjm.namenode.fs_image import FSImage, SaveNamespaceFaultInjector
 from hadoop_qjm.namenode.fs_namesystem import FSNamesystem
 from hadoop_qjm.namenode.journal_manager import JournalManager
@@ -76,8 +81,11 @@ def create_journal_set(
             keys.DFS_NAMENODE_EDITS_DIR_MINIMUM_KEY, keys.DFS_NAMENODE_EDITS_DIR_MINIMUM_DEFAULT
         )
     )
+    # Shared journals first (HDFS-2874): an edit reaches the local dirs only after the
+    # quorum took it, so a local copy never holds a txn the JournalNodes may have lost.
+    uris = sorted(dirs.edits_uris, key=lambda uri: uri not in dirs.shared_uris)
     try:
-        for uri in dirs.edits_uris:
+        for uri in uris:
             shared = uri in dirs.shared_uris
             if shared_only and not shared:
                 continue
@@ -212,8 +220,13 @@ class NameNodeCore:
         fs_owner: str | None = None,
         fsync=os.fsync,
         start: bool = True,
+        ha_enabled: bool = False,
     ) -> None:
         self.conf = conf
+        #: With HA the NameNode starts as a standby (start() loads but does not write);
+        #: start_active_services() makes it the writer, start_standby_services() a reader.
+        self.ha_enabled = ha_enabled
+        self._dirs: NameNodeDirs | None = None
         self._terminate = terminate
         self._journal_factory = journal_factory
         self._fault_injector = fault_injector
@@ -230,7 +243,7 @@ class NameNodeCore:
 
     def start(self) -> None:
         """Recover, load and open the edit log for write (see the module docstring)."""
-        dirs = NameNodeDirs.from_conf(self.conf)
+        dirs = self._dirs = NameNodeDirs.from_conf(self.conf)
         self.storage = NNStorage.from_conf(self.conf, dirs, fsync=self._fsync)
         try:
             self.ns_info = self.storage.recover_storage_dirs()
@@ -238,12 +251,11 @@ class NameNodeCore:
                 self.conf, self.storage, fault_injector=self._fault_injector, fsync=self._fsync
             )
             self.fs_image.recover_checkpoints()
-            journals = create_journal_set(
-                self.conf, dirs, self.storage, self.ns_info, self._journal_factory
-            )
-            self.edit_log = FSEditLog(journals, terminate=self._terminate)
-            self.fs_image.attach_edit_log(self.edit_log)
             self.namesystem = FSNamesystem(self.conf, fs_owner=self._fs_owner, **self._ns_kwargs)
+            if self.ha_enabled:
+                self._load_as_standby()
+                return
+            self.edit_log = self._new_edit_log()
             self.edit_log.init_journals_for_write()
             self.edit_log.recover_unclosed_streams()
             last_txid = self.fs_image.load(self.namesystem, self.edit_log)
@@ -259,6 +271,122 @@ class NameNodeCore:
             self.namesystem.files_total,
             self.edit_log.last_written_txid,
         )
+
+    # ---- HA: the edit log as a writer or as a reader of the shared journals ----------------------
+    def _new_edit_log(self, *, shared_only: bool = False) -> FSEditLog:
+        journals = create_journal_set(
+            self.conf,
+            self._dirs,  # type: ignore[arg-type]
+            self.storage,  # type: ignore[arg-type]
+            self.ns_info,  # type: ignore[arg-type]
+            self._journal_factory,
+            shared_only=shared_only,
+        )
+        edit_log = FSEditLog(journals, terminate=self._terminate)
+        self.fs_image.attach_edit_log(edit_log)  # type: ignore[union-attr]
+        return edit_log
+
+    def _load_as_standby(self) -> None:
+        """Load the image and every *finalized* edit of every journal, recovering nothing
+        (a standby must not fence the active), then read the shared journals only."""
+        reader = self._new_edit_log()
+        reader.init_shared_journals_for_read()
+        try:
+            self.fs_image.load(self.namesystem, reader, to_at_least_txid=0)  # type: ignore[union-attr, arg-type]
+        finally:
+            reader.close()
+        self.edit_log = self._new_edit_log(shared_only=True)
+        self.edit_log.init_shared_journals_for_read()
+        LOG.info(
+            "NameNode started in standby: namespace %d, %d inodes, loaded up to txid %d",
+            self.ns_info.namespace_id,  # type: ignore[union-attr]
+            self.namesystem.files_total,  # type: ignore[union-attr]
+            self.last_applied_txid,
+        )
+
+    @property
+    def last_applied_txid(self) -> int:
+        """The last txid in the namespace: written (active) or loaded (standby)."""
+        edit_log = self.edit_log
+        if edit_log is not None and edit_log.is_open_for_write():
+            return edit_log.last_written_txid
+        return self.fs_image.last_applied_txid  # type: ignore[union-attr]
+
+    def tail_edits(self, in_progress_ok: bool, max_txns: int | None = None) -> int:
+        """Apply what the journals hold after the last applied txid (EditLogTailer.doTailEdits);
+        returns how many txns were applied. Only durable (quorum-acknowledged) txns count."""
+        image, namesystem, edit_log = self.fs_image, self.namesystem, self.edit_log
+        if image is None or namesystem is None or edit_log is None:
+            raise IOException("The NameNode is not running")
+        # Only the tailer (or a transition, with the tailer stopped) calls this: the txid read
+        # here cannot move before the lock is taken. Selecting talks to the JournalNodes, so
+        # it runs without the namesystem lock.
+        first = image.last_applied_txid + 1
+        streams = edit_log.select_input_streams(
+            first, 0, in_progress_ok=in_progress_ok, only_durable_txns=True
+        )
+        readers = streams
+        if max_txns:
+            readers = [_CutStream(stream, first + max_txns - 1) for stream in streams]
+
+        def applied(op) -> None:  # an error mid-stream keeps what was applied before it
+            image.last_applied_txid = op.txid
+
+        with namesystem.lock:
+            try:
+                namesystem.loader.load_edits(readers, first, on_op=applied)
+            finally:
+                for stream in streams:
+                    stream.close()
+            return image.last_applied_txid - first + 1
+
+    def start_active_services(self, in_progress_tailed: bool = False) -> int:
+        """Become the writer (FSNamesystem.startActiveServices): fence the old writer and
+        finish its segment (QJM recovery through a new epoch), catch up on every finalized
+        edit, then start a segment at the next txid. Returns that txid."""
+        namesystem = self.namesystem
+        if namesystem is None or self.edit_log is None:
+            raise IOException("The NameNode is not running")
+        with namesystem.lock:
+            if self.edit_log.is_open_for_write():
+                return self.edit_log.last_written_txid
+            self.edit_log.close()
+            self.edit_log = self._new_edit_log()
+            self.edit_log.init_journals_for_write()
+            self.edit_log.recover_unclosed_streams()
+            # catchupDuringFailover: everything is finalized now; read until nothing is new.
+            while self.tail_edits(in_progress_ok=False) > 0:
+                pass
+            self.edit_log.set_next_txid(self.fs_image.last_applied_txid + 1)  # type: ignore[union-attr]
+            self.edit_log.open_for_write()
+            namesystem.edit_log = self.edit_log
+            LOG.info("Active: writing from txid %d", self.edit_log.last_written_txid)
+            return self.edit_log.last_written_txid
+
+    def start_standby_services(self) -> None:
+        """Stop writing (end the segment if the edit log is healthy) and read the shared
+        journals (FSNamesystem.stopActiveServices + startStandbyServices)."""
+        namesystem = self.namesystem
+        if namesystem is None or self.edit_log is None:
+            raise IOException("The NameNode is not running")
+        with namesystem.lock:
+            if self.edit_log.state is EditLogState.OPEN_FOR_READING:
+                return
+            was_writing = self.edit_log.is_open_for_write()
+            last = self.edit_log.last_written_txid
+            try:
+                self.edit_log.close()
+            except OSError as e:
+                LOG.warning("Could not end the segment cleanly: %s", e)
+            namesystem.edit_log = None
+            if was_writing:
+                self.fs_image.last_applied_txid = max(  # type: ignore[union-attr]
+                    self.fs_image.last_applied_txid,  # type: ignore[union-attr]
+                    self.edit_log.last_written_txid,
+                    last,
+                )
+            self.edit_log = self._new_edit_log(shared_only=True)
+            self.edit_log.init_shared_journals_for_read()
 
     def save_namespace(self) -> int:
         """Checkpoint now (HDFS-1073 §5); returns the image's txid."""
@@ -300,3 +428,18 @@ class NameNodeCore:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+class _CutStream:
+    """A stream that ends after ``last`` (dfs.ha.tail-edits.max-txns-per-lock)."""
+
+    def __init__(self, stream, last: int) -> None:
+        self._stream = stream
+        self._last = last
+
+    def read_op(self):
+        op = self._stream.read_op()
+        return None if op is None or op.txid > self._last else op
+
+    def __str__(self) -> str:
+        return str(self._stream)

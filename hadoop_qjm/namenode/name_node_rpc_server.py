@@ -41,7 +41,12 @@ class ClientProtocolHandler:
 
     @property
     def _ns(self) -> Any:
-        return self.name_node.namesystem
+        """The namesystem for a write (StandbyException unless active)."""
+        return self.name_node.checked_namesystem("WRITE")
+
+    @property
+    def _read_ns(self) -> Any:
+        return self.name_node.checked_namesystem("READ")
 
     def create(
         self,
@@ -87,11 +92,11 @@ class ClientProtocolHandler:
         self._ns.set_times(src, mtime, atime)
 
     def get_file_info(self, src: str) -> Any:
-        status = self._ns.get_file_info(src)
+        status = self._read_ns.get_file_info(src)
         return _t.GetFileInfoResponse(fs=status and m.file_status_to_thrift(status, ""))
 
     def get_listing(self, src: str, start_after: str, need_location: bool) -> Any:
-        statuses = self._ns.get_listing(src, start_after)
+        statuses = self._read_ns.get_listing(src, start_after)
         listing = m.listing_to_thrift(statuses, src, self.name_node.list_limit)
         return _t.GetListingResponse(dirList=listing)
 

@@ -61,6 +61,7 @@ class NameNodeProcess:
         log_path: Path,
         *,
         generic_args: Sequence[str] = (),
+        namenode_args: Sequence[str] = (),
         start_timeout_s: float = 60.0,
     ) -> None:
         self.log_path = log_path
@@ -68,7 +69,7 @@ class NameNodeProcess:
         self.popen = subprocess.Popen(
             [sys.executable, "-m", "hadoop_qjm.cli", "--config", str(conf_dir)]
             + list(generic_args)
-            + ["namenode"],
+            + ["namenode", *namenode_args],
             stdout=subprocess.PIPE,
             stderr=self._log,
             env=child_env(),

@@ -1,0 +1,1 @@
+"""High availability: HA configuration, the standby's EditLogTailer and StandbyCheckpointer."""

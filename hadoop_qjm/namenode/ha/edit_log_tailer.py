@@ -1,0 +1,173 @@
+"""EditLogTailer: a standby NameNode applying the shared journal as the active writes it.
+
+Every ``dfs.ha.tail-edits.period`` the tailer selects the journals' streams after the last
+applied txid and applies them under the namesystem lock (``doTailEdits``). Only durable
+txns are read — a txn a quorum of JournalNodes acknowledged — so the standby never applies
+an edit the next writer's recovery could drop. With ``dfs.ha.tail-edits.in-progress`` the
+open segment is read from the JournalNodes' caches (the RPC path: milliseconds of lag);
+otherwise only finalized segments are read, and the active's ``dfs.ha.log-roll.period``
+rolls are what make new edits visible. With ``dfs.ha.tail-edits.period.backoff-max`` > 0,
+each round that finds nothing doubles the wait, up to that maximum.
+
+When nothing has been loaded for ``dfs.ha.log-roll.period`` but new txns were loaded since
+the last roll, the tailer asks the active to roll its edit log (rollEditLog on each other
+NameNode in turn; a standby answers StandbyException and the next is tried).
+
+An error reading the journals (an IOException) is logged and retried next round; any
+other error means the namespace may no longer match the log, and the standby terminates
+(Hadoop: "Unknown error encountered while tailing edits. Shutting down standby NN.").
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from hadoop_qjm.common.exceptions import IOException
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.conf import dfs_config_keys as keys
+
+__all__ = ["EditLogTailer", "TailerSettings"]
+
+LOG = logging.getLogger(__name__)
+
+
+class TailerSettings:
+    """The tailer's configuration, read once."""
+
+    def __init__(self, conf: Configuration) -> None:
+        self.period_s = (
+            conf.get_time_duration(
+                keys.DFS_HA_TAILEDITS_PERIOD_KEY, keys.DFS_HA_TAILEDITS_PERIOD_DEFAULT, "ms"
+            )
+            / 1000.0
+        )
+        self.backoff_max_s = (
+            conf.get_time_duration(
+                keys.DFS_HA_TAILEDITS_PERIOD_BACKOFF_MAX_KEY,
+                keys.DFS_HA_TAILEDITS_PERIOD_BACKOFF_MAX_DEFAULT,
+                "ms",
+            )
+            / 1000.0
+        )
+        self.in_progress = conf.get_bool(
+            keys.DFS_HA_TAILEDITS_INPROGRESS_KEY, keys.DFS_HA_TAILEDITS_INPROGRESS_DEFAULT
+        )
+        roll_ms = conf.get_time_duration(
+            keys.DFS_HA_LOGROLL_PERIOD_KEY, keys.DFS_HA_LOGROLL_PERIOD_DEFAULT, "ms"
+        )
+        self.log_roll_period_s = roll_ms / 1000.0 if roll_ms >= 0 else None
+        max_txns = conf.get_int(
+            keys.DFS_HA_TAILEDITS_MAX_TXNS_PER_LOCK_KEY,
+            keys.DFS_HA_TAILEDITS_MAX_TXNS_PER_LOCK_DEFAULT,
+        )
+        self.max_txns_per_lock = max_txns if 0 < max_txns < 2**62 else None
+
+
+class EditLogTailer:
+    """Tails the shared journals into ``core`` (a NameNodeCore in standby).
+
+    ``roll_active()`` asks the active to roll (None: never); ``terminate(status, message)``
+    stops the process on an unexpected error; ``clock`` is monotonic seconds.
+    """
+
+    def __init__(
+        self,
+        core,
+        conf: Configuration,
+        *,
+        roll_active: Callable[[], None] | None = None,
+        terminate: Callable[[int, str], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.core = core
+        self.settings = TailerSettings(conf)
+        self._roll_active = roll_active
+        self._terminate = terminate
+        self._clock = clock
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.last_load_time = clock()
+        self.last_roll_trigger_txid = 0
+        self.rounds = 0
+        self.txns_loaded = 0
+
+    # ---- one round -------------------------------------------------------------------------------
+    def do_tail_edits(self) -> int:
+        """Apply everything durable after the last applied txid; returns how many txns."""
+        n = self.core.tail_edits(self.settings.in_progress, self.settings.max_txns_per_lock)
+        self.rounds += 1
+        if n > 0:
+            self.txns_loaded += n
+            self.last_load_time = self._clock()
+            LOG.debug("Loaded %d edits, up to txid %d", n, self.core.last_applied_txid)
+        return n
+
+    def catchup(self) -> None:
+        """Tail until a round finds nothing (catchupDuringFailover)."""
+        while self.do_tail_edits() > 0:
+            pass
+
+    def _too_long_since_last_load(self) -> bool:
+        period = self.settings.log_roll_period_s
+        return period is not None and self._clock() - self.last_load_time > period
+
+    def maybe_trigger_roll(self) -> bool:
+        """Ask the active to roll when nothing was loaded for a log-roll period but new txns
+        were loaded since the last roll (EditLogTailer.doWork)."""
+        last = self.core.last_applied_txid
+        if self._roll_active is None or not self._too_long_since_last_load():
+            return False
+        if self.last_roll_trigger_txid >= last:
+            return False
+        LOG.info("Triggering log roll on remote NameNode (last loaded txid %d)", last)
+        try:
+            self._roll_active()
+        except Exception as e:  # noqa: BLE001 - a failed roll is retried next period
+            LOG.warning("Unable to trigger a roll of the active NN: %s", e)
+            return False
+        self.last_roll_trigger_txid = last
+        self.last_load_time = self._clock()
+        return True
+
+    # ---- the thread ------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="Edit log tailer", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Stop after the current round (a transition waits for this before it writes)."""
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout_s)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _run(self) -> None:
+        delay = self.settings.period_s
+        while not self._stop.is_set():
+            try:
+                self.maybe_trigger_roll()
+                loaded = self.do_tail_edits()
+            except IOException as e:
+                LOG.warning("Error while reading edits from disk. Will try again.: %s", e)
+                loaded = 0
+            except Exception as e:  # noqa: BLE001 - anything else: the namespace is suspect
+                message = (
+                    f"Unknown error encountered while tailing edits. Shutting down standby NN: {e}"
+                )
+                LOG.critical(message, exc_info=True)
+                if self._terminate is not None:
+                    self._terminate(1, message)
+                return
+            if loaded == 0 and self.settings.backoff_max_s > 0:
+                delay = min(max(delay, self.settings.period_s) * 2, self.settings.backoff_max_s)
+            else:
+                delay = self.settings.period_s
+            self._stop.wait(delay)

@@ -1,0 +1,110 @@
+"""StandbyCheckpointer: the standby saves images so that the active never has to.
+
+Every ``dfs.namenode.checkpoint.check.period`` the checkpointer looks at how many txns the
+standby has applied since its newest image and how long ago that image was saved; past
+``dfs.namenode.checkpoint.txns`` or ``dfs.namenode.checkpoint.period`` it saves
+``fsimage_<last applied txid>`` in its own image dirs (under the namesystem lock, so the
+tailer pauses) and uploads it to the active over ``PUT /imagetransfer``, which stores it
+and may then purge old edits (the active's retention). A failed upload is logged and
+retried at the next checkpoint; the local image stays.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.conf import dfs_config_keys as keys
+
+__all__ = ["StandbyCheckpointer"]
+
+LOG = logging.getLogger(__name__)
+
+
+class StandbyCheckpointer:
+    """Checkpoints ``core`` (a NameNodeCore in standby); ``upload(txid)`` sends the saved
+    image to the active(s); ``clock`` is monotonic seconds."""
+
+    def __init__(
+        self,
+        core,
+        conf: Configuration,
+        *,
+        upload: Callable[[int], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.core = core
+        self._upload = upload
+        self._clock = clock
+        self.checkpoint_txns = conf.get_int(
+            keys.DFS_NAMENODE_CHECKPOINT_TXNS_KEY, keys.DFS_NAMENODE_CHECKPOINT_TXNS_DEFAULT
+        )
+        self.checkpoint_period_s = conf.get_time_duration(
+            keys.DFS_NAMENODE_CHECKPOINT_PERIOD_KEY,
+            keys.DFS_NAMENODE_CHECKPOINT_PERIOD_DEFAULT,
+            "s",
+        )
+        check_s = (
+            conf.get_time_duration(
+                keys.DFS_NAMENODE_CHECKPOINT_CHECK_PERIOD_KEY,
+                keys.DFS_NAMENODE_CHECKPOINT_CHECK_PERIOD_DEFAULT,
+                "ms",
+            )
+            / 1000.0
+        )
+        self.check_period_s = max(0.01, min(check_s, float(self.checkpoint_period_s)))
+        self.last_checkpoint_time = clock()
+        self.checkpoints = 0
+        self.uploads = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def needs_checkpoint(self) -> str | None:
+        """Why a checkpoint is due now, or None."""
+        image = self.core.fs_image
+        behind = self.core.last_applied_txid - image.most_recent_checkpoint_txid
+        if behind <= 0:
+            return None
+        if behind >= self.checkpoint_txns:
+            return f"{behind} txns since the last checkpoint (>= {self.checkpoint_txns})"
+        age = self._clock() - self.last_checkpoint_time
+        if age >= self.checkpoint_period_s:
+            return f"{age:.0f}s since the last checkpoint (>= {self.checkpoint_period_s}s)"
+        return None
+
+    def do_checkpoint(self) -> int:
+        """Save an image at the last applied txid and upload it; returns its txid."""
+        txid = self.core.save_namespace()
+        self.checkpoints += 1
+        self.last_checkpoint_time = self._clock()
+        LOG.info("Saved a checkpoint at txid %d", txid)
+        if self._upload is not None:
+            self._upload(txid)
+            self.uploads += 1
+        return txid
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(
+            target=self._run, name="Standby State Checkpointer", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 120.0) -> None:
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout_s)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.check_period_s):
+            try:
+                reason = self.needs_checkpoint()
+                if reason is not None:
+                    LOG.info("Triggering a checkpoint: %s", reason)
+                    self.do_checkpoint()
+            except Exception as e:  # noqa: BLE001 - a failed checkpoint is retried later
+                LOG.error("Exception in doCheckpoint: %s", e, exc_info=True)

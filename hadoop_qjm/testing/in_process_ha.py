@@ -1,0 +1,116 @@
+"""An in-process HA pair: two NameNode daemons (nn1, nn2) over one MiniJournalCluster.
+
+::
+
+    with MiniJournalCluster(3, conf=journal_node_conf()) as mjc:
+        pair = HAPair(ha_conf(base, mjc, "jid"), base)   # both start in standby
+        pair["nn1"].transition_to_active()
+        ...
+        pair.stop()
+
+For tests and benchmarks that want the NameNode objects at hand; the process-level
+cluster is :mod:`hadoop_qjm.testing.mini_ha_cluster`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.namenode.ha.ha_util import resolve_ha_conf
+from hadoop_qjm.namenode.name_node import NameNode
+from hadoop_qjm.namenode.name_node_core import format_namenode
+from hadoop_qjm.namenode.protocol.client import NameNodeProxy
+from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+
+__all__ = ["HAPair", "ha_conf", "journal_node_conf", "wait_until"]
+
+NS = "mycluster"
+
+
+def wait_until(predicate: Callable[[], object], timeout_s: float = 20.0, what: str = "") -> None:
+    """Poll ``predicate`` until true; AssertionError naming ``what`` after the deadline."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s}s waiting for {what or predicate}")
+        time.sleep(0.01)
+
+
+def rpc_key(nnid: str) -> str:
+    return f"dfs.namenode.rpc-address.{NS}.{nnid}"
+
+
+def http_key(nnid: str) -> str:
+    return f"dfs.namenode.http-address.{NS}.{nnid}"
+
+
+def journal_node_conf() -> Configuration:
+    """JournalNodes serving in-progress tailing from their edits caches."""
+    conf = Configuration()
+    conf.set("dfs.ha.tail-edits.in-progress", "true")
+    return conf
+
+
+def ha_conf(base: Path, mjc: MiniJournalCluster, jid: str, **extra: object) -> Configuration:
+    """An HA configuration for nn1 and nn2 (RPC and HTTP on port 0 until they start)."""
+    conf = Configuration()
+    conf.set("dfs.nameservices", NS)
+    conf.set(f"dfs.ha.namenodes.{NS}", "nn1,nn2")
+    for nn in ("nn1", "nn2"):
+        conf.set(f"dfs.namenode.rpc-address.{NS}.{nn}", "127.0.0.1:0")
+        conf.set(f"dfs.namenode.http-address.{NS}.{nn}", "127.0.0.1:0")
+        conf.set(f"dfs.namenode.name.dir.{NS}.{nn}", str(base / nn / "name"))
+    conf.set("dfs.namenode.shared.edits.dir", mjc.quorum_journal_uri(jid))
+    conf.set("dfs.ha.tail-edits.period", "20ms")
+    conf.set("dfs.ha.tail-edits.in-progress", "true")
+    conf.set("dfs.namenode.checkpoint.check.period", "100ms")
+    for key, value in extra.items():
+        conf.set(key, value)
+    return conf
+
+
+class HAPair:
+    """nn1 formatted, nn2 a copy of nn1's fresh storage (what bootstrapStandby makes);
+    both started in standby. ``terminations[nnid]`` records each one's terminate calls."""
+
+    def __init__(self, conf: Configuration, base: Path) -> None:
+        self.conf = conf
+        conf1, _, _ = resolve_ha_conf(conf, "nn1")
+        format_namenode(conf1, fs_owner="hdfs")
+        shutil.copytree(base / "nn1" / "name", base / "nn2" / "name")
+        self.terminations: dict[str, list[tuple[int, str]]] = {"nn1": [], "nn2": []}
+        self.nodes: dict[str, NameNode] = {}
+        for nnid in ("nn1", "nn2"):
+            self.start(nnid)
+
+    def start(self, nnid: str) -> NameNode:
+        conf, _, _ = resolve_ha_conf(self.conf, nnid)
+        record = self.terminations[nnid]
+        node = NameNode(conf, terminate=lambda s, m: record.append((s, m)), fs_owner="hdfs")
+        node.start()
+        self.nodes[nnid] = node
+        # Tell everyone where everyone listens (the ports were 0 until now).
+        for started in self.nodes.values():
+            for conf in [self.conf, *(n.conf for n in self.nodes.values())]:
+                conf.set(rpc_key(started.nnid), f"127.0.0.1:{started.rpc_address[1]}")
+                conf.set(http_key(started.nnid), f"127.0.0.1:{started.http_address[1]}")
+        return node
+
+    def __getitem__(self, nnid: str) -> NameNode:
+        return self.nodes[nnid]
+
+    def proxy(self, nnid: str) -> NameNodeProxy:
+        return NameNodeProxy(*self.nodes[nnid].rpc_address, timeout_s=30)
+
+    def client_conf(self) -> Configuration:
+        conf = self.conf.copy()
+        conf.set("fs.defaultFS", f"hdfs://{NS}")
+        return conf
+
+    def stop(self) -> None:
+        for node in self.nodes.values():
+            node.stop()

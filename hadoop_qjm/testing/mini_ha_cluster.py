@@ -1,0 +1,229 @@
+"""MiniHACluster: 3 JournalNode processes and an HA pair of NameNode processes on 127.0.0.1.
+
+::
+
+    with MiniHACluster(base_dir) as cluster:      # format nn1, bootstrap nn2, start both
+        cluster.transition_to_active("nn1")
+        with cluster.client() as fs:              # fails over between nn1 and nn2
+            fs.mkdirs("/a")
+        cluster.failover("nn1", "nn2")
+
+Everything a Hadoop operator would run, run as commands: ``namenode -format``,
+``namenode -bootstrapStandby``, two ``namenode`` daemons (``-nnid nn1`` / ``nn2``; both
+start in standby), HAServiceProtocol calls as ``haadmin`` makes them. One configuration
+directory (``conf_dir``) serves every process.
+
+The NameNodes of a pair must know each other's addresses before they start (the standby
+asks the active to roll and uploads its checkpoints there), so their four ports are
+chosen by the OS up front: bound to port 0 and released just before the daemons start
+(Hadoop's MiniDFSCluster does the same). JournalNodes bind port 0 themselves.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.namenode.protocol.client import NameNodeProxy
+from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+from hadoop_qjm.testing.name_node_process import NameNodeProcess, child_env, write_conf_dir
+
+__all__ = ["MiniHACluster", "NAMESERVICE", "NNIDS", "free_ports"]
+
+NAMESERVICE = "mycluster"
+NNIDS = ("nn1", "nn2")
+JOURNAL_ID = NAMESERVICE
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct ports the OS picked (bound to port 0 together, then released)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+class MiniHACluster:
+    """See the module docstring. ``properties`` are added to the shared hdfs-site.xml."""
+
+    def __init__(
+        self,
+        base_dir: str | Path | None = None,
+        *,
+        properties: Mapping[str, object] | None = None,
+        num_journal_nodes: int = 3,
+        start: bool = True,
+    ) -> None:
+        self._own_base_dir = base_dir is None
+        self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="miniha-"))
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        self.conf_dir = self.base_dir / "conf"
+        self.properties = dict(properties or {})
+        self.namenodes: dict[str, NameNodeProcess | None] = dict.fromkeys(NNIDS)
+        jn_conf = Configuration()
+        jn_conf.set("dfs.ha.tail-edits.in-progress", "true")
+        for key, value in self.properties.items():
+            if key.startswith(("dfs.journalnode.", "hadoop.", "dfs.http.policy")):
+                jn_conf.set(key, value)
+        self.journal_nodes = MiniJournalCluster(
+            num_journal_nodes,
+            self.base_dir / "journalnodes",
+            jn_conf,
+            processes=True,
+            start=start,
+        )
+        ports = free_ports(4)
+        self.rpc_ports = dict(zip(NNIDS, ports[:2]))
+        self.http_ports = dict(zip(NNIDS, ports[2:]))
+        self._write_conf()
+        if start:
+            try:
+                self.format_and_bootstrap()
+                for nnid in NNIDS:
+                    self.start_namenode(nnid)
+            except BaseException:
+                self.shutdown()
+                raise
+
+    # ---- configuration -------------------------------------------------------------------------
+    def name_dir(self, nnid: str) -> Path:
+        return self.base_dir / nnid / "name"
+
+    def log_path(self, nnid: str) -> Path:
+        return self.base_dir / f"{nnid}.log"
+
+    def _write_conf(self) -> None:
+        props: dict[str, object] = {
+            "dfs.nameservices": NAMESERVICE,
+            f"dfs.ha.namenodes.{NAMESERVICE}": ",".join(NNIDS),
+            "fs.defaultFS": f"hdfs://{NAMESERVICE}",
+            f"dfs.client.failover.proxy.provider.{NAMESERVICE}": (
+                "org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider"
+            ),
+            "dfs.namenode.shared.edits.dir": self.journal_nodes.quorum_journal_uri(JOURNAL_ID),
+            "dfs.ha.tail-edits.in-progress": "true",
+            "dfs.ha.tail-edits.period": "50ms",
+            "dfs.ha.log-roll.period": "30s",
+            "dfs.namenode.checkpoint.check.period": "1s",
+            "dfs.client.failover.sleep.base.millis": 20,
+            "dfs.client.failover.sleep.max.millis": 200,
+        }
+        for nnid in NNIDS:
+            props[f"dfs.namenode.rpc-address.{NAMESERVICE}.{nnid}"] = (
+                f"127.0.0.1:{self.rpc_ports[nnid]}"
+            )
+            props[f"dfs.namenode.http-address.{NAMESERVICE}.{nnid}"] = (
+                f"127.0.0.1:{self.http_ports[nnid]}"
+            )
+            props[f"dfs.namenode.name.dir.{NAMESERVICE}.{nnid}"] = str(self.name_dir(nnid))
+        props.update(self.properties)
+        write_conf_dir(self.conf_dir, props)
+
+    def client_conf(self) -> Configuration:
+        conf = Configuration()
+        conf.add_conf_dir(self.conf_dir)
+        return conf
+
+    # ---- commands ------------------------------------------------------------------------------
+    def run_hdfs(self, *args: str, timeout_s: float = 120.0) -> subprocess.CompletedProcess:
+        """``hdfs-py --config conf_dir ARGS...``; the completed process (output captured)."""
+        return subprocess.run(
+            [sys.executable, "-m", "hadoop_qjm.cli", "--config", str(self.conf_dir), *args],
+            capture_output=True,
+            text=True,
+            env=child_env(),
+            timeout=timeout_s,
+        )
+
+    def _check(self, result: subprocess.CompletedProcess, what: str) -> None:
+        if result.returncode != 0:
+            raise RuntimeError(
+                f"{what} failed with status {result.returncode}: "
+                f"{result.stderr.strip()[-2000:] or result.stdout.strip()[-2000:]}"
+            )
+
+    def format_and_bootstrap(self) -> None:
+        """``namenode -format`` as nn1 (local dirs and every JournalNode), then
+        ``namenode -bootstrapStandby`` as nn2 while nn1 runs (it fetches nn1's image)."""
+        self._check(
+            self.run_hdfs("namenode", "-nnid", "nn1", "-format", "-nonInteractive"), "format"
+        )
+        self.start_namenode("nn1")
+        self._check(
+            self.run_hdfs("namenode", "-nnid", "nn2", "-bootstrapStandby", "-nonInteractive"),
+            "bootstrapStandby",
+        )
+
+    def start_namenode(self, nnid: str) -> NameNodeProcess:
+        node = self.namenodes.get(nnid)
+        if node is not None and node.popen.poll() is None:
+            return node
+        node = NameNodeProcess(self.conf_dir, self.log_path(nnid), namenode_args=("-nnid", nnid))
+        self.namenodes[nnid] = node
+        return node
+
+    def stop_namenode(self, nnid: str) -> int | None:
+        node, self.namenodes[nnid] = self.namenodes.get(nnid), None
+        return node.terminate() if node is not None else None
+
+    def namenode(self, nnid: str) -> NameNodeProcess:
+        node = self.namenodes.get(nnid)
+        if node is None:
+            raise KeyError(f"NameNode {nnid} is not running")
+        return node
+
+    def proxy(self, nnid: str, timeout_s: float = 60.0) -> NameNodeProxy:
+        return NameNodeProxy("127.0.0.1", self.rpc_ports[nnid], timeout_s=timeout_s)
+
+    def client(self):
+        """A client of the nameservice that fails over between the NameNodes."""
+        from hadoop_qjm.namenode.ha.failover_proxy import namenode_proxy_from_conf
+
+        return namenode_proxy_from_conf(self.client_conf())
+
+    def transition_to_active(self, nnid: str) -> None:
+        with self.proxy(nnid) as proxy:
+            proxy.transition_to_active()
+
+    def transition_to_standby(self, nnid: str) -> None:
+        with self.proxy(nnid) as proxy:
+            proxy.transition_to_standby()
+
+    def service_state(self, nnid: str) -> str:
+        with self.proxy(nnid, timeout_s=10) as proxy:
+            return proxy.get_service_status().state.name.lower()
+
+    # ---- lifecycle -----------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        errors: list[BaseException] = []
+        for nnid in NNIDS:
+            try:
+                self.stop_namenode(nnid)
+            except Exception as e:  # noqa: BLE001 - stop the rest
+                errors.append(e)
+        try:
+            self.journal_nodes.shutdown(delete_dirs=False)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+        if self._own_base_dir:
+            shutil.rmtree(self.base_dir, ignore_errors=True)
+        if errors:
+            raise errors[0]
+
+    def __enter__(self) -> MiniHACluster:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.shutdown()
