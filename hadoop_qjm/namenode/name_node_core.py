@@ -297,6 +297,7 @@ class NameNodeCore:
             reader.close()
         self.edit_log = self._new_edit_log(shared_only=True)
         self.edit_log.init_shared_journals_for_read()
+        self.namesystem.edit_log = _StandbyEditLog()  # type: ignore[union-attr]
         LOG.info(
             "NameNode started in standby: namespace %d, %d inodes, loaded up to txid %d",
             self.ns_info.namespace_id,  # type: ignore[union-attr]
@@ -378,7 +379,7 @@ class NameNodeCore:
                 self.edit_log.close()
             except OSError as e:
                 LOG.warning("Could not end the segment cleanly: %s", e)
-            namesystem.edit_log = None
+            namesystem.edit_log = _StandbyEditLog()
             if was_writing:
                 self.fs_image.last_applied_txid = max(  # type: ignore[union-attr]
                     self.fs_image.last_applied_txid,  # type: ignore[union-attr]
@@ -428,6 +429,20 @@ class NameNodeCore:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+class _StandbyEditLog:
+    """The namesystem's edit log while standby: a write that passed the RPC layer's check
+    just before a transition to standby is refused here, before it changes anything
+    (FSNamesystem checks the HA state again under its lock)."""
+
+    def log_edit(self, op) -> int:
+        from hadoop_qjm.namenode.protocol.exceptions import StandbyException
+
+        raise StandbyException("Operation category WRITE is not supported in state standby")
+
+    def log_sync(self, txid: int | None = None) -> None:
+        return None
 
 
 class _CutStream:

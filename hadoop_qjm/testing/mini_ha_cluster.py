@@ -56,7 +56,9 @@ def free_ports(n: int) -> list[int]:
 
 
 class MiniHACluster:
-    """See the module docstring. ``properties`` are added to the shared hdfs-site.xml."""
+    """See the module docstring. ``properties`` are added to the shared hdfs-site.xml;
+    with ``start=False`` only the JournalNodes start (then call :meth:`format_and_bootstrap`
+    and :meth:`start_namenode` yourself)."""
 
     def __init__(
         self,
@@ -82,12 +84,15 @@ class MiniHACluster:
             self.base_dir / "journalnodes",
             jn_conf,
             processes=True,
-            start=start,
         )
-        ports = free_ports(4)
-        self.rpc_ports = dict(zip(NNIDS, ports[:2]))
-        self.http_ports = dict(zip(NNIDS, ports[2:]))
-        self._write_conf()
+        try:
+            ports = free_ports(4)
+            self.rpc_ports = dict(zip(NNIDS, ports[:2]))
+            self.http_ports = dict(zip(NNIDS, ports[2:]))
+            self._write_conf()
+        except BaseException:
+            self.shutdown()
+            raise
         if start:
             try:
                 self.format_and_bootstrap()

@@ -1,266 +1,274 @@
-"""``hdfs-py quickstart``: the main job — a local 3-JournalNode cluster, a writer, a failover, a reader.
+"""``hdfs-py quickstart``: the main job — an HA NameNode pair over 3 JournalNodes, a failover under load.
 
 1. Three JournalNode processes start on 127.0.0.1 (ports chosen by the OS).
-2. Writer A formats the journal, takes the writer role (epoch 1) and writes edits in
-   batches through the quorum, rolling segments; one JournalNode is stopped and restarted
-   while it writes, to show that a quorum of two keeps the journal available. Then it
-   stops without finalizing its last segment, as a crashed NameNode would.
-3. Writer B takes over: a new epoch fences writer A, Paxos recovery finalizes the
-   segment A left open at every txid a quorum acknowledged, and B writes on from there.
-   Writer A's next write is refused.
-4. A reader reads the whole journal back and checks that every acknowledged edit is
-   there, with its contents, and that each finalized segment is byte-identical on every
-   JournalNode that has it.
+2. ``namenode -format`` as nn1 (its name dir and every JournalNode), nn1 starts,
+   ``namenode -bootstrapStandby`` as nn2 copies nn1's image, nn2 starts. Both start in
+   standby; ``haadmin -transitionToActive nn1`` makes nn1 the writer.
+3. Client threads stream mkdirs through the nameservice (``hdfs://mycluster``: a client
+   that fails over between the NameNodes). Half-way, ``haadmin -failover nn1 nn2``: nn1
+   ends its segment and becomes a standby, nn2 fences the journal with a new epoch,
+   recovers, catches up and writes on. The clients get StandbyException from nn1 and
+   move to nn2 by themselves.
+4. Checks: every mkdirs acknowledged to a client exists on the new active; the standby
+   (nn1) catches up to the active's last txid and holds as many inodes; each finalized
+   segment is byte-identical on every JournalNode that has it.
+5. Prints the status-page and metrics URLs, stops everything with SIGTERM and removes the
+   temporary directory — also on Ctrl-C.
+
+``--journal-only`` runs the JournalNode-level job instead (two writers and a reader over
+the quorum client, no NameNode): :mod:`hadoop_qjm.tools.journal_quickstart`.
 """
 
 from __future__ import annotations
 
-import logging
-import os
+import json
 import shutil
 import tempfile
+import threading
 import time
+import urllib.request
 from pathlib import Path
 
-from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import HadoopException, IOException
-from hadoop_qjm.common.storage_info import NamespaceInfo
-from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.fs_edit_log_op import (
-    EndLogSegmentOp,
-    MkdirOp,
-    StartLogSegmentOp,
-    encode_op,
-)
 
 __all__ = ["run"]
 
-JOURNAL_ID = "mycluster"
-LV = CURRENT_LAYOUT_VERSION
-
-
-class _Writer:
-    """A writer (as a NameNode would be): segments of MKDIR ops through a QJM."""
-
-    def __init__(
-        self, name: str, conf: Configuration, uri: str, ns_info: NamespaceInfo, acked: dict
-    ):
-        from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
-
-        self.name = name
-        self.qjm = QuorumJournalManager(conf, uri, ns_info)
-        self.acked = acked  # txid -> encoded op, for every txid a quorum acknowledged
-        self.stream = None
-        self.segment_txid = 0
-        self.next_txid = 1
-
-    def take_over(self) -> int:
-        """New epoch + recovery; returns the last txid in the journal."""
-        self.qjm.recover_unfinalized_segments()
-        streams = self.qjm.select_input_streams(1, in_progress_ok=False)
-        last = max((s.last_txid for s in streams), default=0)
-        for s in streams:
-            s.close()
-        self.next_txid = last + 1
-        return last
-
-    def start_segment(self) -> None:
-        self.segment_txid = self.next_txid
-        self.stream = self.qjm.start_log_segment(self.segment_txid, LV)
-        self._log([StartLogSegmentOp(self.next_txid)])
-
-    def write_batch(self, count: int) -> None:
-        now = int(time.time() * 1000)
-        ops = [
-            MkdirOp.create(txid, f"/quickstart/{self.name}/dir-{txid}", timestamp=now)
-            for txid in range(self.next_txid, self.next_txid + count)
-        ]
-        self._log(ops)
-
-    def end_segment(self) -> None:
-        self._log([EndLogSegmentOp(self.next_txid)])
-        self.stream.close()
-        self.qjm.finalize_log_segment(self.segment_txid, self.next_txid - 1)
-        self.stream = None
-
-    def _log(self, ops) -> None:
-        for op in ops:
-            self.stream.write(op)
-        self.stream.set_ready_to_flush()
-        self.stream.flush()  # returns once a quorum of JournalNodes has fsynced the batch
-        for op in ops:
-            self.acked[op.txid] = encode_op(op)
-        self.next_txid = ops[-1].txid + 1
-
-    def close(self) -> None:
-        self.qjm.close()
+#: How long the job waits for anything (a transition, the standby catching up).
+DEADLINE_S = 120.0
 
 
 def _say(message: str) -> None:
     print(message, flush=True)
 
 
-def _check_finalized_identical(cluster, n: int) -> int:
-    """Each finalized segment is byte-identical on every JournalNode that has it."""
-    by_name: dict[str, list[bytes]] = {}
-    for i in range(n):
-        current = cluster.current_dir(i, JOURNAL_ID)
-        for path in current.glob("edits_*-*"):
-            if path.name.count(".") == 0:
-                by_name.setdefault(path.name, []).append(path.read_bytes())
-    for name, copies in by_name.items():
-        if len(set(copies)) != 1:
-            raise IOException(f"finalized segment {name} differs between JournalNodes")
+class _Load:
+    """``clients`` threads, each doing mkdirs through the nameservice until ``ops`` in all
+    were acknowledged (or ``deadline``); records every acknowledged path."""
+
+    def __init__(self, cluster, clients: int, ops: int) -> None:
+        self.cluster = cluster
+        self.ops = ops
+        self.acked: list[str] = []
+        self.errors: list[str] = []
+        self._lock = threading.Lock()
+        self._next = 0
+        self._stop = threading.Event()
+        self.deadline = time.monotonic() + DEADLINE_S
+        self._threads = [
+            threading.Thread(target=self._client, args=(k,), name=f"client-{k}", daemon=True)
+            for k in range(clients)
+        ]
+
+    def start(self) -> None:
+        for t in self._threads:
+            t.start()
+
+    def _take(self) -> int | None:
+        with self._lock:
+            if self._next >= self.ops or self._stop.is_set():
+                return None
+            self._next += 1
+            return self._next
+
+    def _client(self, k: int) -> None:
+        with self.cluster.client() as fs:
+            while (i := self._take()) is not None and time.monotonic() < self.deadline:
+                path = f"/quickstart/client-{k}/dir-{i:06d}"
+                try:
+                    if fs.mkdirs(path):
+                        with self._lock:
+                            self.acked.append(path)
+                except (HadoopException, OSError) as e:
+                    # Not acknowledged: it may or may not exist; nothing is claimed for it.
+                    with self._lock:
+                        self.errors.append(f"{path}: {e}")
+
+    def wait_acked(self, count: int) -> None:
+        deadline = time.monotonic() + DEADLINE_S
+        while len(self.acked) < count and any(t.is_alive() for t in self._threads):
+            if time.monotonic() > deadline:
+                raise IOException(f"clients acknowledged only {len(self.acked)} of {count} ops")
+            time.sleep(0.01)
+
+    def join(self) -> None:
+        for t in self._threads:
+            t.join(DEADLINE_S)
+            if t.is_alive():
+                self._stop.set()
+                raise IOException(f"{t.name} did not finish within {DEADLINE_S}s")
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def _wait(predicate, what: str, timeout_s: float = DEADLINE_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise IOException(f"timed out after {timeout_s:.0f}s waiting for {what}")
+        time.sleep(0.02)
+
+
+def _jmx(port: int, bean: str) -> dict:
+    url = f"http://127.0.0.1:{port}/jmx?qry=Hadoop:service=NameNode,name={bean}"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read())["beans"][0]
+
+
+def _hdfs(cluster, *args: str) -> str:
+    """Run ``hdfs-py ARGS`` against the cluster's configuration, narrating it."""
+    _say(f"$ hdfs-py {' '.join(args)}")
+    result = cluster.run_hdfs(*args)
+    if result.returncode != 0:
+        raise IOException(
+            f"'hdfs-py {' '.join(args)}' failed (status {result.returncode}): "
+            f"{(result.stderr or result.stdout).strip().splitlines()[-1:]}"
+        )
+    for line in result.stdout.strip().splitlines()[-3:]:
+        _say(f"  {line}")
+    return result.stdout
+
+
+def _check_finalized_identical(cluster) -> int:
+    from hadoop_qjm.testing.mini_ha_cluster import JOURNAL_ID
+
+    jns = cluster.journal_nodes
+    by_name: dict[str, set[bytes]] = {}
+    for i in range(jns.num_journal_nodes):
+        for path in jns.current_dir(i, JOURNAL_ID).glob("edits_*-*"):
+            if "." not in path.name:
+                by_name.setdefault(path.name, set()).add(path.read_bytes())
+    differing = [name for name, copies in by_name.items() if len(copies) != 1]
+    if differing:
+        raise IOException(f"finalized segments differ between JournalNodes: {differing[:3]}")
     return len(by_name)
+
+
+def _run_ha(args, conf) -> int:
+    from hadoop_qjm.testing.mini_ha_cluster import NNIDS, MiniHACluster
+
+    base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="hdfs-py-quickstart-"))
+    started = time.monotonic()
+    properties: dict[str, str] = {}
+    cluster = None
+    load = None
+    try:
+        cluster = MiniHACluster(base / "cluster", properties=properties, start=False)
+        jns = cluster.journal_nodes
+        _say(f"Started 3 JournalNode processes: {jns.quorum_journal_uri('mycluster')}")
+        for i in range(jns.num_journal_nodes):
+            _say(
+                f"  JournalNode {i}: pid {jns.nodes[i].pid}, http://127.0.0.1:{jns.http_ports[i]}/"
+            )
+        _say(f"Configuration: {cluster.conf_dir / 'hdfs-site.xml'} (nameservice mycluster)")
+        _hdfs(cluster, "namenode", "-nnid", "nn1", "-format", "-nonInteractive")
+        nn1 = cluster.start_namenode("nn1")
+        _say(f"Started NameNode nn1: pid {nn1.pid}, rpc 127.0.0.1:{nn1.rpc_port} (standby)")
+        _hdfs(cluster, "namenode", "-nnid", "nn2", "-bootstrapStandby", "-nonInteractive")
+        nn2 = cluster.start_namenode("nn2")
+        _say(f"Started NameNode nn2: pid {nn2.pid}, rpc 127.0.0.1:{nn2.rpc_port} (standby)")
+        _hdfs(cluster, "haadmin", "-transitionToActive", "nn1")
+        _hdfs(cluster, "haadmin", "-getAllServiceState")
+
+        load = _Load(cluster, args.clients, args.ops)
+        load.start()
+        _say(f"Streaming {args.ops} mkdirs from {args.clients} clients through hdfs://mycluster")
+        load.wait_acked(args.ops // 2)
+        _say(f"  {len(load.acked)} acknowledged; failing over while they run:")
+        failover_started = time.monotonic()
+        _hdfs(cluster, "haadmin", "-failover", "nn1", "nn2")
+        _say(f"  failover took {time.monotonic() - failover_started:.2f}s")
+        load.join()
+        _say(
+            f"Clients: {len(load.acked)} mkdirs acknowledged, {len(load.errors)} failed "
+            "(a failed call is not acknowledged)"
+        )
+        for error in load.errors[:3]:
+            _say(f"  e.g. {error[:200]}")
+        _hdfs(cluster, "haadmin", "-getAllServiceState")
+
+        with cluster.proxy("nn2") as active:
+            missing = [p for p in load.acked if active.get_file_info(p) is None]
+            if missing:
+                raise IOException(
+                    f"{len(missing)} acknowledged mkdirs missing on the new active: {missing[:5]}"
+                )
+            active_txid = active.get_transaction_id()
+        _say(f"nn2 (active) holds all {len(load.acked)} acknowledged dirs; last txid {active_txid}")
+        with cluster.proxy("nn1") as standby:
+            _wait(
+                lambda: standby.get_transaction_id() >= active_txid,
+                f"the standby to reach txid {active_txid}",
+            )
+        ports = cluster.http_ports
+        _wait(
+            lambda: (
+                _jmx(ports["nn1"], "FSNamesystem")["FilesTotal"]
+                == _jmx(ports["nn2"], "FSNamesystem")["FilesTotal"]
+            ),
+            "the standby's namespace to match the active's",
+        )
+        inodes = _jmx(ports["nn2"], "FSNamesystem")["FilesTotal"]
+        _say(f"nn1 (standby) caught up to txid {active_txid}: {inodes} inodes on both")
+        segments = _check_finalized_identical(cluster)
+        _say(f"{segments} finalized segments byte-identical on every JournalNode that has them")
+        _say("Status pages and metrics (while the cluster runs):")
+        for nnid in NNIDS:
+            url = f"http://127.0.0.1:{ports[nnid]}"
+            _say(f"  {nnid}: {url}/  {url}/metrics  {url}/jmx")
+        for i in range(jns.num_journal_nodes):
+            url = f"http://127.0.0.1:{jns.http_ports[i]}"
+            _say(f"  JournalNode {i}: {url}/  {url}/metrics  {url}/jmx")
+        if args.keep_running:
+            _say("Running until Ctrl-C (--keep-running)")
+            threading.Event().wait()
+        _say("Stopping the NameNodes and JournalNodes (SIGTERM)")
+    finally:
+        if load is not None:
+            load.stop()
+        if cluster is not None:
+            cluster.shutdown()
+        if not args.dir:
+            shutil.rmtree(base, ignore_errors=True)
+    _say(f"quickstart: OK in {time.monotonic() - started:.1f}s")
+    return 0
 
 
 def run(argv, conf) -> int:
     from hadoop_qjm.cli import CommandParser
 
+    if "--journal-only" in argv:
+        from hadoop_qjm.tools import journal_quickstart
+
+        return journal_quickstart.run([a for a in argv if a != "--journal-only"], conf)
     parser = CommandParser(
         prog="hdfs-py quickstart",
-        description=__doc__.split("\n\n")[0]
-        + ". Starts three JournalNode processes on 127.0.0.1, runs two writers and a reader, "
-        "checks that no acknowledged edit was lost, and stops the JournalNodes.",
+        description=__doc__.split("\n\n")[0].split(": ", 1)[1]
+        + ". Starts 3 JournalNodes and 2 NameNodes as processes on 127.0.0.1, fails over "
+        "under load, checks that no acknowledged operation was lost, and stops everything.",
     )
-    parser.add_argument("--txns", type=int, default=2000, help="edits per writer (2000)")
-    parser.add_argument("--batch", type=int, default=50, help="edits per flush (50)")
-    parser.add_argument("--segment", type=int, default=500, help="edits per segment (500)")
+    parser.add_argument("--ops", type=int, default=2000, help="mkdirs in all (2000)")
+    parser.add_argument("--clients", type=int, default=4, help="client threads (4)")
     parser.add_argument(
-        "--dir", default=None, help="keep the cluster's data here (default: a temp dir, removed)"
+        "--dir", default=None, help="keep the cluster's data and logs here (default: a temp dir)"
+    )
+    parser.add_argument(
+        "--keep-running",
+        action="store_true",
+        help="after the checks, keep the cluster up until Ctrl-C",
+    )
+    parser.add_argument(
+        "--journal-only",
+        action="store_true",
+        help="run the JournalNode-level job instead (see 'quickstart --journal-only --help')",
     )
     args = parser.parse_args(argv)
-    if min(args.txns, args.batch, args.segment) <= 0:
-        parser.error("--txns, --batch and --segment must be positive")
-
-    from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+    if args.ops <= 1 or args.clients <= 0:
+        parser.error("--ops must be at least 2 and --clients positive")
+    import logging
+    import os
 
     if not os.environ.get("HADOOP_ROOT_LOGGER"):
-        # The job narrates itself; the clients' expected warnings (a stopped JournalNode, the
-        # fenced writer) would only repeat it. HADOOP_ROOT_LOGGER=WARN,console shows them.
+        # The job narrates itself; the clients' expected failover warnings would repeat it.
         logging.getLogger().setLevel(logging.ERROR)
-    base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="hdfs-py-quickstart-"))
-    conf = conf.copy() if conf is not None else Configuration()
-    ns_info = NamespaceInfo(
-        namespace_id=int(time.time()) & 0x7FFFFFFF,
-        cluster_id="CID-quickstart",
-        block_pool_id="BP-quickstart",
-    )
-    acked: dict[int, bytes] = {}
-    started = time.monotonic()
-    try:
-        with MiniJournalCluster(3, base_dir=base / "cluster", conf=conf, processes=True) as cluster:
-            uri = cluster.quorum_journal_uri(JOURNAL_ID)
-            _say(f"Started 3 JournalNode processes: {uri}")
-            for i in range(3):
-                _say(
-                    f"  JournalNode {i}: pid {cluster.nodes[i].pid}, http://127.0.0.1:{cluster.http_ports[i]}/"
-                )
-
-            writer_a = _Writer("writer-a", conf, uri, ns_info, acked)
-            writer_a.qjm.format(ns_info)
-            last = writer_a.take_over()
-            _say(
-                f"Writer A: formatted the journal and took over as writer (epoch 1, last txid {last})"
-            )
-            written = 0
-            writer_a.start_segment()
-            stopped = False
-            while written < args.txns:
-                count = min(args.batch, args.txns - written)
-                writer_a.write_batch(count)
-                written += count
-                if not stopped and written >= args.txns // 3:
-                    cluster.stop_journal_node(2)
-                    stopped = True
-                    _say(
-                        f"  stopped JournalNode 2 at txid {writer_a.next_txid - 1}: writing on with 2 of 3"
-                    )
-                elif stopped and cluster.nodes[2] is None and written >= 2 * args.txns // 3:
-                    cluster.restart_journal_node(2)
-                    _say(
-                        f"  restarted JournalNode 2 at txid {writer_a.next_txid - 1} (it rejoins at the next segment)"
-                    )
-                if (
-                    written < args.txns
-                    and (writer_a.next_txid - writer_a.segment_txid) >= args.segment
-                ):
-                    writer_a.end_segment()
-                    writer_a.start_segment()
-            last_a = writer_a.next_txid - 1
-            _say(
-                f"Writer A: {len(acked)} edits acknowledged (txids 1..{last_a}); it now stops "
-                f"without finalizing segment {writer_a.segment_txid}, as a crashed NameNode would"
-            )
-
-            writer_b = _Writer("writer-b", conf, uri, ns_info, acked)
-            last = writer_b.take_over()
-            epoch = writer_b.qjm.loggers.epoch
-            if last < last_a:
-                raise IOException(
-                    f"recovery lost acknowledged edits: recovered to {last}, acknowledged {last_a}"
-                )
-            _say(
-                f"Writer B: took over with epoch {epoch}; recovery finalized segment "
-                f"{writer_a.segment_txid}-{last}, every acknowledged txid kept"
-            )
-            try:
-                writer_a.write_batch(1)
-                raise IOException(
-                    "writer A could still write after the failover: it was not fenced"
-                )
-            except (HadoopException, OSError) as e:
-                lines = str(e).strip().splitlines()
-                reason = next((line for line in lines if "epoch" in line), lines[0]).strip()
-                _say(f"Writer A: its next write is refused (fenced): {reason[:200]}")
-            writer_a.close()
-            before_b = len(acked)
-            writer_b.start_segment()
-            written = 0
-            while written < args.txns:
-                count = min(args.batch, args.txns - written)
-                writer_b.write_batch(count)
-                written += count
-                if (
-                    written < args.txns
-                    and (writer_b.next_txid - writer_b.segment_txid) >= args.segment
-                ):
-                    writer_b.end_segment()
-                    writer_b.start_segment()
-            writer_b.end_segment()
-            _say(
-                f"Writer B: {len(acked) - before_b} more edits acknowledged, up to txid {writer_b.next_txid - 1}"
-            )
-            writer_b.close()
-
-            from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
-
-            with QuorumJournalManager(conf, uri, ns_info) as reader:
-                streams = reader.select_input_streams(1, in_progress_ok=False)
-                seen: dict[int, bytes] = {}
-                try:
-                    for stream in streams:
-                        while (op := stream.read_op()) is not None:
-                            seen[op.txid] = encode_op(op)
-                finally:
-                    for stream in streams:
-                        stream.close()
-            missing = [t for t in acked if t not in seen]
-            changed = [t for t in acked if t in seen and seen[t] != acked[t]]
-            if missing or changed:
-                raise IOException(
-                    f"reader: {len(missing)} acknowledged edits missing (first {missing[:5]}), "
-                    f"{len(changed)} with different contents (first {changed[:5]})"
-                )
-            segments = _check_finalized_identical(cluster, 3)
-            _say(
-                f"Reader: read {len(seen)} edits in {len(streams)} segments; all {len(acked)} "
-                f"acknowledged edits present with their contents; {segments} finalized segments "
-                "byte-identical on every JournalNode that has them"
-            )
-            _say("Stopping the JournalNodes (SIGTERM)")
-        _say(f"quickstart: OK in {time.monotonic() - started:.1f}s")
-        return 0
-    finally:
-        if not args.dir:
-            shutil.rmtree(base, ignore_errors=True)
+    return _run_ha(args, conf)

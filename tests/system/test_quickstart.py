@@ -1,4 +1,4 @@
-"""The main job, as a user runs it: ``bin/hdfs-py quickstart``."""
+"""The main job, as a user runs it: ``bin/hdfs-py quickstart`` (and ``--journal-only``)."""
 
 from __future__ import annotations
 
@@ -12,21 +12,38 @@ import pytest
 PROJECT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.timeout(180)
-def test_quickstart_runs_writer_failover_reader():
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(PROJECT / "bin" / "hdfs-py"),
-            "quickstart",
-            "--txns",
-            "300",
-            "--segment",
-            "100",
-        ],
+def hdfs_py(*args: str, timeout_s: float) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(PROJECT / "bin" / "hdfs-py"), *args],
         capture_output=True,
         text=True,
-        timeout=170,
+        timeout=timeout_s,
+    )
+
+
+@pytest.mark.timeout(240)
+def test_quickstart_fails_over_an_ha_pair_under_load(tmp_path):
+    result = hdfs_py("quickstart", "--ops", "300", "--dir", str(tmp_path), timeout_s=230)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "Started 3 JournalNode processes" in out
+    assert "$ hdfs-py namenode -nnid nn1 -format -nonInteractive" in out
+    assert "$ hdfs-py namenode -nnid nn2 -bootstrapStandby -nonInteractive" in out
+    assert "$ hdfs-py haadmin -failover nn1 nn2" in out
+    match = re.search(r"nn2 \(active\) holds all (\d+) acknowledged dirs", out)
+    assert match and int(match.group(1)) >= 150, out
+    assert "nn1 (standby) caught up to txid" in out
+    assert re.search(r"nn1: http://127\.0\.0\.1:\d+/ ", out)
+    assert "quickstart: OK" in out
+    # Every process it started is gone: the NameNodes' and JournalNodes' logs end cleanly.
+    logs = list((tmp_path / "cluster").glob("nn*.log"))
+    assert len(logs) == 2 and all("NameNode stopped" in p.read_text() for p in logs)
+
+
+@pytest.mark.timeout(180)
+def test_journal_only_quickstart_runs_writer_failover_reader():
+    result = hdfs_py(
+        "quickstart", "--journal-only", "--txns", "300", "--segment", "100", timeout_s=170
     )
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
