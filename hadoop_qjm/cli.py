@@ -29,12 +29,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "namenode": (
         "hadoop_qjm.namenode.name_node",
-        "run a NameNode, or -format, -initializeSharedEdits, -checkpointOffline",
+        "run a NameNode, or -format, -initializeSharedEdits, -bootstrapStandby, ...",
     ),
     "dfs": ("hadoop_qjm.tools.dfs_shell", "file system commands: -mkdir -ls -rm -mv -touchz ..."),
     "dfsadmin": (
         "hadoop_qjm.tools.dfs_admin",
         "NameNode administration: -rollEdits, -saveNamespace",
+    ),
+    "haadmin": (
+        "hadoop_qjm.tools.ha_admin",
+        "HA state of the NameNodes: -transitionToActive, -failover, -getServiceState ...",
     ),
     "quickstart": (
         "hadoop_qjm.tools.quickstart",
@@ -43,6 +47,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "getconf": (
         "hadoop_qjm.tools.getconf",
         "print configuration values (-confKey KEY, -journalNodes)",
+    ),
+    "security": (
+        "hadoop_qjm.tools.security",
+        "make a test PKI for a secured cluster: -generateCerts DIR [--hosts H,...] [--days N]",
     ),
     "logtester": (
         "hadoop_qjm.tools.log_tester",

@@ -10,8 +10,17 @@ One daemon thread per connection, at most ``hadoop.http.max.threads`` (else 503)
 connection has a socket timeout so an idle or stalled client cannot pin a thread; the
 request line is limited to :data:`MAX_REQUEST_LINE` bytes (headers: 100 lines of 64 KiB, by
 ``http.client``). The listening socket is made in one place, ``socket_factory`` (default
-:func:`make_server_socket`), where TLS can wrap it. Malformed requests are 400, unknown
-paths 404, other methods than GET and HEAD 405.
+:func:`make_server_socket`). Malformed requests are 400, unknown paths 404, other methods
+than GET and HEAD 405 — but PUT on the pages of :attr:`HttpServer2.put_routes`.
+
+HTTPS: with an ``ssl_context`` each accepted connection's TLS handshake runs in its own
+handler thread, bounded by ``handshake_timeout_s``, never in the accept loop; a failed
+handshake is logged and reported to :meth:`HttpServer2.on_handshake_failure`. The context
+asks for a client certificate without requiring one (the status page, ``/jmx`` and
+``/metrics`` stay open); the pages of :attr:`HttpServer2.transfer_paths` (segments,
+images) then require a verified certificate whose identity ``transfer_authorizer``
+allows — else 403 naming the identity. With a ``transfer_authorizer`` but no
+``ssl_context`` (the plain listener of ``HTTP_AND_HTTPS``) they are always 403.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ import json
 import logging
 import selectors
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -34,10 +44,17 @@ from urllib.parse import parse_qs, urlsplit
 import psutil
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from hadoop_qjm.common.exceptions import IllegalArgumentException, IllegalStateException
+from hadoop_qjm.common.exceptions import (
+    AuthorizationException,
+    IllegalArgumentException,
+    IllegalStateException,
+)
+from hadoop_qjm.common.security.authorization import ServiceAuthorizer
+from hadoop_qjm.common.security.tls_sockets import handshake_failure_reason, peer_identity
 
 __all__ = [
     "CHUNK_SIZE",
+    "DEFAULT_HANDSHAKE_TIMEOUT_S",
     "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_SOCKET_TIMEOUT_S",
     "MAX_REQUEST_LINE",
@@ -54,6 +71,7 @@ LOG = logging.getLogger(__name__)
 CHUNK_SIZE = 64 * 1024
 MAX_REQUEST_LINE = 8192
 DEFAULT_SOCKET_TIMEOUT_S = 60.0
+DEFAULT_HANDSHAKE_TIMEOUT_S = 10.0
 DEFAULT_MAX_CONNECTIONS = 64
 _MIB = 1024.0 * 1024.0
 _WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]")
@@ -174,11 +192,15 @@ class HttpRequestHandler(http.server.BaseHTTPRequestHandler):
                 return
             if not self.parse_request():
                 return
+            puts = urlsplit(self.path).path in self.owner.put_routes
             if self.command in ("GET", "HEAD"):
                 self._dispatch(send_body=self.command == "GET")
+            elif self.command == "PUT" and puts:
+                self._dispatch(send_body=True)
             else:
                 msg = f"HTTP method {self.command} is not supported by this URL"
-                self.send_http_error(HTTPStatus.METHOD_NOT_ALLOWED, msg, allow="GET, HEAD")
+                allow = "GET, HEAD, PUT" if puts else "GET, HEAD"
+                self.send_http_error(HTTPStatus.METHOD_NOT_ALLOWED, msg, allow=allow)
             # A request body we did not read would be parsed as the next request.
             if self.headers.get("Content-Length", "0").strip() not in ("", "0") or (
                 "Transfer-Encoding" in self.headers
@@ -191,11 +213,17 @@ class HttpRequestHandler(http.server.BaseHTTPRequestHandler):
 
     def _dispatch(self, send_body: bool) -> None:
         url = urlsplit(self.path)
-        route = self.owner.routes.get(url.path)
+        routes = self.owner.put_routes if self.command == "PUT" else self.owner.routes
+        route = routes.get(url.path)
         if route is None:
             self.send_http_error(HTTPStatus.NOT_FOUND, f"No such page: {url.path}")
             return
         page_name, error_prefix = route
+        if url.path in self.owner.transfer_paths:
+            refusal = self.owner.check_transfer(self, url.path)
+            if refusal is not None:
+                self.send_http_error(HTTPStatus.FORBIDDEN, refusal)
+                return
         try:
             query = parse_qs(url.query, keep_blank_values=True, max_num_fields=64)
         except ValueError as e:
@@ -220,6 +248,12 @@ class HttpRequestHandler(http.server.BaseHTTPRequestHandler):
     def owner(self) -> HttpServer2:
         """The daemon's server object whose pages this handler serves."""
         return self.server.owner
+
+    @property
+    def peer_identity(self) -> str | None:
+        """The subject CN of the client's verified TLS certificate; None over plain HTTP or
+        when the client presented none."""
+        return peer_identity(self.connection)
 
     # ---- responses ------------------------------------------------------------------------------
     def end_headers(self) -> None:
@@ -320,6 +354,8 @@ class _Server(http.server.HTTPServer):
         self.server_address = sock.getsockname()
         self.server_name, self.server_port = self.server_address[:2]
         self.owner = owner
+        self.ssl_context = owner.ssl_context
+        self.handshake_timeout_s = owner.handshake_timeout_s
         self.socket_timeout_s = owner.socket_timeout_s
         self.max_connections = owner.max_connections
         self._conns: dict[socket.socket, threading.Thread] = {}
@@ -364,6 +400,11 @@ class _Server(http.server.HTTPServer):
 
     def _process(self, request, client_address) -> None:
         try:
+            if self.ssl_context is not None:
+                tls = self._handshake(request, client_address)
+                if tls is None:
+                    return  # logged and closed (raw is detached: its shutdown is a no-op)
+                request = tls
             self.finish_request(request, client_address)
         except Exception:
             self.handle_error(request, client_address)
@@ -371,6 +412,27 @@ class _Server(http.server.HTTPServer):
             self.shutdown_request(request)
             with self._conns_lock:
                 self._conns.pop(request, None)
+
+    def _handshake(self, raw: socket.socket, client_address) -> ssl.SSLSocket | None:
+        """The TLS socket of ``raw`` once its handshake is done; None (logged, reported,
+        closed) if it failed. Runs in the connection's thread, never the accept loop."""
+        with self._conns_lock:
+            # wrap_socket takes over raw's descriptor (raw is left detached): the socket
+            # close_connections() must shut down is the new one from now on.
+            tls = self.ssl_context.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
+            self._conns[tls] = self._conns.pop(raw)
+        try:
+            tls.settimeout(self.handshake_timeout_s)
+            tls.do_handshake()
+        except OSError as e:
+            reason = handshake_failure_reason(e)
+            LOG.warning("TLS handshake with %s:%s failed (%s): %s", *client_address[:2], reason, e)
+            self.owner.on_handshake_failure(reason)
+            tls.close()
+            with self._conns_lock:
+                self._conns.pop(tls, None)
+            return None
+        return tls
 
     def _refuse(self, request) -> None:
         LOG.warning("Too many HTTP connections (%d); refusing one", self.max_connections)
@@ -412,11 +474,15 @@ class HttpServer2:
     socket is made in the constructor (``socket_factory(host, port)``, default
     :func:`make_server_socket`), so :attr:`port` is known before :meth:`start`.
     ``conf`` supplies ``hadoop.http.max.threads`` and ``dfs.image.transfer.bandwidthPerSec``.
+    ``ssl_context`` makes it an HTTPS server and ``transfer_authorizer`` guards
+    :attr:`transfer_paths` (module docstring).
     """
 
-    scheme = "http"
     #: The daemon's name in log lines and in the JvmMetrics bean.
     daemon_name = "Daemon"
+    #: Pages that hand out a daemon's data (segments, images): with ``transfer_authorizer``
+    #: set, served only over HTTPS to an allowed, verified certificate.
+    transfer_paths: ClassVar[frozenset[str]] = frozenset()
     #: path -> (name of the page method, prefix of a 500 error's message)
     routes: ClassVar[dict[str, tuple[str, str]]] = {
         "/metrics": ("page_metrics", ""),
@@ -424,6 +490,9 @@ class HttpServer2:
         "/": ("page_status", ""),
         "/index.html": ("page_status", ""),
     }
+    #: The pages that take PUT, as :attr:`routes`; such a page reads the request body from
+    #: ``request.rfile`` (at most ``Content-Length`` bytes).
+    put_routes: ClassVar[dict[str, tuple[str, str]]] = {}
 
     def __init__(
         self,
@@ -434,8 +503,15 @@ class HttpServer2:
         *,
         socket_timeout_s: float = DEFAULT_SOCKET_TIMEOUT_S,
         max_connections: int | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        handshake_timeout_s: float = DEFAULT_HANDSHAKE_TIMEOUT_S,
+        transfer_authorizer: ServiceAuthorizer | None = None,
     ) -> None:
         self.bind_host = bind_host
+        self.ssl_context = ssl_context
+        self.scheme = "https" if ssl_context is not None else "http"
+        self.handshake_timeout_s = handshake_timeout_s
+        self.transfer_authorizer = transfer_authorizer
         if max_connections is None:
             configured = conf.get_int("hadoop.http.max.threads", -1) if conf else -1
             max_connections = configured if configured > 0 else DEFAULT_MAX_CONNECTIONS
@@ -510,6 +586,31 @@ class HttpServer2:
         if self.bandwidth_per_sec <= 0:
             return None
         return DataTransferThrottler(self.bandwidth_per_sec)
+
+    # ---- security -------------------------------------------------------------------------------
+    def check_transfer(self, request: HttpRequestHandler, path: str) -> str | None:
+        """None if ``request`` may fetch from ``path``; else why not (logged and reported to
+        :meth:`on_authorization_failure`; the client gets 403 with this message)."""
+        if self.transfer_authorizer is None:
+            return None  # security off: transfers are open, as they always were
+        identity = request.peer_identity
+        if self.ssl_context is None:
+            message = f"{path} is served only over HTTPS"
+        else:
+            try:
+                self.transfer_authorizer.check_transfer(path, identity)
+                return None
+            except AuthorizationException as e:
+                message = str(e)
+        LOG.warning("Refused %s to %s: %s", path, request.client_address[0], message)
+        self.on_authorization_failure(path, identity)
+        return message
+
+    def on_handshake_failure(self, reason: str) -> None:
+        """A TLS handshake failed (``reason``: a handshake_failure_reason label)."""
+
+    def on_authorization_failure(self, path: str, identity: str | None) -> None:
+        """A request for a transfer page was refused (403)."""
 
     # ---- content (subclasses) -------------------------------------------------------------------
     def metrics_registry(self) -> CollectorRegistry:

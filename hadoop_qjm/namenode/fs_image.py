@@ -36,6 +36,7 @@ from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.file_journal_manager import FileJournalManager
 from hadoop_qjm.namenode.fs_edit_log import FSEditLog
 from hadoop_qjm.namenode.fs_image_format import (
+    CheckpointInProgressException,
     read_image,
     save_md5_file,
     serialize_image,
@@ -220,9 +221,16 @@ class FSImage:
             raise IOException("No image directories available!")
         with namesystem.lock:
             data = serialize_image(namesystem.dir, txid, ns_info.namespace_id)
+        written: list[NNStorageDirectory] = []
         for sd in self.storage.image_dirs():
             try:
                 self._save_checkpoint(sd, data, txid)
+                written.append(sd)
+            except CheckpointInProgressException:
+                # Not this directory's fault: give up this save, leave theirs alone.
+                for done in written:
+                    (done.current / checkpoint_file_name(txid)).unlink(missing_ok=True)
+                raise
             except OSError as e:
                 self.storage.report_error(sd, e)
         if not self.storage.image_dirs():
@@ -233,7 +241,12 @@ class FSImage:
 
     def _save_checkpoint(self, sd: NNStorageDirectory, data: bytes, txid: int) -> None:
         ckpt = sd.current / checkpoint_file_name(txid)
-        md5_hex = write_image(ckpt, data, fsync=self._fsync, halfway=self.fault.during_image_write)
+        # Exclusive: an image upload of the same txid (PUT /imagetransfer) may be writing
+        # this very file; neither may truncate the other's (ImageServlet's checkpointing
+        # guard). Crash leftovers are gone: start-up deletes them (recover_checkpoints).
+        md5_hex = write_image(
+            ckpt, data, fsync=self._fsync, halfway=self.fault.during_image_write, exclusive=True
+        )
         save_md5_file(sd.current / image_file_name(txid), md5_hex, fsync=self._fsync)
         self.fault.after_image_written(ckpt)
 

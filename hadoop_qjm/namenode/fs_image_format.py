@@ -130,20 +130,32 @@ def serialize_image(fs_dir: FSDirectory, txid: int, namespace_id: int) -> bytes:
     return data + _CRC.pack(zlib.crc32(data))
 
 
+class CheckpointInProgressException(IOException):
+    """Someone else is writing the same checkpoint file (see write_image)."""
+
+
 def write_image(
     path: Path,
     data: bytes,
     *,
     fsync: FsyncFunction = os.fsync,
     halfway: Callable[[Path], None] | None = None,
+    exclusive: bool = False,
 ) -> str:
     """Write ``data`` to ``path`` (truncating it) and fsync it; returns its MD5 hex.
 
     ``halfway(path)`` is a fault hook called when half the bytes are written: a test
-    raises there to leave a torn checkpoint behind, as a crash would.
+    raises there to leave a torn checkpoint behind, as a crash would. With ``exclusive``
+    the file must not exist yet: another writer of the same checkpoint (an image upload
+    from the standby) is never truncated.
     """
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = os.open(path, flags, 0o644)
+    except FileExistsError:
+        raise CheckpointInProgressException(
+            f"Another checkpointer is already in the process of writing {path.name}"
+        ) from None
     except OSError as e:
         raise IOException(f"Unable to create image file {path}: {e}") from e
     try:

@@ -1,16 +1,21 @@
-"""The one-shot ``hdfs-py namenode`` commands: -format, -initializeSharedEdits, -checkpointOffline.
+"""The one-shot ``hdfs-py namenode`` commands: -format, -initializeSharedEdits,
+-bootstrapStandby, -checkpointOffline.
 
 Options are parsed as Hadoop's NameNode parses its StartupOption (flag names compare
-case-insensitively, ``-format``'s options in any order). A malformed command line is a
+case-insensitively, ``-format``'s options in any order). ``-nnid NNID`` — which NameNode
+of an HA nameservice this is — may come before or after the command flag; with HA, the
+commands (and the daemon) run with that NameNode's configuration
+(:func:`~hadoop_qjm.namenode.ha.ha_util.resolve_ha_conf`). A malformed command line is a
 :class:`~hadoop_qjm.common.exceptions.UsageError` (exit 2); a refused or failed command
-raises an IOException whose message is the one line the user sees (exit 1).
+raises an IOException whose message is the one line the user sees (exit 1), except
+-bootstrapStandby's own codes 2, 3, 5 and 6, printed as one line and returned.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TextIO
 
 from hadoop_qjm.common.exceptions import HadoopException, IOException, UsageError
@@ -26,11 +31,15 @@ __all__ = [
 ]
 
 USAGE = """\
-Usage: hdfs-py [--config DIR] namenode [-format [-clusterid cid] [-force] [-nonInteractive]]
-                                      | [-initializeSharedEdits [-force | -nonInteractive]]
-                                      | [-checkpointOffline DIR]
+Usage: hdfs-py [--config DIR] namenode [-nnid NNID]
+            [-format [-clusterid cid] [-force] [-nonInteractive]]
+          | [-initializeSharedEdits [-force | -nonInteractive]]
+          | [-bootstrapStandby [-force] [-nonInteractive] [-skipSharedEditsCheck]]
+          | [-checkpointOffline DIR]
 
 With no option, run a NameNode in the foreground until SIGTERM.
+  -nnid NNID               this NameNode's id in dfs.ha.namenodes.<nameservice> (else
+                           dfs.ha.namenode.id, else the one whose RPC address is local)
   -format                  format the local name directories and every JournalNode of the
                            edits dirs with a new namespace (asks before destroying data)
     -clusterid ID          the cluster id to use (default: a new CID-<uuid>)
@@ -39,6 +48,15 @@ With no option, run a NameNode in the foreground until SIGTERM.
   -initializeSharedEdits   format the shared edits (dfs.namenode.shared.edits.dir) with this
                            NameNode's namespace and copy every local edit after the last
                            checkpoint into them (-force / -nonInteractive as for -format)
+  -bootstrapStandby        make this NameNode a standby of the nameservice: format the
+                           local directories with the other NameNode's namespace and
+                           download its newest image (nothing is written to the
+                           JournalNodes). Exit 2: no other NameNode answered; 3: its
+                           layout version differs; 5: data exists and was not to be
+                           formatted; 6: the shared edits lack the txns after the image
+    -force                 format where data exists, without asking
+    -nonInteractive        never ask: stop (exit 5) if any directory holds data
+    -skipSharedEditsCheck  do not check that the shared edits hold the txns after the image
   -checkpointOffline DIR   load DIR's newest image and finalized edits, save a new image
 """
 
@@ -49,13 +67,15 @@ MAX_PROMPT_ATTEMPTS = 10
 @dataclass(frozen=True)
 class StartupOption:
     """A parsed ``namenode`` command line; ``command`` is daemon, help, format,
-    initializeSharedEdits or checkpointOffline."""
+    initializeSharedEdits, bootstrapStandby or checkpointOffline; ``nnid`` is ``-nnid``."""
 
     command: str
     force: bool = False
     interactive: bool = True
     cluster_id: str | None = None
     directory: str | None = None
+    nnid: str | None = None
+    skip_shared_edits_check: bool = False
 
 
 def _is(arg: str, name: str) -> bool:
@@ -64,7 +84,35 @@ def _is(arg: str, name: str) -> bool:
 
 def parse_startup_option(argv: Sequence[str]) -> StartupOption:
     """Parse the ``namenode`` arguments (UsageError for anything else)."""
-    args = list(argv)
+    args, nnid = _take_nnid(list(argv))
+    option = _parse_command(args)
+    if nnid is not None:
+        if option.command == "checkpointOffline":
+            raise UsageError("namenode -checkpointOffline does not take -nnid")
+        option = replace(option, nnid=nnid)
+    return option
+
+
+def _take_nnid(args: list[str]) -> tuple[list[str], str | None]:
+    """``args`` without ``-nnid NNID`` (anywhere), and NNID."""
+    rest: list[str] = []
+    nnid = None
+    i = 0
+    while i < len(args):
+        if _is(args[i], "-nnid"):
+            if i + 1 >= len(args) or not args[i + 1] or args[i + 1].startswith("-"):
+                raise UsageError("Must specify a NameNode id after the -nnid flag")
+            if nnid is not None:
+                raise UsageError("-nnid given twice")
+            nnid = args[i + 1]
+            i += 2
+            continue
+        rest.append(args[i])
+        i += 1
+    return rest, nnid
+
+
+def _parse_command(args: list[str]) -> StartupOption:
     if not args:
         return StartupOption("daemon")
     first, rest = args[0], args[1:]
@@ -99,6 +147,18 @@ def parse_startup_option(argv: Sequence[str]) -> StartupOption:
             else:
                 raise UsageError(f"namenode -initializeSharedEdits: unknown option '{arg}'")
         return StartupOption("initializeSharedEdits", force, interactive)
+    if _is(first, "-bootstrapStandby"):
+        force, interactive, skip = False, True, False
+        for arg in rest:
+            if _is(arg, "-force"):
+                force = True
+            elif _is(arg, "-nonInteractive"):
+                interactive = False
+            elif _is(arg, "-skipSharedEditsCheck"):
+                skip = True
+            else:
+                raise UsageError(f"namenode -bootstrapStandby: unknown option '{arg}'")
+        return StartupOption("bootstrapStandby", force, interactive, skip_shared_edits_check=skip)
     if _is(first, "-checkpointOffline"):
         if len(rest) != 1 or not rest[0] or rest[0].startswith("-"):
             raise UsageError("namenode -checkpointOffline needs exactly one directory")
@@ -155,6 +215,31 @@ def run_command(option: StartupOption, conf: Configuration) -> int:
 
 
 def _run_command(option: StartupOption, conf: Configuration) -> int:
+    nameservice = nnid = None
+    if option.command in ("format", "initializeSharedEdits", "bootstrapStandby"):
+        from hadoop_qjm.namenode.ha.ha_util import resolve_ha_conf
+
+        conf, nameservice, nnid = resolve_ha_conf(conf, option.nnid)
+    if option.command == "bootstrapStandby":
+        from hadoop_qjm.namenode.ha.bootstrap_standby import (
+            BootstrapStandbyException,
+            bootstrap_standby,
+        )
+
+        confirm = prompt_confirm() if option.interactive else None
+        try:
+            bootstrap_standby(
+                conf,
+                nameservice,
+                nnid,
+                force=option.force,
+                confirm=confirm,
+                skip_shared_edits_check=option.skip_shared_edits_check,
+            )
+        except BootstrapStandbyException as e:
+            print(f"hdfs-py: {one_line(e)}", file=sys.stderr)
+            return e.exit_code
+        return 0
     if option.command == "format":
         from hadoop_qjm.namenode.name_node_core import format_namenode
 

@@ -6,6 +6,14 @@
   and ``X-Image-Edits-Name``; throttled by ``dfs.image.transfer.bandwidthPerSec``. A
   missing image is 410 "GetImage failed. Could not find image with txid N" (Hadoop's
   status); a storageInfo of another namespace 403; malformed parameters 400.
+* ``PUT /imagetransfer?txid=N&storageInfo=LV:nsId:cTime:clusterId[&imageFile=IMAGE]``
+  receives ``fsimage_N`` from the standby's checkpointer (ImageServlet.doPut; the client
+  is :func:`~hadoop_qjm.namenode.transfer_fs_image.upload_image_to_active`): body the
+  image (``Content-Length`` bytes), ``X-MD5-Digest`` its MD5. 403 unless this NameNode is
+  active or if the storage info differs; 409 if it has an image at least as new or is
+  receiving one; 400 for malformed parameters, a short body or an MD5 mismatch; else the
+  image lands in every image directory (:mod:`~hadoop_qjm.namenode.transfer_fs_image`),
+  becomes the most recent checkpoint, old images are purged, and the answer is 200.
 * ``/metrics`` — Prometheus text: RPC calls by method, transactions, syncs, txns per sync,
   checkpoint, each journal's state, and each JournalNode's channel (``qjm_logger_*``).
 * ``/jmx[?qry=]`` — Hadoop-style beans: NameNodeInfo (with ``NameJournalStatus``),
@@ -35,6 +43,15 @@ from hadoop_qjm.common.http_server import HttpError, HttpRequestHandler, HttpSer
 from hadoop_qjm.common.storage_info import StorageInfo
 from hadoop_qjm.namenode.fs_image_format import read_stored_md5
 from hadoop_qjm.namenode.name_node_metrics import journal_states
+from hadoop_qjm.namenode.nn_storage import checkpoint_file_name
+from hadoop_qjm.namenode.protocol.messages import HAServiceState
+from hadoop_qjm.namenode.transfer_fs_image import (
+    MD5_HEADER,
+    ImageTransferDataException,
+    commit_checkpoint,
+    discard_checkpoint,
+    receive_checkpoint,
+)
 
 __all__ = ["NameNodeHttpServer"]
 
@@ -42,6 +59,10 @@ LOG = logging.getLogger(__name__)
 
 _SERVICE = "Hadoop:service=NameNode"
 _TXID = re.compile(r"[0-9]{1,19}")
+_MD5 = re.compile(r"[0-9a-fA-F]{32}")
+#: A refused upload's body is read and dropped up to this size, so that the client can read
+#: the refusal instead of a reset connection; beyond it the connection is just closed.
+_MAX_DISCARD = 16 * 1024 * 1024
 
 
 class NameNodeHttpServer(HttpServer2):
@@ -50,6 +71,11 @@ class NameNodeHttpServer(HttpServer2):
 
     daemon_name = "NameNode"
     routes = {**HttpServer2.routes, "/imagetransfer": ("page_image_transfer", "GetImage failed. ")}
+    transfer_paths = frozenset({"/imagetransfer"})  # secured: HTTPS and a verified certificate
+    put_routes = {
+        **HttpServer2.put_routes,
+        "/imagetransfer": ("page_put_image_transfer", "PutImage failed. "),
+    }
 
     def __init__(
         self,
@@ -60,6 +86,9 @@ class NameNodeHttpServer(HttpServer2):
         **kwargs: Any,
     ) -> None:
         self.name_node = name_node
+        #: Guards :attr:`_uploads` and each upload's commit: two uploads never race.
+        self._upload_lock = threading.Lock()
+        self._uploads: set[int] = set()  # txids of the images being received
         super().__init__(name_node.conf, bind_host, port, socket_factory, **kwargs)
 
     # ---- /imagetransfer --------------------------------------------------------------------------
@@ -105,6 +134,113 @@ class NameNodeHttpServer(HttpServer2):
         # Opened before its size is read: a purge that unlinks it now cannot shorten it.
         with open(image.path, "rb") as f:
             request.send_file(f, os.fstat(f.fileno()).st_size, image.path.name, send_body, headers)
+
+    def page_put_image_transfer(
+        self, request: HttpRequestHandler, params: dict[str, str], send_body: bool
+    ) -> None:
+        """Receive an image from a checkpointer (see the module docstring)."""
+        try:
+            core, txid, length, md5 = self._check_upload(request, params)
+        except HttpError:
+            _discard_body(request)
+            raise
+        dirs = [d.current for d in core.storage.image_dirs()]
+        with self._upload_lock:
+            conflict = self._upload_conflict(core, txid, dirs)
+            if conflict is not None:
+                _discard_body(request)
+                raise HttpError(409, conflict)
+            self._uploads.add(txid)
+        try:
+            try:
+                md5 = receive_checkpoint(request.rfile, length, md5, dirs, txid, exclusive=True)
+            except ImageTransferDataException as e:
+                raise HttpError(400, str(e)) from None
+            # The commit: under the namesystem lock too, so that the NameNode's own
+            # saveNamespace and this rename and purge never interleave.
+            with self._upload_lock, core.namesystem.lock:
+                newest = _newest_image_txid(core)
+                if newest >= txid:
+                    discard_checkpoint(dirs, txid)
+                    raise HttpError(409, _already_have(newest, txid))
+                commit_checkpoint(dirs, txid, md5)
+                core.fs_image.most_recent_checkpoint_txid = max(
+                    core.fs_image.most_recent_checkpoint_txid, txid
+                )
+                peer = request.client_address[0]
+                LOG.info("Received fsimage_%d (%d bytes, MD5 %s) from %s", txid, length, md5, peer)
+                try:
+                    # Now that there is a new checkpoint, old ones (and the edits only they
+                    # needed) may go (ImageServlet: nnImage.purgeOldStorage).
+                    core.fs_image.retention.purge_old_storage(core.edit_log)
+                except Exception as e:  # noqa: BLE001 - the image is in place regardless
+                    LOG.warning("Purging old storage after receiving fsimage_%d: %s", txid, e)
+        finally:
+            with self._upload_lock:
+                self._uploads.discard(txid)
+        body = f"Received fsimage_{txid}\n".encode()
+        request.send_bytes(200, "text/plain; charset=utf-8", body, send_body)
+
+    def _check_upload(
+        self, request: HttpRequestHandler, params: dict[str, str]
+    ) -> tuple[Any, int, int, str | None]:
+        """``(core, txid, length, advertised md5)`` of an acceptable upload, else HttpError."""
+        txid_text = params.get("txid", "")
+        if not _TXID.fullmatch(txid_text):
+            raise HttpError(400, f"Invalid txid parameter: '{txid_text}'")
+        theirs_text = params.get("storageInfo")
+        if not theirs_text:
+            raise HttpError(400, "Illegal parameters to TransferFsImage: no storageInfo")
+        try:
+            StorageInfo.from_colon_separated_string(theirs_text)
+        except IllegalArgumentException as e:
+            raise HttpError(400, str(e)) from None
+        image_file = params.get("imageFile", "IMAGE")
+        if image_file != "IMAGE":
+            raise HttpError(400, f"Unsupported imageFile '{image_file}': only IMAGE is accepted")
+        if "Transfer-Encoding" in request.headers:
+            raise HttpError(400, "An image upload must have a Content-Length, not chunks")
+        length_text = (request.headers.get("Content-Length") or "").strip()
+        if not length_text.isdigit() or int(length_text) == 0:
+            raise HttpError(400, f"Invalid Content-Length for an image upload: '{length_text}'")
+        md5 = request.headers.get(MD5_HEADER)
+        if md5 is not None and not _MD5.fullmatch(md5.strip()):
+            raise HttpError(400, f"Invalid {MD5_HEADER} header: '{md5}'")
+        core = self.name_node.core
+        if core is None or core.storage is None or core.ns_info is None or core.fs_image is None:
+            raise HttpError(503, "The NameNode is not running")
+        mine = core.ns_info.storage_info().to_colon_separated_string()
+        if theirs_text != mine:
+            msg = f"This namenode has storage info {mine} but the secondary expected {theirs_text}"
+            LOG.warning("Refused an image upload from %s: %s", request.client_address[0], msg)
+            raise HttpError(403, msg)
+        state = self.name_node.state
+        if state is not HAServiceState.ACTIVE:
+            raise HttpError(
+                403,
+                "NameNode is currently not in a state which can accept uploads of new "
+                f"fsimages. State: {state.name.lower()}",
+            )
+        return core, int(txid_text), int(length_text), md5
+
+    def _upload_conflict(self, core: Any, txid: int, dirs: list) -> str | None:
+        """Why an upload of ``fsimage_<txid>`` must wait or is not needed (409), or None.
+        Called under the upload lock."""
+        if txid in self._uploads or any((d / checkpoint_file_name(txid)).exists() for d in dirs):
+            return (
+                "Another checkpointer is already in the process of uploading a checkpoint "
+                f"made at transaction ID {txid}"
+            )
+        larger = [t for t in self._uploads if t > txid]
+        if larger:
+            return (
+                "Another checkpointer is already in the process of uploading a checkpoint "
+                f"made up to transaction ID {max(larger)}"
+            )
+        newest = _newest_image_txid(core)
+        if newest >= txid:
+            return _already_have(newest, txid)
+        return None
 
     # ---- content ---------------------------------------------------------------------------------
     def metrics_registry(self) -> CollectorRegistry:
@@ -285,3 +421,29 @@ def _name_dir_statuses(core: Any) -> dict[str, dict[str, str]]:
         "active": {str(d.root): d.dir_type.value for d in storage.dirs},
         "failed": {str(d.root): d.dir_type.value for d in storage.removed},
     }
+
+
+def _newest_image_txid(core: Any) -> int:
+    """The txid of the newest image in this NameNode's image directories (-1 if none)."""
+    return max((image.txid for image in core.storage.inspect_images()), default=-1)
+
+
+def _already_have(newest: int, txid: int) -> str:
+    return (
+        "Either current namenode has checkpointed or another checkpointer already uploaded "
+        f"a checkpoint for txid {newest}, not older than {txid}"
+    )
+
+
+def _discard_body(request: HttpRequestHandler) -> None:
+    """Read and drop a refused request's body (up to ``_MAX_DISCARD`` bytes), so that the
+    client, still sending, reads the refusal rather than a reset connection."""
+    try:
+        remaining = min(int(request.headers.get("Content-Length") or 0), _MAX_DISCARD)
+        while remaining > 0:
+            chunk = request.rfile.read(min(64 * 1024, remaining))
+            if not chunk:
+                return
+            remaining -= len(chunk)
+    except (ValueError, OSError):
+        return

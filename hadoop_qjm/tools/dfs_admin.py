@@ -5,7 +5,10 @@
     hdfs-py dfsadmin -rollEdits                      finalize the segment, start the next
     hdfs-py dfsadmin -saveNamespace [-beforeShutdown]
 
-The NameNode is ``fs.defaultFS`` (``hdfs://host:port``) or ``dfs.namenode.rpc-address``.
+The NameNode is ``fs.defaultFS`` (``hdfs://host:port``) or ``dfs.namenode.rpc-address``;
+for ``hdfs://<nameservice>`` of an HA pair the commands go to the active NameNode (a
+standby answers StandbyException and the client fails over; these two commands are not
+idempotent, so a connection lost mid-call is reported, not retried).
 Output is DFSAdmin's ("Successfully rolled edit logs.", "Save namespace successful"); an
 error is one line ``<command>: <message>`` and exit 1; a malformed command line exit 2.
 Unlike Hadoop, -saveNamespace needs no safe mode (this NameNode has none): the image is
@@ -16,10 +19,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from hadoop_qjm.common.exceptions import HadoopException, UsageError
 from hadoop_qjm.conf import dfs_config_keys as keys
-from hadoop_qjm.namenode.protocol.client import NameNodeProxy
+from hadoop_qjm.namenode.ha.failover_proxy import namenode_proxy_from_conf
 
 __all__ = ["USAGE", "run"]
 
@@ -30,7 +34,7 @@ Usage: hdfs-py [--config DIR] dfsadmin
 """
 
 
-def _roll_edits(proxy: NameNodeProxy, args: list[str], conf) -> None:
+def _roll_edits(proxy: Any, args: list[str], conf) -> None:
     if args:
         raise UsageError(f"-rollEdits: unexpected argument '{args[0]}'")
     txid = proxy.roll_edits()
@@ -38,7 +42,7 @@ def _roll_edits(proxy: NameNodeProxy, args: list[str], conf) -> None:
     print(f"New segment starts at txid {txid}")
 
 
-def _save_namespace(proxy: NameNodeProxy, args: list[str], conf) -> None:
+def _save_namespace(proxy: Any, args: list[str], conf) -> None:
     time_window = tx_gap = 0
     for arg in args:
         if arg != "-beforeShutdown":
@@ -73,7 +77,7 @@ def run(argv: Sequence[str], conf) -> int:
     if action is None:
         raise UsageError(f"{command}: Unknown command (run 'hdfs-py dfsadmin -help')")
     try:
-        with NameNodeProxy.from_conf(conf) as proxy:
+        with namenode_proxy_from_conf(conf) as proxy:
             action(proxy, args, conf)
     except UsageError:
         raise

@@ -8,8 +8,9 @@
     hdfs-py dfs -chown [-R] [OWNER][:[GROUP]] PATH...
 
 The NameNode is ``fs.defaultFS`` (``hdfs://host:port``) or ``dfs.namenode.rpc-address``;
-a path may also be a full ``hdfs://host:port/path`` URI. A relative path is under the
-home directory ``/user/<name>``. Messages are FsShell's: ``Found N items`` then one line
+a path may also be a full ``hdfs://host:port/path`` URI. ``hdfs://<nameservice>`` of an
+HA pair reaches whichever NameNode is active (``hadoop_qjm.namenode.ha.failover_proxy``).
+A relative path is under the home directory ``/user/<name>``. Messages are FsShell's: ``Found N items`` then one line
 per entry (``drwxr-xr-x   - user group          0 2026-11-22 14:05 /path``); errors are
 one line each, ``mkdir: `/a/b': No such file or directory``. Like FsShell, a command goes
 on with its other paths after an error on one and then exits 1; a NameNode that cannot be
@@ -24,7 +25,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 from hadoop_qjm.common.exceptions import (
     FileAlreadyExistsException,
@@ -37,7 +38,10 @@ from hadoop_qjm.common.exceptions import (
 )
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.fs_directory import FileStatus
-from hadoop_qjm.namenode.protocol.client import NameNodeProxy, namenode_address, parse_hdfs_uri
+from hadoop_qjm.namenode.ha.failover_proxy import (
+    namenode_proxy_for_uri,
+    namenode_proxy_from_conf,
+)
 
 __all__ = ["USAGE", "FsShell", "format_listing", "permission_string", "parse_mode", "run"]
 
@@ -137,7 +141,7 @@ def parse_mode(spec: str) -> Callable[[int, bool], int]:
 
 @dataclass
 class _Target:
-    proxy: NameNodeProxy
+    proxy: Any  # a NameNodeProxy, or a FailoverNameNodeProxy for an HA nameservice
     path: str  # the path on the NameNode
     shown: str  # as the user wrote it
 
@@ -150,7 +154,7 @@ class FsShell:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.user = getpass.getuser()
-        self._proxies: dict[tuple[str, int], NameNodeProxy] = {}
+        self._proxies: dict[str, Any] = {}  # by authority; "" is fs.defaultFS
         umask = conf.get_trimmed(keys.FS_PERMISSIONS_UMASK_KEY, keys.FS_PERMISSIONS_UMASK_DEFAULT)
         try:
             self.umask = int(umask or "022", 8) & 0o777
@@ -161,20 +165,26 @@ class FsShell:
         for proxy in self._proxies.values():
             proxy.close()
 
-    def _proxy(self, address: tuple[str, int]) -> NameNodeProxy:
-        proxy = self._proxies.get(address)
+    def _proxy(self, uri: str | None) -> Any:
+        """The proxy of the NameNode (or HA nameservice) of ``uri``; None: fs.defaultFS."""
+        key = "" if uri is None else re.sub(r"^hdfs://([^/]*).*$", r"\1", uri)
+        proxy = self._proxies.get(key)
         if proxy is None:
-            proxy = self._proxies[address] = NameNodeProxy(*address)
+            if uri is None:
+                proxy = namenode_proxy_from_conf(self.conf)
+            else:
+                proxy = namenode_proxy_for_uri(self.conf, uri)
+            self._proxies[key] = proxy
         return proxy
 
     def target(self, arg: str) -> _Target:
         if arg.startswith("hdfs:"):
-            address = parse_hdfs_uri(arg)
+            proxy = self._proxy(arg)
             path = re.sub(r"^hdfs://[^/]*", "", arg) or "/"
         else:
-            address = namenode_address(self.conf)
+            proxy = self._proxy(None)
             path = arg if arg.startswith("/") else _relative(f"/user/{self.user}", arg)
-        return _Target(self._proxy(address), path, arg)
+        return _Target(proxy, path, arg)
 
     # ---- commands: each raises PathError for one path -------------------------------------------
     def mkdir(self, t: _Target, parents: bool) -> None:

@@ -124,7 +124,8 @@ def _hdfs(cluster, *args: str) -> str:
             f"'hdfs-py {' '.join(args)}' failed (status {result.returncode}): "
             f"{(result.stderr or result.stdout).strip().splitlines()[-1:]}"
         )
-    for line in result.stdout.strip().splitlines()[-3:]:
+    lines = [line for line in result.stdout.splitlines() if line.strip(" =")]
+    for line in lines[-3:]:
         _say(f"  {line}")
     return result.stdout
 

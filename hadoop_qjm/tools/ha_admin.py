@@ -1,0 +1,416 @@
+"""``hdfs-py haadmin``: manage the HA state of a nameservice's NameNodes (Hadoop's
+HAAdmin, DFSHAAdmin and FailoverController).
+
+::
+
+    hdfs-py haadmin [-ns NS] -transitionToActive [--forceactive] NNID
+    hdfs-py haadmin [-ns NS] -transitionToStandby NNID
+    hdfs-py haadmin [-ns NS] -failover [--forcefence] [--forceactive] FROM_NNID TO_NNID
+    hdfs-py haadmin [-ns NS] -getServiceState NNID        prints active | standby | ...
+    hdfs-py haadmin [-ns NS] -getAllServiceState          "host:port   state" per NameNode
+    hdfs-py haadmin [-ns NS] -checkHealth NNID
+    hdfs-py haadmin -help [COMMAND]
+
+A NameNode id is one of ``dfs.ha.namenodes.<ns>`` and is reached at its
+``dfs.namenode.rpc-address.<ns>.<nnid>``; the nameservice is ``-ns``, else the one of
+the configuration (:func:`~hadoop_qjm.namenode.ha.ha_util.get_nameservice_id`).
+
+``-transitionToActive`` first asks every other NameNode for its state and refuses if one
+is active ("transitionToActive: Node nn2 is already active") or cannot be asked; with
+``--forceactive`` it does not ask. ``-failover`` (FailoverController.failover): checks
+that TO is a healthy standby ready to become active (``--forceactive``: even if not
+ready), asks FROM to become standby, then TO to become active; if TO fails and FROM had
+gone to standby, FROM is made active again. *Fencing*: Hadoop runs
+``dfs.ha.fencing.methods`` when FROM does not go to standby; with the quorum journal the
+fence is the epoch (design paper §2.3) — TO's ``newEpoch`` on the JournalNodes makes them
+refuse every later write of FROM, and FROM then stops. So when FROM cannot be made
+standby (unreachable, or it refuses), the failover stops unless ``--forcefence`` says to
+rely on the epoch; ``dfs.ha.fencing.methods`` is not run.
+
+Output is Hadoop's; every error is one line on stderr and exit status 1 (Hadoop returns
+-1, shell status 255), a malformed command line exit 2. There is no automatic failover
+(no ZKFC), so ``dfs.ha.automatic-failover.enabled`` is not consulted and ``--forcemanual``
+does not exist.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from hadoop_qjm.common.exceptions import (
+    HadoopException,
+    IllegalArgumentException,
+    UsageError,
+    register_exception,
+)
+from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.namenode.ha.ha_util import get_nameservice_id, ha_namenodes, suffixed
+from hadoop_qjm.namenode.protocol.client import NameNodeProxy
+from hadoop_qjm.namenode.protocol.exceptions import HealthCheckFailedException
+from hadoop_qjm.namenode.protocol.messages import HAServiceState
+
+__all__ = ["USAGE", "FailoverFailedException", "HAAdmin", "HAServiceTarget", "run"]
+
+USAGE = """\
+Usage: hdfs-py [--config DIR] haadmin [-ns <nameserviceId>]
+    [-transitionToActive [--forceactive] <serviceId>]
+    [-transitionToStandby <serviceId>]
+    [-failover [--forcefence] [--forceactive] <serviceId> <serviceId>]
+    [-getServiceState <serviceId>]
+    [-getAllServiceState]
+    [-checkHealth <serviceId>]
+    [-help <command>]
+"""
+
+_HELP = {
+    "-transitionToActive": (
+        "[--forceactive] <serviceId>",
+        "Transitions the service into Active state (refused while another NameNode is "
+        "active or cannot be asked, unless --forceactive)",
+    ),
+    "-transitionToStandby": ("<serviceId>", "Transitions the service into Standby state"),
+    "-failover": (
+        "[--forcefence] [--forceactive] <serviceId> <serviceId>",
+        "Failover from the first service to the second. --forcefence: go on even if the "
+        "first cannot be made standby (the quorum journal's epoch fences it). "
+        "--forceactive: failover even if the second is not ready to become active.",
+    ),
+    "-getServiceState": ("<serviceId>", "Returns the state of the service"),
+    "-getAllServiceState": ("", "Returns the state of all the services"),
+    "-checkHealth": (
+        "<serviceId>",
+        "Requests that the service perform a health check; exits non-zero if it fails.",
+    ),
+    "-help": ("<command>", "Displays help on the specified command"),
+}
+
+# Hadoop's CommonConfigurationKeys for the failover controller's RPC timeouts.
+CLI_CHECK_RPC_TIMEOUT_KEY = "ha.failover-controller.cli-check.rpc-timeout.ms"
+CLI_CHECK_RPC_TIMEOUT_DEFAULT = 20000
+NEW_ACTIVE_RPC_TIMEOUT_KEY = "ha.failover-controller.new-active.rpc-timeout.ms"
+NEW_ACTIVE_RPC_TIMEOUT_DEFAULT = 60000
+GRACEFUL_FENCE_TIMEOUT_KEY = "ha.failover-controller.graceful-fence.rpc-timeout.ms"
+GRACEFUL_FENCE_TIMEOUT_DEFAULT = 5000
+
+
+@register_exception
+class FailoverFailedException(HadoopException):
+    """A failover did not complete (FailoverController)."""
+
+    java_name = "org.apache.hadoop.ha.FailoverFailedException"
+
+
+@dataclass(frozen=True)
+class HAServiceTarget:
+    """One NameNode of the nameservice (NNHAServiceTarget)."""
+
+    nnid: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"NameNode {self.nnid} at {self.host}:{self.port}"
+
+
+#: ``factory(host, port, timeout_s)`` -> an HAServiceProtocol client (a NameNodeProxy).
+ProxyFactory = Callable[[str, int, float], Any]
+
+
+def _default_proxy(host: str, port: int, timeout_s: float) -> NameNodeProxy:
+    return NameNodeProxy(host, port, timeout_s, connect_timeout_s=min(timeout_s, 20.0))
+
+
+def _one_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return "; ".join(lines) or type(error).__name__
+
+
+class HAAdmin:
+    """The commands over the NameNodes of ``conf``'s nameservice (or ``nameservice``)."""
+
+    def __init__(
+        self,
+        conf: Any,
+        nameservice: str | None = None,
+        *,
+        proxy_factory: ProxyFactory = _default_proxy,
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+    ) -> None:
+        self.conf = conf
+        self.nameservice = nameservice
+        self._proxy_factory = proxy_factory
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.check_timeout_s = self._timeout(
+            CLI_CHECK_RPC_TIMEOUT_KEY, CLI_CHECK_RPC_TIMEOUT_DEFAULT
+        )
+        self.new_active_timeout_s = self._timeout(
+            NEW_ACTIVE_RPC_TIMEOUT_KEY, NEW_ACTIVE_RPC_TIMEOUT_DEFAULT
+        )
+        self.fence_timeout_s = self._timeout(
+            GRACEFUL_FENCE_TIMEOUT_KEY, GRACEFUL_FENCE_TIMEOUT_DEFAULT
+        )
+
+    def _timeout(self, key: str, default_ms: int) -> float:
+        return max(self.conf.get_int(key, default_ms), 1) / 1000.0
+
+    # ---- targets ---------------------------------------------------------------------------------
+    def _ns(self) -> str:
+        nameservice = self.nameservice or get_nameservice_id(self.conf)
+        if not nameservice:
+            raise IllegalArgumentException(
+                f"Unable to determine the nameservice id: set {keys.DFS_NAMESERVICES} or pass -ns"
+            )
+        return nameservice
+
+    def targets(self) -> list[HAServiceTarget]:
+        """Every NameNode of the nameservice, in ``dfs.ha.namenodes.<ns>`` order."""
+        return [
+            HAServiceTarget(nn.nnid, *nn.client_rpc) for nn in ha_namenodes(self.conf, self._ns())
+        ]
+
+    def resolve_target(self, nnid: str) -> HAServiceTarget:
+        """The NameNode ``nnid``; IllegalArgumentException as DFSHAAdmin's if unknown."""
+        nameservice = self._ns()
+        rpc_key = suffixed(keys.DFS_NAMENODE_RPC_ADDRESS_KEY, nameservice, nnid)
+        known = self.conf.get_trimmed_strings(
+            suffixed(keys.DFS_HA_NAMENODES_KEY_PREFIX, nameservice)
+        )
+        if nnid not in known or not self.conf.get_trimmed(rpc_key):
+            raise IllegalArgumentException(
+                f"Unable to determine service address for namenode '{nnid}'"
+            )
+        return next(target for target in self.targets() if target.nnid == nnid)
+
+    def _call(self, target: HAServiceTarget, timeout_s: float, method: str, *args: Any) -> Any:
+        proxy = self._proxy_factory(target.host, target.port, timeout_s)
+        try:
+            return getattr(proxy, method)(*args)
+        finally:
+            proxy.close()
+
+    # ---- commands --------------------------------------------------------------------------------
+    def transition_to_active(self, nnid: str, force_active: bool = False) -> int:
+        target = self.resolve_target(nnid)
+        if not force_active:
+            for other in self.targets():
+                if other.nnid == target.nnid:
+                    continue
+                try:
+                    status = self._call(other, self.check_timeout_s, "get_service_status")
+                except (HadoopException, OSError) as e:
+                    self._error(
+                        f"transitionToActive: Unable to determine the state of {other.nnid} "
+                        f"({_one_line(e)}); --forceactive skips this check"
+                    )
+                    return 1
+                if status.state is HAServiceState.ACTIVE:
+                    self._error(f"transitionToActive: Node {other.nnid} is already active")
+                    return 1
+        self._call(target, self.new_active_timeout_s, "transition_to_active", False)
+        return 0
+
+    def transition_to_standby(self, nnid: str) -> int:
+        target = self.resolve_target(nnid)
+        self._call(target, self.new_active_timeout_s, "transition_to_standby", False)
+        return 0
+
+    def get_service_state(self, nnid: str) -> int:
+        status = self._call(self.resolve_target(nnid), self.check_timeout_s, "get_service_status")
+        print(status.state.name.lower(), file=self.out)
+        return 0
+
+    def get_all_service_state(self) -> int:
+        targets = self.targets()
+        if not targets:
+            self._error("Failed to get service IDs")
+            return 1
+        for target in targets:
+            address = f"{target.host}:{target.port}"
+            try:
+                status = self._call(target, self.check_timeout_s, "get_service_status")
+                state = status.state.name.lower()
+            except (HadoopException, OSError) as e:
+                state = f"Failed to connect: {_one_line(e)}"
+            print(f"{address:<50} {state:<10}".rstrip(), file=self.out)
+        return 0
+
+    def check_health(self, nnid: str) -> int:
+        try:
+            self._call(self.resolve_target(nnid), self.check_timeout_s, "monitor_health")
+        except HealthCheckFailedException as e:
+            self._error(f"Health check failed: {_one_line(e)}")
+            return 1
+        return 0
+
+    def failover(
+        self, from_nnid: str, to_nnid: str, force_fence: bool = False, force_active: bool = False
+    ) -> int:
+        source = self.resolve_target(from_nnid)
+        dest = self.resolve_target(to_nnid)
+        try:
+            self._failover(source, dest, force_fence, force_active)
+        except FailoverFailedException as e:
+            self._error(f"Failover failed: {_one_line(e)}")
+            return 1
+        print(f"Failover from {from_nnid} to {to_nnid} successful", file=self.out)
+        return 0
+
+    def _failover(
+        self,
+        source: HAServiceTarget,
+        dest: HAServiceTarget,
+        force_fence: bool,
+        force_active: bool,
+    ) -> None:
+        self._pre_failover_checks(source, dest, force_active)
+        # Graceful fencing: ask the old active to step down.
+        try:
+            self._call(source, self.fence_timeout_s, "transition_to_standby", False)
+            graceful = True
+        except (HadoopException, OSError) as e:
+            graceful = False
+            if not force_fence:
+                raise FailoverFailedException(
+                    f"Unable to make {source} standby ({_one_line(e)}). Once {dest.nnid} is "
+                    f"active its new epoch on the JournalNodes fences {source.nnid}; rerun "
+                    "with --forcefence to go ahead on that fence alone"
+                ) from e
+            self._error(
+                f"Unable to make {source} standby ({_one_line(e)}); going ahead "
+                f"(--forcefence): {dest.nnid}'s new epoch on the JournalNodes fences it"
+            )
+        try:
+            self._call(dest, self.new_active_timeout_s, "transition_to_active", False)
+        except (HadoopException, OSError) as e:
+            message = f"Unable to failover to {dest} ({_one_line(e)})"
+            if graceful:
+                # The old active stepped down cleanly: put it back (FailoverController's
+                # failback, which first makes sure the new one is not half active).
+                try:
+                    try:
+                        self._call(dest, self.fence_timeout_s, "transition_to_standby", False)
+                    except (HadoopException, OSError):
+                        pass
+                    self._call(source, self.new_active_timeout_s, "transition_to_active", False)
+                    message += f". Failed back to {source}"
+                except (HadoopException, OSError) as fe:
+                    message += f". Failback to {source} failed ({_one_line(fe)})"
+            raise FailoverFailedException(message) from e
+
+    def _pre_failover_checks(
+        self, source: HAServiceTarget, dest: HAServiceTarget, force_active: bool
+    ) -> None:
+        if (source.host, source.port) == (dest.host, dest.port):
+            raise FailoverFailedException("Can't failover a service to itself")
+        try:
+            status = self._call(dest, self.check_timeout_s, "get_service_status")
+        except (HadoopException, OSError) as e:
+            raise FailoverFailedException(
+                f"Unable to get service state for {dest}: {_one_line(e)}"
+            ) from e
+        if status.state is not HAServiceState.STANDBY:
+            raise FailoverFailedException(
+                f"Can't failover to an {status.state.name.lower()} service"
+            )
+        if status.ready_to_become_active is False:
+            reason = status.not_ready_reason or "no reason given"
+            if not force_active:
+                raise FailoverFailedException(f"{dest} is not ready to become active: {reason}")
+            self._error(f"{dest} is not ready to become active ({reason}); forcing it")
+        try:
+            self._call(dest, self.check_timeout_s, "monitor_health")
+        except HealthCheckFailedException as e:
+            raise FailoverFailedException(
+                f"Can't failover to an unhealthy service: {_one_line(e)}"
+            ) from e
+        except (HadoopException, OSError) as e:
+            raise FailoverFailedException(f"Got an IO exception: {_one_line(e)}") from e
+
+    def _error(self, line: str) -> None:
+        print(line, file=self.err)
+
+    # ---- the command line ------------------------------------------------------------------------
+    def run(self, argv: Sequence[str]) -> int:
+        """Run one command; returns the exit status (see the module docstring)."""
+        args = list(argv)
+        if not args:
+            print(USAGE, end="", file=self.err)
+            return 2
+        command, rest = args[0], args[1:]
+        if not command.startswith("-"):
+            raise UsageError(f"Bad command '{command}': expected command starting with '-'")
+        try:
+            return self._run(command, rest)
+        except UsageError:
+            raise
+        except IllegalArgumentException as e:
+            self._error(f"Illegal argument: {_one_line(e)}")
+        except (HadoopException, OSError) as e:
+            self._error(f"Operation failed: {_one_line(e)}")
+        return 1
+
+    def _run(self, command: str, rest: list[str]) -> int:
+        name = command[1:]
+        if command == "-transitionToActive":
+            force_active = "--forceactive" in rest
+            ids = [a for a in rest if a != "--forceactive"]
+            if len(ids) != 1 or any(a.startswith("-") for a in ids):
+                raise UsageError(f"{name}: incorrect number of arguments ({_usage(command)})")
+            return self.transition_to_active(ids[0], force_active)
+        if command in ("-transitionToStandby", "-getServiceState", "-checkHealth"):
+            if len(rest) != 1 or rest[0].startswith("-"):
+                raise UsageError(f"{name}: incorrect number of arguments ({_usage(command)})")
+            if command == "-transitionToStandby":
+                return self.transition_to_standby(rest[0])
+            if command == "-getServiceState":
+                return self.get_service_state(rest[0])
+            return self.check_health(rest[0])
+        if command == "-getAllServiceState":
+            if rest:
+                raise UsageError(f"{name}: incorrect number of arguments ({_usage(command)})")
+            return self.get_all_service_state()
+        if command == "-failover":
+            flags = {a for a in rest if a.startswith("-")}
+            ids = [a for a in rest if not a.startswith("-")]
+            if flags - {"--forcefence", "--forceactive"} or len(ids) != 2:
+                raise UsageError(f"{name}: incorrect arguments ({_usage(command)})")
+            return self.failover(ids[0], ids[1], "--forcefence" in flags, "--forceactive" in flags)
+        if command in ("-help", "-h", "--help"):
+            return _help(rest, self.out)
+        raise UsageError(f"{name}: Unknown command (run 'hdfs-py haadmin -help')")
+
+
+def _help(rest: list[str], out: TextIO) -> int:
+    """``-help [COMMAND]``: the usage, or one command's."""
+    if not rest:
+        print(USAGE, end="", file=out)
+        return 0
+    command = rest[0] if rest[0].startswith("-") else "-" + rest[0]
+    if command not in _HELP or len(rest) != 1:
+        raise UsageError(f"{command}: Unknown command (run 'hdfs-py haadmin -help')")
+    args, text = _HELP[command]
+    print(f"{command} [{args}]: {text}", file=out)
+    return 0
+
+
+def _usage(command: str) -> str:
+    args = _HELP[command][0]
+    return f"usage: hdfs-py haadmin [{command}{' ' + args if args else ''}]"
+
+
+def run(argv: Sequence[str], conf: Any) -> int:
+    """``hdfs-py haadmin [-ns NS] -COMMAND ARGS``; returns the exit status."""
+    args = list(argv)
+    if args and args[0] in ("-h", "-help", "--help"):
+        return _help(args[1:], sys.stdout)
+    nameservice = None
+    if args and args[0] == "-ns":
+        if len(args) < 2 or args[1].startswith("-"):
+            raise UsageError("-ns needs a nameservice id")
+        nameservice, args = args[1], args[2:]
+    return HAAdmin(conf, nameservice).run(args)

@@ -1,0 +1,274 @@
+"""``hdfs-py haadmin`` through the CLI, against NameNode RPC servers on loopback whose
+HAServiceProtocol is a hand-written fake (every state and refusal on demand), and once
+against a real in-process HA pair, with the failover client on top."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from types import SimpleNamespace
+
+import pytest
+
+from hadoop_qjm.cli import main
+from hadoop_qjm.namenode.ha.failover_proxy import FailoverNameNodeProxy, namenode_proxy_from_conf
+from hadoop_qjm.namenode.name_node_rpc_server import NameNodeRpcServer
+from hadoop_qjm.namenode.protocol.exceptions import (
+    HealthCheckFailedException,
+    ServiceFailedException,
+)
+from hadoop_qjm.namenode.protocol.messages import HAServiceState, HAServiceStatus
+from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf, journal_node_conf
+from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+
+pytestmark = pytest.mark.timeout(60)
+
+NS = "mycluster"
+ACTIVE, STANDBY = HAServiceState.ACTIVE, HAServiceState.STANDBY
+
+
+class FakeHANameNode:
+    """HAServiceProtocol of a NameNode, as the RPC server's handlers call it."""
+
+    def __init__(self, state: HAServiceState) -> None:
+        self.metrics = SimpleNamespace(observe_rpc=lambda name, ok: None)
+        self.state = state
+        self.healthy = True
+        self.ready = True
+        self.refuse_active = False
+        self.refuse_standby = False
+        self.transitions: list[str] = []
+
+    def monitor_health(self) -> None:
+        if not self.healthy:
+            raise HealthCheckFailedException("The edit log tailer is not running")
+
+    def transition_to_active(self, source: int) -> None:
+        if self.refuse_active:
+            raise ServiceFailedException("Failed to become active: injected")
+        self.transitions.append("active")
+        self.state = ACTIVE
+
+    def transition_to_standby(self, source: int) -> None:
+        if self.refuse_standby:
+            raise ServiceFailedException("Failed to become standby: injected")
+        self.transitions.append("standby")
+        self.state = STANDBY
+
+    def service_status(self) -> HAServiceStatus:
+        return HAServiceStatus(self.state, self.ready, None if self.ready else "still loading")
+
+
+class Cluster:
+    """nn1 (active) and nn2 (standby) served on loopback, and nn3 whose port refuses."""
+
+    def __init__(self) -> None:
+        self.nodes = {"nn1": FakeHANameNode(ACTIVE), "nn2": FakeHANameNode(STANDBY)}
+        self.servers = {}
+        for nnid, node in self.nodes.items():
+            server = NameNodeRpcServer(node, "127.0.0.1", 0, handler_count=2)
+            server.start()
+            self.servers[nnid] = server
+        # Bound but not listening: a connection to it is refused, for as long as we hold it.
+        self.dead = socket.socket()
+        self.dead.bind(("127.0.0.1", 0))
+        self.ports = {nnid: s.port for nnid, s in self.servers.items()}
+        self.ports["nn3"] = self.dead.getsockname()[1]
+
+    def props(self, nnids: str = "nn1,nn2") -> list[str]:
+        props = {"dfs.nameservices": NS, f"dfs.ha.namenodes.{NS}": nnids}
+        for nnid, port in self.ports.items():
+            props[f"dfs.namenode.rpc-address.{NS}.{nnid}"] = f"127.0.0.1:{port}"
+        props["ha.failover-controller.cli-check.rpc-timeout.ms"] = "5000"
+        return [arg for key, value in props.items() for arg in ("-D", f"{key}={value}")]
+
+    def stop(self) -> None:
+        for server in self.servers.values():
+            server.stop()
+        self.dead.close()
+
+
+@pytest.fixture
+def cluster(monkeypatch) -> Iterator[Cluster]:
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    c = Cluster()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def haadmin(cluster: Cluster, capsys, *args: str, nnids: str = "nn1,nn2"):
+    status = main([*cluster.props(nnids), "haadmin", *args])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_get_service_state_and_all_service_state(cluster, capsys) -> None:
+    assert haadmin(cluster, capsys, "-getServiceState", "nn1") == (0, "active\n", "")
+    assert haadmin(cluster, capsys, "-ns", NS, "-getServiceState", "nn2") == (0, "standby\n", "")
+    status, out, _ = haadmin(cluster, capsys, "-getAllServiceState", nnids="nn1,nn2,nn3")
+    lines = out.splitlines()
+    assert status == 0 and len(lines) == 3
+    p = cluster.ports
+    assert lines[0] == f"{'127.0.0.1:' + str(p['nn1']):<50} active"
+    assert lines[1] == f"{'127.0.0.1:' + str(p['nn2']):<50} standby"
+    assert lines[2].startswith(f"{'127.0.0.1:' + str(p['nn3']):<50} Failed to connect: ")
+
+
+def test_unknown_ids_and_usage_errors(cluster, capsys) -> None:
+    status, out, err = haadmin(cluster, capsys, "-getServiceState", "nn9")
+    assert (status, out) == (1, "")
+    assert (
+        one_line(err) == "Illegal argument: Unable to determine service address for namenode 'nn9'"
+    )
+    for args in (
+        ["-getServiceState"],
+        ["-transitionToActive", "nn1", "nn2"],
+        ["-failover", "nn1"],
+        ["-failover", "--forcewhat", "nn1", "nn2"],
+        ["-getAllServiceState", "nn1"],
+        ["-bogus"],
+        ["getServiceState", "nn1"],
+    ):
+        status, _, err = haadmin(cluster, capsys, *args)
+        assert status == 2 and one_line(err).startswith("hdfs-py: "), (args, err)
+    status, out, _ = haadmin(cluster, capsys, "-help", "failover")
+    assert status == 0 and out.startswith("-failover [[--forcefence] [--forceactive]")
+
+
+def test_transition_to_active_refuses_while_another_is_active(cluster, capsys) -> None:
+    nn1, nn2 = cluster.nodes["nn1"], cluster.nodes["nn2"]
+    status, _, err = haadmin(cluster, capsys, "-transitionToActive", "nn2")
+    assert status == 1 and one_line(err) == "transitionToActive: Node nn1 is already active"
+    assert nn2.state is STANDBY and nn2.transitions == []
+    # The other one cannot be asked: refused too, unless --forceactive.
+    status, _, err = haadmin(cluster, capsys, "-transitionToActive", "nn2", nnids="nn2,nn3")
+    assert status == 1 and "Unable to determine the state of nn3" in one_line(err)
+    assert "--forceactive" in err and nn2.state is STANDBY
+    assert haadmin(cluster, capsys, "-transitionToActive", "--forceactive", "nn2")[0] == 0
+    assert nn2.state is ACTIVE
+    # Standby, then active again once nobody else is.
+    assert haadmin(cluster, capsys, "-transitionToStandby", "nn1") == (0, "", "")
+    assert nn1.state is STANDBY
+    assert haadmin(cluster, capsys, "-transitionToStandby", "nn2")[0] == 0
+    assert haadmin(cluster, capsys, "-transitionToActive", "nn1") == (0, "", "")
+    assert nn1.state is ACTIVE
+    # A refusal by the NameNode itself is one line.
+    nn2.refuse_active = True
+    status, _, err = haadmin(cluster, capsys, "-transitionToActive", "--forceactive", "nn2")
+    assert status == 1
+    assert one_line(err) == "Operation failed: Failed to become active: injected"
+
+
+def test_check_health(cluster, capsys) -> None:
+    assert haadmin(cluster, capsys, "-checkHealth", "nn1") == (0, "", "")
+    cluster.nodes["nn1"].healthy = False
+    status, _, err = haadmin(cluster, capsys, "-checkHealth", "nn1")
+    assert status == 1
+    assert one_line(err) == "Health check failed: The edit log tailer is not running"
+    status, _, err = haadmin(cluster, capsys, "-checkHealth", "nn3", nnids="nn1,nn3")
+    assert status == 1 and one_line(err).startswith("Operation failed: Call to 127.0.0.1:")
+
+
+def test_failover_swaps_the_states(cluster, capsys) -> None:
+    nn1, nn2 = cluster.nodes["nn1"], cluster.nodes["nn2"]
+    status, out, err = haadmin(cluster, capsys, "-failover", "nn1", "nn2")
+    assert (status, out, err) == (0, "Failover from nn1 to nn2 successful\n", "")
+    assert (nn1.state, nn2.state) == (STANDBY, ACTIVE)
+    assert nn1.transitions == ["standby"] and nn2.transitions == ["active"]
+    # Back, and to an active one or to itself: refused before anything changes.
+    assert haadmin(cluster, capsys, "-failover", "nn2", "nn1")[0] == 0
+    status, _, err = haadmin(cluster, capsys, "-failover", "nn2", "nn1")
+    assert status == 1 and one_line(err) == "Failover failed: Can't failover to an active service"
+    status, _, err = haadmin(cluster, capsys, "-failover", "nn1", "nn1")
+    assert one_line(err) == "Failover failed: Can't failover a service to itself"
+    assert (nn1.state, nn2.state) == (ACTIVE, STANDBY)
+
+
+def test_failover_checks_readiness_and_health_of_the_target(cluster, capsys) -> None:
+    nn1, nn2 = cluster.nodes["nn1"], cluster.nodes["nn2"]
+    nn2.ready = False
+    status, _, err = haadmin(cluster, capsys, "-failover", "nn1", "nn2")
+    assert status == 1 and "is not ready to become active: still loading" in one_line(err)
+    nn2.healthy = False
+    status, _, err = haadmin(cluster, capsys, "-failover", "--forceactive", "nn1", "nn2")
+    assert status == 1 and "Can't failover to an unhealthy service" in err.splitlines()[-1]
+    assert (nn1.state, nn2.state) == (ACTIVE, STANDBY)
+    nn2.healthy = True
+    status, out, err = haadmin(cluster, capsys, "-failover", "--forceactive", "nn1", "nn2")
+    assert status == 0 and "forcing it" in err and out.endswith("successful\n")
+    assert (nn1.state, nn2.state) == (STANDBY, ACTIVE)
+
+
+def test_failover_from_an_unreachable_namenode_needs_forcefence(cluster, capsys) -> None:
+    nn2 = cluster.nodes["nn2"]
+    status, _, err = haadmin(cluster, capsys, "-failover", "nn3", "nn2", nnids="nn2,nn3")
+    line = one_line(err)
+    assert status == 1 and line.startswith("Failover failed: Unable to make NameNode nn3 at")
+    assert "its new epoch on the JournalNodes fences nn3" in line and "--forcefence" in line
+    assert nn2.state is STANDBY
+    status, out, err = haadmin(
+        cluster, capsys, "-failover", "--forcefence", "nn3", "nn2", nnids="nn2,nn3"
+    )
+    assert status == 0 and out == "Failover from nn3 to nn2 successful\n"
+    assert "going ahead (--forcefence)" in one_line(err)
+    assert nn2.state is ACTIVE
+
+
+def test_failover_fails_back_when_the_target_refuses(cluster, capsys) -> None:
+    nn1, nn2 = cluster.nodes["nn1"], cluster.nodes["nn2"]
+    nn2.refuse_active = True
+    status, out, err = haadmin(cluster, capsys, "-failover", "nn1", "nn2")
+    line = one_line(err)
+    assert (status, out) == (1, "")
+    assert line.startswith("Failover failed: Unable to failover to NameNode nn2 at")
+    assert "Failed to become active: injected" in line and "Failed back to NameNode nn1" in line
+    assert (nn1.state, nn2.state) == (ACTIVE, STANDBY)
+    assert nn1.transitions == ["standby", "active"]
+
+
+# ---- a real pair --------------------------------------------------------------------------------
+def test_haadmin_and_the_failover_client_on_a_real_pair(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    with MiniJournalCluster(3, conf=journal_node_conf()) as mjc:
+        pair = HAPair(ha_conf(tmp_path, mjc, "haadmin"), tmp_path)
+        try:
+            conf = pair.client_conf()
+            props = []
+            for key in (
+                "dfs.nameservices",
+                f"dfs.ha.namenodes.{NS}",
+                f"dfs.namenode.rpc-address.{NS}.nn1",
+                f"dfs.namenode.rpc-address.{NS}.nn2",
+            ):
+                props += ["-D", f"{key}={conf.get(key)}"]
+            props += ["-D", f"fs.defaultFS=hdfs://{NS}"]
+
+            def hdfs(*args: str) -> tuple[int, str, str]:
+                status = main([*props, *args])
+                out, err = capsys.readouterr()
+                return status, out, err
+
+            assert hdfs("haadmin", "-getServiceState", "nn1") == (0, "standby\n", "")
+            assert hdfs("haadmin", "-transitionToActive", "nn1")[0] == 0
+            # The failover client finds the active one, wherever it starts.
+            with namenode_proxy_from_conf(conf, timeout_s=30) as client:
+                assert isinstance(client, FailoverNameNodeProxy)
+                assert client.mkdirs("/before")
+                assert client.current.nnid == "nn1"
+            status, out, err = hdfs("haadmin", "-failover", "nn1", "nn2")
+            assert (status, out) == (0, "Failover from nn1 to nn2 successful\n"), err
+            assert hdfs("dfs", "-mkdir", "/after")[0] == 0
+            status, out, _ = hdfs("dfs", "-ls", "/")
+            assert status == 0 and out.splitlines()[0] == "Found 2 items"
+            assert hdfs("dfsadmin", "-rollEdits")[1].startswith("Successfully rolled edit logs.")
+            assert pair["nn2"].state is ACTIVE and pair["nn1"].state is STANDBY
+        finally:
+            pair.stop()
