@@ -22,6 +22,7 @@ chosen by the OS up front: bound to port 0 and released just before the daemons 
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -180,8 +181,13 @@ class MiniHACluster:
         return node
 
     def stop_namenode(self, nnid: str) -> int | None:
+        """SIGTERM (SIGKILL if it does not stop); its exit status, or None if not started.
+        A frozen (SIGSTOPped) NameNode is resumed first, or SIGTERM would wait for it."""
         node, self.namenodes[nnid] = self.namenodes.get(nnid), None
-        return node.terminate() if node is not None else None
+        if node is None:
+            return None
+        node.kill(signal.SIGCONT)
+        return node.terminate()
 
     def namenode(self, nnid: str) -> NameNodeProcess:
         node = self.namenodes.get(nnid)
@@ -192,11 +198,13 @@ class MiniHACluster:
     def proxy(self, nnid: str, timeout_s: float = 60.0) -> NameNodeProxy:
         return NameNodeProxy("127.0.0.1", self.rpc_ports[nnid], timeout_s=timeout_s)
 
-    def client(self):
-        """A client of the nameservice that fails over between the NameNodes."""
+    def client(self, **proxy_kwargs: object):
+        """A client of the nameservice that fails over between the NameNodes;
+        ``proxy_kwargs`` go to each NameNode's proxy (``timeout_s``: a per-call bound, so
+        that a call to a frozen NameNode fails over instead of hanging)."""
         from hadoop_qjm.namenode.ha.failover_proxy import namenode_proxy_from_conf
 
-        return namenode_proxy_from_conf(self.client_conf())
+        return namenode_proxy_from_conf(self.client_conf(), **proxy_kwargs)
 
     def transition_to_active(self, nnid: str) -> None:
         with self.proxy(nnid) as proxy:

@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.common.exceptions import IOException
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
@@ -90,7 +91,8 @@ class EditLogTailer:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.last_load_time = clock()
-        self.last_roll_trigger_txid = 0
+        # INVALID_TXID, as in Hadoop: a fresh standby (txid 0) must be able to ask for a roll.
+        self.last_roll_trigger_txid = INVALID_TXID
         self.rounds = 0
         self.txns_loaded = 0
 
