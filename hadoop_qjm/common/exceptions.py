@@ -25,6 +25,7 @@ __all__ = [
     "InvalidPathException",
     "PathComponentTooLongException",
     "ExitException",
+    "AuthorizationException",
     "always_assert",
     "exception_for_name",
     "register_exception",
@@ -164,6 +165,16 @@ class ExitException(HadoopException, RuntimeError):
         return cls(1, message)
 
 
+class AuthorizationException(IOException):
+    """The caller is not allowed to make this call (Hadoop's service-level authorization).
+
+    The message names the refused identity and what it asked for; a JournalNode raises it
+    for a state-changing RPC from an identity outside ``dfs.journalnode.allowed.principals``.
+    """
+
+    java_name = "org.apache.hadoop.security.authorize.AuthorizationException"
+
+
 def always_assert(condition: object, message: str) -> None:
     """Check an invariant; unlike ``assert`` this survives ``python -O`` (STYLE.md habit 7)."""
     if not condition:
@@ -202,5 +213,6 @@ for _cls in (
     InvalidPathException,
     PathComponentTooLongException,
     ExitException,
+    AuthorizationException,
 ):
     register_exception(_cls)

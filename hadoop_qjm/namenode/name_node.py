@@ -232,7 +232,11 @@ class NameNode:
         authorizer = ssl_factory.transfer_authorizer(None)
         if ssl_factory.http_policy.http_enabled:
             self.http_server = server_cls(
-                self, http_host, http_port, self._http_socket_factory, transfer_authorizer=authorizer
+                self,
+                http_host,
+                http_port,
+                self._http_socket_factory,
+                transfer_authorizer=authorizer,
             )
         if ssl_factory.http_policy.https_enabled:
             self.https_server = server_cls(
@@ -425,7 +429,7 @@ class NameNode:
         running = self.core is not None and not self._stopped
         return HAServiceStatus(
             self.state,
-            ready_to_become_active=running and self.state is HAServiceState.STANDBY,
+            ready_to_become_active=running and self.state is not HAServiceState.INITIALIZING,
             not_ready_reason=None if running else "The NameNode is not running",
         )
 

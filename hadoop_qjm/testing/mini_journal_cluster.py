@@ -11,6 +11,10 @@ Data lives in ``<base_dir>/journalnode-<i>/<jid>/current`` (Hadoop's layout).
 Ports are chosen by the OS on first start and kept across restarts. With
 ``processes=True`` each node is a real ``hdfs-py journalnode`` process, stopped
 with SIGTERM and, if it does not exit, killed by pid.
+
+Secured: pass a ``conf`` holding the security properties (e.g.
+:func:`hadoop_qjm.common.security.certs.secure_conf_properties`) and every node runs
+mutual TLS with them; clients built from :attr:`MiniJournalCluster.conf` talk TLS too.
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ from hadoop_qjm.conf import Configuration
 
 __all__ = ["MiniJournalCluster", "JournalNodeProcess"]
 
-_STARTED = re.compile(r"JournalNode started pid=(\d+) rpc=(\S+):(\d+) http=(\S+):(\d+)")
+_STARTED = re.compile(
+    r"JournalNode started pid=(\d+) rpc=(\S+):(\d+) http=(\S+):(\d+)(?: https=(\S+):(\d+))?"
+)
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -54,7 +60,7 @@ class JournalNodeProcess:
             start_new_session=True,
         )
         self.pid = self.popen.pid
-        self.rpc_port = self.http_port = 0
+        self.rpc_port = self.http_port = self.https_port = 0
         self._wait_started(start_timeout_s)
 
     def _wait_started(self, timeout_s: float) -> None:
@@ -75,6 +81,7 @@ class JournalNodeProcess:
             raise RuntimeError(f"JournalNode process did not start within {timeout_s}s:\n{tail}")
         self.rpc_port = int(result["m"].group(3))
         self.http_port = int(result["m"].group(5))
+        self.https_port = int(result["m"].group(7) or 0)
 
     def terminate(self, timeout_s: float = 30.0) -> int:
         """SIGTERM, wait; SIGKILL if it does not exit. Returns the exit status."""
@@ -125,6 +132,7 @@ class MiniJournalCluster:
         self._node_kwargs = node_kwargs or {}
         self.rpc_ports = [0] * num_journal_nodes
         self.http_ports = [0] * num_journal_nodes
+        self.https_ports = [0] * num_journal_nodes
         self.nodes: list[object | None] = [None] * num_journal_nodes
         if start:
             try:
@@ -149,6 +157,7 @@ class MiniJournalCluster:
         conf.set("dfs.journalnode.edits.dir", str(self.journal_node_dir(i)))
         conf.set("dfs.journalnode.rpc-address", f"127.0.0.1:{self.rpc_ports[i]}")
         conf.set("dfs.journalnode.http-address", f"127.0.0.1:{self.http_ports[i]}")
+        conf.set("dfs.journalnode.https-address", f"127.0.0.1:{self.https_ports[i]}")
         return conf
 
     def quorum_journal_uri(self, jid: str) -> str:
@@ -159,7 +168,12 @@ class MiniJournalCluster:
         return "127.0.0.1", self.rpc_ports[i]
 
     def http_address(self, i: int) -> tuple[str, int]:
+        """Node ``i``'s plain HTTP listener (port 0 when it has none: HTTPS_ONLY)."""
         return "127.0.0.1", self.http_ports[i]
+
+    def https_address(self, i: int) -> tuple[str, int]:
+        """Node ``i``'s HTTPS listener (port 0 when it has none: HTTP_ONLY)."""
+        return "127.0.0.1", self.https_ports[i]
 
     def journal_node(self, i: int):
         """The in-process JournalNode ``i`` (None while stopped, or in processes mode)."""
@@ -188,6 +202,7 @@ class MiniJournalCluster:
             node = JournalNodeProcess(conf_dir, self.base_dir / f"journalnode-{i}.log")
             self.nodes[i] = node
             self.rpc_ports[i], self.http_ports[i] = node.rpc_port, node.http_port
+            self.https_ports[i] = node.https_port
         else:
             from hadoop_qjm.qjournal.server.journal_node import JournalNode
 
@@ -195,6 +210,7 @@ class MiniJournalCluster:
             node.start()
             self.nodes[i] = node
             self.rpc_ports[i], self.http_ports[i] = node.rpc_address[1], node.http_address[1]
+            self.https_ports[i] = node.https_address[1]
 
     def stop_journal_node(self, i: int) -> None:
         node = self.nodes[i]
@@ -228,14 +244,17 @@ class MiniJournalCluster:
             raise errors[0]
 
     def wait_active(self, timeout_s: float = 30.0) -> None:
-        """Wait until every running node answers on its RPC port."""
-        import socket
+        """Wait until every running node answers on its RPC port (with a TLS handshake when
+        the cluster is secured, so that no node counts a failed one)."""
+        from hadoop_qjm.common.security import SSLFactory
+        from hadoop_qjm.qjournal.protocol.sockets import as_client_socket_factory
 
+        factory = as_client_socket_factory(SSLFactory(self.conf).rpc_client_socket_factory())
         deadline = time.monotonic() + timeout_s
         for i in range(self.num_journal_nodes):
             while True:
                 try:
-                    socket.create_connection(self.rpc_address(i), timeout=1).close()
+                    factory.connect(*self.rpc_address(i), 1.0).close()
                     break
                 except OSError:
                     if time.monotonic() > deadline:

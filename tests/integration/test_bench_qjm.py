@@ -67,3 +67,22 @@ def test_bench_qjm_without_the_baseline_says_so(
 def test_bench_qjm_rejects_bad_batches(capsys: pytest.CaptureFixture) -> None:
     assert main(["bench", "qjm", "--batches", "1,0"]) == 2
     assert "--batches must be positive integers" in capsys.readouterr().err
+
+
+def test_bench_qjm_secure_reports_both_and_the_ratio(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    args = ["bench", "qjm", "--secure", "--batches", "1,100", "--seconds", "0.2"]
+    assert main([*args, "--max-ops", "400", "--rounds", "1", "--dir", str(work)]) == 0
+    out = capsys.readouterr().out
+    table = [line.split() for line in out.splitlines() if line.split()[:1] in (["1"], ["100"])]
+    assert [row[0] for row in table] == ["1", "100"]
+    for row in table:  # batch, plain txns/s, TLS txns/s, ratio
+        assert float(row[1].replace(",", "")) > 0 and float(row[2].replace(",", "")) > 0
+        assert 0 < float(row[3]) < 10
+    assert "batch 100: TLS gives" in out and "(goal <= 15%)" in out
+    assert _journal_nodes() == []
+    assert list(work.iterdir()) == []
+    assert main(["bench", "qjm", "--secure", "--rounds", "0"]) == 2

@@ -390,7 +390,8 @@ def test_jmx_query_filters(server, jn):
         "Hadoop:service=JournalNode,name=Journal-second",
         f"Hadoop:service=JournalNode,name=Journal-{JID}",
     ]
-    assert len(beans_of(server, "?qry=Hadoop:service=JournalNode,*")) == 4
+    # JournalNodeInfo, RpcActivityForPort<port>, two Journal-<jid>, JvmMetrics.
+    assert len(beans_of(server, "?qry=Hadoop:service=JournalNode,*")) == 5
     assert beans_of(server, "?qry=java.lang:*") == []
     assert beans_of(server, "?qry=Hadoop:service=JournalNode") == []  # name= missing: no match
     status, _, body = get(server, "/jmx?qry=no-colon")

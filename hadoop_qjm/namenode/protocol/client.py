@@ -43,6 +43,7 @@ from hadoop_qjm.qjournal.protocol.wire import DEFAULT_MAX_FRAME_SIZE
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "NameNodeProxy",
+    "client_socket_factory",
     "namenode_address",
     "parse_hdfs_uri",
 ]
@@ -90,6 +91,14 @@ def namenode_address(conf) -> tuple[str, int]:
     return ("127.0.0.1" if host in _WILDCARD_HOSTS else host.strip("[]")), port
 
 
+def client_socket_factory(conf) -> ClientSocketFactoryLike | None:
+    """The RPC client socket factory ``conf`` asks for: mutual TLS with
+    ``hadoop.security.authentication=certificate`` (docs/security.md), else None (TCP)."""
+    from hadoop_qjm.common.security import SSLFactory
+
+    return SSLFactory(conf).rpc_client_socket_factory()
+
+
 def _client_name() -> str:
     """``DFSClient_NONMAPREDUCE_<pid>_<n>``, as a Hadoop client names itself."""
     with _client_ids_lock:
@@ -125,7 +134,9 @@ class NameNodeProxy:
 
     @classmethod
     def from_conf(cls, conf, **kwargs) -> NameNodeProxy:
-        """A proxy to the NameNode of ``conf`` (:func:`namenode_address`)."""
+        """A proxy to the NameNode of ``conf`` (:func:`namenode_address`), over mutual TLS
+        when ``conf`` says so (:func:`client_socket_factory`)."""
+        kwargs.setdefault("socket_factory", client_socket_factory(conf))
         return cls(*namenode_address(conf), **kwargs)
 
     def __repr__(self) -> str:

@@ -65,6 +65,7 @@ from hadoop_qjm.qjournal.protocol.messages import (
     RequestInfo,
     SegmentState,
 )
+from hadoop_qjm.qjournal.protocol.sockets import ClientSocketFactoryLike
 
 __all__ = [
     "IPCLoggerChannel",
@@ -108,7 +109,12 @@ def _failed(error: BaseException) -> Future[Any]:
 
 
 class IPCLoggerChannel(AsyncLogger):
-    """The channel to the JournalNode at ``address`` (``(host, port)``) for ``journal_id``."""
+    """The channel to the JournalNode at ``address`` (``(host, port)``) for ``journal_id``.
+
+    ``socket_factory`` makes the default proxy's connections (the QuorumJournalManager
+    passes its SSLFactory's: mutual TLS when security is on); ``proxy_factory`` replaces
+    the proxy altogether.
+    """
 
     def __init__(
         self,
@@ -123,8 +129,10 @@ class IPCLoggerChannel(AsyncLogger):
         parallel_executor: Executor | None = None,
         clock: Callable[[], float] = time.monotonic,
         metrics_registry: CollectorRegistry | None = None,
+        socket_factory: ClientSocketFactoryLike | None = None,
     ) -> None:
         self.conf = conf
+        self._socket_factory = socket_factory
         self.ns_info = ns_info
         self.journal_id = journal_id
         self.name_service_id = name_service_id
@@ -168,7 +176,10 @@ class IPCLoggerChannel(AsyncLogger):
     def _default_proxy_factory(self, host: str, port: int) -> Any:
         timeout_ms = self.conf.get_int(IPC_CLIENT_RPC_TIMEOUT_KEY, 0)
         return QJournalProtocolProxy(
-            host, port, timeout_s=timeout_ms / 1000 if timeout_ms else None
+            host,
+            port,
+            timeout_s=timeout_ms / 1000 if timeout_ms else None,
+            socket_factory=self._socket_factory,
         )
 
     def __str__(self) -> str:
@@ -571,6 +582,7 @@ def ipc_logger_channel_factory(
     address: tuple[str, int],
     *,
     metrics_registry: CollectorRegistry | None = None,
+    socket_factory: ClientSocketFactoryLike | None = None,
 ) -> IPCLoggerChannel:
     """QuorumJournalManager's default logger factory; the host must resolve."""
     host, port = address
@@ -585,4 +597,5 @@ def ipc_logger_channel_factory(
         address,
         name_service_id=name_service_id,
         metrics_registry=metrics_registry,
+        socket_factory=socket_factory,
     )

@@ -42,7 +42,7 @@ from hadoop_qjm.common.exceptions import (
     IOException,
     always_assert,
 )
-from hadoop_qjm.common.http_transfer import open_url
+from hadoop_qjm.common.security import SSLFactory
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
@@ -124,8 +124,10 @@ class QuorumJournalManager(JournalManager):
     IPCLoggerChannel over Thrift; the fault harness passes its own);
     ``metrics_registry`` receives the channels' Prometheus metrics;
     ``http_opener(url, timeout_s)`` opens a ``/getJournal`` URL for the
-    streaming readers (default: HTTP; the in-process transport reads the
-    simulated node's file).
+    streaming readers (default: HTTP(S); the in-process transport reads the
+    simulated node's file). Both defaults take their TLS from one
+    :class:`~hadoop_qjm.common.security.SSLFactory` of ``conf``
+    (docs/security.md), read here: a bad security setting fails the constructor.
     """
 
     def __init__(
@@ -164,10 +166,13 @@ class QuorumJournalManager(JournalManager):
         )
         self.output_buffer_capacity = DEFAULT_OUTPUT_BUFFER_CAPACITY
         self.is_active_writer = False
-        self._http_opener = http_opener or open_url
+        ssl_factory = SSLFactory(conf)
+        self._http_opener = http_opener or ssl_factory.url_opener()
         if logger_factory is None:
             logger_factory = functools.partial(
-                ipc_logger_channel_factory, metrics_registry=metrics_registry
+                ipc_logger_channel_factory,
+                metrics_registry=metrics_registry,
+                socket_factory=ssl_factory.rpc_client_socket_factory(),
             )
         self.loggers = AsyncLoggerSet(self._create_loggers(logger_factory), clock=clock)
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hadoop_qjm.common.exceptions import (
+    AuthorizationException,
     HadoopAssertionError,
     HadoopException,
     IllegalArgumentException,
@@ -35,6 +36,7 @@ __all__ = [
     "IllegalArgumentException",
     "IllegalStateException",
     "HadoopAssertionError",
+    "AuthorizationException",
     # QJM's own
     "JournalNotFormattedException",
     "JournalOutOfSyncException",
@@ -43,7 +45,6 @@ __all__ = [
     "CacheMissException",
     "LoggerTooFarBehindException",
     "QuorumException",
-    "AuthorizationException",
     "BindException",
     "ConnectException",
     "SocketTimeoutException",
@@ -159,13 +160,6 @@ def _describe(exc: BaseException) -> str:
     text = f"{name}: {message}" if message else name
     stack = "".join(traceback.format_tb(exc.__traceback__)).rstrip()
     return f"{text}\n{stack}" if stack else text
-
-
-@register_exception
-class AuthorizationException(IOException):
-    """The caller is not allowed to use this protocol (service-level authorization)."""
-
-    java_name = "org.apache.hadoop.security.authorize.AuthorizationException"
 
 
 @register_exception

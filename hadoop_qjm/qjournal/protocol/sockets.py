@@ -50,6 +50,11 @@ class ServerSocketFactory(Protocol):
         """
         ...
 
+    def peer_identity(self, sock: socket.socket) -> str | None:
+        """Who is at the other end of ``sock`` (a socket :meth:`wrap_accepted` returned):
+        the verified certificate's identity, or None (plain TCP)."""
+        ...
+
 
 class ClientSocketFactory(Protocol):
     """Makes a client's connected socket."""
@@ -95,6 +100,9 @@ class PlainSocketFactory:
     def wrap_accepted(self, conn: socket.socket) -> socket.socket:
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn
+
+    def peer_identity(self, sock: socket.socket) -> str | None:
+        return None  # plain TCP proves nothing about the peer
 
     def connect(self, host: str, port: int, timeout_s: float | None) -> socket.socket:
         sock = socket.create_connection((host, port), timeout=timeout_s)

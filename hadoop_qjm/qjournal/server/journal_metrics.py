@@ -128,9 +128,55 @@ class JournalNodeMetrics:
             buckets=_FSYNC_BUCKETS_US,
             registry=self.registry,
         )
+        # Security (docs/security.md): refused TLS handshakes by reason, refused calls by
+        # RPC name or HTTP path. Hadoop's RpcAuthenticationFailures / RpcAuthorizationFailures.
+        self.rpc_authentication_failures = Counter(
+            "journalnode_rpc_authentication_failures",
+            "TLS handshakes refused on the RPC port (RpcAuthenticationFailures)",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.rpc_authorization_failures = Counter(
+            "journalnode_rpc_authorization_failures",
+            "RPCs refused to an identity not allowed to make them (RpcAuthorizationFailures)",
+            ["method"],
+            registry=self.registry,
+        )
+        self.http_authentication_failures = Counter(
+            "journalnode_http_authentication_failures",
+            "TLS handshakes refused on the HTTPS port",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.http_authorization_failures = Counter(
+            "journalnode_http_authorization_failures",
+            "Segment downloads refused (403) to a caller not allowed to make them",
+            ["path"],
+            registry=self.registry,
+        )
         self._journals: dict[str, JournalMetrics] = {}
         self._lock = threading.Lock()
         self.registry.register(_GaugeCollector(self))
+
+    def security_bean_attributes(self) -> dict[str, int]:
+        """The security counters under Hadoop's RpcActivity names (plus the HTTP ones)."""
+
+        def total(counter: Counter) -> int:
+            return int(
+                sum(
+                    sample.value
+                    for metric in counter.collect()
+                    for sample in metric.samples
+                    if sample.name.endswith("_total")
+                )
+            )
+
+        return {
+            "RpcAuthenticationFailures": total(self.rpc_authentication_failures),
+            "RpcAuthorizationFailures": total(self.rpc_authorization_failures),
+            "HttpAuthenticationFailures": total(self.http_authentication_failures),
+            "HttpAuthorizationFailures": total(self.http_authorization_failures),
+        }
 
     def for_journal(self, journal) -> JournalMetrics:
         with self._lock:

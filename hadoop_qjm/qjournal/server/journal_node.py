@@ -3,8 +3,13 @@
 One process serves any number of journal ids, each in ``<edits dir>/<jid>/``
 (``dfs.journalnode.edits.dir``, or ``dfs.journalnode.edits.dir.<nsId>`` for a
 nameservice). It runs the Thrift RPC server (QJournalProtocol and
-InterQJournalProtocol), the HTTP server (``/getJournal``, ``/metrics``, ``/jmx``,
-``/``) and, per journal, the JournalNodeSyncer.
+InterQJournalProtocol), the HTTP and/or HTTPS server (``/getJournal``, ``/metrics``,
+``/jmx``, ``/``; ``dfs.http.policy``) and, per journal, the JournalNodeSyncer.
+
+Secured (docs/security.md), every channel is mutual TLS made by one
+:class:`~hadoop_qjm.common.security.SSLFactory`, and only the identities of
+``dfs.journalnode.allowed.principals`` may change a journal or download its edits; a
+refusal is logged and counted (``journalnode_rpc_authorization_failures_total``, …).
 """
 
 from __future__ import annotations
@@ -17,7 +22,14 @@ import time
 from pathlib import Path
 
 from hadoop_qjm import __version__
-from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
+from hadoop_qjm.common.exceptions import (
+    AuthorizationException,
+    ConfigurationError,
+    IllegalArgumentException,
+    IOException,
+)
+from hadoop_qjm.common.security import ServiceAuthorizer, SSLFactory
+from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.server.journal import Journal
 from hadoop_qjm.qjournal.server.journal_metrics import JournalNodeMetrics
@@ -48,11 +60,17 @@ def validate_and_create_journal_dir(directory: str) -> Path:
 class JournalNode:
     """The daemon's state: configuration, journals, servers, syncers.
 
-    ``fault_injector`` and ``fetcher`` are passed to every Journal (tests only).
+    ``fault_injector`` and ``fetcher`` are passed to every Journal (tests only);
+    ``socket_factory`` replaces the RPC server's (default: the SSLFactory's, plain TCP
+    unless ``hadoop.security.authentication=certificate``). A bad security setting raises
+    ConfigurationError here; a missing key or certificate file, in :meth:`start`.
     """
 
     def __init__(self, conf, *, fault_injector=None, fetcher=None, socket_factory=None) -> None:
         self.conf = conf
+        self.ssl_factory = SSLFactory(conf)
+        #: Who may write and download (None: security off, everyone).
+        self.authorizer: ServiceAuthorizer | None = None
         self.metrics = JournalNodeMetrics()
         self.version = f"{__version__}, r0"
         self.start_time_ms = int(time.time() * 1000)
@@ -64,7 +82,8 @@ class JournalNode:
         self._lock = threading.RLock()
         self._stopped = threading.Event()
         self.rpc_server = None
-        self.http_server = None
+        self.http_server = None  # the plain HTTP listener (None under HTTPS_ONLY)
+        self.https_server = None  # the HTTPS listener (None under HTTP_ONLY)
         self.local_edits_dir = self._edits_dir_for(None)
 
     # ---- configuration --------------------------------------------------------------------------
@@ -88,20 +107,80 @@ class JournalNode:
         return Path(self._edits_dir_for(name_service_id)) / journal_id
 
     # ---- lifecycle ------------------------------------------------------------------------------
+    def _start_security(self) -> None:
+        """Read the allowed identities and every key and certificate (errors here, at start,
+        never at the first call)."""
+        ssl_factory = self.ssl_factory
+        if not ssl_factory.tls_enabled:
+            return
+        key = keys.DFS_JOURNALNODE_ALLOWED_PRINCIPALS_KEY
+        allowed = ssl_factory.allowed_principals(key)
+        if allowed is None:
+            # The safe reading of an empty list is "nobody": say so now, not per call.
+            raise ConfigurationError(
+                f"TLS is on but {key} is not set: list the identities (certificate CNs) of "
+                "the NameNodes and JournalNodes that may write, or * for every certificate "
+                "the trust store accepts"
+            )
+        self.authorizer = ServiceAuthorizer(allowed)
+        ssl_factory.client_context()  # the syncer's and acceptRecovery's downloads
+        if self._fetcher is None:
+            self._fetcher = ssl_factory.downloader()
+        if self._socket_factory is None:
+            self._socket_factory = ssl_factory.rpc_server_socket_factory(self._rpc_handshake_failed)
+        LOG.info(
+            "Security: RPC %s, %s, writers %s",
+            "mutual TLS" if ssl_factory.rpc_tls else "plain TCP",
+            ssl_factory.http_policy.value,
+            ",".join(sorted(allowed)),
+        )
+
+    def _rpc_handshake_failed(self, reason: str) -> None:
+        self.metrics.rpc_authentication_failures.labels(reason).inc()
+
+    def authorize_rpc(self, rpc: str, identity: str | None, remote_ip: str | None) -> None:
+        """The RPC server's authorizer: refuse (log, count, raise) a call ``identity`` may
+        not make (see :mod:`~hadoop_qjm.common.security.authorization`)."""
+        try:
+            self.authorizer.check_rpc(rpc, identity)  # type: ignore[union-attr]
+        except AuthorizationException as e:
+            LOG.warning("Authorization failed for %s from %s: %s", identity, remote_ip, e)
+            self.metrics.rpc_authorization_failures.labels(rpc).inc()
+            raise
+
     def start(self) -> None:
-        """Validate the edits dirs, then start the HTTP and RPC servers."""
+        """Validate the edits dirs and the security settings, then start the HTTP(S) and RPC
+        servers."""
         from hadoop_qjm.qjournal.server.journal_node_http_server import JournalNodeHttpServer
         from hadoop_qjm.qjournal.server.journal_node_rpc_server import JournalNodeRpcServer
 
         for directory in self._all_edits_dirs():
             validate_and_create_journal_dir(directory)
+        self._start_security()
+        ssl_factory = self.ssl_factory
+        policy = ssl_factory.http_policy
         http_host, http_port = self._configured_address("http", 8480)
+        https_host, https_port = self._configured_address("https", 8481)
         rpc_host, rpc_port = self._configured_address("rpc", 8485)
         handlers = self.conf.get_int("dfs.journalnode.handler.count", 5)
         max_frame = self.conf.get_int("ipc.maximum.data.length", 64 * 1024 * 1024)
+        transfer_authorizer = self.authorizer if policy.https_enabled else None
         try:
-            self.http_server = JournalNodeHttpServer(self, http_host, http_port)
-            self.http_server.start()
+            if policy.http_enabled:
+                self.http_server = JournalNodeHttpServer(
+                    self, http_host, http_port, transfer_authorizer=transfer_authorizer
+                )
+                self.http_server.start()
+            if policy.https_enabled:
+                self.https_server = JournalNodeHttpServer(
+                    self,
+                    https_host,
+                    https_port,
+                    ssl_context=ssl_factory.https_server_context(),
+                    handshake_timeout_s=ssl_factory.security.handshake_timeout_s,
+                    transfer_authorizer=transfer_authorizer,
+                )
+                self.https_server.start()
             self.rpc_server = JournalNodeRpcServer(
                 self,
                 rpc_host,
@@ -109,6 +188,7 @@ class JournalNode:
                 handler_count=handlers if handlers > 0 else 5,
                 max_frame_size=max_frame,
                 socket_factory=self._socket_factory,
+                authorizer=self.authorize_rpc if ssl_factory.rpc_tls else None,
             )
             self.rpc_server.start()
         except OSError as e:
@@ -117,9 +197,9 @@ class JournalNode:
                 raise IOException(f"Port in use: {e}") from None
             raise
         LOG.info(
-            "JournalNode started: RPC %s:%d, HTTP %s:%d, edits dir %s",
+            "JournalNode started: RPC %s:%d, %s, edits dir %s",
             *self.rpc_address,
-            *self.http_address,
+            self.http_server_uri,
             self.local_edits_dir,
         )
 
@@ -129,7 +209,7 @@ class JournalNode:
             if self._stopped.is_set():
                 return
             self._stopped.set()
-            servers = [self.rpc_server, self.http_server]
+            servers = [self.rpc_server, self.http_server, self.https_server]
             syncers = list(self._syncers.values())
             journals = list(self._journals.values())
             self._syncers.clear()
@@ -174,20 +254,32 @@ class JournalNode:
 
     @property
     def http_address(self) -> tuple[str, int]:
-        """The configured HTTP host and the port actually bound (0 before start)."""
+        """The configured HTTP host and the port actually bound (0 before start, and when
+        no plain HTTP listener runs)."""
         return self._configured_address("http", 8480)[
             0
         ], self.http_server.port if self.http_server else 0
 
     @property
+    def https_address(self) -> tuple[str, int]:
+        """The configured HTTPS host and the port actually bound (0 when none runs)."""
+        return self._configured_address("https", 8481)[
+            0
+        ], self.https_server.port if self.https_server else 0
+
+    @property
     def http_port(self) -> int:
-        return self.http_address[1]
+        """getJournalState's (deprecated) httpPort: the first listener, HTTP before HTTPS
+        (Hadoop's getBoundHttpAddress)."""
+        return self.http_address[1] or self.https_address[1]
 
     @property
     def http_server_uri(self) -> str:
-        """The ``fromURL`` reported by getJournalState (scheme, host, port of the HTTP server)."""
-        if self.http_server is not None:
-            return self.http_server.uri
+        """The ``fromURL`` reported by getJournalState: where segments are served (the HTTPS
+        server when there is one)."""
+        for server in (self.https_server, self.http_server):
+            if server is not None:
+                return server.uri
         host, port = self.http_address
         return f"http://{host}:{port}"
 
@@ -270,7 +362,7 @@ class JournalNode:
             syncer.start()
 
     def __str__(self) -> str:
-        return f"JournalNode(rpc={self.rpc_address}, http={self.http_address})"
+        return f"JournalNode(rpc={self.rpc_address}, {self.http_server_uri})"
 
 
 def run(argv: list[str], conf) -> int:
@@ -283,7 +375,10 @@ def run(argv: list[str], conf) -> int:
             "Run a JournalNode in the foreground. Reads dfs.journalnode.edits.dir, "
             "dfs.journalnode.rpc-address (0.0.0.0:8485), dfs.journalnode.http-address "
             "(0.0.0.0:8480), dfs.journalnode.handler.count (5), dfs.journalnode.enable.sync "
-            "(true) and dfs.journalnode.sync.interval (120000 ms) from the configuration. "
+            "(true) and dfs.journalnode.sync.interval (120000 ms) from the configuration; "
+            "secured with hadoop.security.authentication=certificate, dfs.http.policy, "
+            "dfs.journalnode.https-address (0.0.0.0:8481), ssl-server.xml, ssl-client.xml and "
+            "dfs.journalnode.allowed.principals (docs/security.md). "
             "Logs to stderr, and to $HADOOP_LOG_DIR when set. Stops cleanly on SIGTERM."
         ),
     )
@@ -302,9 +397,10 @@ def run(argv: list[str], conf) -> int:
     node.start()
     rpc_host, rpc_port = node.rpc_address
     http_host, http_port = node.http_address
+    https = "" if node.https_server is None else " https={}:{}".format(*node.https_address)
     print(
         f"JournalNode started pid={os.getpid()} rpc={rpc_host}:{rpc_port} "
-        f"http={http_host}:{http_port}",
+        f"http={http_host}:{http_port}{https}",
         flush=True,
     )
     try:

@@ -6,9 +6,11 @@
 Safer than Hadoop: malformed parameters are 400 (Hadoop: 500) and an unknown journal is
 404 (Hadoop creates it).
 
-The server itself (connections, limits, timeouts, ``/metrics``, ``/jmx``) is the shared
-:class:`~hadoop_qjm.common.http_server.HttpServer2`; this module adds the JournalNode's
-pages and content.
+The server itself (connections, limits, timeouts, TLS, ``/metrics``, ``/jmx``) is the
+shared :class:`~hadoop_qjm.common.http_server.HttpServer2`; this module adds the
+JournalNode's pages and content. Secured, ``/getJournal`` is served only over HTTPS to a
+verified certificate of ``dfs.journalnode.allowed.principals`` (else 403, logged and
+counted in ``journalnode_http_authorization_failures_total``); the other pages stay open.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import json
 import logging
 import re
 import socket
+import ssl
 import time
 from collections.abc import Callable
 
@@ -25,6 +28,7 @@ from prometheus_client import CollectorRegistry
 
 from hadoop_qjm.common.exceptions import IllegalArgumentException
 from hadoop_qjm.common.http_server import (
+    DEFAULT_HANDSHAKE_TIMEOUT_S,
     DEFAULT_SOCKET_TIMEOUT_S,
     DataTransferThrottler,
     HttpError,
@@ -32,6 +36,7 @@ from hadoop_qjm.common.http_server import (
     HttpServer2,
     make_server_socket,
 )
+from hadoop_qjm.common.security.authorization import ServiceAuthorizer
 from hadoop_qjm.common.storage_info import StorageInfo
 from hadoop_qjm.namenode.file_journal_manager import match_edit_logs
 from hadoop_qjm.qjournal.protocol.rules import validate_journal_id
@@ -69,11 +74,13 @@ class JournalNodeHttpServer(HttpServer2):
     ``journal_dirs_on_disk()``, ``metrics``, ``conf``, ``start_time_ms``, ``version``,
     ``rpc_address``, ``cluster_ids()`` and ``storage_infos()``. ``socket_factory(host, port)``
     returns a bound, listening socket (default :func:`make_server_socket`); the socket is
-    made here, so :attr:`port` is known before :meth:`start`.
+    made here, so :attr:`port` is known before :meth:`start`. ``ssl_context`` makes it
+    the HTTPS listener; ``transfer_authorizer`` guards ``/getJournal`` (HttpServer2).
     """
 
     daemon_name = "JournalNode"
     routes = {**HttpServer2.routes, "/getJournal": ("page_get_journal", "getedit failed. ")}
+    transfer_paths = frozenset({"/getJournal"})
 
     def __init__(
         self,
@@ -84,6 +91,9 @@ class JournalNodeHttpServer(HttpServer2):
         *,
         socket_timeout_s: float = DEFAULT_SOCKET_TIMEOUT_S,
         max_connections: int | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        handshake_timeout_s: float = DEFAULT_HANDSHAKE_TIMEOUT_S,
+        transfer_authorizer: ServiceAuthorizer | None = None,
     ) -> None:
         self.journal_node = journal_node
         super().__init__(
@@ -93,7 +103,17 @@ class JournalNodeHttpServer(HttpServer2):
             socket_factory,
             socket_timeout_s=socket_timeout_s,
             max_connections=max_connections,
+            ssl_context=ssl_context,
+            handshake_timeout_s=handshake_timeout_s,
+            transfer_authorizer=transfer_authorizer,
         )
+
+    # ---- security counters ----------------------------------------------------------------------
+    def on_handshake_failure(self, reason: str) -> None:
+        self.journal_node.metrics.http_authentication_failures.labels(reason).inc()
+
+    def on_authorization_failure(self, path: str, identity: str | None) -> None:
+        self.journal_node.metrics.http_authorization_failures.labels(path).inc()
 
     # ---- /getJournal ----------------------------------------------------------------------------
     def page_get_journal(
@@ -151,7 +171,15 @@ class JournalNodeHttpServer(HttpServer2):
                 "Version": jn.version,
                 "JNStartedTimeInMillis": jn.start_time_ms,
                 "StorageInfos": list(jn.storage_infos()),
-            }
+            },
+            {
+                # Hadoop's RpcActivity bean, reduced to the security counters.
+                "name": f"{_SERVICE},name=RpcActivityForPort{rpc_port}",
+                "modelerType": f"RpcActivityForPort{rpc_port}",
+                "tag.port": str(rpc_port),
+                "tag.Context": "rpc",
+                **jn.metrics.security_bean_attributes(),
+            },
         ]
         hostname = socket.gethostname()
         for metrics in sorted(jn.metrics.journals(), key=lambda m: m.journal_id):

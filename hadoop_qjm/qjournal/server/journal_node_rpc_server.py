@@ -30,12 +30,17 @@ import queue
 import selectors
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from thriftpy2.thrift import TApplicationException
 
-from hadoop_qjm.common.exceptions import HadoopException, IllegalStateException
+from hadoop_qjm.common.exceptions import (
+    AuthorizationException,
+    HadoopException,
+    IllegalStateException,
+)
 from hadoop_qjm.qjournal.protocol.exceptions import to_wire
 from hadoop_qjm.qjournal.protocol.messages import (
     GetEditLogManifestResponse,
@@ -68,7 +73,9 @@ __all__ = [
     "JournalNodeRpcServer",
     "QJournalProtocolDispatcher",
     "QJournalProtocolHandler",
+    "RpcAuthorizer",
     "remote_ip",
+    "remote_user",
 ]
 
 LOG = logging.getLogger(__name__)
@@ -86,6 +93,23 @@ def remote_ip() -> str | None:
     "IPC serial … from client …" message and its promise log lines.
     """
     return getattr(_call_context, "remote_ip", None)
+
+
+def remote_user() -> str | None:
+    """The verified identity of the client whose call this thread is executing, else ``None``.
+
+    Hadoop's ``Server.getRemoteUser()``: the subject CN of the client's TLS certificate
+    (set for the whole connection after its handshake), None over plain TCP.
+    """
+    return getattr(_call_context, "remote_user", None)
+
+
+_current_remote_user = remote_user  # process() has a parameter of that name
+
+
+#: ``authorize(rpc_name, identity, remote_ip)``: returns if the call may run, else raises
+#: AuthorizationException (and logs and counts the refusal).
+RpcAuthorizer = Callable[[str, "str | None", "str | None"], None]
 
 
 class QJournalProtocolHandler:
@@ -312,16 +336,20 @@ class QJournalProtocolDispatcher:
 
     At most ``handler_slots`` (a :class:`HandlerSlots` or a semaphore;
     ``None``: no limit) handler calls run at once; decoding and encoding
-    happen outside the limit.
+    happen outside the limit. With an ``authorizer`` every call is checked
+    against the caller's identity before its arguments are even decoded; a
+    refused call is answered with the AuthorizationException.
     """
 
     def __init__(
         self,
         handler: QJournalProtocolHandler,
         handler_slots: HandlerSlots | threading.Semaphore | None = None,
+        authorizer: RpcAuthorizer | None = None,
     ) -> None:
         self.handler = handler
         self._slots = handler_slots
+        self._authorize = authorizer
         self._rpcs = _rpc_table()
         # Every accepted message name to its RPC: "method", and "Service:method"
         # from a TMultiplexedProtocol client (an empty service name passes too).
@@ -337,11 +365,15 @@ class QJournalProtocolDispatcher:
         with self._stats_lock:
             return self._queued
 
-    def process(self, payload: bytes, remote_ip: str | None = None) -> bytes:
+    def process(
+        self, payload: bytes, remote_ip: str | None = None, remote_user: str | None = None
+    ) -> bytes:
         """The reply payload for the request ``payload``.
 
-        Raises ProtocolError if ``payload`` is not one well-formed call; the
-        connection it came from should then be dropped.
+        ``remote_user`` is the caller's verified identity (default: the
+        connection's, :func:`remote_user`). Raises ProtocolError if ``payload``
+        is not one well-formed call; the connection it came from should then be
+        dropped.
         """
         header = decode_message_header(payload)
         if header.type != TMessageType.CALL:
@@ -353,6 +385,18 @@ class QJournalProtocolDispatcher:
                 TApplicationException.UNKNOWN_METHOD, f"Unknown method {header.name}"
             )
             return encode_message(header.name, TMessageType.EXCEPTION, header.seqid, error)
+        if self._authorize is not None:
+            # Hadoop's Server.authorize: before the call's arguments are decoded.
+            try:
+                self._authorize(
+                    header.name.rpartition(":")[2],
+                    remote_user if remote_user is not None else _current_remote_user(),
+                    remote_ip,
+                )
+            except AuthorizationException as exc:
+                result = rpc.result_cls()
+                result.e = to_wire(exc)
+                return encode_message(header.name, TMessageType.REPLY, header.seqid, result)
         args = decode_message_body(payload, header, rpc.args_cls)
         try:
             result = self._call(rpc, args, remote_ip)
@@ -420,7 +464,10 @@ class JournalNodeRpcServer:
     ``socket_factory`` makes the sockets: a
     :class:`~hadoop_qjm.qjournal.protocol.sockets.ServerSocketFactory`, or a
     plain ``(host, port) -> listening socket`` callable (as the HTTP server
-    takes); ``None`` is plain TCP.
+    takes); ``None`` is plain TCP. A factory that authenticates its peers
+    (mutual TLS) names each connection's client, which the calls see as
+    :func:`remote_user` and ``authorizer`` checks (see
+    :class:`QJournalProtocolDispatcher`).
     """
 
     def __init__(
@@ -431,13 +478,14 @@ class JournalNodeRpcServer:
         handler_count: int = DEFAULT_HANDLER_COUNT,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         socket_factory: ServerSocketFactoryLike | None = None,
+        authorizer: RpcAuthorizer | None = None,
     ) -> None:
         self.journal_node = journal_node
         self.handler_count = handler_count if handler_count > 0 else DEFAULT_HANDLER_COUNT
         self.max_frame_size = max_frame_size
         self._socket_factory: ServerSocketFactory = as_server_socket_factory(socket_factory)
         self.dispatcher = QJournalProtocolDispatcher(
-            QJournalProtocolHandler(journal_node), HandlerSlots(self.handler_count)
+            QJournalProtocolHandler(journal_node), HandlerSlots(self.handler_count), authorizer
         )
         self._lock = threading.Lock()
         self._connections: list[_Connection] = []
@@ -570,6 +618,10 @@ class JournalNodeRpcServer:
                 conn.sock = wrapped
             if self._stopped.is_set():
                 return
+            # This thread runs every call of the connection: its identity is the
+            # connection's (Hadoop's Server.getRemoteUser()).
+            identify = getattr(self._socket_factory, "peer_identity", None)
+            _call_context.remote_user = identify(wrapped) if identify is not None else None
             reader = FrameReader(wrapped, self.max_frame_size)
             process = self.dispatcher.process
             while True:
@@ -587,6 +639,7 @@ class JournalNodeRpcServer:
         except Exception:  # one bad connection never kills the server
             LOG.exception("Unexpected error serving %s; dropping the connection", conn.peer)
         finally:
+            _call_context.remote_user = None
             with self._lock:
                 if conn in self._connections:
                     self._connections.remove(conn)

@@ -7,6 +7,9 @@ manifest of finalized segments, downloads each segment missing here into
 ``<journal>/edits.sync/`` and moves it into ``current/`` — but only when its
 last txid is at or below this node's committed txid, so a segment that was
 never committed can never be resurrected by a sync (digest §2).
+
+Secured, both the manifest RPC and the download use the JournalNode's SSLFactory: this
+node's client certificate must be one its peers allow (docs/security.md).
 """
 
 from __future__ import annotations
@@ -120,6 +123,13 @@ class JournalNodeSyncer:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._proxies: dict[tuple[str, int], object] = {}
+        ssl_factory = getattr(journal_node, "ssl_factory", None)
+        self._download_to_file = (
+            ssl_factory.downloader() if ssl_factory is not None else download_to_file
+        )
+        self._socket_factory = (
+            ssl_factory.rpc_client_socket_factory() if ssl_factory is not None else None
+        )
 
     @classmethod
     def create(cls, journal_node, journal, name_service_id: str | None):
@@ -199,7 +209,7 @@ class JournalNodeSyncer:
         tmp = storage.synced_edits_tmp(log.start_txid, log.end_txid)
         url = self._url(peer, from_url, log.start_txid)
         try:
-            download_to_file(url, tmp, self.transfer_timeout_s)
+            self._download_to_file(url, tmp, self.transfer_timeout_s)
             if not self.journal.move_tmp_segment_to_current(tmp, final, log.end_txid):
                 LOG.info("Not installing %s yet: beyond the committed txid", final.name)
                 return False
@@ -237,6 +247,11 @@ class JournalNodeSyncer:
         if proxy is None:
             from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
 
-            proxy = QJournalProtocolProxy(peer[0], peer[1], timeout_s=self.transfer_timeout_s)
+            proxy = QJournalProtocolProxy(
+                peer[0],
+                peer[1],
+                timeout_s=self.transfer_timeout_s,
+                socket_factory=self._socket_factory,
+            )
             self._proxies[peer] = proxy
         return proxy

@@ -26,6 +26,13 @@ without encoding the ops, which the baseline does not do either.
 Goals are printed beside the figures, never asserted: ≥ 0.8× the ideal's
 txns/s at batch 1, 100 and 1000; p50 with one node frozen ≤ 1.1× the healthy
 p50; p50 with 5 nodes ≤ 1.3× the p50 with 3.
+
+``--secure`` measures what mutual TLS costs instead (docs/security.md): the
+healthy 3-JN phase with security off and with it on (RPC and HTTPS, a test PKI
+made for the run), each on its own cluster, in ``--rounds`` rounds whose order
+alternates (plain, TLS, TLS, plain, …) so that a neighbour's load falls on
+both alike; it prints both figures, the median over the rounds, and the ratio.
+Goal: TLS costs ≤ 15 % of the committed txns/s at batch 100.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ import psutil
 
 from hadoop_qjm.cli import CommandParser
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
+from hadoop_qjm.common.security import SSLFactory
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, encode_op
 from hadoop_qjm.qjournal.client.ipc_logger_channel import IPCLoggerChannel
@@ -55,7 +63,14 @@ from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManag
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO
 
-__all__ = ["run", "PhaseResult", "IDEAL_RATIO_GOAL", "FROZEN_P50_GOAL", "FIVE_P50_GOAL"]
+__all__ = [
+    "run",
+    "PhaseResult",
+    "IDEAL_RATIO_GOAL",
+    "FROZEN_P50_GOAL",
+    "FIVE_P50_GOAL",
+    "TLS_RATIO_GOAL",
+]
 
 JID = "bench-qjm"
 #: txns/s as a fraction of the ideal baseline's, at these batch sizes.
@@ -65,6 +80,9 @@ IDEAL_GOAL_BATCHES = (1, 100, 1000)
 FROZEN_P50_GOAL = 1.1
 #: p50 with 5 JournalNodes / p50 with 3.
 FIVE_P50_GOAL = 1.3
+#: txns/s with mutual TLS / without, at batch 100 (TLS costs at most 15 %).
+TLS_RATIO_GOAL = 0.85
+TLS_GOAL_BATCH = 100
 #: Batches written before the clock starts (connections warm, segment open).
 WARMUP_BATCHES = 20
 
@@ -129,8 +147,10 @@ def _op(txid: int) -> MkdirOp:
 class _TimedProxy:
     """A QJournalProtocolProxy whose successful journal() calls are timed, by first txid."""
 
-    def __init__(self, host: str, port: int, times: dict[int, float]) -> None:
-        self._proxy = QJournalProtocolProxy(host, port, timeout_s=None)  # Hadoop's default
+    def __init__(self, host: str, port: int, times: dict[int, float], socket_factory=None) -> None:
+        self._proxy = QJournalProtocolProxy(  # no call timeout: Hadoop's default
+            host, port, timeout_s=None, socket_factory=socket_factory
+        )
         self._times = times
 
     def __getattr__(self, name: str):
@@ -142,8 +162,9 @@ class _TimedProxy:
         self._times[first_txid] = time.perf_counter() - start
 
 
-def _timed_logger_factory(rpc_times: list[dict[int, float]]):
-    """IPCLoggerChannels whose journal() RPC times land in ``rpc_times[node]``."""
+def _timed_logger_factory(rpc_times: list[dict[int, float]], socket_factory=None):
+    """IPCLoggerChannels whose journal() RPC times land in ``rpc_times[node]``; their
+    connections come from ``socket_factory`` (None: plain TCP)."""
 
     def factory(conf, ns_info, journal_id, name_service_id, address):
         times: dict[int, float] = {}
@@ -154,7 +175,7 @@ def _timed_logger_factory(rpc_times: list[dict[int, float]]):
             journal_id,
             address,
             name_service_id=name_service_id,
-            proxy_factory=lambda host, port: _TimedProxy(host, port, times),
+            proxy_factory=lambda host, port: _TimedProxy(host, port, times, socket_factory),
         )
 
     return factory
@@ -240,22 +261,26 @@ def run_cluster_phases(
     *,
     frozen_too: bool,
     ideal: Path | None = None,
+    conf: Configuration | None = None,
+    name: str | None = None,
 ) -> list[PhaseResult]:
     """Healthy phases on ``num_nodes`` JournalNode processes, then (``frozen_too``) the same
     with the last node frozen by SIGSTOP. With ``ideal``, the baseline runs for each batch
     size just before the healthy phase (the machine may be shared: neighbours in time are
-    compared). Every process is stopped on return."""
-    name = f"{num_nodes} JNs"
+    compared). ``conf`` is the cluster's and the writer's (a secured one turns TLS on);
+    ``name`` labels the phases. Every process is stopped on return."""
+    name = name or f"{num_nodes} JNs"
     results: list[PhaseResult] = []
-    conf = Configuration()
+    conf = conf if conf is not None else Configuration()
     with MiniJournalCluster(num_nodes, base_dir=base, conf=conf, processes=True) as cluster:
         pids = [node.pid for node in cluster.nodes]
         rpc_times: list[dict[int, float]] = []  # per node: first txid -> journal() seconds
+        socket_factory = SSLFactory(conf).rpc_client_socket_factory()
         qjm = QuorumJournalManager(
             conf,
             cluster.quorum_journal_uri(JID),
             FAKE_NSINFO,
-            logger_factory=_timed_logger_factory(rpc_times),
+            logger_factory=_timed_logger_factory(rpc_times, socket_factory),
         )
         try:
             qjm.format(FAKE_NSINFO)
@@ -413,6 +438,14 @@ def run(argv: Sequence[str], conf) -> int:
     )
     parser.add_argument("--skip-ideal", action="store_true", help="do not run the baseline")
     parser.add_argument("--dir", default=None, help="where the JournalNodes and baseline write")
+    parser.add_argument(
+        "--secure",
+        action="store_true",
+        help="measure mutual TLS: 3 JNs with security off and on, side by side (no other phase)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="with --secure: rounds of (plain, TLS) pairs (2)"
+    )
     args = parser.parse_args(list(argv))
     try:
         batches = _positive_ints(args.batches)
@@ -420,6 +453,10 @@ def run(argv: Sequence[str], conf) -> int:
         parser.error(f"--batches must be positive integers separated by commas: {args.batches}")
     if args.seconds <= 0 or args.max_ops <= 0:
         parser.error("--seconds and --max-ops must be positive")
+    if args.rounds <= 0:
+        parser.error("--rounds must be positive")
+    if args.secure:
+        return run_secure(batches, args.seconds, args.max_ops, args.rounds, args.dir)
 
     base = Path(tempfile.mkdtemp(prefix="bench-qjm-", dir=args.dir))
     try:
@@ -451,6 +488,100 @@ def run(argv: Sequence[str], conf) -> int:
             )
         print()
         report(results, batches)
+        print(f"load average at the end: {os.getloadavg()[0]:.2f}")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+# ---- --secure: what mutual TLS costs ------------------------------------------------------------
+PLAIN, TLS = "3 JNs, plain", "3 JNs, TLS"
+
+
+def secure_conf(directory: Path) -> Configuration:
+    """A Configuration with mutual TLS on RPC and HTTPS only, over a test PKI in ``directory``."""
+    from hadoop_qjm.common.security.certs import secure_conf_properties
+
+    conf = Configuration()
+    for key, value in secure_conf_properties(directory).items():
+        conf.set(key, value)
+    return conf
+
+
+def _median_result(results: list[PhaseResult]) -> PhaseResult:
+    """The round with the median txns/s (its latencies and CPU times come with it)."""
+    ordered = sorted(results, key=lambda r: r.txns_per_s)
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def report_secure(results: list[PhaseResult], batches: Sequence[int]) -> None:
+    """Per batch: every round's txns/s, the medians side by side, the ratio; then the goal."""
+    by_key: dict[tuple[str, int], list[PhaseResult]] = {}
+    for r in results:
+        by_key.setdefault((r.phase, r.batch), []).append(r)
+    print(
+        f"{'batch':>5} {'plain txns/s':>12} {'TLS txns/s':>11} {'ratio':>6} "
+        f"{'plain p50':>10} {'TLS p50':>9} {'writer CPU us/batch':>20} {'JNs CPU us/batch':>17}"
+    )
+    ratios: dict[int, float] = {}
+    for batch in batches:
+        plain, tls = by_key.get((PLAIN, batch)), by_key.get((TLS, batch))
+        if not plain or not tls:
+            continue
+        p, t = _median_result(plain), _median_result(tls)
+        ratios[batch] = ratio = t.txns_per_s / p.txns_per_s if p.txns_per_s else 0.0
+        print(
+            f"{batch:>5} {p.txns_per_s:>12,.0f} {t.txns_per_s:>11,.0f} {ratio:>6.2f} "
+            f"{p.p50_ms:>7.2f} ms {t.p50_ms:>6.2f} ms "
+            f"{p.per_batch_us(p.cpu_seconds):>9,.0f} → {t.per_batch_us(t.cpu_seconds):>7,.0f} "
+            f"{p.per_batch_us(p.jn_cpu_seconds):>7,.0f} → {t.per_batch_us(t.jn_cpu_seconds):>6,.0f}"
+        )
+        rounds = ", ".join(
+            f"{a.txns_per_s:,.0f}/{b.txns_per_s:,.0f}" for a, b in zip(plain, tls, strict=False)
+        )
+        print(f"      rounds (plain/TLS txns/s): {rounds}")
+    print("medians over the rounds; a round's plain and TLS runs are neighbours in time")
+    print()
+    print("goal (printed, not asserted):")
+    ratio = ratios.get(TLS_GOAL_BATCH)
+    if ratio is None:
+        print(f"  batch {TLS_GOAL_BATCH} not measured (add it to --batches)")
+    else:
+        print(
+            f"  batch {TLS_GOAL_BATCH}: TLS gives {ratio:.2f}x the plain txns/s, a cost of "
+            f"{(1 - ratio) * 100:.0f}% (goal <= {(1 - TLS_RATIO_GOAL) * 100:.0f}%) "
+            f"{_verdict(ratio >= TLS_RATIO_GOAL)}"
+        )
+
+
+def run_secure(
+    batches: Sequence[int], seconds: float, max_ops: int, rounds: int, directory: str | None
+) -> int:
+    """``bench qjm --secure``: see the module docstring."""
+    base = Path(tempfile.mkdtemp(prefix="bench-qjm-secure-", dir=directory))
+    try:
+        tls_conf = secure_conf(base / "pki")
+        print(f"ops: MKDIR, {len(encode_op(_op(1)))} bytes each; batches {batches}; {seconds:g} s")
+        print(
+            f"directory: {base}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; "
+            f"{rounds} round(s), order alternating plain/TLS"
+        )
+        results: list[PhaseResult] = []
+        for i in range(rounds * 2):
+            # plain, TLS, TLS, plain, plain, TLS, ...: each mode runs first as often.
+            secure = (i % 2 == 1) != (i // 2 % 2 == 1)
+            results += run_cluster_phases(
+                base / f"run-{i}",
+                3,
+                batches,
+                seconds,
+                max_ops,
+                frozen_too=False,
+                conf=tls_conf if secure else Configuration(),
+                name=TLS if secure else PLAIN,
+            )
+        print()
+        report_secure(results, batches)
         print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     finally:
         shutil.rmtree(base, ignore_errors=True)

@@ -1,0 +1,78 @@
+"""A secured NameNode in this process, writing to a secured MiniJournalCluster: its RPC is
+mutual TLS (NameNodeProxy, the ``dfs`` command), its HTTPS listener serves the open pages to
+anyone and /imagetransfer only to a verified certificate."""
+
+from __future__ import annotations
+
+import http.client
+from collections.abc import Iterator
+
+import pytest
+
+from hadoop_qjm.common.exceptions import IOException
+from hadoop_qjm.namenode.name_node import NameNode
+from hadoop_qjm.namenode.name_node_core import format_namenode
+from hadoop_qjm.namenode.protocol.client import NameNodeProxy, client_socket_factory
+from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+from hadoop_qjm.tools.dfs_shell import run
+from tests.integration.namenode_support import Terminations, nn_conf
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def secure_nn(pki, tmp_path) -> Iterator[NameNode]:
+    with MiniJournalCluster(3, conf=pki.conf()) as cluster:
+        conf = nn_conf(
+            tmp_path,
+            shared=cluster.quorum_journal_uri("securenn"),
+            **{
+                **pki.props,
+                "dfs.namenode.rpc-address": "127.0.0.1:0",
+                "dfs.namenode.http-address": "127.0.0.1:0",
+                "dfs.namenode.https-address": "127.0.0.1:0",
+            },
+        )
+        format_namenode(conf, fs_owner="hdfs")  # through the secured quorum
+        nn = NameNode(conf, terminate=Terminations(), fs_owner="hdfs")
+        nn.start()
+        try:
+            yield nn
+        finally:
+            nn.stop()
+
+
+def test_rpc_and_dfs_over_mutual_tls(secure_nn: NameNode, pki) -> None:
+    assert secure_nn.http_server is None and secure_nn.https_server is not None
+    conf = secure_nn.conf
+    with NameNodeProxy(
+        *secure_nn.rpc_address, timeout_s=30, socket_factory=client_socket_factory(conf)
+    ) as proxy:
+        assert proxy.mkdirs("/secure/dir", 0o755)
+        assert proxy.get_file_info("/secure/dir").is_dir
+    with NameNodeProxy(*secure_nn.rpc_address, timeout_s=30) as plain:
+        with pytest.raises(IOException):
+            plain.get_file_info("/secure")
+
+    client_conf = pki.conf(**{"fs.defaultFS": f"hdfs://127.0.0.1:{secure_nn.rpc_address[1]}"})
+    assert run(["-mkdir", "-p", "/from/dfs"], client_conf) == 0
+    with NameNodeProxy.from_conf(client_conf, timeout_s=30) as proxy:
+        assert proxy.get_file_info("/from/dfs").is_dir
+
+
+def test_https_pages(secure_nn: NameNode, pki) -> None:
+    def get(path: str, cert: str | None) -> int:
+        conn = http.client.HTTPSConnection(
+            "127.0.0.1", secure_nn.https_address[1], timeout=10, context=pki.client_context(cert)
+        )
+        try:
+            conn.request("GET", path)
+            response = conn.getresponse()
+            response.read()
+            return response.status
+        finally:
+            conn.close()
+
+    assert get("/jmx", None) == 200
+    assert get("/imagetransfer?getimage=1&txid=latest", None) == 403
+    assert get("/imagetransfer?getimage=1&txid=latest", "namenode") == 200
