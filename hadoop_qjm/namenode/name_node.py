@@ -42,6 +42,7 @@ from hadoop_qjm.namenode.ha.ha_util import (
     NameNodeAddress,
     get_nameservice_id,
     ha_namenodes,
+    image_transfer_base,
     is_ha_enabled,
 )
 from hadoop_qjm.namenode.ha.standby_checkpointer import StandbyCheckpointer
@@ -471,7 +472,11 @@ class NameNode:
         errors = []
         for nn in self._other_namenodes():
             try:
-                with NameNodeProxy(*nn.client_rpc, timeout_s=timeout_s) as proxy:
+                with NameNodeProxy(
+                    *nn.client_rpc,
+                    timeout_s=timeout_s,
+                    socket_factory=self.ssl_factory.rpc_client_socket_factory(),
+                ) as proxy:
                     proxy.roll_edit_log()
                 return
             except (HadoopException, OSError) as e:
@@ -493,16 +498,18 @@ class NameNode:
             / 1000.0
         )
         for nn in self._other_namenodes():
-            if nn.client_http is None:
+            transfer = image_transfer_base(self.conf, nn)
+            if transfer is None:
                 continue
-            host, port = nn.client_http
+            base_url, ssl_context = transfer
             try:
                 upload_image_to_active(
-                    f"http://{host}:{port}",
+                    base_url,
                     core.ns_info.storage_info(),  # type: ignore[union-attr]
                     txid,
                     images[0].path,
                     timeout_s,
+                    ssl_context=ssl_context,
                 )
                 LOG.info("Uploaded fsimage_%d to %s", txid, nn.nnid)
             except (HadoopException, OSError) as e:

@@ -59,7 +59,9 @@ def free_ports(n: int) -> list[int]:
 class MiniHACluster:
     """See the module docstring. ``properties`` are added to the shared hdfs-site.xml;
     with ``start=False`` only the JournalNodes start (then call :meth:`format_and_bootstrap`
-    and :meth:`start_namenode` yourself)."""
+    and :meth:`start_namenode` yourself). ``secure=True`` makes a test PKI in
+    ``<base_dir>/pki`` and runs every channel over mutual TLS, HTTPS only
+    (docs/security.md)."""
 
     def __init__(
         self,
@@ -68,12 +70,19 @@ class MiniHACluster:
         properties: Mapping[str, object] | None = None,
         num_journal_nodes: int = 3,
         start: bool = True,
+        secure: bool = False,
     ) -> None:
         self._own_base_dir = base_dir is None
         self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="miniha-"))
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self.conf_dir = self.base_dir / "conf"
-        self.properties = dict(properties or {})
+        self.secure = secure
+        self.properties: dict[str, object] = {}
+        if secure:
+            from hadoop_qjm.common.security.certs import secure_conf_properties
+
+            self.properties.update(secure_conf_properties(self.base_dir / "pki", ["localhost"]))
+        self.properties.update(properties or {})
         self.namenodes: dict[str, NameNodeProcess | None] = dict.fromkeys(NNIDS)
         jn_conf = Configuration()
         jn_conf.set("dfs.ha.tail-edits.in-progress", "true")
@@ -87,9 +96,10 @@ class MiniHACluster:
             processes=True,
         )
         try:
-            ports = free_ports(4)
+            ports = free_ports(6)
             self.rpc_ports = dict(zip(NNIDS, ports[:2]))
-            self.http_ports = dict(zip(NNIDS, ports[2:]))
+            self.http_ports = dict(zip(NNIDS, ports[2:4]))
+            self.https_ports = dict(zip(NNIDS, ports[4:]))
             self._write_conf()
         except BaseException:
             self.shutdown()
@@ -132,6 +142,9 @@ class MiniHACluster:
             )
             props[f"dfs.namenode.http-address.{NAMESERVICE}.{nnid}"] = (
                 f"127.0.0.1:{self.http_ports[nnid]}"
+            )
+            props[f"dfs.namenode.https-address.{NAMESERVICE}.{nnid}"] = (
+                f"127.0.0.1:{self.https_ports[nnid]}"
             )
             props[f"dfs.namenode.name.dir.{NAMESERVICE}.{nnid}"] = str(self.name_dir(nnid))
         props.update(self.properties)
@@ -196,7 +209,14 @@ class MiniHACluster:
         return node
 
     def proxy(self, nnid: str, timeout_s: float = 60.0) -> NameNodeProxy:
-        return NameNodeProxy("127.0.0.1", self.rpc_ports[nnid], timeout_s=timeout_s)
+        from hadoop_qjm.namenode.protocol.client import client_socket_factory
+
+        return NameNodeProxy(
+            "127.0.0.1",
+            self.rpc_ports[nnid],
+            timeout_s=timeout_s,
+            socket_factory=client_socket_factory(self.client_conf()),
+        )
 
     def client(self, **proxy_kwargs: object):
         """A client of the nameservice that fails over between the NameNodes;

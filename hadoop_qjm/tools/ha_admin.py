@@ -48,7 +48,7 @@ from hadoop_qjm.common.exceptions import (
 )
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.ha.ha_util import get_nameservice_id, ha_namenodes, suffixed
-from hadoop_qjm.namenode.protocol.client import NameNodeProxy
+from hadoop_qjm.namenode.protocol.client import NameNodeProxy, client_socket_factory
 from hadoop_qjm.namenode.protocol.exceptions import HealthCheckFailedException
 from hadoop_qjm.namenode.protocol.messages import HAServiceState
 
@@ -119,8 +119,16 @@ class HAServiceTarget:
 ProxyFactory = Callable[[str, int, float], Any]
 
 
-def _default_proxy(host: str, port: int, timeout_s: float) -> NameNodeProxy:
-    return NameNodeProxy(host, port, timeout_s, connect_timeout_s=min(timeout_s, 20.0))
+def _default_proxy_factory(conf: Any) -> ProxyFactory:
+    """NameNodeProxies with the RPC transport ``conf`` asks for (TCP or mutual TLS)."""
+    socket_factory = client_socket_factory(conf)
+    return lambda host, port, timeout_s: NameNodeProxy(
+        host,
+        port,
+        timeout_s,
+        connect_timeout_s=min(timeout_s, 20.0),
+        socket_factory=socket_factory,
+    )
 
 
 def _one_line(error: BaseException) -> str:
@@ -136,13 +144,13 @@ class HAAdmin:
         conf: Any,
         nameservice: str | None = None,
         *,
-        proxy_factory: ProxyFactory = _default_proxy,
+        proxy_factory: ProxyFactory | None = None,
         out: TextIO | None = None,
         err: TextIO | None = None,
     ) -> None:
         self.conf = conf
         self.nameservice = nameservice
-        self._proxy_factory = proxy_factory
+        self._proxy_factory = proxy_factory or _default_proxy_factory(conf)
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.check_timeout_s = self._timeout(

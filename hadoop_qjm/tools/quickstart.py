@@ -109,10 +109,33 @@ def _wait(predicate, what: str, timeout_s: float = DEADLINE_S) -> None:
         time.sleep(0.02)
 
 
-def _jmx(port: int, bean: str) -> dict:
-    url = f"http://127.0.0.1:{port}/jmx?qry=Hadoop:service=NameNode,name={bean}"
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return json.loads(response.read())["beans"][0]
+class _Web:
+    """The daemons' web addresses: HTTPS (verified against the test CA) when secured."""
+
+    def __init__(self, cluster) -> None:
+        self.cluster = cluster
+        self.context = None
+        if cluster.secure:
+            from hadoop_qjm.common.security import SSLFactory
+
+            self.context = SSLFactory(cluster.client_conf()).http_client_context()
+
+    def namenode(self, nnid: str) -> str:
+        c = self.cluster
+        if c.secure:
+            return f"https://localhost:{c.https_ports[nnid]}"
+        return f"http://127.0.0.1:{c.http_ports[nnid]}"
+
+    def journal_node(self, i: int) -> str:
+        jns = self.cluster.journal_nodes
+        if self.cluster.secure:
+            return f"https://localhost:{jns.https_ports[i]}"
+        return f"http://127.0.0.1:{jns.http_ports[i]}"
+
+    def jmx(self, nnid: str, bean: str) -> dict:
+        url = f"{self.namenode(nnid)}/jmx?qry=Hadoop:service=NameNode,name={bean}"
+        with urllib.request.urlopen(url, timeout=10, context=self.context) as response:
+            return json.loads(response.read())["beans"][0]
 
 
 def _hdfs(cluster, *args: str) -> str:
@@ -154,13 +177,19 @@ def _run_ha(args, conf) -> int:
     cluster = None
     load = None
     try:
-        cluster = MiniHACluster(base / "cluster", properties=properties, start=False)
+        cluster = MiniHACluster(
+            base / "cluster", properties=properties, start=False, secure=args.secure
+        )
+        web = _Web(cluster)
         jns = cluster.journal_nodes
+        if args.secure:
+            _say(
+                f"Secured: a test CA and certificates in {cluster.base_dir / 'pki'}; every "
+                "RPC and HTTP channel is mutual TLS (HTTPS only)"
+            )
         _say(f"Started 3 JournalNode processes: {jns.quorum_journal_uri('mycluster')}")
         for i in range(jns.num_journal_nodes):
-            _say(
-                f"  JournalNode {i}: pid {jns.nodes[i].pid}, http://127.0.0.1:{jns.http_ports[i]}/"
-            )
+            _say(f"  JournalNode {i}: pid {jns.nodes[i].pid}, {web.journal_node(i)}/")
         _say(f"Configuration: {cluster.conf_dir / 'hdfs-site.xml'} (nameservice mycluster)")
         _hdfs(cluster, "namenode", "-nnid", "nn1", "-format", "-nonInteractive")
         nn1 = cluster.start_namenode("nn1")
@@ -201,24 +230,23 @@ def _run_ha(args, conf) -> int:
                 lambda: standby.get_transaction_id() >= active_txid,
                 f"the standby to reach txid {active_txid}",
             )
-        ports = cluster.http_ports
         _wait(
             lambda: (
-                _jmx(ports["nn1"], "FSNamesystem")["FilesTotal"]
-                == _jmx(ports["nn2"], "FSNamesystem")["FilesTotal"]
+                web.jmx("nn1", "FSNamesystem")["FilesTotal"]
+                == web.jmx("nn2", "FSNamesystem")["FilesTotal"]
             ),
             "the standby's namespace to match the active's",
         )
-        inodes = _jmx(ports["nn2"], "FSNamesystem")["FilesTotal"]
+        inodes = web.jmx("nn2", "FSNamesystem")["FilesTotal"]
         _say(f"nn1 (standby) caught up to txid {active_txid}: {inodes} inodes on both")
         segments = _check_finalized_identical(cluster)
         _say(f"{segments} finalized segments byte-identical on every JournalNode that has them")
         _say("Status pages and metrics (while the cluster runs):")
         for nnid in NNIDS:
-            url = f"http://127.0.0.1:{ports[nnid]}"
+            url = web.namenode(nnid)
             _say(f"  {nnid}: {url}/  {url}/metrics  {url}/jmx")
         for i in range(jns.num_journal_nodes):
-            url = f"http://127.0.0.1:{jns.http_ports[i]}"
+            url = web.journal_node(i)
             _say(f"  JournalNode {i}: {url}/  {url}/metrics  {url}/jmx")
         if args.keep_running:
             _say("Running until Ctrl-C (--keep-running)")
@@ -252,6 +280,11 @@ def run(argv, conf) -> int:
     parser.add_argument("--clients", type=int, default=4, help="client threads (4)")
     parser.add_argument(
         "--dir", default=None, help="keep the cluster's data and logs here (default: a temp dir)"
+    )
+    parser.add_argument(
+        "--secure",
+        action="store_true",
+        help="run every RPC and HTTP channel over mutual TLS with a generated test CA",
     )
     parser.add_argument(
         "--keep-running",

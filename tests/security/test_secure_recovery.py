@@ -9,7 +9,6 @@ import http.client
 
 import pytest
 
-from hadoop_qjm.namenode.edit_log_file_input_stream import scan_edit_log
 from hadoop_qjm.namenode.file_journal_manager import (
     finalized_edits_file_name,
     inprogress_edits_file_name,
@@ -26,8 +25,9 @@ def test_recovery_downloads_over_https_only(pki) -> None:
     """::
 
     JN0: 1-5 in progress      \\
-    JN1: 1-5 in progress       }  the writer dies; a new writer recovers 1-5
-    JN2: 1-3 (missed 4-5)     /   JN2 downloads edits 1-5 from a peer, over HTTPS
+    JN1: 1-5 in progress  --  stopped before the recovery
+    JN2: 1-3 (missed 4-5)     /   the quorum is JN0 + JN2: JN2 must download 1-5 from
+                                  JN0 (acceptRecovery's URL), over HTTPS
     """
     conf = pki.conf(**{"dfs.http.policy": "HTTPS_ONLY", "dfs.journalnode.enable.sync": "false"})
     with MiniJournalCluster(3, conf=conf) as cluster:
@@ -41,30 +41,23 @@ def test_recovery_downloads_over_https_only(pki) -> None:
                 logger.wait_for_all_pending_calls()
             cluster.stop_journal_node(2)
             write_txns(stm, 4, 2)  # a quorum of two
+            for logger in first.loggers.loggers:
+                logger.wait_for_all_pending_calls()
         finally:
             first.close()  # dies without finalizing
         cluster.restart_journal_node(2)
+        cluster.stop_journal_node(1)  # JN2 is needed for a quorum now
 
         second = QuorumJournalManager(conf, cluster.quorum_journal_uri(JID), FAKE_NSINFO)
         try:
             second.recover_unfinalized_segments()
-            for logger in second.loggers.loggers:
-                logger.wait_for_all_pending_calls()
         finally:
             second.close()
-        # JN2 held 1-3 only: its 1-5 came from a peer, and HTTPS is the only listener.
-        # Finalize goes to the quorum whose accept came back first: JN2's copy is finalized
-        # too, or still the accepted in-progress one.
+        # JN2 held 1-3 only: its finalized 1-5 came from JN0, and HTTPS is the only listener.
         finalized = (cluster.current_dir(0, JID) / finalized_edits_file_name(1, 5)).read_bytes()
-        done = cluster.current_dir(2, JID) / finalized_edits_file_name(1, 5)
-        if done.exists():
-            assert done.read_bytes() == finalized
-        else:
-            assert (cluster.current_dir(2, JID) / "paxos" / "1").exists()
-            copy = cluster.current_dir(2, JID) / inprogress_edits_file_name(1)
-            scan = scan_edit_log(copy)
-            assert scan.last_txid == 5
-            assert copy.read_bytes()[: scan.valid_length] == finalized
+        copy = cluster.current_dir(2, JID) / finalized_edits_file_name(1, 5)
+        assert copy.read_bytes() == finalized
+        assert not (cluster.current_dir(2, JID) / inprogress_edits_file_name(1)).exists()
 
 
 def test_http_and_https_keeps_segments_off_plain_http(pki) -> None:

@@ -37,10 +37,15 @@ from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.fs_edit_log import check_for_gaps
-from hadoop_qjm.namenode.ha.ha_util import NameNodeAddress, ha_namenodes, suffixed
+from hadoop_qjm.namenode.ha.ha_util import (
+    NameNodeAddress,
+    ha_namenodes,
+    image_transfer_base,
+    suffixed,
+)
 from hadoop_qjm.namenode.name_node_core import JournalFactory, create_journal_set
 from hadoop_qjm.namenode.nn_storage import NameNodeDirs, NNStorage
-from hadoop_qjm.namenode.protocol.client import NameNodeProxy
+from hadoop_qjm.namenode.protocol.client import NameNodeProxy, client_socket_factory
 from hadoop_qjm.namenode.redundant_edit_log_input_stream import chain_and_make_redundant_streams
 from hadoop_qjm.namenode.transfer_fs_image import download_image
 
@@ -93,8 +98,12 @@ class BootstrapResult:
 ProxyFactory = Callable[[NameNodeAddress], Any]
 
 
-def _default_proxy(nn: NameNodeAddress) -> NameNodeProxy:
-    return NameNodeProxy(*nn.client_rpc, RPC_TIMEOUT_S, connect_timeout_s=20.0)
+def _default_proxy_factory(conf: Configuration) -> ProxyFactory:
+    """NameNodeProxies with the RPC transport ``conf`` asks for (TCP or mutual TLS)."""
+    socket_factory = client_socket_factory(conf)
+    return lambda nn: NameNodeProxy(
+        *nn.client_rpc, RPC_TIMEOUT_S, connect_timeout_s=20.0, socket_factory=socket_factory
+    )
 
 
 def _one_line(error: BaseException) -> str:
@@ -110,7 +119,7 @@ def bootstrap_standby(
     force: bool = False,
     confirm: Callable[[Sequence[str]], bool] | None = None,
     skip_shared_edits_check: bool = False,
-    proxy_factory: ProxyFactory = _default_proxy,
+    proxy_factory: ProxyFactory | None = None,
     journal_factory: JournalFactory | None = None,
     out: Callable[[str], None] = print,
 ) -> BootstrapResult:
@@ -130,18 +139,23 @@ def bootstrap_standby(
             f"No other NameNode in {suffixed(keys.DFS_HA_NAMENODES_KEY_PREFIX, nameservice)} "
             f"to bootstrap {nnid} from"
         )
-    source, ns_info, image_txid, cur_txid = _ask_other_namenodes(others, proxy_factory)
+    source, ns_info, image_txid, cur_txid = _ask_other_namenodes(
+        others, proxy_factory or _default_proxy_factory(conf)
+    )
     if ns_info.layout_version != CURRENT_LAYOUT_VERSION:
         raise BootstrapStandbyException(
             ERR_CODE_INVALID_VERSION,
             f"Layout version on remote node ({ns_info.layout_version}) does not match this "
             f"node's layout version ({CURRENT_LAYOUT_VERSION})",
         )
-    if source.client_http is None:
+    transfer = image_transfer_base(conf, source)
+    if transfer is None:
         http_key = suffixed(keys.DFS_NAMENODE_HTTP_ADDRESS_KEY, nameservice, source.nnid)
-        raise IOException(f"{http_key} is not set: cannot download the image from {source.nnid}")
-    http_host, http_port = source.client_http
-    http_url = f"http://{http_host}:{http_port}"
+        raise IOException(
+            f"{http_key} (or its https-address with HTTPS on) is not set: cannot download "
+            f"the image from {source.nnid}"
+        )
+    http_url, ssl_context = transfer
     for line in (
         "=====================================================",
         f"About to bootstrap Standby ID {nnid} from:",
@@ -191,7 +205,12 @@ def bootstrap_standby(
             / 1000.0
         )
         md5 = download_image(
-            http_url, image_txid, ns_info.storage_info(), image_dirs, timeout_s or None
+            http_url,
+            image_txid,
+            ns_info.storage_info(),
+            image_dirs,
+            timeout_s or None,
+            ssl_context=ssl_context,
         )
         storage.write_transaction_id_file(image_txid)
     finally:

@@ -51,7 +51,11 @@ from urllib.parse import urlsplit
 from hadoop_qjm.common.exceptions import ConfigurationError, IOException
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.ha.ha_util import NameNodeAddress, get_namenode_ids, ha_namenodes
-from hadoop_qjm.namenode.protocol.client import NameNodeProxy, parse_hdfs_uri
+from hadoop_qjm.namenode.protocol.client import (
+    NameNodeProxy,
+    client_socket_factory,
+    parse_hdfs_uri,
+)
 from hadoop_qjm.namenode.protocol.exceptions import StandbyException
 from hadoop_qjm.qjournal.protocol.exceptions import ConnectException, SocketTimeoutException
 
@@ -165,6 +169,9 @@ class FailoverNameNodeProxy:
             keys.DFS_CLIENT_FAILOVER_SLEEPTIME_MAX_KEY,
             keys.DFS_CLIENT_FAILOVER_SLEEPTIME_MAX_DEFAULT,
         )
+        if "socket_factory" not in proxy_kwargs:
+            # The RPC transport the configuration asks for: TCP, or mutual TLS.
+            proxy_kwargs["socket_factory"] = client_socket_factory(conf)
         self._factory = proxy_factory or (lambda nn: NameNodeProxy(*nn.client_rpc, **proxy_kwargs))
         self._sleep = sleep
         self._rng = rng or random.Random()
@@ -309,6 +316,7 @@ def namenode_proxy_for_uri(conf: Any, uri: str, **kwargs: Any) -> Any:
     nameservice = ha_nameservice_of_uri(conf, uri)
     if nameservice is not None:
         return FailoverNameNodeProxy(conf, nameservice, **kwargs)
+    kwargs.setdefault("socket_factory", client_socket_factory(conf))
     return NameNodeProxy(*parse_hdfs_uri(uri), **kwargs)
 
 

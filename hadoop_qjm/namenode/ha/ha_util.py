@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import socket
 from dataclasses import dataclass
+from typing import Any
 
 from hadoop_qjm.common.exceptions import ConfigurationError
 from hadoop_qjm.conf import Configuration
@@ -31,6 +32,7 @@ __all__ = [
     "get_namenode_ids",
     "get_namenode_id",
     "ha_namenodes",
+    "image_transfer_base",
     "initialize_generic_keys",
     "is_ha_enabled",
     "resolve_ha_conf",
@@ -104,6 +106,7 @@ class NameNodeAddress:
     nnid: str
     rpc: tuple[str, int]
     http: tuple[str, int] | None
+    https: tuple[str, int] | None = None
 
     @property
     def rpc_text(self) -> str:
@@ -117,10 +120,34 @@ class NameNodeAddress:
 
     @property
     def client_http(self) -> tuple[str, int] | None:
-        if self.http is None:
+        return _dialable(self.http)
+
+    @property
+    def client_https(self) -> tuple[str, int] | None:
+        return _dialable(self.https)
+
+
+def _dialable(address: tuple[str, int] | None) -> tuple[str, int] | None:
+    if address is None:
+        return None
+    host = address[0]
+    return ("127.0.0.1" if host in _WILDCARD_HOSTS else host.strip("[]")), address[1]
+
+
+def image_transfer_base(conf: Configuration, nn: NameNodeAddress) -> tuple[str, Any] | None:
+    """``(base URL, ssl context or None)`` for ``/imagetransfer`` on ``nn``: HTTPS (with the
+    client certificate of ssl-client.xml) whenever ``dfs.http.policy`` enables it, else
+    HTTP; None if that address is not configured."""
+    from hadoop_qjm.common.security import SSLFactory
+
+    factory = SSLFactory(conf)
+    if factory.http_policy.https_enabled:
+        address = nn.client_https
+        if address is None:
             return None
-        host = self.http[0]
-        return ("127.0.0.1" if host in _WILDCARD_HOSTS else host.strip("[]")), self.http[1]
+        return f"https://{address[0]}:{address[1]}", factory.http_client_context()
+    address = nn.client_http
+    return (f"http://{address[0]}:{address[1]}", None) if address is not None else None
 
 
 def ha_namenodes(conf: Configuration, nameservice: str | None = None) -> list[NameNodeAddress]:
@@ -140,7 +167,13 @@ def ha_namenodes(conf: Configuration, nameservice: str | None = None) -> list[Na
             if conf.get_trimmed(http_key)
             else None
         )
-        result.append(NameNodeAddress(nnid, rpc, http))
+        https_key = suffixed(keys.DFS_NAMENODE_HTTPS_ADDRESS_KEY, nameservice, nnid)
+        https = (
+            conf.get_socket_address(https_key, None, keys.DFS_NAMENODE_HTTPS_PORT_DEFAULT)
+            if conf.get_trimmed(https_key)
+            else None
+        )
+        result.append(NameNodeAddress(nnid, rpc, http, https))
     return result
 
 
