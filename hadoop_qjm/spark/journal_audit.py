@@ -25,6 +25,7 @@ audit is then incomplete); else 0.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -170,16 +171,48 @@ def _notes(segments: list[dict[str, Any]]) -> list[str]:
 # ---- the job ------------------------------------------------------------------------------------
 
 
-def _list_node(spec: tuple[str, str, str, str | None, float]) -> list[dict[str, Any]]:
-    node, kind, location, jid, timeout_s = spec
+#: ``(properties, resources)`` of the driver's Configuration, shipped to the executors so
+#: that they reach a secured cluster the way the command line would (docs/security.md).
+ClientConf = tuple[tuple[tuple[str, str], ...], tuple[str, ...]]
+
+
+def client_conf_of(conf: Any) -> ClientConf:
+    if conf is None:
+        return (), ()
+    properties = {k: v for k, v in conf.as_dict().items() if conf.source(k) != "defaults"}
+    return tuple(sorted(properties.items())), tuple(conf.resources)
+
+
+@functools.lru_cache(maxsize=4)
+def _client_security(client_conf: ClientConf) -> tuple[Any, Any]:
+    """``(RPC socket factory, HTTPS context)`` for ``client_conf``, made once per process:
+    both None on a cluster without security."""
+    properties, resources = client_conf
+    if not properties:
+        return None, None
+    from hadoop_qjm.common.security import SSLFactory
+    from hadoop_qjm.conf import Configuration
+
+    conf = Configuration(load_defaults=True)
+    for key, value in properties:
+        conf.set(key, value)
+    conf.resources.extend(resources)  # where a relative ssl-client.xml is looked up
+    factory = SSLFactory(conf)
+    return factory.rpc_client_socket_factory(), factory.http_client_context()
+
+
+def _list_node(spec: tuple[str, str, str, str | None, float, ClientConf]) -> list[dict[str, Any]]:
+    node, kind, location, jid, timeout_s, client_conf = spec
     if kind == "dir":
         return list_journal_dirs(node, location, jid)
     host, _, port = location.rpartition(":")
-    return list_journal_node(node, host, int(port), jid or "", timeout_s)
+    socket_factory, _ = _client_security(client_conf)
+    return list_journal_node(node, host, int(port), jid or "", timeout_s, socket_factory)
 
 
-def _fingerprint(spec: tuple[dict[str, Any], float]) -> tuple:
-    row = fingerprint(spec[0], spec[1])
+def _fingerprint(spec: tuple[dict[str, Any], float, ClientConf]) -> tuple:
+    _, ssl_context = _client_security(spec[2])
+    row = fingerprint(spec[0], spec[1], ssl_context)
     return tuple(row.get(name) for name in _SEGMENT_FIELDS)
 
 
@@ -192,11 +225,13 @@ def run_audit(
     ops: bool = False,
     overwrite: bool = False,
     timeout_s: float = HTTP_TIMEOUT_S,
+    client_conf: ClientConf = ((), ()),
 ) -> AuditReport:
-    """Audit ``nodes`` — ``(name, "dir" | "rpc", directory | "host:port")`` — into ``out``."""
+    """Audit ``nodes`` — ``(name, "dir" | "rpc", directory | "host:port")`` — into ``out``.
+    ``client_conf`` (:func:`client_conf_of`) secures the live mode's RPC and downloads."""
     sc = spark.sparkContext
     mode = "overwrite" if overwrite else "errorifexists"
-    specs = [(name, kind, location, jid, timeout_s) for name, kind, location in nodes]
+    specs = [(name, kind, location, jid, timeout_s, client_conf) for name, kind, location in nodes]
     listed = sc.parallelize(specs, len(specs)).flatMap(_list_node).collect()
     journals = [row for row in listed if row["kind"] == "journal"]
     refs = [
@@ -205,9 +240,9 @@ def run_audit(
     errors = [f"{row['node']}: {row['error']}" for row in journals if row.get("error")]
 
     segments_df = spark.createDataFrame(
-        sc.parallelize([(ref, timeout_s) for ref in refs], max(1, min(len(refs), 1000))).map(
-            _fingerprint
-        )
+        sc.parallelize(
+            [(ref, timeout_s, client_conf) for ref in refs], max(1, min(len(refs), 1000))
+        ).map(_fingerprint)
         if refs
         else sc.emptyRDD(),
         SEGMENT_SCHEMA,
@@ -459,6 +494,7 @@ def run(argv: Sequence[str], conf=None) -> int:
                 ops=args.ops,
                 overwrite=args.overwrite,
                 timeout_s=args.timeout,
+                client_conf=client_conf_of(conf),
             )
     except Exception as e:  # noqa: BLE001 - Spark's errors are Java stack traces
         print(f"journal-audit: {spark_error_line(e)}", file=sys.stderr)

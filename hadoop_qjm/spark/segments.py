@@ -177,17 +177,25 @@ def _http_base(host: str, http_port: int, from_url: str | None) -> str:
 
 
 def list_journal_node(
-    node: str, host: str, port: int, jid: str, timeout_s: float = HTTP_TIMEOUT_S
+    node: str,
+    host: str,
+    port: int,
+    jid: str,
+    timeout_s: float = HTTP_TIMEOUT_S,
+    socket_factory: Any = None,
 ) -> list[dict[str, Any]]:
     """A live JournalNode's journal ``jid`` and its segments, as rows (see
-    :func:`list_journal_dirs`): ``getJournalState`` and ``getEditLogManifest`` over RPC,
-    segment locations as ``/getJournal`` URLs."""
+    :func:`list_journal_dirs`): ``getJournalState`` and ``getEditLogManifest`` over RPC
+    (``socket_factory``: mutual TLS on a secured cluster), segment locations as
+    ``/getJournal`` URLs."""
     from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
 
     row: dict[str, Any] = {"kind": "journal", "node": node, "jid": jid, "error": None}
     rows = [row]
     try:
-        with QJournalProtocolProxy(host, port, timeout_s, connect_timeout_s=timeout_s) as proxy:
+        with QJournalProtocolProxy(
+            host, port, timeout_s, connect_timeout_s=timeout_s, socket_factory=socket_factory
+        ) as proxy:
             state = proxy.get_journal_state(jid)
             response = proxy.get_edit_log_manifest(jid, 0, True)
     except Exception as e:  # noqa: BLE001 - an unreachable node is a finding, not a crash
@@ -232,11 +240,12 @@ def expand_path(node: str, location: str) -> list[dict[str, Any]]:
 # ---- reading segments ---------------------------------------------------------------------------
 
 
-def _read_bytes(location: str, timeout_s: float) -> bytes:
+def _read_bytes(location: str, timeout_s: float, ssl_context: Any = None) -> bytes:
     if _is_url(location):
         from hadoop_qjm.common.http_transfer import open_url
 
-        with open_url(location, timeout_s) as response:
+        context = ssl_context if location.startswith("https:") else None
+        with open_url(location, timeout_s, context) as response:
             buf = io.BytesIO()
             while chunk := response.read(CHUNK):
                 buf.write(chunk)
@@ -249,7 +258,9 @@ def _read_bytes(location: str, timeout_s: float) -> bytes:
         return f.read()
 
 
-def fingerprint(ref: dict[str, Any], timeout_s: float = HTTP_TIMEOUT_S) -> dict[str, Any]:
+def fingerprint(
+    ref: dict[str, Any], timeout_s: float = HTTP_TIMEOUT_S, ssl_context: Any = None
+) -> dict[str, Any]:
     """``ref`` plus the MD5 and length of its bytes, and what a frame scan finds in them.
 
     ``scan_first_txid``/``scan_last_txid``/``valid_length``: the ops that decode (length
@@ -259,7 +270,7 @@ def fingerprint(ref: dict[str, Any], timeout_s: float = HTTP_TIMEOUT_S) -> dict[
     row.update(md5=None, length=None, scan_first_txid=None, scan_last_txid=None)
     row.update(valid_length=None, error=None)
     try:
-        data = _read_bytes(ref["location"], timeout_s)
+        data = _read_bytes(ref["location"], timeout_s, ssl_context)
         row["md5"] = hashlib.md5(data).hexdigest()
         row["length"] = len(data)
         validation = scan_edit_log(data)

@@ -148,3 +148,42 @@ def test_live_journal_nodes_over_rpc_and_http(spark, tmp_path, capsys):
         assert run(["--shared-edits", uri, "--out", str(out2)]) == 1
         divergences = spark.read.parquet(str(out2 / "divergences")).collect()
         assert [(d["kind"], d["key"]) for d in divergences] == [("bytes differ", name)]
+
+
+def test_live_audit_of_a_secured_cluster(spark, tmp_path, capsys):
+    """With the cluster's security settings (mutual TLS, HTTPS only) the executors list the
+    nodes over TLS RPC and fetch segments over HTTPS; without them they get nothing."""
+    from hadoop_qjm.common.security.certs import secure_conf_properties
+    from hadoop_qjm.conf import Configuration
+    from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
+    from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+    from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, write_segment
+
+    conf = Configuration()
+    for key, value in secure_conf_properties(tmp_path / "pki").items():
+        conf.set(key, value)
+    with MiniJournalCluster(3, tmp_path / "cluster", conf) as cluster:
+        uri = cluster.quorum_journal_uri(JID)
+        qjm = QuorumJournalManager(conf, uri, FAKE_NSINFO)
+        try:
+            qjm.format(FAKE_NSINFO)
+            qjm.recover_unfinalized_segments()
+            write_segment(qjm, 1, 5, True)
+        finally:
+            qjm.close()
+        deadline = time.monotonic() + 30
+        while not all(
+            (cluster.current_dir(i, JID) / f"edits_{1:019d}-{5:019d}").exists() for i in range(3)
+        ):
+            assert time.monotonic() < deadline, "a JournalNode never finalized 1-5"
+            time.sleep(0.01)
+
+        out = tmp_path / "audit"
+        assert run(["--shared-edits", uri, "--out", str(out)], conf) == 0
+        printed = capsys.readouterr().out
+        assert "all finalized copies agree" in printed
+        rows = spark.read.parquet(str(out / "coverage")).collect()
+        assert [row["finalized_through"] for row in rows] == [5, 5, 5]
+
+        plain = tmp_path / "audit-plain"
+        assert run(["--shared-edits", uri, "--out", str(plain)], Configuration()) == 1
