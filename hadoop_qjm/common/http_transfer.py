@@ -7,16 +7,19 @@ the target file, which is fsynced before returning. A size mismatch or a wrong
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import ssl
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from hadoop_qjm.common.exceptions import IOException
 
-__all__ = ["download_to_file", "open_url", "CHUNK_SIZE"]
+__all__ = ["download_to_file", "open_transfer", "open_url", "CHUNK_SIZE"]
 
 CHUNK_SIZE = 64 * 1024
 
@@ -35,14 +38,12 @@ def open_url(url: str, timeout_s: float, ssl_context: ssl.SSLContext | None = No
         raise IOException(f"Unable to fetch {url}: {reason}") from None
 
 
-def download_to_file(
-    url: str,
-    path: str | os.PathLike[str],
-    timeout_s: float = 60.0,
-    ssl_context: ssl.SSLContext | None = None,
-) -> int:
-    """Fetch ``url`` into ``path`` (created or truncated) and fsync it; returns the byte count."""
-    path = Path(path)
+@contextlib.contextmanager
+def open_transfer(
+    url: str, timeout_s: float, ssl_context: ssl.SSLContext | None = None
+) -> Iterator[tuple[Any, int]]:
+    """Open a file transfer (``/getJournal``, ``/imagetransfer``): ``(response, length)``
+    once the answer is 200 with a usable ``Content-Length``, else IOException."""
     with open_url(url, timeout_s, ssl_context) as response:
         if response.status != 200:
             raise IOException(
@@ -52,9 +53,21 @@ def download_to_file(
         if length_header is None:
             raise IOException(f"Content-Length header is not provided by the server at {url}")
         try:
-            expected = int(length_header)
+            length = int(length_header)
         except ValueError:
             raise IOException(f"Bad Content-Length header '{length_header}' from {url}") from None
+        yield response, length
+
+
+def download_to_file(
+    url: str,
+    path: str | os.PathLike[str],
+    timeout_s: float = 60.0,
+    ssl_context: ssl.SSLContext | None = None,
+) -> int:
+    """Fetch ``url`` into ``path`` (created or truncated) and fsync it; returns the byte count."""
+    path = Path(path)
+    with open_transfer(url, timeout_s, ssl_context) as (response, expected):
         md5_header = response.headers.get("X-MD5-Digest")
         digest = hashlib.md5() if md5_header else None
         received = 0

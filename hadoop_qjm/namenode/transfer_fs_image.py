@@ -46,7 +46,7 @@ from hadoop_qjm.common.durable import (
     fsync_dir,
 )
 from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
-from hadoop_qjm.common.http_transfer import open_url
+from hadoop_qjm.common.http_transfer import open_transfer
 from hadoop_qjm.common.storage_info import StorageInfo
 from hadoop_qjm.namenode.fs_image_format import read_stored_md5, save_md5_file
 from hadoop_qjm.namenode.nn_storage import checkpoint_file_name, image_file_name
@@ -251,18 +251,7 @@ def download_image(
         f"{http_base_url.rstrip('/')}/imagetransfer?getimage=1&txid={txid}"
         f"&storageInfo={quote(storage_info.to_colon_separated_string(), safe=':')}"
     )
-    with open_url(url, timeout_s, ssl_context) as response:
-        if response.status != 200:
-            raise IOException(
-                f"Image transfer servlet at {url} failed with status code {response.status}"
-            )
-        length_header = response.headers.get("Content-Length")
-        if length_header is None:
-            raise IOException(f"Content-Length header is not provided by the server at {url}")
-        try:
-            length = int(length_header)
-        except ValueError:
-            raise IOException(f"Bad Content-Length header '{length_header}' from {url}") from None
+    with open_transfer(url, timeout_s, ssl_context) as (response, length):
         advertised = response.headers.get(MD5_HEADER)
         md5 = receive_checkpoint(response, length, advertised, dest_dirs, txid, fsync=fsync)
     commit_checkpoint(dest_dirs, txid, md5, fsync=fsync, hook=hook)
