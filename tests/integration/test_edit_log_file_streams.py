@@ -425,3 +425,56 @@ def test_file_scan_through_a_small_window_agrees_with_the_naive_version(
             assert scan_edit_log(path, max_txid) == naive_scan(data, max_txid)
     finally:
         input_module.READ_CHUNK = old
+
+
+def test_write_batch_writes_what_the_buffered_path_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The JournalNode's direct path: the same file, byte for byte, one fdatasync per batch."""
+    batches = [
+        b"".join(encode_op(MkdirOp.create(t, f"/d{t}" * 100)) for t in range(s, s + 100))
+        for s in range(1, 2001, 100)
+    ]
+    buffered = EditLogFileOutputStream(tmp_path / "buffered")
+    buffered.create()
+    for batch in batches:
+        buffered.write_raw(batch)
+        buffered.set_ready_to_flush()
+        buffered.flush()
+    calls: list[int] = []
+    real = os.fdatasync
+    monkeypatch.setattr(output_module.os, "fdatasync", lambda fd: (calls.append(fd), real(fd)))
+    direct = EditLogFileOutputStream(tmp_path / "direct")
+    direct.create()
+    calls.clear()
+    for i, batch in enumerate(batches):
+        if i == 3:
+            # Something already buffered goes first: the batch's first op here.
+            first_op = encode_op(MkdirOp.create(301, "/d301" * 100))
+            direct.write_raw(first_op)
+            batch = batch[len(first_op) :]
+        direct.write_batch(batch, durable=i != 5)
+    assert len(calls) == len(batches) - 1
+    assert direct.position > PREALLOCATION_LENGTH  # it preallocated more than once
+    direct.close()
+    buffered.close()
+    assert (tmp_path / "direct").read_bytes() == (tmp_path / "buffered").read_bytes()
+    assert scan_edit_log(tmp_path / "direct").last_txid == 2000
+
+
+def test_a_failed_sync_of_a_direct_batch_poisons_the_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stream = EditLogFileOutputStream(tmp_path / "a")
+    stream.create()
+
+    def failing_sync(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(output_module.os, "fdatasync", failing_sync)
+    with pytest.raises(IOException, match="Input/output error"):
+        stream.write_batch(encode_op(MkdirOp.create(1, "/a")))
+    monkeypatch.undo()
+    with pytest.raises(IOException, match="failed earlier"):
+        stream.write_batch(encode_op(MkdirOp.create(2, "/b")))
+    stream.abort()

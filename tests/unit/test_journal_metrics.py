@@ -51,3 +51,34 @@ def test_batch_written_counts_and_feeds_every_window() -> None:
     assert set(metrics.sync_quantiles) == set(QUANTILE_INTERVALS_S)
     for window in metrics.sync_quantiles.values():
         assert window._count == 1 and window._samples == [250.0]
+
+
+def test_the_batch_counts_scrape_as_the_counters_and_histogram_they_stand_for() -> None:
+    node = JournalNodeMetrics()
+    metrics = node.for_journal(_Journal())
+
+    def sample(name: str, **labels: str) -> float | None:
+        return node.registry.get_sample_value(name, {"journal_id": "j1", **labels})
+
+    for micros in (100.0, 100.5, 7_000.0, 2e6):
+        metrics.batch_written(1, 10, False, micros)
+    # Cumulative buckets, "le" as prometheus_client writes it; the bound itself is inside.
+    assert sample("journalnode_fsync_latency_microseconds_bucket", le="100.0") == 1
+    assert sample("journalnode_fsync_latency_microseconds_bucket", le="250.0") == 2
+    assert sample("journalnode_fsync_latency_microseconds_bucket", le="10000.0") == 3
+    assert sample("journalnode_fsync_latency_microseconds_bucket", le="1e+06") == 3
+    assert sample("journalnode_fsync_latency_microseconds_bucket", le="+Inf") == 4
+    assert sample("journalnode_fsync_latency_microseconds_count") == 4
+    assert sample("journalnode_batches_written_created") is not None
+    assert sample("journalnode_fsync_latency_microseconds_created") is not None
+
+
+def test_a_journal_loaded_again_goes_on_counting() -> None:
+    node = JournalNodeMetrics()
+    node.for_journal(_Journal()).batch_written(100, 9_700, False, 250.0)
+    node.forget("j1")
+    node.for_journal(_Journal()).batch_written(100, 9_700, False, 250.0)
+    assert (
+        node.registry.get_sample_value("journalnode_batches_written_total", {"journal_id": "j1"})
+        == 2
+    )

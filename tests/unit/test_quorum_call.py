@@ -272,3 +272,41 @@ def _done(value: object) -> Future:
     future: Future = Future()
     future.set_result(value)
     return future
+
+
+def test_an_assist_does_the_waiting_without_the_lock() -> None:
+    """With an assist (the pipelined write path), the waiter itself does the work that
+    brings the answers — here, completing the futures — and the call's lock is free
+    meanwhile, so the answers' callbacks can take it."""
+    futures: dict[str, Future] = {"a": Future(), "b": Future(), "c": Future()}
+    todo = list(futures.values())
+    turns: list[float] = []
+
+    def assist(timeout_s: float, held) -> bool:
+        turns.append(timeout_s)
+        held.release()
+        try:
+            todo.pop(0).set_result("ok")  # the answer arrives "while polling"
+        finally:
+            held.acquire()
+        return True
+
+    q = QuorumCall(futures, assist=assist)
+    q.wait_for(0, 2, 1, 10_000, "test")
+    assert q.count_successes() == 2
+    assert len(turns) == 2
+
+
+def test_an_assist_that_cannot_run_falls_back_to_waiting() -> None:
+    futures: dict[str, Future] = {"a": Future(), "b": Future()}
+    tries: list[float] = []
+
+    def busy(timeout_s: float, held) -> bool:
+        tries.append(timeout_s)
+        return False  # another thread reads the replies
+
+    q = QuorumCall(futures, assist=busy)
+    threading.Timer(0.05, lambda: [f.set_result(1) for f in futures.values()]).start()
+    q.wait_for(2, 0, 0, 10_000, "test")
+    assert q.count_successes() == 2
+    assert tries  # tried, then slept on the call's condition until the answers came

@@ -42,6 +42,11 @@ class AsyncLoggerSet:
             raise ValueError("an AsyncLoggerSet needs at least one logger")
         self.loggers: tuple[AsyncLogger, ...] = tuple(loggers)
         self._clock = clock
+        # Loggers whose replies a waiting thread may read itself (IPCLoggerChannel over
+        # plain TCP) say how: the writer then waits without a thread hand-off.
+        self._assist = next(
+            (a for a in (getattr(lg, "assist_wait", None) for lg in self.loggers) if a), None
+        )
         self._epoch = INVALID_EPOCH
 
     # ---- epoch ---------------------------------------------------------------------------------
@@ -102,7 +107,7 @@ class AsyncLoggerSet:
                 failed: Future[Any] = Future()
                 failed.set_exception(e)
                 futures[logger] = failed
-        return QuorumCall(futures, clock=self._clock)
+        return QuorumCall(futures, clock=self._clock, assist=self._assist)
 
     def wait_for_write_quorum(
         self, call: QuorumCall[AsyncLogger, Any], timeout_ms: int, operation_name: str

@@ -5,6 +5,16 @@
   step 3); reads that may overlap them (getEditLogManifest,
   getJournaledEdits) run on a small parallel pool
   (``dfs.qjournal.parallel-read.num-threads``).
+* The write path's exception: a ``journal`` call is written to the socket by
+  the writer's own thread when nothing waits in the executor (so it cannot
+  overtake an earlier call), and its reply completes the future in the
+  shared reply reader (``pipelined_channel.py``) — no thread hand-off on the
+  writer's critical path. Calls may then be in flight together on the
+  connection; an answer that comes back after an earlier call of the node
+  failed counts as failed ("Journal disabled until next roll"), as Hadoop's
+  executor would never have sent it. Plain TCP and the default executor
+  only: a DirectExecutor (the fault harness) or TLS keeps every call on the
+  executor path.
 * Writer calls carry a RequestInfo: the journal id, the epoch (≤ 0 is
   IllegalStateException "bad epoch"), an IPC serial number that starts at 0
   and is never reset, and the committed txid.
@@ -26,6 +36,7 @@ thread), the clock, and the Prometheus registry of the client metrics
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import threading
@@ -52,7 +63,8 @@ from hadoop_qjm.qjournal.client.async_logger import AsyncLogger
 from hadoop_qjm.qjournal.client.executors import parallel_executor as new_parallel_executor
 from hadoop_qjm.qjournal.client.executors import single_thread_executor
 from hadoop_qjm.qjournal.client.ipc_logger_channel_metrics import IPCLoggerChannelMetrics
-from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
+from hadoop_qjm.qjournal.client.pipelined_channel import read_replies_while_waiting
+from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy, journal_body
 from hadoop_qjm.qjournal.protocol.exceptions import (
     JournalOutOfSyncException,
     LoggerTooFarBehindException,
@@ -65,7 +77,7 @@ from hadoop_qjm.qjournal.protocol.messages import (
     RequestInfo,
     SegmentState,
 )
-from hadoop_qjm.qjournal.protocol.sockets import ClientSocketFactoryLike
+from hadoop_qjm.qjournal.protocol.sockets import ClientSocketFactoryLike, PlainSocketFactory
 
 __all__ = [
     "IPCLoggerChannel",
@@ -139,6 +151,21 @@ class IPCLoggerChannel(AsyncLogger):
         self.host, self.port = address[0], int(address[1])
         self._clock = clock
         self._proxy_factory = proxy_factory or self._default_proxy_factory
+        # The write path's shortcut (see send_edits) needs the real executor: an injected
+        # one (a DirectExecutor) keeps every call in the caller's thread, in order.
+        self._may_send_directly = executor is None
+        #: How a thread waiting for this channel's answers reads them itself (QuorumCall's
+        #: assist); None when the replies come through the executor.
+        self.assist_wait = (
+            read_replies_while_waiting
+            if executor is None and proxy_factory is None and self._pipelined_transport()
+            else None
+        )
+        # Orders the calls to this node: taken to submit to the executor and to send a
+        # journal directly, so a direct send never overtakes a call still in the executor.
+        self._order_lock = threading.Lock()
+        self._in_executor = 0  # calls submitted to the executor and not done (_order_lock)
+        self._last_direct: Future[None] | None = None  # the last journal sent directly
         self._lock = threading.Lock()
         self._proxy: Any = None
         self._closed = False
@@ -166,12 +193,18 @@ class IPCLoggerChannel(AsyncLogger):
         self._last_ack_time: float | None = None  # submit time of the last acked batch
         self._last_commit_time: float | None = None
         self._out_of_sync = False
+        self._sync_epoch = 0  # bumped whenever the node goes out of sync
         self._last_heartbeat: float | None = None
         self._metrics = IPCLoggerChannelMetrics.for_registry(metrics_registry or REGISTRY)
         self._metrics.add(self)
         # This channel's two latency series, looked up once (on the first journal call):
         # a label lookup per observation costs the writer's critical path.
         self._latency_series: tuple[Any, Any] | None = None
+
+    def _pipelined_transport(self) -> bool:
+        """Whether the default proxy uses a PipelinedChannel: plain TCP only (the TLS
+        factory is a PlainSocketFactory subclass, hence the exact type)."""
+        return self._socket_factory is None or type(self._socket_factory) is PlainSocketFactory
 
     def _default_proxy_factory(self, host: str, port: int) -> Any:
         timeout_ms = self.conf.get_int(IPC_CLIENT_RPC_TIMEOUT_KEY, 0)
@@ -180,6 +213,8 @@ class IPCLoggerChannel(AsyncLogger):
             port,
             timeout_s=timeout_ms / 1000 if timeout_ms else None,
             socket_factory=self._socket_factory,
+            # Plain TCP: replies read by the shared reader (pipelined_channel.py).
+            pipelined=self._pipelined_transport(),
         )
 
     def __str__(self) -> str:
@@ -332,14 +367,27 @@ class IPCLoggerChannel(AsyncLogger):
 
     # ---- submitting ----------------------------------------------------------------------------
     def _submit(self, fn: Callable[[], T]) -> Future[T]:
-        return self._executor.submit(fn)
+        with self._order_lock:
+            future = self._executor.submit(fn)
+            self._in_executor += 1
+        future.add_done_callback(self._executor_call_done)  # cancelled ones too
+        return future
+
+    def _executor_call_done(self, _: Future[Any]) -> None:
+        with self._order_lock:
+            self._in_executor -= 1
 
     def _submit_parallel(self, fn: Callable[[], T]) -> Future[T]:
         return self._parallel_executor.submit(fn)
 
     def wait_for_all_pending_calls(self) -> None:
-        """Block until every call submitted so far to the single-thread executor ran."""
-        self._executor.submit(lambda: None).result()
+        """Block until every state-changing call made so far has been answered."""
+        with self._order_lock:
+            last_direct = self._last_direct
+        if last_direct is not None:
+            with contextlib.suppress(Exception):
+                last_direct.exception()
+        self._submit(lambda: None).result()
 
     # ---- calls without an epoch ----------------------------------------------------------------
     def is_formatted(self) -> Future[bool]:
@@ -413,15 +461,109 @@ class IPCLoggerChannel(AsyncLogger):
         # The lag is measured from when the batch was handed to us.
         submit_time = self._clock()
         try:
-            future = self._submit(
-                lambda: self._do_send_edits(segment_txid, first_txid, num_txns, data, submit_time)
-            )
+            future = self._send_directly(segment_txid, first_txid, num_txns, data, submit_time)
+            if future is None:
+                future = self._submit(
+                    lambda: self._do_send_edits(
+                        segment_txid, first_txid, num_txns, data, submit_time
+                    )
+                )
+                # Released however the call ends (at once if it already ran).
+                future.add_done_callback(lambda _: self._unreserve_queue_space(size, num_txns))
         except BaseException:
             self._unreserve_queue_space(size, num_txns)
             raise
-        # Released however the call ends (at once if it already ran).
-        future.add_done_callback(lambda _: self._unreserve_queue_space(size, num_txns))
         return future
+
+    def _send_directly(
+        self, segment_txid: int, first_txid: int, num_txns: int, data: bytes, submit_time: float
+    ) -> Future[None] | None:
+        """Send the journal call from this thread, without the executor; None if it may not.
+
+        The shortcut of the write path (docs/quorum-client.md, "The write path"):
+        the request is written to the socket here and the shared reply reader
+        completes the future — no thread hand-off either way. Only when nothing
+        is waiting in the executor (calls stay in order), the node is in sync
+        (out of sync, the executor path fails the batch and heartbeats) and
+        the connection is open (connecting could block the writer).
+        """
+        if not self._may_send_directly:
+            return None
+        proxy = self._proxy
+        if (
+            proxy is None
+            or type(proxy) is not QJournalProtocolProxy
+            or not proxy.connected
+            or self._out_of_sync
+        ):
+            return None
+        body = journal_body(segment_txid, first_txid, num_txns, data, self.name_service_id)
+        with self._order_lock:
+            if self._in_executor:
+                return None
+            with self._lock:
+                if self._out_of_sync or self._closed or self._epoch <= 0:
+                    return None  # the executor path fails the call as it should
+                sync_epoch = self._sync_epoch
+            request = self._create_request()
+            future: Future[None] = Future()
+            future.set_running_or_notify_cancel()
+
+            def on_reply(error: BaseException | None) -> None:
+                self._direct_journal_done(
+                    future, error, sync_epoch, first_txid, num_txns, len(data), submit_time
+                )
+
+            proxy.journal_async(request, body, on_reply)
+            self._last_direct = future
+        return future
+
+    def _direct_journal_done(
+        self,
+        future: Future[None],
+        error: BaseException | None,
+        sync_epoch: int,
+        first_txid: int,
+        num_txns: int,
+        size: int,
+        submit_time: float,
+    ) -> None:
+        """The answer to a journal call sent directly (in the thread reading replies)."""
+        now = self._clock()
+        went_out_of_sync = False
+        with self._lock:
+            if error is None and (self._out_of_sync or self._sync_epoch != sync_epoch):
+                # An earlier call failed after this one went out. Hadoop would not have
+                # sent this one at all (its executor runs one call at a time): so it fails.
+                error = JournalOutOfSyncException("Journal disabled until next roll")
+            elif error is None:
+                self._highest_acked_txid = first_txid + num_txns - 1
+                self._last_ack_time = submit_time
+            elif isinstance(error, OSError) and not self._out_of_sync:
+                self._out_of_sync = went_out_of_sync = True
+                self._sync_epoch += 1
+            self._queued_bytes -= size
+            self._queued_txns -= num_txns
+        if went_out_of_sync:  # the calls in flight behind it fail with it, unlogged
+            self._log_journal_failure(first_txid, num_txns, error)
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(error)
+        self._record_journal_latency(
+            first_txid, num_txns, size, now - submit_time, now - submit_time
+        )
+
+    def _log_journal_failure(self, first_txid: int, num_txns: int, error: BaseException) -> None:
+        LOG.warning(
+            "Remote journal %s failed to write txns %d-%d. Will try to write to this JN "
+            "again after the next log roll: %s",
+            self,
+            first_txid,
+            first_txid + num_txns - 1,
+            error,
+            exc_info=LOG.isEnabledFor(logging.DEBUG),
+        )
 
     def _do_send_edits(
         self, segment_txid: int, first_txid: int, num_txns: int, data: bytes, submit_time: float
@@ -433,44 +575,41 @@ class IPCLoggerChannel(AsyncLogger):
                 self._create_request(), segment_txid, first_txid, num_txns, data
             )
         except OSError as e:
-            LOG.warning(
-                "Remote journal %s failed to write txns %d-%d. Will try to write to this JN "
-                "again after the next log roll: %s",
-                self,
-                first_txid,
-                first_txid + num_txns - 1,
-                e,
-                exc_info=LOG.isEnabledFor(logging.DEBUG),
-            )
+            self._log_journal_failure(first_txid, num_txns, e)
             with self._lock:
-                self._out_of_sync = True
+                if not self._out_of_sync:
+                    self._out_of_sync = True
+                    self._sync_epoch += 1
             raise
+        else:
+            with self._lock:
+                self._highest_acked_txid = first_txid + num_txns - 1
+                self._last_ack_time = submit_time
         finally:
             now = self._clock()
-            rpc_s, end_to_end_s = now - rpc_start, now - submit_time
-            self._observe_latency(rpc_s, end_to_end_s)
-            if rpc_s * 1000 > WARN_JOURNAL_MILLIS_THRESHOLD:
-                LOG.warning(
-                    "Took %dms to send a batch of %d edits (%d bytes) to remote journal %s",
-                    rpc_s * 1000,
-                    num_txns,
-                    len(data),
-                    self,
-                )
-        with self._lock:
-            self._highest_acked_txid = first_txid + num_txns - 1
-            self._last_ack_time = submit_time
+            self._record_journal_latency(
+                first_txid, num_txns, len(data), now - rpc_start, now - submit_time
+            )
+
+    def _record_journal_latency(
+        self, first_txid: int, num_txns: int, size: int, rpc_s: float, end_to_end_s: float
+    ) -> None:
+        """After each journal call, answered or failed (the bench overrides it to time RPCs)."""
+        self._observe_latency(rpc_s, end_to_end_s)
+        if rpc_s * 1000 > WARN_JOURNAL_MILLIS_THRESHOLD:
+            LOG.warning(
+                "Took %dms to send a batch of %d edits (%d bytes) to remote journal %s",
+                rpc_s * 1000,
+                num_txns,
+                size,
+                self,
+            )
 
     def _observe_latency(self, rpc_s: float, end_to_end_s: float) -> None:
         series = self._latency_series
         if series is None:
-            labels = (self.journal_id, str(self))
-            series = self._latency_series = (
-                self._metrics.rpc_latency.labels(*labels),
-                self._metrics.end_to_end_latency.labels(*labels),
-            )
-        series[0].observe(rpc_s)
-        series[1].observe(end_to_end_s)
+            series = self._latency_series = self._metrics.series(self)
+        self._metrics.observe_later(series, rpc_s, end_to_end_s)
 
     def _throw_if_out_of_sync(self) -> None:
         if self.is_out_of_sync:

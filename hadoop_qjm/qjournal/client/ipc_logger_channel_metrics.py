@@ -10,9 +10,10 @@ CollectorRegistry; a channel is dropped from the metrics when it is closed.
 
 from __future__ import annotations
 
+import collections
 import threading
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -24,6 +25,8 @@ __all__ = ["IPCLoggerChannelMetrics"]
 
 
 _LABELS = ("journal_id", "journal_node")
+#: Queued latencies are added to the histograms once this many are waiting.
+_DRAIN_AT = 512
 
 
 class IPCLoggerChannelMetrics:
@@ -46,19 +49,23 @@ class IPCLoggerChannelMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self._lock = threading.Lock()
         self._channels: weakref.WeakSet[IPCLoggerChannel] = weakref.WeakSet()
+        # The histograms are reported by collect() below, not registered on their own:
+        # latencies are queued by the write path (a deque append, no lock) and added
+        # to them in bulk — when enough are queued, or when the registry is read.
         self.rpc_latency = Histogram(
             "qjm_logger_write_rpc_latency_seconds",
             "Time a journal (sendEdits) RPC to the JournalNode took",
             _LABELS,
-            registry=registry,
+            registry=None,
         )
         self.end_to_end_latency = Histogram(
             "qjm_logger_write_end_to_end_latency_seconds",
             "Time from handing a batch to the channel until the JournalNode acked it "
             "(includes queueing)",
             _LABELS,
-            registry=registry,
+            registry=None,
         )
+        self._queued: collections.deque[tuple[Any, Any, float, float]] = collections.deque()
         registry.register(self)
 
     @staticmethod
@@ -71,6 +78,7 @@ class IPCLoggerChannelMetrics:
 
     def remove(self, ch: IPCLoggerChannel) -> None:
         labels = self._labels(ch)
+        self.drain()  # a queued latency must not bring the series back afterwards
         with self._lock:
             self._channels.discard(ch)
             shared = any(self._labels(other) == labels for other in self._channels)
@@ -81,12 +89,36 @@ class IPCLoggerChannelMetrics:
                 except KeyError:
                     pass
 
-    def observe(self, ch: IPCLoggerChannel, rpc_s: float, end_to_end_s: float) -> None:
+    def series(self, ch: IPCLoggerChannel) -> tuple[Any, Any]:
+        """The channel's two latency series (look them up once: a lookup takes a lock)."""
         labels = self._labels(ch)
-        self.rpc_latency.labels(*labels).observe(rpc_s)
-        self.end_to_end_latency.labels(*labels).observe(end_to_end_s)
+        return self.rpc_latency.labels(*labels), self.end_to_end_latency.labels(*labels)
+
+    def observe_later(self, series: tuple[Any, Any], rpc_s: float, end_to_end_s: float) -> None:
+        """Queue one journal call's latencies for :meth:`series`' histograms."""
+        queued = self._queued
+        queued.append((series[0], series[1], rpc_s, end_to_end_s))
+        if len(queued) >= _DRAIN_AT:
+            self.drain()
+
+    def drain(self) -> None:
+        """Add the queued latencies to the histograms."""
+        queued = self._queued
+        while True:
+            try:
+                rpc, end_to_end, rpc_s, end_to_end_s = queued.popleft()
+            except IndexError:
+                return
+            rpc.observe(rpc_s)
+            end_to_end.observe(end_to_end_s)
 
     def collect(self):
+        self.drain()
+        yield from self.rpc_latency.collect()
+        yield from self.end_to_end_latency.collect()
+        yield from self._collect_gauges()
+
+    def _collect_gauges(self):
         families = {
             "out_of_sync": GaugeMetricFamily(
                 "qjm_logger_out_of_sync",

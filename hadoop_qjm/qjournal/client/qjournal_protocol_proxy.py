@@ -7,10 +7,13 @@ dataclasses of ``messages`` and raise the typed exceptions of
 or an IOException subclass when the call could not complete
 (``ConnectException``, ``SocketTimeoutException``, a broken connection).
 
-Thread safety: any thread may call; calls on one proxy are serialized (one
-in flight per connection, like IPCLoggerChannel's single-thread executor).
-:meth:`close` may be called from any thread and interrupts a call in
-progress.
+Thread safety: any thread may call. On the default blocking transport calls
+on one proxy are serialized (one in flight per connection); a ``pipelined``
+proxy (a :class:`PipelinedChannel`, which IPCLoggerChannel uses over plain
+TCP) sends calls in the order they are made and lets several be in flight,
+their replies read by the shared reply reader — :meth:`journal_async` does
+not even wait for its own. :meth:`close` may be called from any thread and
+interrupts a call in progress.
 
 Connections are made lazily and after a failure re-made by the next call. A
 call is never retried: after a broken connection nobody knows whether the
@@ -22,12 +25,18 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from thriftpy2.thrift import TApplicationException
 
-from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
+from hadoop_qjm.common.exceptions import (
+    IllegalArgumentException,
+    IllegalStateException,
+    IOException,
+)
 from hadoop_qjm.common.storage_info import NamespaceInfo, StorageInfo
+from hadoop_qjm.qjournal.client.pipelined_channel import PipelinedChannel
 from hadoop_qjm.qjournal.protocol.exceptions import (
     ConnectException,
     RemoteException,
@@ -60,6 +69,7 @@ from hadoop_qjm.qjournal.protocol.wire import (
     decode_message_body,
     decode_message_header,
     encode_message,
+    thrift_to_bytes,
 )
 
 __all__ = [
@@ -67,6 +77,7 @@ __all__ = [
     "DEFAULT_TIMEOUT_S",
     "QJournalProtocolProxy",
     "RpcChannel",
+    "journal_body",
     "SocketChannel",
 ]
 
@@ -194,6 +205,44 @@ def _close_socket(sock: socket.socket) -> None:
     sock.close()
 
 
+_JOURNAL_ARGS = _Q.journal_args
+# A successful journal reply up to its seqid; then the seqid and an empty result struct.
+_JOURNAL_OK_HEAD = encode_message("journal", TMessageType.REPLY, 0, _Q.journal_result())[:-5]
+# The last batch's encoded journal body: every node's call of one flush shares it.
+_journal_body_cache: tuple[Any, tuple[int, int, int, str | None], bytes] | None = None
+
+
+def journal_body(
+    segment_txid: int, first_txid: int, num_txns: int, records: bytes, ns_id: str | None
+) -> bytes:
+    """The ``journal_args`` fields after reqInfo, encoded (with the closing STOP byte).
+
+    Encoded once per batch: a writer sends the same ``records`` object to
+    every JournalNode, so the calls after the first find it here. (Thrift
+    decoders take fields in any order; :meth:`QJournalProtocolProxy.journal_async`
+    puts each node's reqInfo before this.)
+    """
+    global _journal_body_cache
+    key = (segment_txid, first_txid, num_txns, ns_id)
+    cached = _journal_body_cache
+    if cached is not None and cached[0] is records and cached[1] == key:
+        return cached[2]
+    try:
+        body = thrift_to_bytes(
+            _JOURNAL_ARGS(
+                firstTxnId=first_txid,
+                numTxns=num_txns,
+                records=bytes(records),
+                segmentTxnId=segment_txid,
+                nameServiceId=ns_id,
+            )
+        )
+    except Exception as e:  # struct.error etc.: a value does not fit its field
+        raise IllegalArgumentException(f"Cannot encode journal call: {e}") from e
+    _journal_body_cache = (records, key, body)
+    return body
+
+
 class QJournalProtocolProxy:
     """Client of one JournalNode's QJournalProtocol and InterQJournalProtocol.
 
@@ -212,11 +261,20 @@ class QJournalProtocolProxy:
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         socket_factory: ClientSocketFactoryLike | None = None,
         channel: RpcChannel | None = None,
+        pipelined: bool = False,
     ) -> None:
         self.host = host
         self.port = port
-        self._channel: RpcChannel = channel or SocketChannel(
-            host, port, timeout_s, connect_timeout_s, max_frame_size, socket_factory
+        if channel is None:
+            channel_cls = PipelinedChannel if pipelined else SocketChannel
+            channel = channel_cls(
+                host, port, timeout_s, connect_timeout_s, max_frame_size, socket_factory
+            )
+        self._channel: RpcChannel = channel
+        # Calls may be in flight together on a pipelined channel: the lock then only
+        # covers numbering and sending a call, not waiting for its reply.
+        self._async: PipelinedChannel | None = (
+            channel if isinstance(channel, PipelinedChannel) else None
         )
         self._lock = threading.Lock()
         self._seqid = 0
@@ -236,37 +294,77 @@ class QJournalProtocolProxy:
 
     # ------------------------------------------------------------ plumbing
 
+    @property
+    def pipelined(self) -> bool:
+        """Whether calls may be sent without waiting (:meth:`journal_async`)."""
+        return self._async is not None
+
+    @property
+    def connected(self) -> bool:
+        """Whether a pipelined connection is open, so sending a call will not connect."""
+        return self._async is not None and self._async.connected
+
+    def _next_seqid(self) -> int:
+        self._seqid = (self._seqid + 1) & 0x7FFFFFFF
+        return self._seqid
+
     def _call(self, service: Any, rpc: str, **kwargs: Any) -> Any:
         args_cls, result_cls, returns_value = _rpc_classes(service, rpc)
         try:
             request = args_cls(**kwargs)
         except TypeError as e:
             raise IllegalArgumentException(f"Bad arguments for {rpc}: {e}") from e
+        if self._async is not None:
+            done = threading.Event()
+            answer: list[Any] = []
+
+            def on_reply(reply: bytes | None, error: BaseException | None) -> None:
+                answer.append((reply, error))
+                done.set()
+
+            with self._lock:  # numbered and sent in the same order
+                seqid = self._next_seqid()
+                payload = self._encode(rpc, seqid, request)
+                self._async.send_async([payload], on_reply)
+            self._async.wait(done)
+            reply, error = answer[0]
+            if error is not None:
+                raise error
+            return self._decode_reply(rpc, seqid, reply, result_cls, returns_value)
         with self._lock:
-            self._seqid = (self._seqid + 1) & 0x7FFFFFFF
-            seqid = self._seqid
-            try:
-                payload = encode_message(rpc, TMessageType.CALL, seqid, request)
-            except Exception as e:  # struct.error etc.: a value does not fit its field
-                raise IllegalArgumentException(f"Cannot encode {rpc} call: {e}") from e
+            seqid = self._next_seqid()
+            payload = self._encode(rpc, seqid, request)
             reply = self._channel.call(payload)
-            try:
-                header = decode_message_header(reply)
-                if header.seqid != seqid:
-                    raise ProtocolError(f"reply seqid {header.seqid} != {seqid}")
-                if header.type == TMessageType.EXCEPTION:
-                    error = decode_message_body(reply, header, TApplicationException)
-                    raise RemoteException(
-                        error.message or f"{rpc} failed on the server",
-                        class_name="org.apache.thrift.TApplicationException",
-                    )
-                if header.type != TMessageType.REPLY:
-                    raise ProtocolError(f"unexpected message type {header.type}")
-                result = decode_message_body(reply, header, result_cls)
-            except ProtocolError as e:
-                # A reply we cannot match to this call: the stream is suspect.
-                self._channel.reset()
-                raise IOException(f"Call to {self.host}:{self.port} failed: {e}") from e
+            return self._decode_reply(rpc, seqid, reply, result_cls, returns_value)
+
+    @staticmethod
+    def _encode(rpc: str, seqid: int, request: Any) -> bytes:
+        try:
+            return encode_message(rpc, TMessageType.CALL, seqid, request)
+        except Exception as e:  # struct.error etc.: a value does not fit its field
+            raise IllegalArgumentException(f"Cannot encode {rpc} call: {e}") from e
+
+    def _decode_reply(
+        self, rpc: str, seqid: int, reply: bytes, result_cls: type, returns_value: bool
+    ) -> Any:
+        """The call's result, or its exception raised (a remote one as its own type)."""
+        try:
+            header = decode_message_header(reply)
+            if header.seqid != seqid:
+                raise ProtocolError(f"reply seqid {header.seqid} != {seqid}")
+            if header.type == TMessageType.EXCEPTION:
+                error = decode_message_body(reply, header, TApplicationException)
+                raise RemoteException(
+                    error.message or f"{rpc} failed on the server",
+                    class_name="org.apache.thrift.TApplicationException",
+                )
+            if header.type != TMessageType.REPLY:
+                raise ProtocolError(f"unexpected message type {header.type}")
+            result = decode_message_body(reply, header, result_cls)
+        except ProtocolError as e:
+            # A reply we cannot match to this call: the stream is suspect.
+            self._channel.reset()
+            raise IOException(f"Call to {self.host}:{self.port} failed: {e}") from e
         if result.e is not None:
             raise from_wire(result.e)
         if not returns_value:
@@ -317,6 +415,42 @@ class QJournalProtocolProxy:
             segmentTxnId=segment_txid,
             nameServiceId=req.name_service_id,
         )
+
+    def journal_async(
+        self,
+        req: RequestInfo,
+        body: bytes,
+        callback: Callable[[BaseException | None], None],
+    ) -> None:
+        """Send a ``journal`` call without waiting (a :attr:`pipelined` proxy only).
+
+        ``body`` is :func:`journal_body` of the batch (shared by every node's
+        call); the RequestInfo is this node's. ``callback(None)`` or
+        ``callback(error)`` runs when the reply came, in the reply reader's
+        thread (or here, if the call could not be sent).
+        """
+        channel = self._async
+        if channel is None:
+            raise IllegalStateException(f"{self} is not pipelined")
+        _, result_cls, _ = _rpc_classes(_Q, "journal")
+        args_cls = _JOURNAL_ARGS
+        with self._lock:
+            seqid = self._next_seqid()
+            # The message header and the reqInfo field, without the struct's STOP byte:
+            # the shared body (the other fields, then STOP) completes the struct.
+            head = self._encode("journal", seqid, args_cls(reqInfo=to_thrift(req)))[:-1]
+
+            def on_reply(reply: bytes | None, error: BaseException | None) -> None:
+                # The usual answer, "done" (an empty journal_result), is one exact byte
+                # string: compared, not decoded. Anything else is decoded in full.
+                if error is None and reply != _JOURNAL_OK_HEAD + seqid.to_bytes(4, "big") + b"\0":
+                    try:
+                        self._decode_reply("journal", seqid, reply, result_cls, False)
+                    except Exception as e:  # noqa: BLE001 - the call's answer
+                        error = e
+                callback(error)
+
+            channel.send_async([head, body], on_reply)
 
     def heartbeat(self, req: RequestInfo) -> None:
         """Only run the epoch/serial/committed-txid checks."""

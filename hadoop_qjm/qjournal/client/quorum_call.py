@@ -25,7 +25,7 @@ import time
 import weakref
 from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import Future
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from hadoop_qjm.common.exceptions import HadoopAssertionError
 from hadoop_qjm.qjournal.protocol.exceptions import QuorumException, RemoteException
@@ -48,6 +48,24 @@ WAIT_PROGRESS_INFO_THRESHOLD = 0.3
 WAIT_PROGRESS_WARN_THRESHOLD = 0.7
 #: A pause longer than this fraction of the timeout extends the deadline.
 LONG_PAUSE_THRESHOLD = 0.3
+
+
+class Assist(Protocol):
+    """What a waiter does instead of sleeping (``pipelined_channel.read_replies_while_waiting``).
+
+    ``assist(timeout_s, held_lock)`` does the work that brings the answers (reads
+    the replies) for up to ``timeout_s``, releasing ``held_lock`` meanwhile;
+    False if that is not possible now. ``wake()`` cuts such a turn short: an
+    answer came in another thread.
+    """
+
+    def __call__(self, timeout_s: float, held: Any) -> bool: ...
+
+    def wake(self) -> None: ...
+
+
+#: With an assist that could not run, how soon the waiter tries it again.
+ASSIST_RETRY_S = 0.002
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -74,9 +92,14 @@ class QuorumCall(Generic[K, V]):
     """
 
     def __init__(
-        self, calls: Mapping[K, Future[V]], clock: Callable[[], float] = time.monotonic
+        self,
+        calls: Mapping[K, Future[V]],
+        clock: Callable[[], float] = time.monotonic,
+        assist: Assist | None = None,
     ) -> None:
         self._clock = clock
+        self._assist = assist
+        self._assisting: int | None = None  # the thread doing the assist's work, if any
         self._cond = threading.Condition()
         self._successes: dict[K, V] = {}
         self._exceptions: dict[K, BaseException] = {}
@@ -115,6 +138,10 @@ class QuorumCall(Generic[K, V]):
                 error is not None or any(self._reached(*wanted) for wanted in self._wanted)
             ):
                 self._cond.notify_all()
+                assisting = self._assisting
+                if assisting is not None and assisting != threading.get_ident():
+                    # The waiter polls for replies, not on the condition: interrupt it.
+                    self._assist.wake()  # type: ignore[union-attr]
 
     def _reached(self, min_responses: int, min_successes: int, max_exceptions: int) -> bool:
         """Whether one of :meth:`wait_for`'s conditions holds (the lock is held)."""
@@ -187,7 +214,17 @@ class QuorumCall(Generic[K, V]):
                         )
                     wait_len = max(min(deadline, next_log) - now, 0.001)
                     wait_began = now
-                    self._cond.wait(wait_len)
+                    if self._assist is None:
+                        self._cond.wait(wait_len)
+                    else:
+                        self._assisting = threading.get_ident()
+                        try:
+                            assisted = self._assist(wait_len, self._cond)
+                        finally:
+                            self._assisting = None
+                        if not assisted:
+                            # Someone else reads the replies: ours wake us, or we try again.
+                            self._cond.wait(min(wait_len, ASSIST_RETRY_S))
             finally:
                 self._wanted.remove(wanted)
 

@@ -29,6 +29,15 @@ Two codecs do the encoding and, once a struct has been checked, the decoding
   reader, whose short read is an error: work bounded by the payload size
   whatever the bytes.
 
+A third decoder, :func:`decode_flat_struct`, reads the structs the hot RPCs
+carry (``journal``, ``heartbeat``: integers, strings, binary and nested such
+structs, no containers) in one pass of ``struct.unpack_from``, checking each
+length as it goes. It decodes only the plain, canonical case and answers
+``None`` for anything else (an unknown field, a wire type other than the
+spec's, a missing required field, invalid UTF-8, trailing bytes); the caller
+then takes the checked path above, which gives the usual error. So it never
+changes what is accepted, only how fast.
+
 No sockets here: see ``sockets.py``.
 """
 
@@ -57,12 +66,16 @@ __all__ = [
     "ProtocolError",
     "MessageHeader",
     "TMessageType",
+    "check_message_body",
     "check_required",
     "check_struct",
+    "decode_flat_struct",
     "decode_message_body",
     "decode_message_header",
     "encode_message",
+    "encode_void_reply",
     "frame",
+    "read_message_header",
     "thrift_from_bytes",
     "thrift_to_bytes",
 ]
@@ -77,7 +90,9 @@ FRAME_HEADER = struct.Struct(">i")
 CODECS: tuple[str, ...] = ("cybin", "pure") if TCyBinaryProtocol is not None else ("pure",)
 DEFAULT_CODEC = CODECS[0]
 
+_I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
 _I32_PAIR = struct.Struct(">ii")
 _VERSION_1 = -2147418112  # 0x80010000 as a signed i32
 _VERSION_MASK = -65536  # 0xffff0000
@@ -388,6 +403,125 @@ def thrift_from_bytes(
     return obj
 
 
+# ------------------------------------------------------------------ flat structs
+
+# How decode_flat_struct reads each field type it knows: spec type -> wire type.
+_FLAT_WIRE_TYPE = {
+    TType.I16: TType.I16,
+    TType.I32: TType.I32,
+    TType.I64: TType.I64,
+    TType.STRING: TType.STRING,
+    TType.BINARY: TType.STRING,  # binary is a string on the wire
+    TType.STRUCT: TType.STRUCT,
+}
+_FLAT_UNPACK = {TType.I16: _I16, TType.I32: _I32, TType.I64: _I64}
+_FIELD_HEADER = struct.Struct(">Bh")
+
+# Per struct class: {(wire type, field id): (name, spec type, unpacker or nested class)} and
+# the names of its required fields; None when the class holds a type decode_flat_struct
+# leaves to the checked path (containers, bool, double, ...).
+_FlatSpec = tuple[dict[tuple[int, int], tuple[str, int, Any]], tuple[str, ...]]
+_FLAT_SPECS: dict[type, _FlatSpec | None] = {}
+
+
+def _flat_spec(cls: type, depth: int = 0) -> _FlatSpec | None:
+    try:
+        return _FLAT_SPECS[cls]
+    except KeyError:
+        pass
+    fields: dict[tuple[int, int], tuple[str, int, Any]] | None = {}
+    required = []
+    for fid, spec in cls.thrift_spec.items():
+        ttype, name = spec[0], spec[1]
+        if ttype not in _FLAT_WIRE_TYPE or depth >= _MAX_DEPTH:
+            fields = None
+            break
+        extra = _FLAT_UNPACK.get(ttype)
+        if ttype == TType.STRUCT:
+            extra = spec[2]
+            if _flat_spec(extra, depth + 1) is None:
+                fields = None
+                break
+        fields[(_FLAT_WIRE_TYPE[ttype], fid)] = (name, ttype, extra)
+        if spec[-1]:  # (type, name, [nested,] required)
+            required.append(name)
+    flat = None if fields is None else (fields, tuple(required))
+    _FLAT_SPECS[cls] = flat
+    return flat
+
+
+def _read_flat(data: bytes, pos: int, cls: type) -> tuple[Any, int] | None:
+    """The struct ``cls`` at ``pos`` and where it ends, or None (see decode_flat_struct).
+
+    Reading past the end raises IndexError or struct.error, which mean None.
+    """
+    fields, required = _FLAT_SPECS[cls]  # type: ignore[misc]
+    obj = cls()
+    while data[pos] != TType.STOP:
+        field = fields.get(_FIELD_HEADER.unpack_from(data, pos))
+        if field is None:
+            return None  # an unknown field, or an unexpected type: thriftpy2 would skip it
+        name, ttype, extra = field
+        pos += 3
+        if ttype == TType.STRUCT:
+            nested = _read_flat(data, pos, extra)
+            if nested is None:
+                return None
+            value, pos = nested
+        elif extra is not None:
+            value = extra.unpack_from(data, pos)[0]
+            pos += extra.size
+        else:
+            size = _I32.unpack_from(data, pos)[0]
+            end = pos + 4 + size
+            if size < 0 or end > len(data):
+                return None
+            value = data[pos + 4 : end]
+            if ttype == TType.STRING:
+                value = str(value, "utf-8")  # UnicodeDecodeError: None
+            pos = end
+        setattr(obj, name, value)
+    for name in required:
+        if getattr(obj, name) is None:
+            return None
+    return obj, pos + 1
+
+
+def decode_flat_struct(data: bytes, pos: int, cls: type[T]) -> T | None:
+    """The struct ``cls`` filling exactly ``data[pos:]``, decoded in one pass; None if it
+    is not plainly one (see the module docstring), or ``cls`` holds a container.
+
+    Safe on any bytes: every length is checked before it is used, and nesting follows
+    the spec, never the data. A struct it returns has every required field set, so
+    :func:`check_required` has nothing to find in it.
+    """
+    if type(data) is not bytes or _flat_spec(cls) is None:
+        return None
+    try:
+        decoded = _read_flat(data, pos, cls)
+    except (IndexError, struct.error, UnicodeDecodeError):
+        return None
+    if decoded is None or decoded[1] != len(data):
+        return None
+    return decoded[0]
+
+
+def read_message_header(payload: bytes) -> tuple[str, int, int, int]:
+    """``(name, type, seqid, body offset)`` of the message in ``payload``, without checking
+    its body: the caller must (:func:`decode_flat_struct`, else :func:`check_message_body`).
+
+    A tuple, not a :class:`MessageHeader`: this is the per-call fast path."""
+    return _read_header(payload)
+
+
+def check_message_body(payload: bytes | bytearray | memoryview, body_offset: int) -> None:
+    """Check that ``payload`` from ``body_offset`` on is exactly one well-formed struct."""
+    data = payload if isinstance(payload, (bytes, bytearray)) else memoryview(payload).cast("B")
+    end = check_struct(data, body_offset)
+    if end != len(data):
+        raise ProtocolError(f"{len(data) - end} trailing bytes after a Thrift message")
+
+
 # ------------------------------------------------------------------ messages
 
 
@@ -411,6 +545,20 @@ def encode_message(
     return _encode((name, mtype, seqid), body, codec)
 
 
+_VOID_REPLY_PREFIXES: dict[str, bytes] = {}
+
+
+def encode_void_reply(name: str, seqid: int) -> bytes:
+    """``encode_message(name, REPLY, seqid, <name>_result())`` for a call that returns nothing
+    and succeeded: the header, then an empty struct. The same bytes, without the encoder."""
+    prefix = _VOID_REPLY_PREFIXES.get(name)
+    if prefix is None:
+        encoded = name.encode("utf-8")
+        prefix = _I32_PAIR.pack(_VERSION_1 | TMessageType.REPLY, len(encoded)) + encoded
+        _VOID_REPLY_PREFIXES[name] = prefix
+    return prefix + _I32.pack(seqid) + b"\x00"
+
+
 def frame(payload: bytes | bytearray | memoryview) -> bytes:
     """``payload`` with its TFramedTransport length prefix."""
     return FRAME_HEADER.pack(len(payload)) + payload
@@ -418,6 +566,13 @@ def frame(payload: bytes | bytearray | memoryview) -> bytes:
 
 def decode_message_header(payload: bytes | bytearray | memoryview) -> MessageHeader:
     """Check that ``payload`` is exactly one strict binary message and read its header."""
+    name, mtype, seqid, body_offset = _read_header(payload)
+    check_message_body(payload, body_offset)
+    checked = payload if type(payload) is bytes else None
+    return MessageHeader(name, mtype, seqid, body_offset, checked)
+
+
+def _read_header(payload: bytes | bytearray | memoryview) -> tuple[str, int, int, int]:
     data = payload if isinstance(payload, (bytes, bytearray)) else memoryview(payload).cast("B")
     if len(data) < 8:
         raise ProtocolError(f"truncated Thrift message header ({len(data)} bytes)")
@@ -435,11 +590,7 @@ def decode_message_header(payload: bytes | bytearray | memoryview) -> MessageHea
     except UnicodeDecodeError as e:
         raise ProtocolError("Thrift message name is not UTF-8") from e
     (seqid,) = _I32.unpack_from(data, 8 + name_len)
-    end = check_struct(data, body_offset)
-    if end != len(data):
-        raise ProtocolError(f"{len(data) - end} trailing bytes after a Thrift message")
-    checked = payload if type(payload) is bytes else None
-    return MessageHeader(name, mtype, seqid, body_offset, checked)
+    return name, mtype, seqid, body_offset
 
 
 def decode_message_body(

@@ -347,9 +347,7 @@ class Journal:
             self._fault.before_write_edits()
             started = time.perf_counter()
             try:
-                self._cur_segment.write_raw(records, num_txns)
-                self._cur_segment.set_ready_to_flush()
-                self._cur_segment.flush(not lagging)
+                self._cur_segment.write_batch(records, not lagging)
             except OSError as e:
                 self._fail_storage(f"writing txns {first_txid}-{last_txid}: {e}")
                 raise IOException(f"Failed to write txns {first_txid}-{last_txid}: {e}") from e

@@ -5,6 +5,12 @@ several JournalNodes in one process, as in MiniJournalCluster, never share
 counters); each journal gets a :class:`JournalMetrics` view labelled with its
 ``journal_id`` (Hadoop's ``JournalId`` tag). Gauges are read from the Journal
 when scraped. The same numbers feed ``/jmx`` under Hadoop's names.
+
+What every ``journal()`` call updates (batches, txns, bytes, the fsync histogram) are
+plain numbers in a :class:`BatchCounts`, turned into Prometheus families only when
+scraped: the update sits between the fsync and the acknowledgement, where a
+``Counter.inc`` (a lock each) costs the writer latency. The Journal's lock already
+serializes the updates of one journal.
 """
 
 from __future__ import annotations
@@ -15,10 +21,17 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable
 
 import psutil
-from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client import CollectorRegistry, Counter
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.utils import floatToGoString
 
-__all__ = ["JournalNodeMetrics", "JournalMetrics", "RollingQuantiles", "QUANTILE_INTERVALS_S"]
+__all__ = [
+    "BatchCounts",
+    "JournalNodeMetrics",
+    "JournalMetrics",
+    "RollingQuantiles",
+    "QUANTILE_INTERVALS_S",
+]
 
 #: Hadoop's Syncs60s / Syncs300s / Syncs3600s.
 QUANTILE_INTERVALS_S = (60, 300, 3600)
@@ -84,6 +97,26 @@ class RollingQuantiles:
             self._window_start += elapsed_windows * self.interval_s
 
 
+class BatchCounts:
+    """What the journal() calls of one journal id wrote, as plain numbers (see the module doc).
+
+    Kept per journal id by the node, so a journal loaded again (after a close) goes on
+    counting, as a labelled Prometheus counter would.
+    """
+
+    __slots__ = ("batches", "txns", "bytes", "lagging", "fsync_sum", "fsync_buckets", "created")
+
+    def __init__(self) -> None:
+        self.batches = 0
+        self.txns = 0
+        self.bytes = 0
+        self.lagging = 0
+        self.fsync_sum = 0.0
+        # Non-cumulative counts per bucket of _FSYNC_BUCKETS_US, the last one +Inf.
+        self.fsync_buckets = [0] * (len(_FSYNC_BUCKETS_US) + 1)
+        self.created = time.time()
+
+
 class JournalNodeMetrics:
     """The metric families of one JournalNode, plus its process metrics (psutil)."""
 
@@ -94,15 +127,6 @@ class JournalNodeMetrics:
         def counter(name: str, doc: str) -> Counter:
             return Counter(f"journalnode_{name}", doc, labels, registry=self.registry)
 
-        self.batches_written = counter(
-            "batches_written", "Batches of edits written (BatchesWritten)"
-        )
-        self.txns_written = counter("txns_written", "Transactions written (TxnsWritten)")
-        self.bytes_written = counter("bytes_written", "Bytes of edits written (BytesWritten)")
-        self.batches_written_while_lagging = counter(
-            "batches_written_while_lagging",
-            "Batches already committed when written, so not fsynced (BatchesWrittenWhileLagging)",
-        )
         self.txns_served_via_rpc = counter(
             "txns_served_via_rpc", "Transactions served by getJournaledEdits"
         )
@@ -120,13 +144,6 @@ class JournalNodeMetrics:
         )
         self.edit_logs_synced = counter(
             "edit_logs_synced", "Segments downloaded from peers (NumEditLogsSynced)"
-        )
-        self.fsync_micros = Histogram(
-            "journalnode_fsync_latency_microseconds",
-            "Latency of the fsync of a journal() batch",
-            labels,
-            buckets=_FSYNC_BUCKETS_US,
-            registry=self.registry,
         )
         # Security (docs/security.md): refused TLS handshakes by reason, refused calls by
         # RPC name or HTTP path. Hadoop's RpcAuthenticationFailures / RpcAuthorizationFailures.
@@ -155,7 +172,9 @@ class JournalNodeMetrics:
             registry=self.registry,
         )
         self._journals: dict[str, JournalMetrics] = {}
+        self._batch_counts: dict[str, BatchCounts] = {}
         self._lock = threading.Lock()
+        self.registry.register(_BatchCollector(self))
         self.registry.register(_GaugeCollector(self))
 
     def security_bean_attributes(self) -> dict[str, int]:
@@ -180,9 +199,15 @@ class JournalNodeMetrics:
 
     def for_journal(self, journal) -> JournalMetrics:
         with self._lock:
-            metrics = JournalMetrics(self, journal)
+            counts = self._batch_counts.setdefault(journal.journal_id, BatchCounts())
+            metrics = JournalMetrics(self, journal, counts)
             self._journals[journal.journal_id] = metrics
             return metrics
+
+    def batch_counts(self) -> list[tuple[str, BatchCounts]]:
+        """(journal id, counts) of every journal id that was ever loaded, by journal id."""
+        with self._lock:
+            return sorted(self._batch_counts.items())
 
     def journals(self) -> list[JournalMetrics]:
         with self._lock:
@@ -196,22 +221,18 @@ class JournalNodeMetrics:
 class JournalMetrics:
     """What one Journal reports; gauges are read from ``journal`` when scraped."""
 
-    def __init__(self, node: JournalNodeMetrics, journal) -> None:
+    def __init__(self, node: JournalNodeMetrics, journal, counts: BatchCounts) -> None:
         self.node = node
         self.journal = journal
         jid = journal.journal_id
         self.journal_id = jid
-        self._batches = node.batches_written.labels(jid)
-        self._txns = node.txns_written.labels(jid)
-        self._bytes = node.bytes_written.labels(jid)
-        self._lagging = node.batches_written_while_lagging.labels(jid)
+        self.counts = counts
         self._rpc_txns = node.txns_served_via_rpc.labels(jid)
         self._rpc_bytes = node.bytes_served_via_rpc.labels(jid)
         self._rpc_empty = node.rpc_empty_responses.labels(jid)
         self._misses = node.rpc_request_cache_misses.labels(jid)
         self._miss_txns = node.rpc_request_cache_miss_txns.labels(jid)
         self._synced = node.edit_logs_synced.labels(jid)
-        self._fsync = node.fsync_micros.labels(jid)
         self._clock = time.monotonic
         self._sync_lock = threading.Lock()
         self.sync_quantiles = {
@@ -219,31 +240,24 @@ class JournalMetrics:
             for s in QUANTILE_INTERVALS_S
         }
         self._sync_windows = tuple(self.sync_quantiles.values())
-        # batch_written() runs on every journal() call, between the fsync and the
-        # ack. It updates the values prometheus_client keeps behind each child
-        # (the ones as_hadoop_bean reads) without the per-call checks of
-        # Counter.inc and Histogram.observe: the same numbers at half the cost.
-        self._batch_values = (self._batches._value, self._txns._value, self._bytes._value)
-        self._fsync_sum = self._fsync._sum
-        self._fsync_buckets = self._fsync._buckets
-        self._fsync_bounds = tuple(self._fsync._upper_bounds)
 
     # ---- updates (called by Journal / JournalNodeSyncer) --------------------------------------
     def batch_written(
         self, num_txns: int, num_bytes: int, lagging: bool, sync_micros: float
     ) -> None:
+        """Count one journal() batch; called under the Journal's lock (one writer at a time)."""
         if num_txns < 0 or num_bytes < 0:
             raise ValueError(f"negative batch size: {num_txns} txns, {num_bytes} bytes")
-        batches, txns, nbytes = self._batch_values
-        batches.inc(1)
-        txns.inc(num_txns)
-        nbytes.inc(num_bytes)
+        counts = self.counts
+        counts.batches += 1
+        counts.txns += num_txns
+        counts.bytes += num_bytes
         if lagging:
-            self._lagging._value.inc(1)
+            counts.lagging += 1
         else:
             # Histogram.observe: the first bucket whose bound is >= the value.
-            self._fsync_sum.inc(sync_micros)
-            self._fsync_buckets[bisect_left(self._fsync_bounds, sync_micros)].inc(1)
+            counts.fsync_sum += sync_micros
+            counts.fsync_buckets[bisect_left(_FSYNC_BUCKETS_US, sync_micros)] += 1
             now = self._clock()  # one clock read and one lock for the three windows
             with self._sync_lock:
                 for window in self._sync_windows:
@@ -270,10 +284,10 @@ class JournalMetrics:
         misses = self._misses._value.get()
         bean: dict[str, object] = {
             "tag.JournalId": self.journal_id,
-            "BatchesWritten": int(self._batches._value.get()),
-            "TxnsWritten": int(self._txns._value.get()),
-            "BytesWritten": int(self._bytes._value.get()),
-            "BatchesWrittenWhileLagging": int(self._lagging._value.get()),
+            "BatchesWritten": self.counts.batches,
+            "TxnsWritten": self.counts.txns,
+            "BytesWritten": self.counts.bytes,
+            "BatchesWrittenWhileLagging": self.counts.lagging,
             "TxnsServedViaRpc": int(self._rpc_txns._value.get()),
             "BytesServedViaRpc": int(self._rpc_bytes._value.get()),
             "RpcEmptyResponses": int(self._rpc_empty._value.get()),
@@ -294,6 +308,50 @@ class JournalMetrics:
             for p, value in values.items():
                 bean[f"Syncs{interval}s{p}thPercentileLatencyMicros"] = int(value)
         return bean
+
+
+class _BatchCollector:
+    """The families of :class:`BatchCounts`, as the Counters and Histogram they stand for."""
+
+    _COUNTERS = (
+        ("batches_written", "Batches of edits written (BatchesWritten)", "batches"),
+        ("txns_written", "Transactions written (TxnsWritten)", "txns"),
+        ("bytes_written", "Bytes of edits written (BytesWritten)", "bytes"),
+        (
+            "batches_written_while_lagging",
+            "Batches already committed when written, so not fsynced (BatchesWrittenWhileLagging)",
+            "lagging",
+        ),
+    )
+    _BOUNDS = tuple(floatToGoString(b) for b in _FSYNC_BUCKETS_US) + ("+Inf",)
+
+    def __init__(self, node: JournalNodeMetrics) -> None:
+        self.node = node
+
+    def describe(self) -> Iterable:
+        return []
+
+    def collect(self) -> Iterable:
+        journals = self.node.batch_counts()
+        for name, doc, attr in self._COUNTERS:
+            family = CounterMetricFamily(f"journalnode_{name}", doc, labels=["journal_id"])
+            for jid, counts in journals:
+                family.add_metric([jid], getattr(counts, attr), created=counts.created)
+            yield family
+        histogram = HistogramMetricFamily(
+            "journalnode_fsync_latency_microseconds",
+            "Latency of the fsync of a journal() batch",
+            labels=["journal_id"],
+        )
+        for jid, counts in journals:
+            total = 0
+            buckets = []
+            for bound, count in zip(self._BOUNDS, list(counts.fsync_buckets)):
+                total += count
+                buckets.append((bound, total))
+            histogram.add_metric([jid], buckets, counts.fsync_sum)
+            histogram.add_sample(histogram.name + "_created", {"journal_id": jid}, counts.created)
+        yield histogram
 
 
 class _GaugeCollector:

@@ -62,9 +62,12 @@ from hadoop_qjm.qjournal.protocol.wire import (
     ProtocolError,
     TMessageType,
     check_required,
+    decode_flat_struct,
     decode_message_body,
     decode_message_header,
     encode_message,
+    encode_void_reply,
+    read_message_header,
 )
 
 __all__ = [
@@ -375,41 +378,68 @@ class QJournalProtocolDispatcher:
         is not one well-formed call; the connection it came from should then be
         dropped.
         """
+        name, mtype, seqid, body_offset = read_message_header(payload)
+        rpc = self._by_name.get(name)
+        if rpc is not None and mtype == TMessageType.CALL:
+            # The hot calls (journal, heartbeat) are checked and decoded in one pass.
+            args = decode_flat_struct(payload, body_offset, rpc.args_cls)
+            if args is not None:
+                return self._process_decoded(rpc, name, seqid, args, remote_ip, remote_user, True)
+        # Anything else is checked whole (a bad frame raises here), then decoded.
         header = decode_message_header(payload)
         if header.type != TMessageType.CALL:
             raise ProtocolError(f"expected a CALL message, got type {header.type}")
-        rpc = self._by_name.get(header.name)
         if rpc is None:
             LOG.warning("Unknown RPC %r from %s", header.name, remote_ip)
             error = TApplicationException(
                 TApplicationException.UNKNOWN_METHOD, f"Unknown method {header.name}"
             )
             return encode_message(header.name, TMessageType.EXCEPTION, header.seqid, error)
+        args = decode_message_body(payload, header, rpc.args_cls)
+        return self._process_decoded(
+            rpc, header.name, header.seqid, args, remote_ip, remote_user, False
+        )
+
+    def _process_decoded(
+        self,
+        rpc: _Rpc,
+        name: str,
+        seqid: int,
+        args: Any,
+        remote_ip: str | None,
+        remote_user: str | None,
+        checked: bool,
+    ) -> bytes:
+        """The reply to a decoded call; ``checked``: its required fields are known to be set."""
         if self._authorize is not None:
-            # Hadoop's Server.authorize: before the call's arguments are decoded.
+            # Hadoop's Server.authorize: before the handler sees the call's arguments.
             try:
                 self._authorize(
-                    header.name.rpartition(":")[2],
+                    name.rpartition(":")[2],
                     remote_user if remote_user is not None else _current_remote_user(),
                     remote_ip,
                 )
             except AuthorizationException as exc:
                 result = rpc.result_cls()
                 result.e = to_wire(exc)
-                return encode_message(header.name, TMessageType.REPLY, header.seqid, result)
-        args = decode_message_body(payload, header, rpc.args_cls)
+                return encode_message(name, TMessageType.REPLY, seqid, result)
         try:
-            result = self._call(rpc, args, remote_ip)
-            return encode_message(header.name, TMessageType.REPLY, header.seqid, result)
+            result = self._call(rpc, args, remote_ip, checked)
+            if result is None:
+                return encode_void_reply(name, seqid)
+            return encode_message(name, TMessageType.REPLY, seqid, result)
         except Exception as exc:  # every failure becomes a reply
             # Includes a result the handler returned that cannot be encoded.
-            self._log_failure(header.name.rpartition(":")[2], remote_ip, exc)
+            self._log_failure(name.rpartition(":")[2], remote_ip, exc)
             result = rpc.result_cls()
             result.e = to_wire(exc)
-            return encode_message(header.name, TMessageType.REPLY, header.seqid, result)
+            return encode_message(name, TMessageType.REPLY, seqid, result)
 
-    def _call(self, rpc: _Rpc, args: Any, remote_ip: str | None) -> Any:
-        check_required(args)
+    def _call(self, rpc: _Rpc, args: Any, remote_ip: str | None, checked: bool = False) -> Any:
+        """The handler's result as the RPC's result struct; None for a call that returns
+        nothing (the reply is then an empty struct)."""
+        if not checked:
+            check_required(args)
         method = getattr(self.handler, rpc.method_name)
         values = [getattr(args, name) for name in rpc.arg_names]
         slots = self._slots
@@ -429,9 +459,10 @@ class QJournalProtocolDispatcher:
             _call_context.remote_ip = None
             if slots is not None:
                 slots.release()
+        if not rpc.returns_value:
+            return None
         result = rpc.result_cls()
-        if rpc.returns_value:
-            result.success = value
+        result.success = value
         return result
 
     @staticmethod

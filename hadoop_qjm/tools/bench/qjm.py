@@ -58,7 +58,6 @@ from hadoop_qjm.common.security import SSLFactory
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, encode_op
 from hadoop_qjm.qjournal.client.ipc_logger_channel import IPCLoggerChannel
-from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO
@@ -144,22 +143,17 @@ def _op(txid: int) -> MkdirOp:
     return MkdirOp.create(txid, f"{_PATH_PREFIX}{txid:019d}", timestamp=_TIMESTAMP)
 
 
-class _TimedProxy:
-    """A QJournalProtocolProxy whose successful journal() calls are timed, by first txid."""
+class _TimedChannel(IPCLoggerChannel):
+    """An IPCLoggerChannel recording each successful journal() call's time, by first txid."""
 
-    def __init__(self, host: str, port: int, times: dict[int, float], socket_factory=None) -> None:
-        self._proxy = QJournalProtocolProxy(  # no call timeout: Hadoop's default
-            host, port, timeout_s=None, socket_factory=socket_factory
-        )
+    def __init__(self, *args, times: dict[int, float], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
         self._times = times
 
-    def __getattr__(self, name: str):
-        return getattr(self._proxy, name)
-
-    def journal(self, req, segment_txid: int, first_txid: int, num_txns: int, records) -> None:
-        start = time.perf_counter()
-        self._proxy.journal(req, segment_txid, first_txid, num_txns, records)
-        self._times[first_txid] = time.perf_counter() - start
+    def _record_journal_latency(self, first_txid, num_txns, size, rpc_s, end_to_end_s) -> None:
+        super()._record_journal_latency(first_txid, num_txns, size, rpc_s, end_to_end_s)
+        if self.highest_acked_txid >= first_txid + num_txns - 1:
+            self._times[first_txid] = rpc_s
 
 
 def _timed_logger_factory(rpc_times: list[dict[int, float]], socket_factory=None):
@@ -169,13 +163,14 @@ def _timed_logger_factory(rpc_times: list[dict[int, float]], socket_factory=None
     def factory(conf, ns_info, journal_id, name_service_id, address):
         times: dict[int, float] = {}
         rpc_times.append(times)
-        return IPCLoggerChannel(
+        return _TimedChannel(
             conf,
             ns_info,
             journal_id,
             address,
             name_service_id=name_service_id,
-            proxy_factory=lambda host, port: _TimedProxy(host, port, times, socket_factory),
+            socket_factory=socket_factory,
+            times=times,
         )
 
     return factory

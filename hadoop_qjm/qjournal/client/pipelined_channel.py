@@ -1,0 +1,547 @@
+"""PipelinedChannel: JournalNode connections whose replies the waiting thread reads itself.
+
+The write path's hand-offs are its cost: with a thread per JournalNode, every
+batch wakes three threads to send it and three more when the answers come
+back, about 30 µs each on a small machine. Here the caller's thread writes the
+request to the socket itself (non-blocking, in call order, under the
+channel's lock), and the replies are read by whoever holds the reader role
+of the process's :class:`ReplyReactor` — usually the very thread that waits
+for them (the writer waiting for its quorum), else a background thread. A
+batch then wakes no other thread at all, as in a plain select-loop client.
+
+* **Order.** Requests go out in the order :meth:`PipelinedChannel.send_async`
+  was called; the JournalNode serves one connection's calls one after the
+  other and answers in order, so replies are matched to requests first in,
+  first out (the proxy still checks each reply's seqid).
+* **A frozen node blocks nobody.** What the socket does not take at once is
+  queued on the channel and written by the reader when the socket becomes
+  writable; the caller never waits. The bytes so held are bounded by the
+  caller (IPCLoggerChannel's ``dfs.qjournal.queued-edits.limit.mb``).
+* **Failures.** A broken connection, a reply nobody asked for, a frame over
+  ``max_frame_size`` or no reply byte for ``timeout_s`` while a call waits
+  (SocketTimeoutException) fail every call in flight and drop the
+  connection; the next call makes a new one. Nothing is retried: nobody
+  knows whether the JournalNode ran a call whose answer was lost.
+
+Plain TCP only: a TLS socket cannot be read by one thread while another
+writes it, so a secured channel keeps the blocking ``SocketChannel``.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import os
+import selectors
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from hadoop_qjm.common.exceptions import IOException
+from hadoop_qjm.qjournal.protocol.exceptions import ConnectException, SocketTimeoutException
+from hadoop_qjm.qjournal.protocol.sockets import ClientSocketFactoryLike, as_client_socket_factory
+from hadoop_qjm.qjournal.protocol.wire import FRAME_HEADER, ProtocolError
+
+__all__ = [
+    "LEASE_S",
+    "PipelinedChannel",
+    "ReplyCallback",
+    "ReplyReactor",
+    "read_replies_while_waiting",
+]
+
+LOG = logging.getLogger("hadoop_qjm.qjournal.client.quorum_journal_manager")
+
+#: ``callback(reply_payload, None)`` or ``callback(None, error)``; runs in the reactor
+#: thread (or the caller's, for a call that fails before it is sent). Must not block.
+ReplyCallback = Callable[[bytes | None, BaseException | None], None]
+
+#: The reactor thread stays parked this long after a waiter last read for itself.
+LEASE_S = 0.05
+#: A waiter that finds the reader role taken looks again this soon (it is woken
+#: earlier if the role holder completes what it waits for).
+ROLE_RETRY_S = 0.002
+_RECV_SIZE = 256 * 1024
+_HEADER = FRAME_HEADER.size
+
+
+class ReplyReactor:
+    """Reads the replies of every :class:`PipelinedChannel`: a daemon thread, or a waiter.
+
+    Whoever holds the *reader role* polls the selector and hands each reply
+    to its callback: the reactor's own thread, or — the point of it — a
+    thread that waits for replies (:meth:`read_while_waiting`: a writer
+    waiting for its quorum, an executor thread waiting for its call). A
+    waiter that reads for itself needs no other thread to wake it: a
+    ``flush()`` then costs no thread hand-off at all. While waiters have read
+    in the last :data:`LEASE_S` the reactor thread stays parked, out of their
+    way; when nobody waits it takes over, so replies that no one waits for (a
+    slow node's) are still taken in within that time.
+
+    Selector changes (register, unregister, write interest) are queued by
+    :meth:`run_soon` and run by the role holder, so that no thread touches
+    the selector while another polls it.
+    """
+
+    _shared: ReplyReactor | None = None
+    _shared_pid = 0
+    _shared_lock = threading.Lock()
+
+    @classmethod
+    def shared(cls) -> ReplyReactor:
+        """The process's reactor (a new one in a forked child: threads do not survive fork)."""
+        with cls._shared_lock:
+            if cls._shared is None or cls._shared_pid != os.getpid():
+                cls._shared = cls()
+                cls._shared_pid = os.getpid()
+            return cls._shared
+
+    def __init__(self) -> None:
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._lock = threading.Lock()
+        self._soon: list[Callable[[], None]] = []
+        self._channels: set[PipelinedChannel] = set()  # the role holder only
+        self._role = threading.Lock()
+        self._role_owner: int | None = None
+        self._lease_until = 0.0  # the reactor thread leaves the role to waiters until then
+        self._thread = threading.Thread(target=self._run, name="QJM reply reader", daemon=True)
+        self._thread.start()
+
+    def holds_role(self) -> bool:
+        """Whether the calling thread is the one polling the selector now."""
+        return self._role_owner == threading.get_ident()
+
+    def read_while_waiting(self, timeout_s: float, held: Any = None) -> bool:
+        """Take the reader role if it is free: poll once (up to ``timeout_s``), handle what
+        came, release it; False at once if another thread holds it.
+
+        ``held`` (a lock the caller holds, e.g. its QuorumCall's condition) is
+        released meanwhile, so that the replies' callbacks can take it.
+        """
+        self._lease_until = time.monotonic() + LEASE_S
+        if not self._role.acquire(blocking=False):
+            return False
+        self._role_owner = threading.get_ident()
+        if held is not None:
+            held.release()
+        try:
+            self._poll(timeout_s)
+        finally:
+            self._role_owner = None
+            self._role.release()
+            if held is not None:
+                held.acquire()
+        return True
+
+    def wake(self) -> None:
+        """Make the role holder's poll return (it re-checks what it waits for)."""
+        with contextlib.suppress(BlockingIOError):  # the pipe is full: a wake-up is due
+            self._wake_w.send(b"\0")
+
+    def run_soon(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` in the thread holding the reader role, before it polls again."""
+        with self._lock:
+            self._soon.append(fn)
+            first = len(self._soon) == 1
+        if first:
+            self.wake()
+
+    # ---- called by the role holder (through run_soon) -----------------------------------------
+    def _register(self, sock: socket.socket, channel: PipelinedChannel) -> None:
+        if channel._sock is not sock:
+            return  # already dropped: its unregister (queued after this) closes it
+        # Each connection has its own read buffer: nothing of an old one can leak into
+        # the next.
+        self._selector.register(sock, selectors.EVENT_READ, (channel, bytearray()))
+        self._channels.add(channel)
+
+    def _unregister(self, sock: socket.socket, channel: PipelinedChannel) -> None:
+        with contextlib.suppress(KeyError, ValueError, OSError):
+            self._selector.unregister(sock)
+        _close_socket(sock)
+        if not any(
+            key.data is not None and key.data[0] is channel
+            for key in self._selector.get_map().values()
+        ):
+            self._channels.discard(channel)
+
+    def _want_write(self, sock: socket.socket, want: bool) -> None:
+        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if want else 0)
+        with contextlib.suppress(KeyError, ValueError, OSError):
+            self._selector.modify(sock, events, self._selector.get_key(sock).data)
+
+    # ---- the loop ----------------------------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            try:
+                parked = self._lease_until - time.monotonic()
+                if parked > 0:  # waiters read for themselves
+                    time.sleep(parked)
+                    continue
+                with self._role:
+                    if self._lease_until > time.monotonic():
+                        continue  # a waiter came between the check and the role
+                    self._role_owner = threading.get_ident()
+                    try:
+                        self._poll(None)
+                    finally:
+                        self._role_owner = None
+            except Exception:  # noqa: BLE001 - the reactor must outlive any one channel
+                LOG.exception("Unexpected error in the QJM reply reader")
+
+    def _poll(self, timeout: float | None) -> None:
+        """Wait up to ``timeout`` (None: no limit) for events, handle them (role held)."""
+        now = time.monotonic()
+        for channel in self._channels:
+            deadline = channel._reply_deadline()
+            if deadline is not None:
+                wait = max(deadline - now, 0.0)
+                timeout = wait if timeout is None else min(timeout, wait)
+        for key, mask in self._selector.select(timeout):
+            if key.data is None:
+                self._drain_wake_pipe()
+                continue
+            channel, buf = key.data
+            if mask & selectors.EVENT_WRITE:
+                channel._on_writable(key.fileobj)
+            if mask & selectors.EVENT_READ:
+                channel._on_readable(key.fileobj, buf)
+        if timeout is not None:
+            now = time.monotonic()
+            for channel in list(self._channels):
+                deadline = channel._reply_deadline()
+                if channel._pending and deadline is not None and deadline <= now:
+                    channel._on_reply_timeout()
+
+    def _drain_wake_pipe(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            while self._wake_r.recv(4096):
+                pass
+        with self._lock:
+            soon, self._soon = self._soon, []
+        for fn in soon:
+            try:
+                fn()
+            except Exception:  # noqa: BLE001 - one failed change must not stop the others
+                LOG.exception("Unexpected error in the QJM reply reader")
+
+
+def _close_socket(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    sock.close()
+
+
+class PipelinedChannel:
+    """A lazily (re)connected plain-TCP connection to ``host:port`` carrying framed calls.
+
+    Implements the proxy's ``RpcChannel`` (:meth:`call`, :meth:`reset`,
+    :meth:`close`) plus :meth:`send_async`, which returns as soon as the
+    request is written or queued. ``timeout_s`` (None: none) bounds how long a
+    call in flight may wait without any reply byte arriving.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        timeout_s: float | None,
+        connect_timeout_s: float | None,
+        max_frame_size: int,
+        socket_factory: ClientSocketFactoryLike | None = None,
+        reactor: ReplyReactor | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        self.max_frame_size = max_frame_size
+        self._socket_factory = as_client_socket_factory(socket_factory)
+        self._reactor = reactor
+        self._connect_lock = threading.Lock()  # one connection attempt at a time
+        # Writing to the socket, and _out. Apart from _lock, so that the reply reader
+        # never waits for a send in progress.
+        self._send_lock = threading.Lock()
+        self._out: collections.deque[memoryview] = collections.deque()  # not yet written
+        self._lock = threading.Lock()  # guards the state below; never held across a callback
+        self._sock: socket.socket | None = None
+        self._closed = False
+        self._pending: collections.deque[ReplyCallback] = collections.deque()
+        self._last_progress = 0.0  # when a call was sent to an idle connection, or bytes came
+
+    def __repr__(self) -> str:
+        return f"PipelinedChannel({self.host}:{self.port})"
+
+    @property
+    def connected(self) -> bool:
+        """Whether a connection is open (a call would not have to connect first)."""
+        return self._sock is not None
+
+    # ---- the caller's side -------------------------------------------------------------------
+    def _connect(self) -> socket.socket:
+        with self._connect_lock:
+            with self._lock:
+                if self._closed:
+                    raise IOException(f"Connection to {self.host}:{self.port} is closed")
+                if self._sock is not None:
+                    return self._sock
+            try:
+                sock = self._socket_factory.connect(self.host, self.port, self.connect_timeout_s)
+            except OSError as e:
+                raise ConnectException(
+                    f"Call to {self.host}:{self.port} failed on connection exception: {e}"
+                ) from e
+            if isinstance(sock, ssl.SSLSocket):  # see the module docstring
+                sock.close()
+                raise IOException(f"{self}: a TLS connection cannot be pipelined")
+            sock.setblocking(False)
+            with self._send_lock:
+                self._out.clear()  # anything left was for a connection that failed
+                with self._lock:
+                    if self._closed:  # close() ran while we were connecting
+                        sock.close()
+                        raise IOException(f"Connection to {self.host}:{self.port} is closed")
+                    self._sock = sock
+            if self._reactor is None:
+                self._reactor = ReplyReactor.shared()
+            reactor = self._reactor
+            reactor.run_soon(lambda: reactor._register(sock, self))
+            return sock
+
+    def send_async(self, parts: Sequence[bytes], callback: ReplyCallback) -> None:
+        """Send one request (the concatenation of ``parts``, framed here); ``callback``
+        gets its reply. Never blocks on the peer; a failure reaches the callback."""
+        try:
+            sock = self._sock or self._connect()
+        except OSError as e:
+            callback(None, e)
+            return
+        size = sum(len(part) for part in parts)
+        data = [FRAME_HEADER.pack(size) + parts[0], *parts[1:]]
+        error: BaseException | None = None
+        queued = want_write = False
+        with self._send_lock:
+            with self._lock:
+                if self._sock is sock:
+                    if not self._pending:
+                        self._last_progress = time.monotonic()
+                    self._pending.append(callback)
+                    queued = True
+            if queued:
+                if self._out:
+                    self._out.extend(memoryview(part) for part in data)
+                else:
+                    try:
+                        self._queue_unsent(data, sock.sendmsg(data))
+                    except BlockingIOError:
+                        self._queue_unsent(data, 0)
+                    except OSError as e:
+                        error = e
+                    want_write = bool(self._out)
+        if not queued:  # dropped since we looked: this call never went out
+            callback(None, IOException(f"Call to {self.host}:{self.port} failed: connection reset"))
+        elif error is not None:  # fails this call and every other one in flight
+            self._fail(sock, IOException(f"Call to {self.host}:{self.port} failed: {error}"))
+        elif want_write:
+            reactor = self._reactor
+            assert reactor is not None
+            reactor.run_soon(lambda: reactor._want_write(sock, True))
+
+    def _queue_unsent(self, data: list[bytes], sent: int) -> None:
+        for part in data:
+            if sent >= len(part):
+                sent -= len(part)
+                continue
+            self._out.append(memoryview(part)[sent:])
+            sent = 0
+
+    def call(self, payload: bytes) -> bytes:
+        """Send ``payload`` and wait for its reply (the blocking ``RpcChannel`` call)."""
+        done = threading.Event()
+        answer: list[tuple[bytes | None, BaseException | None]] = []
+
+        def on_reply(reply: bytes | None, error: BaseException | None) -> None:
+            answer.append((reply, error))
+            done.set()
+
+        self.send_async([payload], on_reply)
+        self.wait(done)
+        reply, error = answer[0]
+        if error is not None:
+            raise error
+        assert reply is not None
+        return reply
+
+    def wait(self, done: threading.Event) -> None:
+        """Wait until ``done`` is set by a reply's callback, reading replies meanwhile
+        whenever no other thread does."""
+        while not done.is_set():
+            reactor = self._reactor
+            if reactor is None or not reactor.read_while_waiting(1.0):
+                done.wait(ROLE_RETRY_S)
+
+    def reset(self) -> None:
+        """Drop the connection; every call in flight fails (the next call reconnects)."""
+        sock = self._sock
+        if sock is not None:
+            self._fail(sock, IOException(f"Connection to {self.host}:{self.port} was reset"))
+
+    def close(self) -> None:
+        """No more calls; those in flight fail with IOException. Safe from any thread."""
+        with self._lock:
+            self._closed = True
+        self.reset()
+
+    def _fail(self, sock: socket.socket, error: BaseException) -> None:
+        """Drop ``sock`` (if still ours) and fail every call in flight on it."""
+        with self._lock:
+            if self._sock is not sock:
+                return
+            self._sock = None
+            pending, self._pending = self._pending, collections.deque()
+        # The calls first: a thread polling for its own reply re-checks after the
+        # unregister below wakes its poll.
+        for callback in pending:
+            try:
+                callback(None, error)
+            except Exception:  # noqa: BLE001 - the others must still hear of it
+                LOG.exception("Unexpected error failing a call to %s:%s", self.host, self.port)
+        reactor = self._reactor
+        if reactor is not None:
+            if reactor.holds_role():
+                reactor._unregister(sock, self)
+            else:
+                reactor.run_soon(lambda: reactor._unregister(sock, self))
+        else:
+            _close_socket(sock)
+
+    # ---- the reactor's side ------------------------------------------------------------------
+    def _reply_deadline(self) -> float | None:
+        """When the reactor must look at this channel's timeout next (None: never).
+
+        Idle, a quarter of the timeout from now: a call sent meanwhile does not
+        wake the reactor, which then finds it on that look, well before its deadline.
+        """
+        if self.timeout_s is None:
+            return None
+        if not self._pending:
+            return time.monotonic() + self.timeout_s / 4
+        return self._last_progress + self.timeout_s
+
+    def _on_reply_timeout(self) -> None:
+        sock = self._sock
+        if sock is not None and self._pending:
+            self._fail(
+                sock,
+                SocketTimeoutException(
+                    f"Call to {self.host}:{self.port} timed out after {self.timeout_s} s"
+                ),
+            )
+
+    def _on_writable(self, sock: socket.socket) -> None:
+        error: OSError | None = None
+        with self._send_lock:
+            if self._sock is not sock:
+                return
+            out = self._out
+            try:
+                while out:
+                    sent = sock.send(out[0])
+                    if sent < len(out[0]):
+                        out[0] = out[0][sent:]
+                        break
+                    out.popleft()
+            except BlockingIOError:
+                pass
+            except OSError as e:
+                error = e
+            drained = not out
+        if error is not None:
+            self._fail(sock, IOException(f"Call to {self.host}:{self.port} failed: {error}"))
+        elif drained:
+            assert self._reactor is not None
+            self._reactor._want_write(sock, False)
+
+    def _on_readable(self, sock: socket.socket, buf: bytearray) -> None:
+        if self._sock is not sock:
+            return
+        try:
+            chunk = sock.recv(_RECV_SIZE)
+        except BlockingIOError:
+            return
+        except OSError as e:
+            self._fail(sock, IOException(f"Call to {self.host}:{self.port} failed: {e}"))
+            return
+        if not chunk:
+            self._fail(
+                sock,
+                IOException(
+                    f"Call to {self.host}:{self.port} failed: connection closed by the server"
+                ),
+            )
+            return
+        buf += chunk
+        self._last_progress = time.monotonic()
+        start, end = 0, len(buf)
+        replies: list[tuple[ReplyCallback, bytes]] = []
+        error: BaseException | None = None
+        with self._lock:
+            while end - start >= _HEADER:
+                (size,) = FRAME_HEADER.unpack_from(buf, start)
+                if size < 0 or size > self.max_frame_size:
+                    error = ProtocolError(f"Invalid reply frame length {size}")
+                    break
+                if end - start - _HEADER < size:
+                    break
+                if not self._pending:
+                    error = ProtocolError("a reply to no call")
+                    break
+                frame_start = start + _HEADER
+                replies.append(
+                    (self._pending.popleft(), bytes(buf[frame_start : frame_start + size]))
+                )
+                start = frame_start + size
+        if start:
+            del buf[:start]
+        for callback, reply in replies:
+            try:
+                callback(reply, None)
+            except Exception:  # noqa: BLE001 - one caller's bug must not break the connection
+                LOG.exception("Unexpected error handling a reply from %s:%s", self.host, self.port)
+        if error is not None:
+            self._fail(sock, IOException(f"Call to {self.host}:{self.port} failed: {error}"))
+
+
+class _ReadRepliesWhileWaiting:
+    """QuorumCall's assist for pipelined channels: the process's reactor, if any."""
+
+    @staticmethod
+    def _reactor() -> ReplyReactor | None:
+        reactor = ReplyReactor._shared
+        if reactor is None or ReplyReactor._shared_pid != os.getpid():
+            return None
+        return reactor
+
+    def __call__(self, timeout_s: float, held: Any = None) -> bool:
+        """A waiter's turn at reading replies (:meth:`ReplyReactor.read_while_waiting`);
+        False if there is no reactor yet or another thread is reading."""
+        reactor = self._reactor()
+        return reactor is not None and reactor.read_while_waiting(timeout_s, held)
+
+    def wake(self) -> None:
+        """Interrupt the poll of a waiter reading replies: what it waits for may have
+        happened in another thread."""
+        reactor = self._reactor()
+        if reactor is not None:
+            reactor.wake()
+
+
+read_replies_while_waiting = _ReadRepliesWhileWaiting()

@@ -1,0 +1,26 @@
+"""``hdfs-py bench journalnode`` end to end, briefly: it runs, reports, and leaves nothing behind."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from hadoop_qjm.cli import main
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
+
+
+def test_bench_journalnode_alternates_slices_and_reports_the_median_ratio(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    args = ["bench", "journalnode", "--seconds", "0.4", "--slice", "0.1", "--batch", "10"]
+    assert main([*args, "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "batch: 10 ops" in out
+    assert re.search(r"raw write\+fdatasync, same disk, same batch size: [\d,]+ batches/s", out)
+    assert "(4 slices of 0.10 s, alternating with the JournalNode's)" in out
+    assert re.search(r"journalnode: [\d,]+ batches/s, [\d,]+ txns/s, .* fsync share", out)
+    assert re.search(r"ratio to raw fdatasync: \d+\.\d\d \(goal >= 0\.8\); median of 4 slices", out)
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,317 @@
+"""The write path without thread hand-offs (docs/quorum-client.md, "The write path").
+
+First :class:`PipelinedChannel` against a scripted peer on a real socket (order,
+a peer that stops reading, failures, timeouts), then IPCLoggerChannel's direct
+``journal`` sends against real JournalNodes: the calls to one node stay in order
+with the executor's, the RequestInfo is stamped on each, and a failure puts the
+node out of sync for the calls already in flight behind it.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
+from hadoop_qjm.common.exceptions import IOException
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.qjournal.client.ipc_logger_channel import IPCLoggerChannel
+from hadoop_qjm.qjournal.client.pipelined_channel import PipelinedChannel
+from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import journal_body
+from hadoop_qjm.qjournal.protocol.exceptions import (
+    JournalOutOfSyncException,
+    SocketTimeoutException,
+)
+from hadoop_qjm.qjournal.protocol.sockets import FrameReader, write_frame
+from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, create_txn_data
+
+pytestmark = pytest.mark.timeout(60)
+
+JID = "test-pipelined"
+MAX_FRAME = 64 * 1024 * 1024
+
+
+class ScriptedPeer:
+    """A one-connection server: echoes each frame back (``b"re:" + payload``) unless
+    ``paused`` (then it neither reads nor answers) or ``silent`` (reads, never answers)."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.paused = threading.Event()
+        self.resume = threading.Event()
+        self.silent = False
+        self.received: list[bytes] = []
+        self.conn: socket.socket | None = None
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        conn, _ = self.listener.accept()
+        self.conn = conn
+        reader = FrameReader(conn, MAX_FRAME)
+        try:
+            while True:
+                if self.paused.is_set():
+                    self.resume.wait()
+                payload = reader.read_frame()
+                if payload is None:
+                    return
+                self.received.append(payload)
+                if not self.silent:
+                    write_frame(conn, b"re:" + payload)
+        except OSError:
+            return
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+        self.listener.close()
+
+
+@pytest.fixture
+def peer() -> Iterator[ScriptedPeer]:
+    p = ScriptedPeer()
+    yield p
+    p.resume.set()
+    p.close()
+
+
+def collect() -> tuple[list, threading.Event, Callable]:
+    answers: list = []
+    done = threading.Event()
+
+    def callback(reply, error):
+        answers.append((reply, error))
+        done.set()
+
+    return answers, done, callback
+
+
+def wait_until(predicate, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.005)
+
+
+def test_replies_are_matched_to_calls_in_order(peer: ScriptedPeer) -> None:
+    channel = PipelinedChannel("127.0.0.1", peer.port, None, 5.0, MAX_FRAME)
+    try:
+        answers: list = []
+        for i in range(50):
+            channel.send_async(
+                [b"call ", str(i).encode()], lambda r, e, i=i: answers.append((i, r, e))
+            )
+        wait_until(lambda: len(answers) == 50)
+        assert answers == [(i, b"re:call " + str(i).encode(), None) for i in range(50)]
+        assert channel.call(b"blocking") == b"re:blocking"
+    finally:
+        channel.close()
+
+
+def test_a_peer_that_stops_reading_blocks_no_sender(peer: ScriptedPeer) -> None:
+    """Frozen node: the sends that do not fit in the socket wait on the channel; the
+    caller returns at once; everything arrives, in order, once the peer reads again."""
+    channel = PipelinedChannel("127.0.0.1", peer.port, None, 5.0, MAX_FRAME)
+    try:
+        channel.call(b"connect")
+        peer.paused.set()
+        answers: list = []
+        chunk = bytes(1024 * 1024)
+        started = time.monotonic()
+        for i in range(24):  # more than the socket buffers hold
+            channel.send_async([str(i).encode(), chunk], lambda r, e: answers.append((r, e)))
+        assert time.monotonic() - started < 2.0
+        assert channel._out, "some bytes should be waiting for the socket"
+        peer.resume.set()
+        peer.paused.clear()
+        wait_until(lambda: len(answers) == 24, 30.0)
+        assert [r[3 : -len(chunk)] for r, _ in answers] == [str(i).encode() for i in range(24)]
+        assert all(e is None for _, e in answers)
+    finally:
+        channel.close()
+
+
+def test_a_lost_connection_fails_every_call_in_flight_then_reconnects() -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    channel = PipelinedChannel("127.0.0.1", port, None, 5.0, MAX_FRAME)
+    try:
+        answers: list = []
+        for _ in range(3):
+            channel.send_async([b"x"], lambda r, e: answers.append((r, e)))
+        conn, _ = listener.accept()
+        conn.close()
+        wait_until(lambda: len(answers) == 3)
+        assert all(r is None and isinstance(e, IOException) for r, e in answers)
+        # The next call makes a new connection.
+        replies: list = []
+        channel.send_async([b"y"], lambda r, e: replies.append((r, e)))
+        conn, _ = listener.accept()
+        reader = FrameReader(conn, MAX_FRAME)
+        assert reader.read_frame() == b"y"
+        write_frame(conn, b"ok")
+        wait_until(lambda: replies == [(b"ok", None)])
+        conn.close()
+    finally:
+        channel.close()
+        listener.close()
+
+
+def test_no_reply_within_the_timeout_fails_the_calls(peer: ScriptedPeer) -> None:
+    peer.silent = True
+    channel = PipelinedChannel("127.0.0.1", peer.port, 0.3, 5.0, MAX_FRAME)
+    try:
+        answers, done, callback = collect()
+        channel.send_async([b"never answered"], callback)
+        assert done.wait(10)
+        assert isinstance(answers[0][1], SocketTimeoutException)
+    finally:
+        channel.close()
+
+
+def test_close_fails_the_calls_in_flight(peer: ScriptedPeer) -> None:
+    peer.silent = True
+    channel = PipelinedChannel("127.0.0.1", peer.port, None, 5.0, MAX_FRAME)
+    answers, done, callback = collect()
+    channel.send_async([b"pending"], callback)
+    wait_until(lambda: peer.received)
+    channel.close()
+    assert done.wait(10)
+    assert isinstance(answers[0][1], IOException)
+    with pytest.raises(IOException):
+        channel.call(b"after close")
+
+
+# ---- IPCLoggerChannel over real JournalNodes -----------------------------------------------
+
+
+@pytest.fixture
+def cluster() -> Iterator[MiniJournalCluster]:
+    with MiniJournalCluster(1) as c:
+        yield c
+
+
+@pytest.fixture
+def channel(cluster: MiniJournalCluster) -> Iterator[IPCLoggerChannel]:
+    ch = IPCLoggerChannel(Configuration(), FAKE_NSINFO, JID, cluster.rpc_address(0))
+    ch.format(FAKE_NSINFO).result()
+    ch.new_epoch(1).result()
+    ch.set_epoch(1)
+    yield ch
+    ch.close()
+
+
+def ops(first: int, count: int) -> bytes:
+    return create_txn_data(first, count)
+
+
+def test_journal_goes_out_directly_and_stays_behind_earlier_calls(
+    channel: IPCLoggerChannel,
+) -> None:
+    # startLogSegment is still in the executor: the journal must not overtake it (the
+    # JournalNode would refuse a journal without an open segment).
+    start = channel.start_log_segment(1, CURRENT_LAYOUT_VERSION)
+    first = channel.send_edits(1, 1, 3, ops(1, 3))
+    first.result(10)
+    start.result(10)
+    # Nothing waits in the executor now: these go out from this thread.
+    futures = [channel.send_edits(1, 4 + 3 * i, 3, ops(4 + 3 * i, 3)) for i in range(20)]
+    assert channel._last_direct is futures[-1]
+    for future in futures:
+        future.result(10)
+    assert channel.highest_acked_txid == 63
+    assert channel.queued_edits_size == 0
+    assert channel.next_ipc_serial == 22  # serials 0..21: the start and 21 journals
+    channel.set_committed_txid(63)
+    channel.finalize_log_segment(1, 63).result(10)
+
+
+def test_calls_in_flight_behind_a_failed_one_fail_too(channel: IPCLoggerChannel) -> None:
+    channel.start_log_segment(1, CURRENT_LAYOUT_VERSION).result(10)
+    channel.send_edits(1, 1, 1, ops(1, 1)).result(10)
+    # A gap: the JournalNode refuses txid 5 (it expects 2) ...
+    bad = channel.send_edits(1, 5, 1, ops(5, 1))
+    # ... and this one, sent before the refusal came back, would be refused as well; even
+    # were it accepted it must count as failed, as Hadoop never sends it.
+    behind = channel.send_edits(1, 6, 1, ops(6, 1))
+    with pytest.raises(JournalOutOfSyncException):
+        bad.result(10)
+    with pytest.raises(JournalOutOfSyncException):
+        behind.result(10)
+    assert channel.is_out_of_sync
+    # Out of sync: the executor path fails the next batch at once.
+    with pytest.raises(JournalOutOfSyncException, match="disabled until next roll"):
+        channel.send_edits(1, 2, 1, ops(2, 1)).result(10)
+    assert channel.queued_edits_size == 0
+    # The next segment brings the node back.
+    channel.start_log_segment(10, CURRENT_LAYOUT_VERSION).result(10)
+    assert not channel.is_out_of_sync
+    channel.send_edits(10, 10, 2, ops(10, 2)).result(10)
+    assert channel.highest_acked_txid == 11
+
+
+def test_a_direct_executor_keeps_every_call_in_the_callers_thread(
+    cluster: MiniJournalCluster,
+) -> None:
+    from hadoop_qjm.qjournal.client.executors import DirectExecutor
+
+    ch = IPCLoggerChannel(
+        Configuration(),
+        FAKE_NSINFO,
+        JID,
+        cluster.rpc_address(0),
+        executor=DirectExecutor(),
+        parallel_executor=DirectExecutor(),
+    )
+    try:
+        ch.format(FAKE_NSINFO).result()
+        ch.new_epoch(1).result()
+        ch.set_epoch(1)
+        ch.start_log_segment(1, CURRENT_LAYOUT_VERSION).result()
+        future = ch.send_edits(1, 1, 2, ops(1, 2))
+        assert future.done()  # ran in this thread
+        future.result()
+        assert ch._last_direct is None
+    finally:
+        ch.close()
+
+
+def test_a_journal_call_encoded_once_is_the_usual_message() -> None:
+    """The shared body after each node's reqInfo gives exactly the bytes of the whole call."""
+    from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
+    from hadoop_qjm.qjournal.protocol.messages import RequestInfo, to_thrift
+    from hadoop_qjm.qjournal.protocol.thrift_idl import qjournal_thrift
+    from hadoop_qjm.qjournal.protocol.wire import TMessageType, encode_message
+
+    sent: list[bytes] = []
+
+    class Capture:
+        connected = True
+
+        def send_async(self, parts, callback) -> None:
+            sent.append(b"".join(parts))
+
+    proxy = QJournalProtocolProxy("127.0.0.1", 1, pipelined=True)
+    proxy._async = Capture()  # type: ignore[assignment]
+    records = ops(7, 3)
+    req = RequestInfo(JID, 3, 41, 6, "ns1")
+    body = journal_body(7, 7, 3, records, "ns1")
+    assert journal_body(7, 7, 3, records, "ns1") is body  # the other nodes reuse it
+    proxy.journal_async(req, body, lambda error: None)
+    args = qjournal_thrift.QJournalProtocol.journal_args(
+        reqInfo=to_thrift(req),
+        firstTxnId=7,
+        numTxns=3,
+        records=records,
+        segmentTxnId=7,
+        nameServiceId="ns1",
+    )
+    assert sent == [encode_message("journal", TMessageType.CALL, 1, args)]
+    proxy.close()
