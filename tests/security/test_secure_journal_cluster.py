@@ -67,6 +67,8 @@ def test_writer_and_streaming_reader(secure_cluster, pki) -> None:
         write_txns(stm, 8, 2)
         stm.close()
         qjm.finalize_log_segment(6, 9)
+        # The write path is the pipelined one over TLS too (memory BIOs, no thread hop).
+        assert all(logger._proxy.pipelined for logger in qjm.loggers.loggers)
         reader = _writer(secure_cluster)
         try:
             streams = reader.select_input_streams(1)  # whole segments over HTTPS

@@ -202,9 +202,15 @@ class IPCLoggerChannel(AsyncLogger):
         self._latency_series: tuple[Any, Any] | None = None
 
     def _pipelined_transport(self) -> bool:
-        """Whether the default proxy uses a PipelinedChannel: plain TCP only (the TLS
-        factory is a PlainSocketFactory subclass, hence the exact type)."""
-        return self._socket_factory is None or type(self._socket_factory) is PlainSocketFactory
+        """Whether the default proxy uses a PipelinedChannel: plain TCP, or our TLS factory
+        (whose context the channel drives through memory BIOs). Another factory — a test's —
+        keeps the blocking channel; hence exact types."""
+        from hadoop_qjm.common.security.tls_sockets import TlsClientSocketFactory
+
+        return self._socket_factory is None or type(self._socket_factory) in (
+            PlainSocketFactory,
+            TlsClientSocketFactory,
+        )
 
     def _default_proxy_factory(self, host: str, port: int) -> Any:
         timeout_ms = self.conf.get_int(IPC_CLIENT_RPC_TIMEOUT_KEY, 0)
@@ -213,7 +219,7 @@ class IPCLoggerChannel(AsyncLogger):
             port,
             timeout_s=timeout_ms / 1000 if timeout_ms else None,
             socket_factory=self._socket_factory,
-            # Plain TCP: replies read by the shared reader (pipelined_channel.py).
+            # Replies read by the shared reader (pipelined_channel.py).
             pipelined=self._pipelined_transport(),
         )
 

@@ -23,8 +23,14 @@ batch then wakes no other thread at all, as in a plain select-loop client.
   connection; the next call makes a new one. Nothing is retried: nobody
   knows whether the JournalNode ran a call whose answer was lost.
 
-Plain TCP only: a TLS socket cannot be read by one thread while another
-writes it, so a secured channel keeps the blocking ``SocketChannel``.
+* **TLS.** An ``ssl.SSLSocket`` may not be read by one thread while another
+  writes it, so a secured channel drives its TLS connection through memory
+  BIOs (:class:`TlsSession`): the handshake runs on the plain socket at
+  connect time (the certificate checks of the socket factory's context: the
+  server's chain and host name, our client certificate); then a request is
+  encrypted and a reply decrypted under a short lock, and only ciphertext
+  crosses the non-blocking socket. Encrypted bytes are sent in the order they
+  were produced (they are taken from the session under the send lock).
 """
 
 from __future__ import annotations
@@ -43,7 +49,11 @@ from typing import Any
 
 from hadoop_qjm.common.exceptions import IOException
 from hadoop_qjm.qjournal.protocol.exceptions import ConnectException, SocketTimeoutException
-from hadoop_qjm.qjournal.protocol.sockets import ClientSocketFactoryLike, as_client_socket_factory
+from hadoop_qjm.qjournal.protocol.sockets import (
+    ClientSocketFactoryLike,
+    PlainSocketFactory,
+    as_client_socket_factory,
+)
 from hadoop_qjm.qjournal.protocol.wire import FRAME_HEADER, ProtocolError
 
 __all__ = [
@@ -234,6 +244,85 @@ class ReplyReactor:
                 LOG.exception("Unexpected error in the QJM reply reader")
 
 
+class TlsSession:
+    """A client TLS connection driven through memory BIOs (see the module docstring)."""
+
+    def __init__(self, context: ssl.SSLContext, host: str) -> None:
+        self._incoming = ssl.MemoryBIO()
+        self._outgoing = ssl.MemoryBIO()
+        self._obj = context.wrap_bio(self._incoming, self._outgoing, server_hostname=host)
+        self._lock = threading.Lock()
+        self.host = host
+
+    def handshake(self, sock: socket.socket, timeout_s: float | None) -> None:
+        """Complete the handshake over the blocking ``sock`` within ``timeout_s``."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            try:
+                self._obj.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                self._send_all(sock)
+                if deadline is not None:
+                    sock.settimeout(max(0.001, deadline - time.monotonic()))
+                data = sock.recv(_RECV_SIZE)
+                if not data:
+                    raise ConnectionError(
+                        "the server closed the connection during the handshake"
+                    ) from None
+                self._incoming.write(data)
+            except ssl.SSLError as e:
+                # Tell the server why (the alert OpenSSL queued), as an SSLSocket would.
+                with contextlib.suppress(OSError):
+                    self._send_all(sock)
+                if not isinstance(e, ssl.SSLCertVerificationError):
+                    raise
+                raise ssl.SSLCertVerificationError(
+                    f"TLS handshake with {self.host} failed: the server's certificate was "
+                    f"refused ({e.verify_message or e.reason})"
+                ) from e
+        self._send_all(sock)
+
+    def _send_all(self, sock: socket.socket) -> None:
+        if self._outgoing.pending:
+            sock.sendall(self._outgoing.read())
+
+    def encrypt(self, parts: Sequence[bytes]) -> bytes:
+        """The ciphertext of ``parts`` — and of anything the session had to send first."""
+        with self._lock:
+            for part in parts:
+                self._obj.write(part)
+            return self._outgoing.read()
+
+    def decrypt(self, data: bytes) -> tuple[bytes, bool]:
+        """``(plaintext, closed)``: what ``data`` completes; ``closed`` when the server sent
+        close_notify. What the session must send back stays queued (:meth:`take_outgoing`)."""
+        chunks = []
+        closed = False
+        with self._lock:
+            self._incoming.write(data)
+            while True:
+                try:
+                    chunk = self._obj.read(_RECV_SIZE)
+                except ssl.SSLWantReadError:
+                    break
+                except ssl.SSLZeroReturnError:
+                    closed = True
+                    break
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        return b"".join(chunks), closed
+
+    @property
+    def has_outgoing(self) -> bool:
+        return self._outgoing.pending > 0
+
+    def take_outgoing(self) -> bytes:
+        with self._lock:
+            return self._outgoing.read()
+
+
 def _close_socket(sock: socket.socket) -> None:
     with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_RDWR)
@@ -241,7 +330,7 @@ def _close_socket(sock: socket.socket) -> None:
 
 
 class PipelinedChannel:
-    """A lazily (re)connected plain-TCP connection to ``host:port`` carrying framed calls.
+    """A lazily (re)connected TCP (or TLS) connection to ``host:port`` carrying framed calls.
 
     Implements the proxy's ``RpcChannel`` (:meth:`call`, :meth:`reset`,
     :meth:`close`) plus :meth:`send_async`, which returns as soon as the
@@ -273,6 +362,7 @@ class PipelinedChannel:
         self._out: collections.deque[memoryview] = collections.deque()  # not yet written
         self._lock = threading.Lock()  # guards the state below; never held across a callback
         self._sock: socket.socket | None = None
+        self._tls: TlsSession | None = None  # the connection's TLS, when secured
         self._closed = False
         self._pending: collections.deque[ReplyCallback] = collections.deque()
         self._last_progress = 0.0  # when a call was sent to an idle connection, or bytes came
@@ -293,15 +383,31 @@ class PipelinedChannel:
                     raise IOException(f"Connection to {self.host}:{self.port} is closed")
                 if self._sock is not None:
                     return self._sock
+            context = getattr(self._socket_factory, "context", None)
+            tls = None
             try:
-                sock = self._socket_factory.connect(self.host, self.port, self.connect_timeout_s)
+                if isinstance(context, ssl.SSLContext):
+                    # TLS over memory BIOs (see the module docstring): TCP first.
+                    sock = PlainSocketFactory().connect(
+                        self.host, self.port, self.connect_timeout_s
+                    )
+                    tls = TlsSession(context, self.host.strip("[]"))
+                    try:
+                        tls.handshake(sock, self.connect_timeout_s)
+                    except BaseException:
+                        sock.close()
+                        raise
+                else:
+                    sock = self._socket_factory.connect(
+                        self.host, self.port, self.connect_timeout_s
+                    )
             except OSError as e:
                 raise ConnectException(
                     f"Call to {self.host}:{self.port} failed on connection exception: {e}"
                 ) from e
             if isinstance(sock, ssl.SSLSocket):  # see the module docstring
                 sock.close()
-                raise IOException(f"{self}: a TLS connection cannot be pipelined")
+                raise IOException(f"{self}: an SSLSocket cannot be pipelined")
             sock.setblocking(False)
             with self._send_lock:
                 self._out.clear()  # anything left was for a connection that failed
@@ -310,6 +416,7 @@ class PipelinedChannel:
                         sock.close()
                         raise IOException(f"Connection to {self.host}:{self.port} is closed")
                     self._sock = sock
+                    self._tls = tls
             if self._reactor is None:
                 self._reactor = ReplyReactor.shared()
             reactor = self._reactor
@@ -336,16 +443,11 @@ class PipelinedChannel:
                     self._pending.append(callback)
                     queued = True
             if queued:
-                if self._out:
-                    self._out.extend(memoryview(part) for part in data)
-                else:
-                    try:
-                        self._queue_unsent(data, sock.sendmsg(data))
-                    except BlockingIOError:
-                        self._queue_unsent(data, 0)
-                    except OSError as e:
-                        error = e
-                    want_write = bool(self._out)
+                tls = self._tls
+                if tls is not None:
+                    data = [tls.encrypt(data)]  # under the send lock: records stay in order
+                error = self._send_or_queue(sock, data)
+                want_write = bool(self._out)
         if not queued:  # dropped since we looked: this call never went out
             callback(None, IOException(f"Call to {self.host}:{self.port} failed: connection reset"))
         elif error is not None:  # fails this call and every other one in flight
@@ -354,6 +456,19 @@ class PipelinedChannel:
             reactor = self._reactor
             assert reactor is not None
             reactor.run_soon(lambda: reactor._want_write(sock, True))
+
+    def _send_or_queue(self, sock: socket.socket, data: list[bytes]) -> OSError | None:
+        """Write ``data`` now as far as the socket takes it, queue the rest (send lock held)."""
+        if self._out:
+            self._out.extend(memoryview(part) for part in data)
+            return None
+        try:
+            self._queue_unsent(data, sock.sendmsg(data))
+        except BlockingIOError:
+            self._queue_unsent(data, 0)
+        except OSError as e:
+            return e
+        return None
 
     def _queue_unsent(self, data: list[bytes], sent: int) -> None:
         for part in data:
@@ -488,6 +603,33 @@ class PipelinedChannel:
                 ),
             )
             return
+        tls = self._tls
+        if tls is not None:
+            chunk, closed = tls.decrypt(chunk)
+            if tls.has_outgoing:  # e.g. an alert or a key update: sent in order
+                with self._send_lock:
+                    error = (
+                        self._send_or_queue(sock, [tls.take_outgoing()])
+                        if self._sock is sock
+                        else None
+                    )
+                    want_write = bool(self._out)
+                if error is not None:
+                    self._fail(
+                        sock, IOException(f"Call to {self.host}:{self.port} failed: {error}")
+                    )
+                    return
+                if want_write:
+                    assert self._reactor is not None
+                    self._reactor._want_write(sock, True)
+            if closed:
+                self._fail(
+                    sock,
+                    IOException(
+                        f"Call to {self.host}:{self.port} failed: connection closed by the server"
+                    ),
+                )
+                return
         buf += chunk
         self._last_progress = time.monotonic()
         start, end = 0, len(buf)
