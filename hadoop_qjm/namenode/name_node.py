@@ -421,9 +421,11 @@ class NameNode:
             if self.state is HAServiceState.STANDBY:
                 return
             LOG.info("Transitioning to standby (%s)", self.nnid)
-            self.state = HAServiceState.STANDBY  # new client calls get StandbyException now
+            # Writes arriving meanwhile are refused by the standby edit log the transition
+            # installs; the state says standby once the standby really runs.
             core.start_standby_services()
             self._start_standby_threads()
+            self.state = HAServiceState.STANDBY
 
     def service_status(self) -> HAServiceStatus:
         self._require_ha()

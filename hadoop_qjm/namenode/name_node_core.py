@@ -313,9 +313,16 @@ class NameNodeCore:
             return edit_log.last_written_txid
         return self.fs_image.last_applied_txid  # type: ignore[union-attr]
 
-    def tail_edits(self, in_progress_ok: bool, max_txns: int | None = None) -> int:
+    def tail_edits(
+        self, in_progress_ok: bool, max_txns: int | None = None, *, catching_up: bool = False
+    ) -> int:
         """Apply what the journals hold after the last applied txid (EditLogTailer.doTailEdits);
-        returns how many txns were applied. Only durable (quorum-acknowledged) txns count."""
+        returns how many txns were applied. Only durable (quorum-acknowledged) txns count.
+
+        Only a standby tails; ``catching_up`` is the transition to active reading the
+        finalized edits before it writes. A tailer round that outlived its tailer (a slow
+        roll request) finds the edit log open for write and applies nothing: the active's
+        own txns must never be applied twice."""
         image, namesystem, edit_log = self.fs_image, self.namesystem, self.edit_log
         if image is None or namesystem is None or edit_log is None:
             raise IOException("The NameNode is not running")
@@ -334,6 +341,10 @@ class NameNodeCore:
             image.last_applied_txid = op.txid
 
         with namesystem.lock:
+            if not catching_up and (self.edit_log is not edit_log or edit_log.is_open_for_write()):
+                for stream in streams:
+                    stream.close()
+                return 0
             try:
                 namesystem.loader.load_edits(readers, first, on_op=applied)
             finally:
@@ -356,7 +367,7 @@ class NameNodeCore:
             self.edit_log.init_journals_for_write()
             self.edit_log.recover_unclosed_streams()
             # catchupDuringFailover: everything is finalized now; read until nothing is new.
-            while self.tail_edits(in_progress_ok=False) > 0:
+            while self.tail_edits(in_progress_ok=False, catching_up=True) > 0:
                 pass
             self.edit_log.set_next_txid(self.fs_image.last_applied_txid + 1)  # type: ignore[union-attr]
             self.edit_log.open_for_write()
@@ -379,7 +390,7 @@ class NameNodeCore:
                 self.edit_log.close()
             except OSError as e:
                 LOG.warning("Could not end the segment cleanly: %s", e)
-            namesystem.edit_log = _StandbyEditLog()
+            namesystem.edit_log = _StandbyEditLog(self.edit_log)
             if was_writing:
                 self.fs_image.last_applied_txid = max(  # type: ignore[union-attr]
                     self.fs_image.last_applied_txid,  # type: ignore[union-attr]
@@ -434,15 +445,27 @@ class NameNodeCore:
 class _StandbyEditLog:
     """The namesystem's edit log while standby: a write that passed the RPC layer's check
     just before a transition to standby is refused here, before it changes anything
-    (FSNamesystem checks the HA state again under its lock)."""
+    (FSNamesystem checks the HA state again under its lock). A write logged by the edit
+    log that was closed (``previous``) and now waits for its sync returns only if that
+    log made it durable."""
+
+    def __init__(self, previous: FSEditLog | None = None) -> None:
+        self._previous = previous
 
     def log_edit(self, op) -> int:
-        from hadoop_qjm.namenode.protocol.exceptions import StandbyException
-
-        raise StandbyException("Operation category WRITE is not supported in state standby")
+        raise self._refusal()
 
     def log_sync(self, txid: int | None = None) -> None:
-        return None
+        previous = self._previous
+        if txid is not None and previous is not None and txid <= previous.synced_txid:
+            return
+        raise self._refusal()
+
+    @staticmethod
+    def _refusal() -> Exception:
+        from hadoop_qjm.namenode.protocol.exceptions import StandbyException
+
+        return StandbyException("Operation category WRITE is not supported in state standby")
 
 
 class _CutStream:

@@ -75,3 +75,36 @@ def test_a_fenced_active_terminates_on_its_next_sync(pair):
     with pair.proxy("nn2") as p2:
         assert p2.get_file_info("/before") is not None
         assert p2.get_file_info("/fenced") is None
+
+
+def test_a_tailer_round_that_outlives_its_tailer_applies_nothing_on_the_active(pair):
+    """A tailer round stuck (e.g. in a roll request) past the transition to active must not
+    apply the active's own txns a second time."""
+    pair["nn2"].transition_to_active()
+    core = pair["nn2"].core
+    with pair.proxy("nn2") as p2:
+        assert p2.mkdirs("/once")
+    before = core.last_applied_txid
+    assert core.tail_edits(in_progress_ok=True) == 0
+    assert core.last_applied_txid == before
+    with pair.proxy("nn2") as p2:
+        assert p2.mkdirs("/twice") and p2.get_file_info("/once") is not None
+
+
+def test_a_write_caught_by_the_transition_to_standby_is_refused(pair):
+    """A write that passed the RPC check just before the transition to standby is refused
+    by the standby edit log before it changes anything; a sync of a txid the closed edit
+    log made durable still returns."""
+    pair["nn1"].transition_to_active()
+    core = pair["nn1"].core
+    namesystem = core.namesystem
+    with pair.proxy("nn1") as p1:
+        assert p1.mkdirs("/durable")
+    synced = core.edit_log.synced_txid
+    pair["nn1"].transition_to_standby()
+    with pytest.raises(StandbyException):
+        namesystem.mkdirs("/late", 0o755)
+    assert namesystem.dir.get_inode("/late") is None
+    namesystem.edit_log.log_sync(synced)  # durable before the segment ended: returns
+    with pytest.raises(StandbyException):
+        namesystem.edit_log.log_sync(core.last_applied_txid + 10)

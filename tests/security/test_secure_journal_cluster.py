@@ -249,3 +249,22 @@ def test_a_stalled_handshake_neither_blocks_others_nor_lasts(pki) -> None:
         wait_until(
             lambda: counter(node, "journalnode_rpc_authentication_failures", reason="timeout") == 1
         )
+
+
+@pytest.mark.parametrize("cert", [None, "other-namenode", "expired"])
+def test_a_pipelined_channel_refused_after_the_handshake_fails_its_call(formatted, pki, cert):
+    """Under TLS 1.3 the server refuses a client certificate after the client's handshake
+    is done: the alert arrives with the first reply. The pipelined channel fails the call
+    with an IOException (it never escapes into whoever reads replies) and drops the
+    connection."""
+    from hadoop_qjm.qjournal.client.pipelined_channel import PipelinedChannel
+
+    channel = PipelinedChannel(
+        *formatted.rpc_address(0), 10.0, 10.0, 1 << 20, pki.client_factory(cert)
+    )
+    try:
+        with pytest.raises(IOException):
+            channel.call(b"\x80\x01\x00\x01\x00\x00\x00\x0bisFormatted\x00\x00\x00\x01\x00")
+        assert not channel.connected
+    finally:
+        channel.close()

@@ -146,6 +146,10 @@ class EditLogTailer:
         thread, self._thread = self._thread, None
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout_s)
+            if thread.is_alive():
+                # A round stuck in a roll request: it applies nothing once the edit log is
+                # open for write (NameNodeCore.tail_edits), so the transition may go on.
+                LOG.warning("The edit log tailer did not stop within %.0fs", timeout_s)
 
     @property
     def running(self) -> bool:

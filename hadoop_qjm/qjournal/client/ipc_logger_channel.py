@@ -12,9 +12,10 @@
   writer's critical path. Calls may then be in flight together on the
   connection; an answer that comes back after an earlier call of the node
   failed counts as failed ("Journal disabled until next roll"), as Hadoop's
-  executor would never have sent it. Plain TCP and the default executor
-  only: a DirectExecutor (the fault harness) or TLS keeps every call on the
-  executor path.
+  executor would never have sent it. Plain TCP or our TLS factory (driven
+  through memory BIOs) with the default executor only: a DirectExecutor (the
+  fault harness) or another socket factory keeps every call on the executor
+  path.
 * Writer calls carry a RequestInfo: the journal id, the epoch (≤ 0 is
   IllegalStateException "bad epoch"), an IPC serial number that starts at 0
   and is never reset, and the committed txid.

@@ -220,10 +220,17 @@ class ReplyReactor:
                 self._drain_wake_pipe()
                 continue
             channel, buf = key.data
-            if mask & selectors.EVENT_WRITE:
-                channel._on_writable(key.fileobj)
-            if mask & selectors.EVENT_READ:
-                channel._on_readable(key.fileobj, buf)
+            try:
+                if mask & selectors.EVENT_WRITE:
+                    channel._on_writable(key.fileobj)
+                if mask & selectors.EVENT_READ:
+                    channel._on_readable(key.fileobj, buf)
+            except Exception as e:  # noqa: BLE001 - one channel's failure is that channel's
+                LOG.warning("Failing the connection to %s:%s: %s", channel.host, channel.port, e)
+                channel._fail(
+                    key.fileobj,
+                    IOException(f"Call to {channel.host}:{channel.port} failed: {e}"),
+                )
         if timeout is not None:
             now = time.monotonic()
             for channel in list(self._channels):
@@ -445,8 +452,12 @@ class PipelinedChannel:
             if queued:
                 tls = self._tls
                 if tls is not None:
-                    data = [tls.encrypt(data)]  # under the send lock: records stay in order
-                error = self._send_or_queue(sock, data)
+                    try:
+                        data = [tls.encrypt(data)]  # under the send lock: records in order
+                    except ssl.SSLError as e:  # the session is broken: fail it, below
+                        error = e
+                if error is None:
+                    error = self._send_or_queue(sock, data)
                 want_write = bool(self._out)
         if not queued:  # dropped since we looked: this call never went out
             callback(None, IOException(f"Call to {self.host}:{self.port} failed: connection reset"))
@@ -605,7 +616,11 @@ class PipelinedChannel:
             return
         tls = self._tls
         if tls is not None:
-            chunk, closed = tls.decrypt(chunk)
+            try:
+                chunk, closed = tls.decrypt(chunk)
+            except ssl.SSLError as e:  # e.g. the server's alert refusing our certificate
+                self._fail(sock, IOException(f"Call to {self.host}:{self.port} failed: {e}"))
+                return
             if tls.has_outgoing:  # e.g. an alert or a key update: sent in order
                 with self._send_lock:
                     error = (

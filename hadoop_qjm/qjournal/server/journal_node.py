@@ -191,9 +191,12 @@ class JournalNode:
                 authorizer=self.authorize_rpc if ssl_factory.rpc_tls else None,
             )
             self.rpc_server.start()
-        except OSError as e:
+        except BaseException as e:
+            # Whatever failed (a port in use, a bad ssl-server.xml), what started stops.
             self.stop()
-            if getattr(e, "errno", None) == 98 or "in use" in str(e).lower():
+            if isinstance(e, OSError) and (
+                getattr(e, "errno", None) == 98 or "in use" in str(e).lower()
+            ):
                 raise IOException(f"Port in use: {e}") from None
             raise
         LOG.info(
