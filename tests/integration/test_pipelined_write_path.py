@@ -293,7 +293,7 @@ def test_a_journal_call_encoded_once_is_the_usual_message() -> None:
     class Capture:
         connected = True
 
-        def send_async(self, parts, callback) -> None:
+        def send_async(self, parts, callback, connect=True) -> None:
             sent.append(b"".join(parts))
 
     proxy = QJournalProtocolProxy("127.0.0.1", 1, pipelined=True)
@@ -313,3 +313,17 @@ def test_a_journal_call_encoded_once_is_the_usual_message() -> None:
     )
     assert sent == [encode_message("journal", TMessageType.CALL, 1, args)]
     proxy.close()
+
+
+def test_the_writer_never_connects_on_the_direct_path() -> None:
+    """send_async(connect=False) on a closed connection fails the call at once instead of
+    connecting (a connect can block for its timeout, and this is the writer's thread)."""
+    channel = PipelinedChannel("127.0.0.1", 9, None, 30.0, MAX_FRAME)
+    answers: list = []
+    try:
+        channel.send_async([b"x"], lambda r, e: answers.append((r, e)), connect=False)
+        assert len(answers) == 1 and answers[0][0] is None
+        assert "not connected" in str(answers[0][1])
+        assert not channel.connected
+    finally:
+        channel.close()

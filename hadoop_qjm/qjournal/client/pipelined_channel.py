@@ -430,11 +430,19 @@ class PipelinedChannel:
             reactor.run_soon(lambda: reactor._register(sock, self))
             return sock
 
-    def send_async(self, parts: Sequence[bytes], callback: ReplyCallback) -> None:
+    def send_async(
+        self, parts: Sequence[bytes], callback: ReplyCallback, *, connect: bool = True
+    ) -> None:
         """Send one request (the concatenation of ``parts``, framed here); ``callback``
-        gets its reply. Never blocks on the peer; a failure reaches the callback."""
+        gets its reply. Never blocks on the peer; a failure reaches the callback. Without
+        ``connect`` a closed connection fails the call instead of connecting (which can
+        block for the connect timeout)."""
         try:
-            sock = self._sock or self._connect()
+            sock = self._sock
+            if sock is None:
+                if not connect:
+                    raise IOException(f"Call to {self.host}:{self.port} failed: not connected")
+                sock = self._connect()
         except OSError as e:
             callback(None, e)
             return

@@ -450,7 +450,8 @@ class QJournalProtocolProxy:
                         error = e
                 callback(error)
 
-            channel.send_async([head, body], on_reply)
+            # Never connect here: connecting can block, and this is the writer's thread.
+            channel.send_async([head, body], on_reply, connect=False)
 
     def heartbeat(self, req: RequestInfo) -> None:
         """Only run the epoch/serial/committed-txid checks."""
