@@ -9,7 +9,6 @@ import http.client
 import io
 import re
 import socket
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,20 +38,13 @@ from hadoop_qjm.namenode.transfer_fs_image import (
     receive_checkpoint,
     upload_image_to_active,
 )
+from hadoop_qjm.testing.in_process_ha import wait_until
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from tests.integration.namenode_support import Terminations, nn_conf
 
 pytestmark = pytest.mark.timeout(60)
 
 JID = "imagetransfer"
-
-
-def wait_for(predicate, timeout_s: float = 10.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or predicate}")
-        time.sleep(0.01)
 
 
 def files(d: Path) -> set[str]:
@@ -301,7 +293,7 @@ def test_409_while_another_upload_of_that_txid_is_in_progress(active: Active) ->
             f"Host: 127.0.0.1\r\nContent-Length: {len(image)}\r\nX-MD5-Digest: {md5}\r\n\r\n"
         )
         slow.sendall(head.encode() + image[: len(image) // 2])
-        wait_for(ckpt.exists, what="the first upload to start")
+        wait_until(ckpt.exists, what="the first upload to start")
         for txid in (8, 7):
             with pytest.raises(HttpPutFailedException) as raised:
                 active.upload(txid, active.make_image(txid) if txid == 7 else None)
@@ -326,8 +318,8 @@ def test_an_upload_cut_short_leaves_no_checkpoint(active: Active) -> None:
             f"Host: 127.0.0.1\r\nContent-Length: {len(image)}\r\n\r\n"
         )
         s.sendall(head.encode() + image[:100])
-        wait_for(ckpt.exists, what="the upload to start")
-    wait_for(lambda: not ckpt.exists(), what="the partial checkpoint to be removed")
+        wait_until(ckpt.exists, what="the upload to start")
+    wait_until(lambda: not ckpt.exists(), what="the partial checkpoint to be removed")
     assert active.images() == [0]
     active.upload(9)  # the txid is free again
     assert active.images() == [0, 9]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -27,6 +26,7 @@ from hadoop_qjm.qjournal.protocol.exceptions import (
     SocketTimeoutException,
 )
 from hadoop_qjm.qjournal.protocol.sockets import FrameReader, write_frame
+from hadoop_qjm.testing.in_process_ha import wait_until
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, create_txn_data
 
@@ -91,13 +91,6 @@ def collect() -> tuple[list, threading.Event, Callable]:
         done.set()
 
     return answers, done, callback
-
-
-def wait_until(predicate, timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.005)
 
 
 def test_replies_are_matched_to_calls_in_order(peer: ScriptedPeer) -> None:
