@@ -22,93 +22,31 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 from hadoop_qjm.conf import Configuration
+from hadoop_qjm.testing.daemon_process import DaemonProcess
 
 __all__ = ["MiniJournalCluster", "JournalNodeProcess"]
 
 _STARTED = re.compile(
     r"JournalNode started pid=(\d+) rpc=(\S+):(\d+) http=(\S+):(\d+)(?: https=(\S+):(\d+))?"
 )
-_PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
-class JournalNodeProcess:
-    """One ``hdfs-py journalnode`` child process (stdout/stderr to ``log_path``)."""
+class JournalNodeProcess(DaemonProcess):
+    """One ``hdfs-py journalnode`` child process (stderr to ``log_path``)."""
+
+    what = "JournalNode"
 
     def __init__(self, conf_dir: Path, log_path: Path, start_timeout_s: float = 30.0) -> None:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            [str(_PROJECT_ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
-        )
-        env.setdefault("HADOOP_ROOT_LOGGER", "INFO,console")
-        env.pop("HADOOP_CONF_DIR", None)
-        self.log_path = log_path
-        self._log = open(log_path, "ab")  # noqa: SIM115 - closed in wait()/kill()
-        self.popen = subprocess.Popen(
-            [sys.executable, "-m", "hadoop_qjm.cli", "--config", str(conf_dir), "journalnode"],
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            env=env,
-            start_new_session=True,
-        )
-        self.pid = self.popen.pid
-        self.rpc_port = self.http_port = self.https_port = 0
-        self._wait_started(start_timeout_s)
-
-    def _wait_started(self, timeout_s: float) -> None:
-        result: dict[str, re.Match] = {}
-
-        def read_first_line() -> None:
-            line = self.popen.stdout.readline().decode("utf-8", "replace")
-            match = _STARTED.search(line)
-            if match:
-                result["m"] = match
-
-        reader = threading.Thread(target=read_first_line, daemon=True)
-        reader.start()
-        reader.join(timeout_s)
-        if "m" not in result:
-            self.kill()
-            tail = self.log_path.read_text(errors="replace")[-2000:]
-            raise RuntimeError(f"JournalNode process did not start within {timeout_s}s:\n{tail}")
-        self.rpc_port = int(result["m"].group(3))
-        self.http_port = int(result["m"].group(5))
-        self.https_port = int(result["m"].group(7) or 0)
-
-    def terminate(self, timeout_s: float = 30.0) -> int:
-        """SIGTERM, wait; SIGKILL if it does not exit. Returns the exit status."""
-        if self.popen.poll() is None:
-            self.popen.send_signal(signal.SIGTERM)
-            try:
-                self.popen.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        return self._finish()
-
-    def kill(self, sig: int = signal.SIGKILL) -> int:
-        if self.popen.poll() is None:
-            try:
-                os.kill(self.pid, sig)
-            except ProcessLookupError:
-                pass
-            if sig == signal.SIGKILL:
-                self.popen.wait(30)
-        return self._finish() if sig == signal.SIGKILL else 0
-
-    def _finish(self) -> int:
-        code = self.popen.wait(30)
-        if self.popen.stdout is not None:
-            self.popen.stdout.close()
-        self._log.close()
-        return code
+        super().__init__(conf_dir, log_path, ["journalnode"], _STARTED, start_timeout_s)
+        m = self.started_match
+        self.rpc_port = int(m.group(3))
+        self.http_port = int(m.group(5))
+        self.https_port = int(m.group(7) or 0)
 
 
 class MiniJournalCluster:

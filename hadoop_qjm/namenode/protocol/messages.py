@@ -19,6 +19,7 @@ from typing import Any
 from hadoop_qjm.common.storage_info import NamespaceInfo, StorageInfo
 from hadoop_qjm.namenode.fs_directory import FileStatus, path_components
 from hadoop_qjm.namenode.protocol.thrift_idl import namenode_thrift as _t
+from hadoop_qjm.qjournal.protocol.messages import namespace_info_from_thrift
 
 __all__ = [
     "CREATE_FLAG_CREATE",
@@ -181,19 +182,6 @@ def namespace_info_to_thrift(ns: NamespaceInfo, state: HAServiceState | None = N
         storageInfo=_storage_info_to(ns.storage_info()),
         softwareVersion=ns.software_version,
         state=None if state is None else int(state),
-    )
-
-
-def namespace_info_from_thrift(t: Any) -> NamespaceInfo:
-    s = t.storageInfo
-    return NamespaceInfo(
-        namespace_id=s.namespaceID,
-        cluster_id=s.clusterID,
-        block_pool_id=t.blockPoolID,
-        ctime=s.cTime,
-        layout_version=s.layoutVersion,
-        build_version=t.buildVersion,
-        software_version=t.softwareVersion,
     )
 
 

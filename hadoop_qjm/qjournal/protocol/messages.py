@@ -26,6 +26,7 @@ from hadoop_qjm.qjournal.protocol.wire import check_required, thrift_from_bytes,
 
 __all__ = [
     "RequestInfo",
+    "namespace_info_from_thrift",
     "SegmentState",
     "PersistedRecoveryPaxosData",
     "GetJournalStateResponse",
@@ -260,7 +261,8 @@ def _storage_info_from(t: Any) -> StorageInfo:
     )
 
 
-def _namespace_info_from(t: Any) -> NamespaceInfo:
+def namespace_info_from_thrift(t: Any) -> NamespaceInfo:
+    """A NamespaceInfo struct (QJournal's, or the NameNode protocol's: same fields)."""
     s = t.storageInfo
     return NamespaceInfo(
         namespace_id=s.namespaceID,
@@ -328,7 +330,7 @@ _FROM: dict[type, Callable[[Any], Any]] = {
     _t.SegmentState: _segment_state_from,
     _t.PersistedRecoveryPaxosData: _paxos_data_from,
     _t.StorageInfo: _storage_info_from,
-    _t.NamespaceInfo: _namespace_info_from,
+    _t.NamespaceInfo: namespace_info_from_thrift,
     _t.RemoteEditLog: _remote_edit_log_from,
     _t.RemoteEditLogManifest: _manifest_from,
     _t.GetJournalStateResponse: _journal_state_from,
