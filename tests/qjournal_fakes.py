@@ -154,6 +154,10 @@ class FakeJournalNode:
             self.lookups.append((jid, name_service_id))
             return self.journals.setdefault(jid, FakeJournal(jid))
 
+    def open_journal(self, jid: str) -> None:
+        """None: every call takes the general path, so the fake journal sees it."""
+        return None
+
     def journal(self, jid: str) -> FakeJournal:
         """The fake journal for ``jid``, created if needed, without recording a lookup."""
         with self._lock:

@@ -169,6 +169,10 @@ class LocalJournalNode:
             self._journals[journal_id] = journal
         return journal
 
+    def open_journal(self, journal_id: str) -> Journal | None:
+        """A loaded journal, else None (the RPC handler's in-order write path)."""
+        return self._journals.get(journal_id)
+
     def get_journal_if_exists(self, journal_id: str) -> Journal | None:
         """A loaded journal, or one on disk; never creates a directory (the servlet's lookup)."""
         journal = self._journals.get(journal_id)

@@ -170,6 +170,9 @@ class AckWithoutWriteJournal(Journal):
             self._check_formatted()
             self._check_write_request(req)
 
+    def journal_in_order(self, *args: Any) -> bool:
+        return False  # every batch takes the broken journal() above
+
 
 def _ignore_writer_epoch(response: Any) -> int:
     # PLANTED BUG "comparator-ignores-writer-epoch": rule 3a without lastWriterEpoch.

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import struct
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -43,6 +44,7 @@ from hadoop_qjm.qjournal.protocol.exceptions import (
     SocketTimeoutException,
     from_wire,
 )
+from hadoop_qjm.qjournal.protocol.journal_call import encode_journal_body, encode_journal_head
 from hadoop_qjm.qjournal.protocol.messages import (
     GetEditLogManifestResponse,
     GetJournaledEditsResponse,
@@ -69,7 +71,6 @@ from hadoop_qjm.qjournal.protocol.wire import (
     decode_message_body,
     decode_message_header,
     encode_message,
-    thrift_to_bytes,
 )
 
 __all__ = [
@@ -205,7 +206,6 @@ def _close_socket(sock: socket.socket) -> None:
     sock.close()
 
 
-_JOURNAL_ARGS = _Q.journal_args
 # A successful journal reply up to its seqid; then the seqid and an empty result struct.
 _JOURNAL_OK_HEAD = encode_message("journal", TMessageType.REPLY, 0, _Q.journal_result())[:-5]
 # The last batch's encoded journal body: every node's call of one flush shares it.
@@ -228,19 +228,31 @@ def journal_body(
     if cached is not None and cached[0] is records and cached[1] == key:
         return cached[2]
     try:
-        body = thrift_to_bytes(
-            _JOURNAL_ARGS(
-                firstTxnId=first_txid,
-                numTxns=num_txns,
-                records=bytes(records),
-                segmentTxnId=segment_txid,
-                nameServiceId=ns_id,
-            )
-        )
-    except Exception as e:  # struct.error etc.: a value does not fit its field
+        body = encode_journal_body(first_txid, num_txns, bytes(records), segment_txid, ns_id)
+    except struct.error as e:  # a value does not fit its field
         raise IllegalArgumentException(f"Cannot encode journal call: {e}") from e
     _journal_body_cache = (records, key, body)
     return body
+
+
+def _journal_head(seqid: int, req: RequestInfo) -> bytes:
+    """The message header and ``req`` of a journal call (see :func:`journal_body`)."""
+    try:
+        return encode_journal_head(
+            seqid,
+            req.journal_id,
+            req.epoch,
+            req.ipc_serial_number,
+            req.committed_txid if req.has_committed_txid else None,
+            req.name_service_id,
+        )
+    except struct.error as e:
+        raise IllegalArgumentException(f"Cannot encode journal call: {e}") from e
+
+
+def _journal_ok(seqid: int) -> bytes:
+    """The reply to journal call ``seqid`` when it succeeded."""
+    return _JOURNAL_OK_HEAD + seqid.to_bytes(4, "big") + b"\0"
 
 
 class QJournalProtocolProxy:
@@ -405,16 +417,27 @@ class QJournalProtocolProxy:
         self, req: RequestInfo, segment_txid: int, first_txid: int, num_txns: int, records: bytes
     ) -> None:
         """Append ``num_txns`` serialized ops starting at ``first_txid`` to the open segment."""
-        self._call(
-            _Q,
-            "journal",
-            reqInfo=to_thrift(req),
-            firstTxnId=first_txid,
-            numTxns=num_txns,
-            records=bytes(records),
-            segmentTxnId=segment_txid,
-            nameServiceId=req.name_service_id,
-        )
+        body = journal_body(segment_txid, first_txid, num_txns, records, req.name_service_id)
+        if self._async is not None:
+            done = threading.Event()
+            errors: list[BaseException | None] = []
+
+            def callback(error: BaseException | None) -> None:
+                errors.append(error)
+                done.set()
+
+            self.journal_async(req, body, callback)
+            self._async.wait(done)
+            if errors[0] is not None:
+                raise errors[0]
+            return
+        _, result_cls, _ = _rpc_classes(_Q, "journal")
+        with self._lock:
+            seqid = self._next_seqid()
+            reply = self._channel.call(_journal_head(seqid, req) + body)
+        # The usual answer, "done", is one exact byte string: compared, not decoded.
+        if reply != _journal_ok(seqid):
+            self._decode_reply("journal", seqid, reply, result_cls, False)
 
     def journal_async(
         self,
@@ -433,17 +456,16 @@ class QJournalProtocolProxy:
         if channel is None:
             raise IllegalStateException(f"{self} is not pipelined")
         _, result_cls, _ = _rpc_classes(_Q, "journal")
-        args_cls = _JOURNAL_ARGS
         with self._lock:
             seqid = self._next_seqid()
-            # The message header and the reqInfo field, without the struct's STOP byte:
-            # the shared body (the other fields, then STOP) completes the struct.
-            head = self._encode("journal", seqid, args_cls(reqInfo=to_thrift(req)))[:-1]
+            # The message header and the reqInfo field: the shared body (the other
+            # fields, then STOP) completes the struct.
+            head = _journal_head(seqid, req)
 
             def on_reply(reply: bytes | None, error: BaseException | None) -> None:
                 # The usual answer, "done" (an empty journal_result), is one exact byte
                 # string: compared, not decoded. Anything else is decoded in full.
-                if error is None and reply != _JOURNAL_OK_HEAD + seqid.to_bytes(4, "big") + b"\0":
+                if error is None and reply != _journal_ok(seqid):
                     try:
                         self._decode_reply("journal", seqid, reply, result_cls, False)
                     except Exception as e:  # noqa: BLE001 - the call's answer

@@ -341,32 +341,78 @@ class Journal:
                 # The writer missed a finalize and a start: stop writing this segment.
                 self._abort_cur_segment()
                 raise
-            last_txid = first_txid + num_txns - 1
-            # A batch the quorum already committed (we are catching up) need not be fsynced.
-            lagging = last_txid <= self.committed_txn_id.get()
-            self._fault.before_write_edits()
-            started = time.perf_counter()
-            try:
-                self._cur_segment.write_batch(records, not lagging)
-            except OSError as e:
-                self._fail_storage(f"writing txns {first_txid}-{last_txid}: {e}")
-                raise IOException(f"Failed to write txns {first_txid}-{last_txid}: {e}") from e
-            sync_micros = (time.perf_counter() - started) * 1e6
-            if sync_micros > WARN_SYNC_MILLIS_THRESHOLD * 1000:
-                self.log.warning(
-                    "Sync of transaction range %d-%d took %dms",
-                    first_txid,
-                    last_txid,
-                    sync_micros / 1000,
-                )
-            self.metrics.batch_written(num_txns, len(records), lagging, sync_micros)
-            self._update_highest_written_txid(last_txid)
-            self.next_txid = last_txid + 1
-            if self.cache is not None:
-                self.cache.store_edits(
-                    records, first_txid, last_txid, self.cur_segment_layout_version
-                )
-            self.last_journal_timestamp_ms = int(self._clock() * 1000)
+            self._write_batch_locked(first_txid, num_txns, records)
+
+    def journal_in_order(
+        self,
+        epoch: int,
+        ipc_serial_number: int,
+        committed_txid: int | None,
+        segment_txid: int,
+        first_txid: int,
+        num_txns: int,
+        records: bytes,
+    ) -> bool:
+        """:meth:`journal` for the common case, in one pass; False if it is not that case.
+
+        The common case: the writer of the open segment (its epoch is both the
+        promised and the last writer epoch) sends its next batch in order (a
+        higher IPC serial, a committed txid that does not move backward, the
+        open segment, the next txid). Then every check of :meth:`journal` passes
+        and this has the same effects. In any other case it returns False having
+        changed nothing, and the caller runs :meth:`journal`, which decides
+        (promises a newer epoch, or rejects the call with the usual exception).
+        """
+        with self._lock:
+            if (
+                self._cur_segment is None
+                or num_txns <= 0
+                or first_txid != self.next_txid
+                or segment_txid != self.cur_segment_txid
+                or segment_txid == INVALID_TXID  # "no segment open" (rules.check_journal_batch)
+                or ipc_serial_number <= self.current_epoch_ipc_serial
+                or self._storage_failure is not None
+                or epoch != self.last_promised_epoch.get()
+                or epoch != self.last_writer_epoch.get()
+                or not self.storage.is_formatted()
+            ):
+                return False
+            stored = self.committed_txn_id.get()
+            if committed_txid is not None and committed_txid < stored:
+                return False
+            # checkRequest's effects, in its order.
+            self.current_epoch_ipc_serial = ipc_serial_number
+            if committed_txid is not None and committed_txid != stored:
+                self.committed_txn_id.set(committed_txid)
+            self._write_batch_locked(first_txid, num_txns, records)
+            return True
+
+    def _write_batch_locked(self, first_txid: int, num_txns: int, records: bytes) -> None:
+        """Append a checked batch to the open segment (fsynced unless already committed)."""
+        last_txid = first_txid + num_txns - 1
+        # A batch the quorum already committed (we are catching up) need not be fsynced.
+        lagging = last_txid <= self.committed_txn_id.get()
+        self._fault.before_write_edits()
+        started = time.perf_counter()
+        try:
+            self._cur_segment.write_batch(records, not lagging)
+        except OSError as e:
+            self._fail_storage(f"writing txns {first_txid}-{last_txid}: {e}")
+            raise IOException(f"Failed to write txns {first_txid}-{last_txid}: {e}") from e
+        sync_micros = (time.perf_counter() - started) * 1e6
+        if sync_micros > WARN_SYNC_MILLIS_THRESHOLD * 1000:
+            self.log.warning(
+                "Sync of transaction range %d-%d took %dms",
+                first_txid,
+                last_txid,
+                sync_micros / 1000,
+            )
+        self.metrics.batch_written(num_txns, len(records), lagging, sync_micros)
+        self._update_highest_written_txid(last_txid)
+        self.next_txid = last_txid + 1
+        if self.cache is not None:
+            self.cache.store_edits(records, first_txid, last_txid, self.cur_segment_layout_version)
+        self.last_journal_timestamp_ms = int(self._clock() * 1000)
 
     def start_log_segment(
         self, req: RequestInfo, txid: int, layout_version: int | None = None

@@ -287,6 +287,11 @@ class JournalNode:
         return f"http://{host}:{port}"
 
     # ---- journals -------------------------------------------------------------------------------
+    def open_journal(self, journal_id: str) -> Journal | None:
+        """The Journal of ``journal_id`` if it is loaded and the node is running, else None."""
+        journal = self._journals.get(journal_id)
+        return None if journal is None or self._stopped.is_set() else journal
+
     def get_or_create_journal(self, journal_id: str, name_service_id: str | None = None) -> Journal:
         """The Journal of ``journal_id``, loading it (and starting its syncer) on first use."""
         rules.validate_journal_id(journal_id)

@@ -42,6 +42,7 @@ from hadoop_qjm.common.exceptions import (
     IllegalStateException,
 )
 from hadoop_qjm.qjournal.protocol.exceptions import to_wire
+from hadoop_qjm.qjournal.protocol.journal_call import JournalCall, parse_journal_call
 from hadoop_qjm.qjournal.protocol.messages import (
     GetEditLogManifestResponse,
     GetJournalStateResponse,
@@ -196,6 +197,22 @@ class QJournalProtocolHandler:
         # As in Hadoop, the journal is looked up by reqInfo's name service id.
         req, journal = self._request_journal(req_info)
         journal.journal(req, segment_txn_id, first_txn_id, num_txns, records)
+
+    def journal_in_order(self, call: JournalCall) -> bool:
+        """Write ``call`` if it is the open segment's writer's next batch (see
+        ``Journal.journal_in_order``); False, having changed nothing, otherwise."""
+        journal = self.journal_node.open_journal(call.journal_id)
+        if journal is None:
+            return False  # not loaded (or shutting down): journal() decides
+        return journal.journal_in_order(
+            call.epoch,
+            call.ipc_serial_number,
+            call.committed_txid,
+            call.segment_txid,
+            call.first_txid,
+            call.num_txns,
+            call.records,
+        )
 
     def heartbeat(self, req_info: Any) -> None:
         req, journal = self._request_journal(req_info)
@@ -378,6 +395,13 @@ class QJournalProtocolDispatcher:
         is not one well-formed call; the connection it came from should then be
         dropped.
         """
+        if self._authorize is None:
+            # Most calls are a writer's next batch: read and written in one pass.
+            call = parse_journal_call(payload)
+            if call is not None:
+                reply = self._journal_in_order(call, remote_ip)
+                if reply is not None:
+                    return reply
         name, mtype, seqid, body_offset = read_message_header(payload)
         rpc = self._by_name.get(name)
         if rpc is not None and mtype == TMessageType.CALL:
@@ -430,10 +454,33 @@ class QJournalProtocolDispatcher:
             return encode_message(name, TMessageType.REPLY, seqid, result)
         except Exception as exc:  # every failure becomes a reply
             # Includes a result the handler returned that cannot be encoded.
-            self._log_failure(name.rpartition(":")[2], remote_ip, exc)
-            result = rpc.result_cls()
-            result.e = to_wire(exc)
-            return encode_message(name, TMessageType.REPLY, seqid, result)
+            return self._failure_reply(rpc, name, seqid, remote_ip, exc)
+
+    def _journal_in_order(self, call: JournalCall, remote_ip: str | None) -> bytes | None:
+        """The reply to ``call`` if the handler took it in one pass; None (nothing done)
+        if it must take the general path: not the in-order case, or every handler busy."""
+        slots = self._slots
+        if slots is not None and not slots.acquire(blocking=False):
+            return None  # the general path queues it
+        _call_context.remote_ip = remote_ip
+        try:
+            if not self.handler.journal_in_order(call):
+                return None
+        except Exception as exc:  # the write failed: the usual error reply
+            return self._failure_reply(self._rpcs["journal"], "journal", call.seqid, remote_ip, exc)
+        finally:
+            _call_context.remote_ip = None
+            if slots is not None:
+                slots.release()
+        return encode_void_reply("journal", call.seqid)
+
+    def _failure_reply(
+        self, rpc: _Rpc, name: str, seqid: int, remote_ip: str | None, exc: Exception
+    ) -> bytes:
+        self._log_failure(name.rpartition(":")[2], remote_ip, exc)
+        result = rpc.result_cls()
+        result.e = to_wire(exc)
+        return encode_message(name, TMessageType.REPLY, seqid, result)
 
     def _call(self, rpc: _Rpc, args: Any, remote_ip: str | None, checked: bool = False) -> Any:
         """The handler's result as the RPC's result struct; None for a call that returns

@@ -1,0 +1,163 @@
+"""Journal.journal_in_order is journal()'s common case, not a second set of rules.
+
+Two journals on disk get the same calls: one through the JournalNode's path
+(``journal_in_order``, and ``journal()`` when it declines), one through ``journal()``
+alone. After every call both must have answered the same (the same exception class and
+message, or none) and hold the same state and the same bytes on disk; and a call
+``journal_in_order`` declined must have changed nothing.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.qjournal.protocol.messages import RequestInfo
+from hadoop_qjm.qjournal.server.journal import Journal
+from hadoop_qjm.testing.qjm_test_util import (
+    FAKE_NSINFO,
+    JID,
+    create_txn_data,
+    make_request,
+    snapshot_files,
+)
+
+
+def _state(journal: Journal) -> tuple[Any, ...]:
+    return (
+        journal.last_promised_epoch.get(),
+        journal.last_writer_epoch.get(),
+        journal.current_epoch_ipc_serial,
+        journal.committed_txn_id.get(),
+        journal.is_segment_open,
+        journal.cur_segment_txid if journal.is_segment_open else None,
+        journal.next_txid,
+        journal.highest_written_txid,
+    )
+
+
+def _files(journal: Journal) -> dict[str, bytes]:
+    """Every file's bytes, but VERSION's (its first line is the time it was written)."""
+    files = snapshot_files(journal.storage.log_dir)
+    files.pop("current/VERSION")
+    return files
+
+
+def _snapshot(journal: Journal) -> tuple[Any, ...]:
+    return _state(journal), _files(journal)
+
+
+def _answer(fn, *args) -> tuple[str, str] | None:
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001 - compared, not handled
+        return type(e).__name__, str(e)
+    return None
+
+
+def _via_node(journal: Journal, req: RequestInfo, segment: int, first: int, num: int, data):
+    committed = req.committed_txid if req.has_committed_txid else None
+    before = _snapshot(journal)
+    if journal.journal_in_order(
+        req.epoch, req.ipc_serial_number, committed, segment, first, num, data
+    ):
+        return
+    assert _snapshot(journal) == before, "a declined call changed something"
+    journal.journal(req, segment, first, num, data)
+
+
+def _setup(journal: Journal) -> None:
+    """Epoch 2 promised and writing segment 1 with txns 1-3."""
+    journal.format(FAKE_NSINFO)
+    journal.new_epoch(FAKE_NSINFO, 1)
+    journal.new_epoch(FAKE_NSINFO, 2)
+    journal.start_log_segment(make_request(1, epoch=2), 1, CURRENT_LAYOUT_VERSION)
+    journal.journal(make_request(2, epoch=2, committed_txid=0), 1, 1, 3, create_txn_data(1, 3))
+
+
+DEVIATIONS = {
+    "epoch-1": ("epoch", -1),
+    "epoch+1": ("epoch", 1),
+    "serial+0": ("serial", -1),
+    "serial-1": ("serial", -2),
+    "serial+5": ("serial", 4),
+    "committed-1": ("committed", -1),
+    "committed+100": ("committed", 100),
+    "segment+1": ("segment", 1),
+    "segment-1": ("segment", -1),
+    "first+1": ("first", 1),
+    "first-1": ("first", -1),
+}
+
+
+@st.composite
+def calls(draw, state: tuple[Any, ...]):
+    """A journal() call in order, or off in exactly one way (each boundary of the checks)."""
+    promised, _writer, serial, committed, _open, segment, next_txid, _ = state
+    call = {
+        "epoch": promised,
+        "serial": serial + 1,
+        "committed": max(committed, 0),
+        "segment": segment or 1,
+        "first": next_txid,
+    }
+    deviation = draw(st.sampled_from([None, None, "no-committed", "empty", *DEVIATIONS]))
+    if deviation in DEVIATIONS:
+        name, delta = DEVIATIONS[deviation]
+        call[name] += delta
+    num = 0 if deviation == "empty" else draw(st.integers(1, 3))
+    committed = INVALID_TXID if deviation == "no-committed" else call["committed"]
+    req = RequestInfo(JID, call["epoch"], call["serial"], committed)
+    return req, call["segment"], call["first"], num
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_the_node_path_answers_and_writes_as_journal_does(data):
+    conf = Configuration()
+    with tempfile.TemporaryDirectory() as tmp:
+        fast = Journal(conf, Path(tmp) / "fast" / JID, JID)
+        slow = Journal(conf, Path(tmp) / "slow" / JID, JID)
+        try:
+            _setup(fast)
+            _setup(slow)
+            for _ in range(data.draw(st.integers(1, 8))):
+                state = _state(slow)
+                assert _state(fast) == state
+                if not state[4] and data.draw(st.booleans()):
+                    # A call knocked the segment out: the writer starts the next one.
+                    start = (make_request(state[2] + 1, epoch=state[0]), state[6], 0)
+                    start = start[:2] + (CURRENT_LAYOUT_VERSION,)
+                    assert _answer(fast.start_log_segment, *start) == _answer(
+                        slow.start_log_segment, *start
+                    )
+                    continue
+                req, segment, first, num = data.draw(calls(state))
+                records = create_txn_data(max(first, 1), num)
+                answer = _answer(_via_node, fast, req, segment, first, num, records)
+                assert answer == _answer(slow.journal, req, segment, first, num, records)
+                assert _state(fast) == _state(slow)
+                assert _files(fast) == _files(slow)
+        finally:
+            fast.close()
+            slow.close()
+
+
+def test_in_order_batches_take_the_one_pass_path(tmp_path):
+    journal = Journal(Configuration(), tmp_path / JID, JID)
+    try:
+        _setup(journal)
+        data = create_txn_data(4, 2)
+        assert journal.journal_in_order(2, 3, 3, 1, 4, 2, data)
+        assert _state(journal)[2:] == (3, 3, True, 1, 6, 5)
+        # A newer epoch is journal()'s to promise; a repeated serial its to reject.
+        assert not journal.journal_in_order(3, 4, 5, 1, 6, 1, create_txn_data(6, 1))
+        assert not journal.journal_in_order(2, 3, 5, 1, 6, 1, create_txn_data(6, 1))
+    finally:
+        journal.close()
