@@ -40,13 +40,14 @@ def test_bench_qjm_reports_every_phase_and_stops_every_process(
     assert main([*args, "--ideal", str(ideal), "--dir", str(work)]) == 0
 
     out = capsys.readouterr().out
-    for phase in ("3 JNs", "3 JNs, 1 frozen", "5 JNs"):
+    for phase in ("3 JNs", "3 JNs, pre-encoded", "3 JNs, 1 frozen", "5 JNs"):
         for batch in (1, 10):
             assert any(
                 line.startswith(phase) and line.split()[len(phase.split())] == str(batch)
                 for line in out.splitlines()
             ), f"no line for {phase}, batch {batch}:\n{out}"
-    assert "x the ideal's txns/s (goal >= 0.8)" in out
+    assert "x the ideal's txns/s with the ops encoded ahead of time" in out
+    assert "(goal >= 0.8)" in out and "making and encoding each op in the loop" in out
     assert "p50 with one JN frozen" in out and "p50 with 5 JNs" in out
     assert _journal_nodes() == []
     assert list(work.iterdir()) == []
