@@ -306,7 +306,6 @@ class RedundantEditLogInputStream:
     def _fail_over(self) -> None:
         error = self._prev_exception
         always_assert(error is not None, "failing over without an error")
-        assert error is not None  # for the type checker; always_assert raised otherwise
         if self._cur + 1 == len(self._streams):
             self._state = _State.EOF
             raise error

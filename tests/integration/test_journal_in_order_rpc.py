@@ -88,3 +88,18 @@ def test_a_failed_fsync_on_the_one_pass_path_stops_the_journal(
     assert one_pass_calls == ["raised", False]
     journal = cluster.journal_node(0).get_or_create_journal(JID)
     assert journal.highest_written_txid == 0
+
+
+def test_a_pipelined_proxys_journal_connects_like_every_other_call(cluster):
+    """journal() on a pipelined proxy with no connection yet (or a dropped one) connects:
+    only the writer's direct path must never connect."""
+    with QJournalProtocolProxy(*cluster.rpc_address(0), timeout_s=30, pipelined=True) as p:
+        assert not p.connected
+        p.format(JID, FAKE_NSINFO)
+        p.new_epoch(JID, FAKE_NSINFO, 1)
+        p.start_log_segment(make_request(1), 1, CURRENT_LAYOUT_VERSION)
+        p._channel.reset()  # the connection drops between two calls
+        assert not p.connected
+        p.journal(make_request(2), 1, 1, 2, create_txn_data(1, 2))
+        assert p.connected
+    assert cluster.journal_node(0).get_or_create_journal(JID).highest_written_txid == 2

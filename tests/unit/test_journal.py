@@ -7,7 +7,11 @@ import os
 import pytest
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
-from hadoop_qjm.common.exceptions import IllegalStateException, IOException
+from hadoop_qjm.common.exceptions import (
+    IllegalArgumentException,
+    IllegalStateException,
+    IOException,
+)
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.fs_edit_log_op import edit_log_header
@@ -560,3 +564,14 @@ def test_accept_recovery_compares_content_not_just_length(tmp_path, conf):
         assert journal.storage.finalized_edit_log(1, 3).read_bytes() == edit_log_header(LV) + theirs
     finally:
         journal.close()
+
+
+def test_a_negative_number_of_transactions_changes_nothing(journal):
+    journal.new_epoch(FAKE_NSINFO, 1)
+    journal.start_log_segment(make_request(1), 1, LV)
+    before = snapshot_files(journal.storage.log_dir)
+    with pytest.raises(IllegalArgumentException, match="Negative number of transactions -1"):
+        journal.journal(make_request(2, committed_txid=5), 1, 1, -1, create_txn_data(1, 1))
+    assert snapshot_files(journal.storage.log_dir) == before
+    assert journal.current_epoch_ipc_serial == 1  # the serial was not taken
+    journal.journal(make_request(2), 1, 1, 1, create_txn_data(1, 1))

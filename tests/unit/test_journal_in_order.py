@@ -62,11 +62,8 @@ def _answer(fn, *args) -> tuple[str, str] | None:
 
 
 def _via_node(journal: Journal, req: RequestInfo, segment: int, first: int, num: int, data):
-    committed = req.committed_txid if req.has_committed_txid else None
     before = _snapshot(journal)
-    if journal.journal_in_order(
-        req.epoch, req.ipc_serial_number, committed, segment, first, num, data
-    ):
+    if journal.journal_in_order(req, segment, first, num, data):
         return
     assert _snapshot(journal) == before, "a declined call changed something"
     journal.journal(req, segment, first, num, data)
@@ -153,11 +150,95 @@ def test_in_order_batches_take_the_one_pass_path(tmp_path):
     journal = Journal(Configuration(), tmp_path / JID, JID)
     try:
         _setup(journal)
-        data = create_txn_data(4, 2)
-        assert journal.journal_in_order(2, 3, 3, 1, 4, 2, data)
+        req = RequestInfo(JID, 2, 3, 3)
+        assert journal.journal_in_order(req, 1, 4, 2, create_txn_data(4, 2))
         assert _state(journal)[2:] == (3, 3, True, 1, 6, 5)
         # A newer epoch is journal()'s to promise; a repeated serial its to reject.
-        assert not journal.journal_in_order(3, 4, 5, 1, 6, 1, create_txn_data(6, 1))
-        assert not journal.journal_in_order(2, 3, 5, 1, 6, 1, create_txn_data(6, 1))
+        newer = RequestInfo(JID, 3, 4, 5)
+        assert not journal.journal_in_order(newer, 1, 6, 1, create_txn_data(6, 1))
+        again = RequestInfo(JID, 2, 3, 5)
+        assert not journal.journal_in_order(again, 1, 6, 1, create_txn_data(6, 1))
     finally:
         journal.close()
+
+
+def _declines(journal: Journal, req: RequestInfo, first: int) -> None:
+    before = _snapshot(journal)
+    assert not journal.journal_in_order(req, 1, first, 1, create_txn_data(first, 1))
+    assert _snapshot(journal) == before
+
+
+def test_a_newer_promise_with_the_segment_still_open_is_declined(tmp_path):
+    """A heartbeat from epoch 3 promised it; the epoch-2 writer's segment is still open."""
+    journal = Journal(Configuration(), tmp_path / JID, JID)
+    try:
+        _setup(journal)
+        journal.heartbeat(make_request(1, epoch=3))
+        assert journal.is_segment_open
+        _declines(journal, RequestInfo(JID, 2, 3, 3), 4)  # fenced: journal() rejects it
+        _declines(journal, RequestInfo(JID, 3, 2, 3), 4)  # not epoch 3's segment
+    finally:
+        journal.close()
+
+
+def test_a_failed_journal_is_declined(tmp_path, monkeypatch):
+    from hadoop_qjm.namenode import edit_log_file_output_stream as output_module
+
+    journal = Journal(Configuration(), tmp_path / JID, JID)
+    try:
+        _setup(journal)
+
+        def failing_sync(fd):
+            raise OSError(5, "Input/output error")
+
+        with monkeypatch.context() as m:
+            m.setattr(output_module.os, "fdatasync", failing_sync)
+            try:
+                journal.journal_in_order(RequestInfo(JID, 2, 3, 3), 1, 4, 1, create_txn_data(4, 1))
+            except OSError:
+                pass
+        _declines(journal, RequestInfo(JID, 2, 4, 3), 4)
+    finally:
+        journal.close()
+
+
+def test_an_unformatted_journal_is_declined(tmp_path):
+    journal = Journal(Configuration(), tmp_path / JID, JID)
+    try:
+        before = snapshot_files(tmp_path)
+        req = RequestInfo(JID, 1, 1, 0)
+        assert not journal.journal_in_order(req, 1, 1, 1, create_txn_data(1, 1))
+        assert snapshot_files(tmp_path) == before
+    finally:
+        journal.close()
+
+
+def test_a_failing_fault_hook_fails_the_call_as_journal_does(tmp_path):
+    from hadoop_qjm.qjournal.server.journal import JournalFaultInjector
+
+    class Failing(JournalFaultInjector):
+        def before_write_edits(self) -> None:
+            raise OSError(5, "injected")
+
+    answers = []
+    for name in ("fast", "slow"):
+        journal = Journal(Configuration(), tmp_path / name / JID, JID, fault_injector=Failing())
+        try:
+            _setup_without_writes(journal)
+            req = RequestInfo(JID, 2, 2, 0)
+            data = create_txn_data(1, 1)
+            if name == "fast":
+                answers.append(_answer(_via_node, journal, req, 1, 1, 1, data))
+            else:
+                answers.append(_answer(journal.journal, req, 1, 1, 1, data))
+            answers.append(_state(journal))
+        finally:
+            journal.close()
+    assert answers[0] is not None and answers[0] == answers[2]
+    assert answers[1] == answers[3]
+
+
+def _setup_without_writes(journal: Journal) -> None:
+    journal.format(FAKE_NSINFO)
+    journal.new_epoch(FAKE_NSINFO, 2)
+    journal.start_log_segment(make_request(1, epoch=2), 1, CURRENT_LAYOUT_VERSION)

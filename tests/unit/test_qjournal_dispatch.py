@@ -332,3 +332,23 @@ def test_a_released_handler_slot_wakes_a_waiting_call() -> None:
     slots.release()
     waiter.join(30)
     assert got == [True]
+
+
+def test_a_handler_without_the_one_pass_path_gets_every_journal_call() -> None:
+    """A handler that only has journal() (a duck-typed one) still gets the calls."""
+
+    class JournalOnly:
+        def __init__(self) -> None:
+            self.calls: list[tuple] = []
+
+        def journal(self, req_info, first, num, records, segment, ns_id) -> None:
+            self.calls.append((req_info.ipcSerialNumber, first, num, records, segment))
+
+    handler = JournalOnly()
+    proxy = QJournalProtocolProxy(
+        "jn",
+        8485,
+        channel=LoopbackChannel(QJournalProtocolDispatcher(handler)),  # type: ignore[arg-type]
+    )
+    proxy.journal(REQ, 1, 42, 2, b"ab")
+    assert handler.calls == [(9, 42, 2, b"ab", 1)]

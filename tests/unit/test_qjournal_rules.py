@@ -272,3 +272,70 @@ def test_sequences_of_requests_match_naive_model(reqs: list[tuple[int, int, int]
         state = check_request(state, req).apply(state)
         model, _ = naive_check_request(model, req)
         assert (state.last_promised_epoch, state.ipc_serial, state.committed_txid) == model
+
+
+# ----------------------------------------------------------- the in-order batch
+
+
+def _step_functions_accept_plainly(
+    state: EpochState,
+    writer_epoch: int,
+    cur_segment: int | None,
+    next_txid: int,
+    req: RequestInfo,
+    segment: int,
+    first: int,
+    num: int,
+) -> bool:
+    """What the step functions say: accepted, no epoch promised, and the batch written."""
+    try:
+        rules.check_num_txns(num, JID)
+    except IllegalArgumentException:
+        return False
+    decision = check_request(state, req)
+    if decision.error is not None or decision.promise_epoch is not None:
+        return False
+    try:
+        check_writer_epoch(req.epoch, writer_epoch, JID)
+        action = check_journal_batch(
+            cur_segment, next_txid, segment, first, num_txns=num, journal_id=JID
+        )
+    except HadoopException:
+        return False
+    return action is BatchAction.WRITE
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    promised=st.integers(0, 3),
+    serial=st.integers(-1, 3),
+    committed=st.one_of(st.just(INVALID_TXID), st.integers(0, 3)),
+    writer_epoch=st.integers(0, 3),
+    cur_segment=st.sampled_from([None, INVALID_TXID, 1, 2]),
+    next_txid=st.integers(1, 3),
+    epoch=st.integers(0, 3),
+    ipc=st.integers(-1, 4),
+    req_committed=st.one_of(st.just(INVALID_TXID), st.integers(0, 3)),
+    segment=st.sampled_from([INVALID_TXID, 1, 2]),
+    first=st.integers(1, 3),
+    num=st.integers(-1, 2),
+)
+def test_the_in_order_batch_is_exactly_what_the_step_functions_write_plainly(
+    promised, serial, committed, writer_epoch, cur_segment, next_txid, epoch, ipc,
+    req_committed, segment, first, num,
+) -> None:  # fmt: skip
+    state = EpochState(promised, serial, committed)
+    req = RequestInfo(JID, epoch, ipc, req_committed)
+    args = (state, writer_epoch, cur_segment, next_txid, req, segment, first, num)
+    in_order = rules.is_in_order_batch(*args)
+    assert in_order == _step_functions_accept_plainly(*args)
+    if in_order:  # and then the request's only effects are its serial and committed txid
+        after = check_request(state, req).apply(state)
+        expected_committed = req_committed if req.has_committed_txid else committed
+        assert after == EpochState(promised, ipc, expected_committed)
+
+
+def test_a_negative_number_of_transactions_is_illegal() -> None:
+    rules.check_num_txns(0, JID)
+    with pytest.raises(IllegalArgumentException, match="Negative number of transactions -1"):
+        rules.check_num_txns(-1, JID)

@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hadoop_qjm.common.exceptions import IOException
+from hadoop_qjm.common.exceptions import IOException, always_assert
 from hadoop_qjm.qjournal.protocol.exceptions import ConnectException, SocketTimeoutException
 from hadoop_qjm.qjournal.protocol.sockets import (
     ClientSocketFactoryLike,
@@ -473,7 +473,7 @@ class PipelinedChannel:
             self._fail(sock, IOException(f"Call to {self.host}:{self.port} failed: {error}"))
         elif want_write:
             reactor = self._reactor
-            assert reactor is not None
+            always_assert(reactor is not None, f"{self} is connected without a reply reactor")
             reactor.run_soon(lambda: reactor._want_write(sock, True))
 
     def _send_or_queue(self, sock: socket.socket, data: list[bytes]) -> OSError | None:
@@ -511,7 +511,7 @@ class PipelinedChannel:
         reply, error = answer[0]
         if error is not None:
             raise error
-        assert reply is not None
+        always_assert(reply is not None, f"{self}: a call answered with neither reply nor error")
         return reply
 
     def wait(self, done: threading.Event) -> None:
@@ -601,7 +601,7 @@ class PipelinedChannel:
         if error is not None:
             self._fail(sock, IOException(f"Call to {self.host}:{self.port} failed: {error}"))
         elif drained:
-            assert self._reactor is not None
+            always_assert(self._reactor is not None, f"{self} is connected without a reactor")
             self._reactor._want_write(sock, False)
 
     def _on_readable(self, sock: socket.socket, buf: bytearray) -> None:
@@ -643,7 +643,9 @@ class PipelinedChannel:
                     )
                     return
                 if want_write:
-                    assert self._reactor is not None
+                    always_assert(
+                        self._reactor is not None, f"{self} is connected without a reactor"
+                    )
                     self._reactor._want_write(sock, True)
             if closed:
                 self._fail(

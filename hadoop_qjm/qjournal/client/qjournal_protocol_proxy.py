@@ -118,15 +118,20 @@ def _set_call_timeout(sock: socket.socket, timeout_s: float | None) -> None:
 
     A plain TCP socket stays blocking, with the kernel's SO_RCVTIMEO / SO_SNDTIMEO
     (a timeout then raises BlockingIOError): Python's own socket timeout would poll()
-    before every send and receive, two more system calls on each call's path. Other
-    sockets (TLS) use Python's timeout.
+    before every send and receive, two more system calls on each call's path. The
+    bound applies to each wait, as Hadoop's ``ipc.client.rpc-timeout.ms`` does (a peer
+    that keeps reading, however slowly, keeps a large send going). Other sockets (TLS)
+    use Python's timeout.
     """
     if type(sock) is not socket.socket or timeout_s is None or timeout_s <= 0:
         sock.settimeout(timeout_s)
         return
     sock.settimeout(None)
     seconds = int(timeout_s)
-    timeval = _TIMEVAL.pack(seconds, int((timeout_s - seconds) * 1_000_000))
+    micros = int((timeout_s - seconds) * 1_000_000)
+    if seconds == 0:
+        micros = max(micros, 1)  # {0, 0} would mean "no timeout"
+    timeval = _TIMEVAL.pack(seconds, micros)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
 
@@ -233,6 +238,11 @@ _JOURNAL_OK_HEAD = encode_message("journal", TMessageType.REPLY, 0, _Q.journal_r
 _journal_body_cache: tuple[Any, tuple[int, int, int, str | None], bytes] | None = None
 
 
+#: What encoding a journal call may raise for a value that cannot be encoded: a number
+#: that does not fit its field, a string that is not valid Unicode, a wrong type.
+_ENCODING_ERRORS = (struct.error, UnicodeEncodeError, AttributeError, TypeError)
+
+
 def journal_body(
     segment_txid: int, first_txid: int, num_txns: int, records: bytes, ns_id: str | None
 ) -> bytes:
@@ -250,7 +260,7 @@ def journal_body(
         return cached[2]
     try:
         body = encode_journal_body(first_txid, num_txns, bytes(records), segment_txid, ns_id)
-    except struct.error as e:  # a value does not fit its field
+    except _ENCODING_ERRORS as e:  # e.g. a value does not fit its field
         raise IllegalArgumentException(f"Cannot encode journal call: {e}") from e
     _journal_body_cache = (records, key, body)
     return body
@@ -267,7 +277,7 @@ def _journal_head(seqid: int, req: RequestInfo) -> bytes:
             req.committed_txid if req.has_committed_txid else None,
             req.name_service_id,
         )
-    except struct.error as e:
+    except _ENCODING_ERRORS as e:
         raise IllegalArgumentException(f"Cannot encode journal call: {e}") from e
 
 
@@ -447,7 +457,7 @@ class QJournalProtocolProxy:
                 errors.append(error)
                 done.set()
 
-            self.journal_async(req, body, callback)
+            self.journal_async(req, body, callback, connect=True)
             self._async.wait(done)
             if errors[0] is not None:
                 raise errors[0]
@@ -465,13 +475,17 @@ class QJournalProtocolProxy:
         req: RequestInfo,
         body: bytes,
         callback: Callable[[BaseException | None], None],
+        *,
+        connect: bool = False,
     ) -> None:
         """Send a ``journal`` call without waiting (a :attr:`pipelined` proxy only).
 
         ``body`` is :func:`journal_body` of the batch (shared by every node's
         call); the RequestInfo is this node's. ``callback(None)`` or
         ``callback(error)`` runs when the reply came, in the reply reader's
-        thread (or here, if the call could not be sent).
+        thread (or here, if the call could not be sent). Without ``connect`` a
+        closed connection fails the call instead of connecting (which can block:
+        the writer's direct path must not).
         """
         channel = self._async
         if channel is None:
@@ -493,8 +507,7 @@ class QJournalProtocolProxy:
                         error = e
                 callback(error)
 
-            # Never connect here: connecting can block, and this is the writer's thread.
-            channel.send_async([head, body], on_reply, connect=False)
+            channel.send_async([head, body], on_reply, connect=connect)
 
     def heartbeat(self, req: RequestInfo) -> None:
         """Only run the epoch/serial/committed-txid checks."""

@@ -45,7 +45,9 @@ __all__ = [
     "check_writer_epoch",
     "check_new_epoch",
     "BatchAction",
+    "check_num_txns",
     "check_journal_batch",
+    "is_in_order_batch",
     "check_finalize_current",
 ]
 
@@ -268,6 +270,19 @@ class BatchAction(enum.Enum):
     SKIP = "skip"
 
 
+def check_num_txns(num_txns: int, journal_id: str) -> None:
+    """A journal() call's ``numTxns`` is a count: IllegalArgumentException if negative.
+
+    Hadoop's field is a protobuf ``uint32``; ours is a Thrift i32, so a malformed
+    call can carry a negative one. Checked before anything else, so such a call
+    changes nothing.
+    """
+    if num_txns < 0:
+        raise IllegalArgumentException(
+            f"Negative number of transactions {num_txns} in journal(){_jid(journal_id)}"
+        )
+
+
 def check_journal_batch(
     cur_segment_txid: int | None,
     next_txid: int,
@@ -310,6 +325,39 @@ def check_journal_batch(
             f"Can't write txid {first_txid} expecting nextTxId={next_txid}{_jid(journal_id)}"
         )
     return BatchAction.WRITE
+
+
+def is_in_order_batch(
+    state: EpochState,
+    last_writer_epoch: int,
+    cur_segment_txid: int | None,
+    next_txid: int,
+    req: RequestInfo,
+    segment_txid: int,
+    first_txid: int,
+    num_txns: int,
+) -> bool:
+    """Whether a journal() call is the open segment's writer sending its next batch.
+
+    True exactly when :func:`check_request` accepts ``req`` without promising an
+    epoch, :func:`check_writer_epoch` passes and :func:`check_journal_batch` says
+    WRITE: then the call's only effects are the new IPC serial, the committed
+    txid and the written batch (the JournalNode's one-pass path,
+    ``Journal.journal_in_order``). False for everything else, which
+    ``Journal.journal`` decides with the step functions.
+    """
+    epoch = req.epoch
+    return (
+        num_txns > 0
+        and cur_segment_txid is not None
+        and cur_segment_txid != INVALID_TXID
+        and segment_txid == cur_segment_txid
+        and first_txid == next_txid
+        and epoch == state.last_promised_epoch
+        and epoch == last_writer_epoch
+        and req.ipc_serial_number > state.ipc_serial
+        and (not req.has_committed_txid or req.committed_txid >= state.committed_txid)
+    )
 
 
 def check_finalize_current(

@@ -325,6 +325,7 @@ class Journal:
         with self._lock:
             self._check_formatted()
             self._check_writable()
+            rules.check_num_txns(num_txns, self.journal_id)
             self._check_write_request(req)
             if num_txns == 0:
                 return  # the legacy "only update the committed txid" call
@@ -344,46 +345,40 @@ class Journal:
             self._write_batch_locked(first_txid, num_txns, records)
 
     def journal_in_order(
-        self,
-        epoch: int,
-        ipc_serial_number: int,
-        committed_txid: int | None,
-        segment_txid: int,
-        first_txid: int,
-        num_txns: int,
-        records: bytes,
+        self, req: RequestInfo, segment_txid: int, first_txid: int, num_txns: int, records: bytes
     ) -> bool:
         """:meth:`journal` for the common case, in one pass; False if it is not that case.
 
-        The common case: the writer of the open segment (its epoch is both the
-        promised and the last writer epoch) sends its next batch in order (a
-        higher IPC serial, a committed txid that does not move backward, the
-        open segment, the next txid). Then every check of :meth:`journal` passes
+        The common case (``rules.is_in_order_batch``): the writer of the open
+        segment sends its next batch. Then every check of :meth:`journal` passes
         and this has the same effects. In any other case it returns False having
         changed nothing, and the caller runs :meth:`journal`, which decides
         (promises a newer epoch, or rejects the call with the usual exception).
         """
         with self._lock:
-            if (
-                self._cur_segment is None
-                or num_txns <= 0
-                or first_txid != self.next_txid
-                or segment_txid != self.cur_segment_txid
-                or segment_txid == INVALID_TXID  # "no segment open" (rules.check_journal_batch)
-                or ipc_serial_number <= self.current_epoch_ipc_serial
-                or self._storage_failure is not None
-                or epoch != self.last_promised_epoch.get()
-                or epoch != self.last_writer_epoch.get()
-                or not self.storage.is_formatted()
+            if self._storage_failure is not None or not self.storage.is_formatted():
+                return False
+            state = rules.EpochState(
+                self.last_promised_epoch.get(),
+                self.current_epoch_ipc_serial,
+                self.committed_txn_id.get(),
+            )
+            segment = self.cur_segment_txid if self._cur_segment is not None else None
+            if not rules.is_in_order_batch(
+                state,
+                self.last_writer_epoch.get(),
+                segment,
+                self.next_txid,
+                req,
+                segment_txid,
+                first_txid,
+                num_txns,
             ):
                 return False
-            stored = self.committed_txn_id.get()
-            if committed_txid is not None and committed_txid < stored:
-                return False
             # checkRequest's effects, in its order.
-            self.current_epoch_ipc_serial = ipc_serial_number
-            if committed_txid is not None and committed_txid != stored:
-                self.committed_txn_id.set(committed_txid)
+            self.current_epoch_ipc_serial = req.ipc_serial_number
+            if req.has_committed_txid and req.committed_txid != state.committed_txid:
+                self.committed_txn_id.set(req.committed_txid)
             self._write_batch_locked(first_txid, num_txns, records)
             return True
 

@@ -36,6 +36,7 @@ from typing import Any
 
 from thriftpy2.thrift import TApplicationException
 
+from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.common.exceptions import (
     AuthorizationException,
     HadoopException,
@@ -46,6 +47,7 @@ from hadoop_qjm.qjournal.protocol.journal_call import JournalCall, parse_journal
 from hadoop_qjm.qjournal.protocol.messages import (
     GetEditLogManifestResponse,
     GetJournalStateResponse,
+    RequestInfo,
     from_thrift,
     layout_version_from_thrift,
     to_thrift,
@@ -200,14 +202,17 @@ class QJournalProtocolHandler:
 
     def journal_in_order(self, call: JournalCall) -> bool:
         """Write ``call`` if it is the open segment's writer's next batch (see
-        ``Journal.journal_in_order``); False, having changed nothing, otherwise."""
+        ``Journal.journal_in_order``); False, having changed nothing, otherwise
+        (also when the journal is not loaded or the node is stopping)."""
         journal = self.journal_node.open_journal(call.journal_id)
-        if journal is None:
-            return False  # not loaded (or shutting down): journal() decides
-        return journal.journal_in_order(
-            call.epoch,
-            call.ipc_serial_number,
-            call.committed_txid,
+        return journal is not None and journal.journal_in_order(
+            RequestInfo(
+                call.journal_id,
+                call.epoch,
+                call.ipc_serial_number,
+                INVALID_TXID if call.committed_txid is None else call.committed_txid,
+                call.req_name_service_id,
+            ),
             call.segment_txid,
             call.first_txid,
             call.num_txns,
@@ -378,6 +383,11 @@ class QJournalProtocolDispatcher:
             self._by_name[f"{rpc.service_name}:{name}"] = self._by_name[f":{name}"] = rpc
         self._stats_lock = threading.Lock()
         self._queued = 0
+        # The one-pass path for a writer's next batch: only for a handler that has one,
+        # and not with an authorizer (every call is then authorized first).
+        self._one_pass: Callable[[JournalCall], bool] | None = (
+            getattr(handler, "journal_in_order", None) if authorizer is None else None
+        )
 
     @property
     def call_queue_length(self) -> int:
@@ -395,7 +405,7 @@ class QJournalProtocolDispatcher:
         is not one well-formed call; the connection it came from should then be
         dropped.
         """
-        if self._authorize is None:
+        if self._one_pass is not None:
             # Most calls are a writer's next batch: read and written in one pass.
             call = parse_journal_call(payload)
             if call is not None:
@@ -464,7 +474,7 @@ class QJournalProtocolDispatcher:
             return None  # the general path queues it
         _call_context.remote_ip = remote_ip
         try:
-            if not self.handler.journal_in_order(call):
+            if not self._one_pass(call):  # type: ignore[misc]
                 return None
         except Exception as exc:  # the write failed: the usual error reply
             return self._failure_reply(self._rpcs["journal"], "journal", call.seqid, remote_ip, exc)

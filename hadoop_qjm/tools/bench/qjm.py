@@ -257,12 +257,13 @@ def measure(
 
     for _ in range(WARMUP_BATCHES):
         one_batch()
-    jn_cpu_start = _cpu_seconds(jn_pids)
     chunk = max(1, min(PRE_ENCODED_CHUNK_BATCHES, PRE_ENCODED_CHUNK_OPS // batch))
-    while result.batches < max_batches and result.seconds < seconds:
+    out_of_time = False
+    while result.batches < max_batches and not out_of_time:
         if pre_encoded:
             count = min(chunk, max_batches - result.batches)
             todo = [_encoded_batch(txid + i * batch, batch) for i in range(count)]
+        jn_cpu_start = _cpu_seconds(jn_pids)
         cpu_start = time.process_time()
         start = clock()
         deadline = start + seconds - result.seconds
@@ -276,9 +277,11 @@ def measure(
             while result.batches < max_batches and clock() < deadline:
                 latencies.append(one_batch())
                 result.batches += 1
-        result.seconds += clock() - start
+        end = clock()
+        out_of_time = end >= deadline
+        result.seconds += end - start
         result.cpu_seconds += time.process_time() - cpu_start
-    result.jn_cpu_seconds = _cpu_seconds(jn_pids) - jn_cpu_start
+        result.jn_cpu_seconds += _cpu_seconds(jn_pids) - jn_cpu_start
     result.flush_seconds = sum(latencies)
     latencies.sort()
     stm.close()
