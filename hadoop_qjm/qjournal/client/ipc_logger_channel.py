@@ -63,7 +63,10 @@ from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.qjournal.client.async_logger import AsyncLogger
 from hadoop_qjm.qjournal.client.executors import parallel_executor as new_parallel_executor
 from hadoop_qjm.qjournal.client.executors import single_thread_executor
-from hadoop_qjm.qjournal.client.ipc_logger_channel_metrics import IPCLoggerChannelMetrics
+from hadoop_qjm.qjournal.client.ipc_logger_channel_metrics import (
+    IPCLoggerChannelMetrics,
+    LatencySeries,
+)
 from hadoop_qjm.qjournal.client.pipelined_channel import read_replies_while_waiting
 from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy, journal_body
 from hadoop_qjm.qjournal.protocol.exceptions import (
@@ -200,7 +203,7 @@ class IPCLoggerChannel(AsyncLogger):
         self._metrics.add(self)
         # This channel's two latency series, looked up once (on the first journal call):
         # a label lookup per observation costs the writer's critical path.
-        self._latency_series: tuple[Any, Any] | None = None
+        self._latency_series: LatencySeries | None = None
 
     def _pipelined_transport(self) -> bool:
         """Whether the default proxy uses a PipelinedChannel: plain TCP, or our TLS factory
@@ -616,7 +619,7 @@ class IPCLoggerChannel(AsyncLogger):
         series = self._latency_series
         if series is None:
             series = self._latency_series = self._metrics.series(self)
-        self._metrics.observe_later(series, rpc_s, end_to_end_s)
+        series.observe(rpc_s, end_to_end_s)
 
     def _throw_if_out_of_sync(self) -> None:
         if self.is_out_of_sync:

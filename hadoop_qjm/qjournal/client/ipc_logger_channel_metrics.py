@@ -10,23 +10,73 @@ CollectorRegistry; a channel is dropped from the metrics when it is closed.
 
 from __future__ import annotations
 
-import collections
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any
+from bisect import bisect_left
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 
 if TYPE_CHECKING:
     from hadoop_qjm.qjournal.client.ipc_logger_channel import IPCLoggerChannel
 
-__all__ = ["IPCLoggerChannelMetrics"]
+__all__ = ["IPCLoggerChannelMetrics", "LatencySeries"]
 
 
 _LABELS = ("journal_id", "journal_node")
-#: Queued latencies are added to the histograms once this many are waiting.
-_DRAIN_AT = 512
+#: The histograms' bucket bounds (seconds): prometheus_client's defaults.
+_BUCKETS = tuple(b for b in Histogram.DEFAULT_BUCKETS if b != float("inf"))
+_RPC = (
+    "qjm_logger_write_rpc_latency_seconds",
+    "Time a journal (sendEdits) RPC to the JournalNode took",
+)
+_END_TO_END = (
+    "qjm_logger_write_end_to_end_latency_seconds",
+    "Time from handing a batch to the channel until the JournalNode acked it (includes queueing)",
+)
+
+
+class LatencySeries:
+    """One channel's two write-latency histograms, as plain numbers.
+
+    An observation is a bisect and three additions under an uncontended lock (the
+    write path's replies are read one at a time); the Prometheus families are made
+    when the registry is read.
+    """
+
+    __slots__ = ("_lock", "rpc_counts", "rpc_sum", "end_to_end_counts", "end_to_end_sum")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.rpc_counts = [0] * (len(_BUCKETS) + 1)  # the last one: above every bound
+        self.rpc_sum = 0.0
+        self.end_to_end_counts = [0] * (len(_BUCKETS) + 1)
+        self.end_to_end_sum = 0.0
+
+    def observe(self, rpc_s: float, end_to_end_s: float) -> None:
+        with self._lock:
+            self.rpc_counts[bisect_left(_BUCKETS, rpc_s)] += 1
+            self.rpc_sum += rpc_s
+            self.end_to_end_counts[bisect_left(_BUCKETS, end_to_end_s)] += 1
+            self.end_to_end_sum += end_to_end_s
+
+    def snapshot(self) -> tuple[list[int], float, list[int], float]:
+        with self._lock:
+            return (
+                list(self.rpc_counts),
+                self.rpc_sum,
+                list(self.end_to_end_counts),
+                self.end_to_end_sum,
+            )
+
+
+def _cumulative(counts: list[int]) -> list[tuple[str, int]]:
+    buckets, total = [], 0
+    for bound, count in zip((*_BUCKETS, float("inf")), counts, strict=True):
+        total += count
+        buckets.append(("+Inf" if bound == float("inf") else repr(bound), total))
+    return buckets
 
 
 class IPCLoggerChannelMetrics:
@@ -49,23 +99,9 @@ class IPCLoggerChannelMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self._lock = threading.Lock()
         self._channels: weakref.WeakSet[IPCLoggerChannel] = weakref.WeakSet()
-        # The histograms are reported by collect() below, not registered on their own:
-        # latencies are queued by the write path (a deque append, no lock) and added
-        # to them in bulk — when enough are queued, or when the registry is read.
-        self.rpc_latency = Histogram(
-            "qjm_logger_write_rpc_latency_seconds",
-            "Time a journal (sendEdits) RPC to the JournalNode took",
-            _LABELS,
-            registry=None,
-        )
-        self.end_to_end_latency = Histogram(
-            "qjm_logger_write_end_to_end_latency_seconds",
-            "Time from handing a batch to the channel until the JournalNode acked it "
-            "(includes queueing)",
-            _LABELS,
-            registry=None,
-        )
-        self._queued: collections.deque[tuple[Any, Any, float, float]] = collections.deque()
+        # The write-latency histograms, by label values: plain numbers that collect()
+        # turns into Prometheus families (the write path takes no registry lock).
+        self._series: dict[tuple[str, str], LatencySeries] = {}
         registry.register(self)
 
     @staticmethod
@@ -78,44 +114,27 @@ class IPCLoggerChannelMetrics:
 
     def remove(self, ch: IPCLoggerChannel) -> None:
         labels = self._labels(ch)
-        self.drain()  # a queued latency must not bring the series back afterwards
         with self._lock:
             self._channels.discard(ch)
-            shared = any(self._labels(other) == labels for other in self._channels)
-        if not shared:
-            for histogram in (self.rpc_latency, self.end_to_end_latency):
-                try:
-                    histogram.remove(*labels)
-                except KeyError:
-                    pass
+            if not any(self._labels(other) == labels for other in self._channels):
+                self._series.pop(labels, None)
 
-    def series(self, ch: IPCLoggerChannel) -> tuple[Any, Any]:
-        """The channel's two latency series (look them up once: a lookup takes a lock)."""
-        labels = self._labels(ch)
-        return self.rpc_latency.labels(*labels), self.end_to_end_latency.labels(*labels)
-
-    def observe_later(self, series: tuple[Any, Any], rpc_s: float, end_to_end_s: float) -> None:
-        """Queue one journal call's latencies for :meth:`series`' histograms."""
-        queued = self._queued
-        queued.append((series[0], series[1], rpc_s, end_to_end_s))
-        if len(queued) >= _DRAIN_AT:
-            self.drain()
-
-    def drain(self) -> None:
-        """Add the queued latencies to the histograms."""
-        queued = self._queued
-        while True:
-            try:
-                rpc, end_to_end, rpc_s, end_to_end_s = queued.popleft()
-            except IndexError:
-                return
-            rpc.observe(rpc_s)
-            end_to_end.observe(end_to_end_s)
+    def series(self, ch: IPCLoggerChannel) -> LatencySeries:
+        """The channel's latency histograms (look them up once: a lookup takes a lock)."""
+        with self._lock:
+            return self._series.setdefault(self._labels(ch), LatencySeries())
 
     def collect(self):
-        self.drain()
-        yield from self.rpc_latency.collect()
-        yield from self.end_to_end_latency.collect()
+        rpc = HistogramMetricFamily(*_RPC, labels=_LABELS)
+        end_to_end = HistogramMetricFamily(*_END_TO_END, labels=_LABELS)
+        with self._lock:
+            series = list(self._series.items())
+        for labels, one in series:
+            rpc_counts, rpc_sum, e2e_counts, e2e_sum = one.snapshot()
+            rpc.add_metric(list(labels), _cumulative(rpc_counts), rpc_sum)
+            end_to_end.add_metric(list(labels), _cumulative(e2e_counts), e2e_sum)
+        yield rpc
+        yield end_to_end
         yield from self._collect_gauges()
 
     def _collect_gauges(self):
