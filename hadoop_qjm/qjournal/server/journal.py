@@ -10,12 +10,10 @@ the file is unknown and acknowledging anything more could lose an edit.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import threading
 import time
-from pathlib import Path
 from typing import BinaryIO
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
@@ -25,11 +23,9 @@ from hadoop_qjm.common.exceptions import (
     IllegalArgumentException,
     IllegalStateException,
     IOException,
-    always_assert,
 )
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog, RemoteEditLogManifest
 from hadoop_qjm.common.storage_info import NamespaceInfo
-from hadoop_qjm.namenode.edit_log_file_input_stream import scan_edit_log
 from hadoop_qjm.namenode.file_journal_manager import EditLogFile
 from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.protocol.exceptions import (
@@ -43,15 +39,14 @@ from hadoop_qjm.qjournal.protocol.messages import (
     GetJournaledEditsResponse,
     NewEpochResponse,
     PersistedRecoveryPaxosData,
-    PrepareRecoveryResponse,
     RequestInfo,
-    SegmentState,
 )
 from hadoop_qjm.qjournal.server.jn_storage import JNStorage
 from hadoop_qjm.qjournal.server.journal_metrics import JournalMetrics, JournalNodeMetrics
 from hadoop_qjm.qjournal.server.journal_node_rpc_server import remote_ip
+from hadoop_qjm.qjournal.server.journal_recovery import JournalRecovery, segment_md5
 from hadoop_qjm.qjournal.server.journaled_edits_cache import JournaledEditsCache
-from hadoop_qjm.qjournal.server.paxos_record import read_paxos_record, write_paxos_record
+from hadoop_qjm.qjournal.server.paxos_record import read_paxos_record
 
 __all__ = ["Journal", "JournalFaultInjector"]
 
@@ -81,28 +76,13 @@ class JournalFaultInjector:
         """Called before a journal() batch is written (HDFS-17710's writeEdits hook)."""
 
 
-def _segment_md5(path: Path, length: int | None = None) -> str:
-    """Hex MD5 of a segment's first ``length`` bytes (all of it when None): the content
-    proxy of recovery (design paper §2.8: "the highest txid and md5sum")."""
-    digest = hashlib.md5(usedforsecurity=False)
-    remaining = length if length is not None else -1
-    with open(path, "rb") as f:
-        while remaining != 0:
-            chunk = f.read(1 << 20 if remaining < 0 else min(1 << 20, remaining))
-            if not chunk:
-                break
-            digest.update(chunk)
-            if remaining > 0:
-                remaining -= len(chunk)
-    return digest.hexdigest()
+class Journal(JournalRecovery):
+    """The journal of one journal id: its storage, its promises, its open segment.
 
-
-def _txn_range_contains(seg: SegmentState, txid: int) -> bool:
-    return seg.start_txid <= txid <= seg.end_txid
-
-
-class Journal:
-    """The journal of one journal id: its storage, its promises, its open segment."""
+    Recovery (prepareRecovery/acceptRecovery, design paper §2.8-2.9) lives in the
+    :class:`~hadoop_qjm.qjournal.server.journal_recovery.JournalRecovery` mixin; this
+    class holds the state and the write path.
+    """
 
     def __init__(
         self,
@@ -507,7 +487,7 @@ class Journal:
                     # never be finalized (the finalized copies must agree everywhere).
                     accepted = self._get_persisted_paxos_data(start_txid)
                     if accepted is not None and accepted.segment_state.md5 is not None:
-                        digest = _segment_md5(elf.path, elf.valid_length)
+                        digest = segment_md5(elf.path, elf.valid_length)
                         if digest != accepted.segment_state.md5:
                             raise JournalOutOfSyncException(
                                 f"Trying to finalize log segment {start_txid} but the copy on "
@@ -575,139 +555,6 @@ class Journal:
             raise
         self.metrics.rpc_served(count, len(data))
         return GetJournaledEditsResponse(count, data)
-
-    # ---- recovery (design paper §2.8-2.9) -------------------------------------------------------
-    def prepare_recovery(self, req: RequestInfo, segment_txid: int) -> PrepareRecoveryResponse:
-        """Paxos phase 1: what this node has, or has accepted, for ``segment_txid``."""
-        with self._lock:
-            self._check_formatted()
-            self._check_request(req)
-            self._abort_cur_segment()
-            previously_accepted = self._get_persisted_paxos_data(segment_txid)
-            self._complete_half_done_accept_recovery(previously_accepted)
-            seg_info = self._get_segment_info(segment_txid)
-            has_finalized = seg_info is not None and not seg_info.is_in_progress
-            committed = self.committed_txn_id.get()
-            last_committed = committed if committed != INVALID_TXID else None
-            if previously_accepted is not None and not has_finalized:
-                accepted = previously_accepted.segment_state
-                always_assert(
-                    seg_info is not None
-                    and accepted.end_txid == seg_info.end_txid
-                    and (accepted.md5 is None or accepted.md5 == seg_info.md5),
-                    f"prev accepted: {accepted}\non disk:       {seg_info}",
-                )
-                response = PrepareRecoveryResponse(
-                    accepted,
-                    previously_accepted.accepted_in_epoch,
-                    self.last_writer_epoch.get(),
-                    last_committed,
-                )
-            else:
-                response = PrepareRecoveryResponse(
-                    seg_info, None, self.last_writer_epoch.get(), last_committed
-                )
-            self.log.info("Prepared recovery for segment %d: %s", segment_txid, response)
-            return response
-
-    def accept_recovery(self, req: RequestInfo, segment: SegmentState, from_url: str) -> None:
-        """Paxos phase 2: make ``segment`` (fetched from ``from_url``) this node's copy.
-
-        Commit point: the paxos record. A crash after it but before the rename is rolled
-        forward by the next prepareRecovery (HDFS-3955).
-        """
-        with self._lock:
-            self._check_formatted()
-            self._check_writable()
-            self._check_request(req)
-            self._abort_cur_segment()
-            seg_txid = segment.start_txid
-            if not (segment.end_txid > 0 and segment.end_txid >= seg_txid):
-                raise IllegalArgumentException(
-                    f"bad recovery state for segment {seg_txid}: {segment} ; journal id: {self.journal_id}"
-                )
-            old = self._get_persisted_paxos_data(seg_txid)
-            new = PersistedRecoveryPaxosData(segment, req.epoch)
-            always_assert(
-                old is None or old.accepted_in_epoch <= req.epoch,
-                f"Bad paxos transition, out-of-order epochs.\nOld: {old}\nNew: {new}\n",
-            )
-            synced_file: Path | None = None
-            current = self._get_segment_info(seg_txid)
-            # Same last txid is not enough: two writers can leave different copies of one
-            # length (each wrote txid N to a minority). The digest tells them apart.
-            same_content = (
-                current is not None
-                and current.end_txid == segment.end_txid
-                and (segment.md5 is None or current.md5 == segment.md5)
-            )
-            if not same_content:
-                if current is None:
-                    self.log.info("Synchronizing log %s: no current segment in place", segment)
-                    self._update_highest_written_txid(
-                        max(segment.end_txid, self.highest_written_txid)
-                    )
-                else:
-                    self.log.info(
-                        "Synchronizing log %s: old segment %s is not the right length or content",
-                        segment,
-                        current,
-                    )
-                    committed = self.committed_txn_id.get()
-                    if _txn_range_contains(current, committed) and not _txn_range_contains(
-                        segment, committed
-                    ):
-                        always_assert(
-                            False,
-                            f"Cannot replace segment {current} with new segment {segment}: would "
-                            f"discard already-committed txn {committed}",
-                        )
-                    always_assert(
-                        current.is_in_progress,
-                        "Should never be asked to synchronize a different log on top of an "
-                        "already-finalized segment",
-                    )
-                    if _txn_range_contains(current, self.highest_written_txid):
-                        self._update_highest_written_txid(segment.end_txid)
-                synced_file = self._sync_log(req, segment, from_url)
-            else:
-                self.log.info("Skipping download of log %s: already have up-to-date logs", segment)
-            # The commit point (design paper §2.8): once the record is durable this node has
-            # accepted the value, even if it crashes before the rename below.
-            self._fault.before_persist_paxos_data()
-            write_paxos_record(self.storage.paxos_file(seg_txid), new)
-            self._fault.after_persist_paxos_data()
-            if synced_file is not None:
-                self._install(synced_file, self.storage.in_progress_edit_log(seg_txid))
-            self.log.info("Accepted recovery for segment %d: %s", seg_txid, new)
-
-    def move_tmp_segment_to_current(self, tmp: Path, final: Path, end_txid: int) -> bool:
-        """Install a segment the syncer downloaded, but only if it is committed here.
-
-        Returns False (and installs nothing) when ``end_txid`` is past this node's
-        committed txid: a sync must never bring back a txn that was not committed.
-        """
-        with self._lock:
-            self._check_formatted()
-            self._check_writable()
-            if end_txid > self.committed_txn_id.get() or not self.storage.current_dir.is_dir():
-                return False
-            validation = scan_edit_log(tmp)
-            if validation.has_corrupt_header or validation.last_txid != end_txid:
-                raise IOException(
-                    f"Synced segment {tmp.name} holds txns up to {validation.last_txid}, "
-                    f"expected {end_txid}"
-                )
-            start_txid = validation.first_txid
-            if start_txid == self.cur_segment_txid:
-                return False
-            stale = self.fjm.get_log_file(start_txid)
-            if stale is not None and stale.is_in_progress:
-                # A committed, finalized copy supersedes this node's leftover in-progress one
-                # (it missed the finalize); keep the old bytes aside, never two segments at S.
-                stale.move_aside_stale_inprogress_file()
-            self._install(tmp, final)
-            return True
 
     # ---- upgrade and rollback (HDFS-5138): not supported yet ------------------------------------
     def _upgrade_unsupported(self, operation: str):
@@ -792,76 +639,6 @@ class Journal:
         if data is not None and data.segment_state.start_txid != segment_txid:
             raise IllegalStateException(f"Bad persisted data for segment {segment_txid}: {data}")
         return data
-
-    def _complete_half_done_accept_recovery(self, paxos: PersistedRecoveryPaxosData | None) -> None:
-        """Roll forward an accept that crashed after its commit point (HDFS-3955)."""
-        if paxos is None:
-            return
-        seg_txid = paxos.segment_state.start_txid
-        tmp = self.storage.temporary_edits_file(seg_txid, paxos.accepted_in_epoch)
-        if tmp.exists():
-            dst = self.storage.in_progress_edit_log(seg_txid)
-            self.log.info(
-                "Rolling forward previously half-completed synchronization: %s -> %s", tmp, dst
-            )
-            self._install(tmp, dst)
-
-    def _install(self, tmp: Path, dst: Path) -> None:
-        try:
-            os.replace(tmp, dst)
-            fsync_dir(dst.parent)
-        except OSError as e:
-            raise IOException(f"Unable to rename synced edit log {tmp} to {dst}: {e}") from e
-
-    def _get_segment_info(self, segment_txid: int) -> SegmentState | None:
-        elf = self.fjm.get_log_file(segment_txid)
-        if elf is None:
-            return None
-        if elf.is_in_progress:
-            elf.scan_log()
-        if elf.last_txid == INVALID_TXID:
-            self.log.info("Edit log file %s appears to be empty. Moving it aside...", elf)
-            elf.move_aside_empty_file()
-            return None
-        length = elf.valid_length if elf.is_in_progress else None
-        return SegmentState(
-            segment_txid, elf.last_txid, elf.is_in_progress, _segment_md5(elf.path, length)
-        )
-
-    def _sync_log(self, req: RequestInfo, segment: SegmentState, url: str) -> Path:
-        """Download the accepted segment into ``edits_inprogress_<start>.epoch=<E>`` (fsynced)."""
-        tmp = self.storage.temporary_edits_file(segment.start_txid, req.epoch)
-        self.log.info("Synchronizing log %s from %s", segment, url)
-        timeout_ms = self.conf.get_int("dfs.image.transfer.timeout", 60000) if self.conf else 60000
-        fetch = self._fetch
-        if fetch is None:
-            from hadoop_qjm.common.http_transfer import download_to_file as fetch
-        try:
-            fetch(url, tmp, timeout_ms / 1000.0)
-            fsync_dir(tmp.parent)
-            self._check_download(tmp, segment)
-        except BaseException as e:
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
-            if isinstance(e, (OSError, HadoopException)):
-                raise IOException(f"Unable to download {url} for segment {segment}: {e}") from e
-            raise
-        return tmp
-
-    def _check_download(self, tmp: Path, segment: SegmentState) -> None:
-        """What was downloaded must be exactly the accepted segment: its last txid, and its
-        digest when the coordinator sent one (so a wrong or stale copy is never installed)."""
-        validation = scan_edit_log(tmp)
-        if validation.has_corrupt_header or validation.last_txid != segment.end_txid:
-            raise IOException(
-                f"downloaded copy ends at txid {validation.last_txid}, expected {segment}"
-            )
-        if segment.md5 is not None:
-            digest = _segment_md5(tmp, validation.valid_length)
-            if digest != segment.md5:
-                raise IOException(f"downloaded copy has md5 {digest}, expected {segment}")
 
     def close(self) -> None:
         """Release the segment, the committed-txid file and the storage lock."""
