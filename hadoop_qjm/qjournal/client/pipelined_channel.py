@@ -76,6 +76,9 @@ LEASE_S = 0.05
 #: earlier if the role holder completes what it waits for).
 ROLE_RETRY_S = 0.002
 _RECV_SIZE = 256 * 1024
+#: What one TLS read asks for: below glibc's mmap threshold (128 KiB), so that asking
+#: does not cost an mmap and munmap (recv(256 KiB) costs ~12 us more than recv(64 KiB)).
+_TLS_READ_SIZE = 64 * 1024
 _HEADER = FRAME_HEADER.size
 
 
@@ -116,6 +119,9 @@ class ReplyReactor:
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        # Replies are received into this one buffer (only the role holder reads), then
+        # copied to their connection's: no allocation per receive.
+        self._rx = memoryview(bytearray(_RECV_SIZE))
         self._lock = threading.Lock()
         self._soon: list[Callable[[], None]] = []
         self._channels: set[PipelinedChannel] = set()  # the role holder only
@@ -224,7 +230,7 @@ class ReplyReactor:
                 if mask & selectors.EVENT_WRITE:
                     channel._on_writable(key.fileobj)
                 if mask & selectors.EVENT_READ:
-                    channel._on_readable(key.fileobj, buf)
+                    channel._on_readable(key.fileobj, buf, self._rx)
             except Exception as e:  # noqa: BLE001 - one channel's failure is that channel's
                 LOG.warning("Failing the connection to %s:%s: %s", channel.host, channel.port, e)
                 channel._fail(
@@ -310,7 +316,7 @@ class TlsSession:
             self._incoming.write(data)
             while True:
                 try:
-                    chunk = self._obj.read(_RECV_SIZE)
+                    chunk = self._obj.read(_TLS_READ_SIZE)
                 except ssl.SSLWantReadError:
                     break
                 except ssl.SSLZeroReturnError:
@@ -604,17 +610,20 @@ class PipelinedChannel:
             always_assert(self._reactor is not None, f"{self} is connected without a reactor")
             self._reactor._want_write(sock, False)
 
-    def _on_readable(self, sock: socket.socket, buf: bytearray) -> None:
+    def _on_readable(self, sock: socket.socket, buf: bytearray, rx: memoryview) -> None:
+        """Read what ``sock`` has (into ``rx``, the reactor's buffer), add it to the
+        connection's ``buf`` and hand each complete reply to its call's callback."""
         if self._sock is not sock:
             return
         try:
-            chunk = sock.recv(_RECV_SIZE)
+            received = sock.recv_into(rx)
+            chunk = rx[:received]
         except BlockingIOError:
             return
         except OSError as e:
             self._fail(sock, IOException(f"Call to {self.host}:{self.port} failed: {e}"))
             return
-        if not chunk:
+        if not received:
             self._fail(
                 sock,
                 IOException(
@@ -625,7 +634,7 @@ class PipelinedChannel:
         tls = self._tls
         if tls is not None:
             try:
-                chunk, closed = tls.decrypt(chunk)
+                chunk, closed = tls.decrypt(bytes(chunk))
             except ssl.SSLError as e:  # e.g. the server's alert refusing our certificate
                 self._fail(sock, IOException(f"Call to {self.host}:{self.port} failed: {e}"))
                 return
