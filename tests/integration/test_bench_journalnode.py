@@ -23,4 +23,7 @@ def test_bench_journalnode_alternates_slices_and_reports_the_median_ratio(
     assert "(4 slices of 0.10 s, alternating with the JournalNode's)" in out
     assert re.search(r"journalnode: [\d,]+ batches/s, [\d,]+ txns/s, .* fsync share", out)
     assert re.search(r"ratio to raw fdatasync: \d+\.\d\d \(goal >= 0\.8\); median of 4 slices", out)
+    assert re.search(r"a bare server \(the same frames over loopback.*\): [\d,]+ batches/s", out)
+    assert re.search(r"bare server / raw: \d+\.\d\d \(median of 4 slices", out)
+    assert re.search(r"journalnode / bare server: \d+\.\d\d \(median of 4 slices", out)
     assert list(tmp_path.iterdir()) == []

@@ -6,17 +6,28 @@ In the same run, on the same disk, it measures the raw ``os.write + os.fdatasync
 for the same batch size: the ratio shows what Python, Thrift and the Journal's
 bookkeeping cost on top of the disk. Goal (printed, never asserted): ≥ 0.8.
 
-The two are measured in alternating slices of ``--slice`` seconds (raw, JournalNode,
-JournalNode, raw, ...), and the ratio printed is the median of the per-pair ratios: on a
-shared machine the disk's and the CPUs' speed drift within seconds, and measuring one
-phase after the other would put that drift into the ratio.
+Beside them, for context, a bare server in another process: it receives the very same
+frames over loopback TCP, writes each payload with one pwrite into a file preallocated
+like a segment and fdatasyncs it, and sends a fixed reply — no Thrift decoding, no
+Journal. The JournalNode's ratio to it is what our client, Thrift decoding and
+bookkeeping cost on top of the transport; the bare server's ratio to raw is what
+preallocation saves on each fdatasync less what the loopback round trip (and its two
+extra wake-ups) costs.
+
+The three are measured in alternating slices of ``--slice`` seconds (the order rotating
+from one slice to the next), and each ratio printed is the median of the per-slice
+ratios: on a shared machine the disk's and the CPUs' speed drift within seconds, and
+measuring one phase after the other would put that drift into the ratio.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
+import socket
 import statistics
+import struct
 import tempfile
 import time
 import urllib.request
@@ -24,7 +35,9 @@ from pathlib import Path
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, encode_op
-from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
+from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy, _journal_ok
+from hadoop_qjm.qjournal.protocol.journal_call import encode_journal_body, encode_journal_head
+from hadoop_qjm.qjournal.protocol.wire import frame
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, make_request
 
@@ -32,6 +45,7 @@ __all__ = ["run"]
 
 JID = "bench-journal"
 GOAL = 0.8
+PHASES = ("raw", "jn", "bare")
 
 
 def make_batch(first_txid: int, count: int) -> bytes:
@@ -68,6 +82,88 @@ class RawAppender:
         self.path.unlink()
 
 
+_FRAME = struct.Struct(">i")
+_PREALLOCATION = 1024 * 1024
+
+
+def _bare_journal_server(listener: socket.socket, path: str, reply: bytes) -> None:
+    """Serve one connection: each frame's payload is pwritten into a file preallocated with
+    0xFF in 1 MiB steps (as a segment is), fdatasynced, and answered with ``reply``."""
+    conn, _ = listener.accept()
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fill = b"\xff" * _PREALLOCATION
+    buf = bytearray(1 << 20)
+    view = memoryview(buf)
+    pos = size = 0
+    framed_reply = _FRAME.pack(len(reply)) + reply
+    try:
+        while True:
+            got = 0
+            while got < 4 or got < 4 + _FRAME.unpack_from(buf)[0]:
+                n = conn.recv_into(view[got:])
+                if not n:
+                    return
+                got += n
+            payload = view[4:got]
+            while pos + len(payload) > size:
+                os.pwrite(fd, fill, size)
+                size += _PREALLOCATION
+            os.pwrite(fd, payload, pos)
+            pos += len(payload)
+            os.fdatasync(fd)
+            conn.sendall(framed_reply)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+        conn.close()
+
+
+class BareServer:
+    """The bare-transport baseline: the JournalNode's frames, a plain server (see above)."""
+
+    def __init__(self, directory: Path, frames: list[bytes], reply: bytes) -> None:
+        listener = socket.create_server(("127.0.0.1", 0))
+        self.process = multiprocessing.get_context("fork").Process(
+            target=_bare_journal_server,
+            args=(listener, str(directory / "bare-server-segment"), reply),
+            daemon=True,
+        )
+        self.process.start()
+        self.sock = socket.create_connection(listener.getsockname(), timeout=60)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        listener.close()
+        self.frames = frames
+        self.reply_size = _FRAME.size + len(reply)
+        self.sent = 0
+
+    def run(self, seconds: float, max_batches: int) -> tuple[int, float]:
+        """(batches answered, seconds taken) in a slice of about ``seconds``."""
+        sock, frames, reply_size = self.sock, self.frames, self.reply_size
+        buf = bytearray(reply_size)
+        count = 0
+        start = time.perf_counter()
+        deadline = start + seconds
+        while count < max_batches and time.perf_counter() < deadline:
+            sock.sendall(frames[self.sent % len(frames)])
+            got = 0
+            while got < reply_size:
+                n = sock.recv_into(memoryview(buf)[got:])
+                if not n:
+                    raise ConnectionError("the bare server closed the connection")
+                got += n
+            self.sent += 1
+            count += 1
+        return count, time.perf_counter() - start
+
+    def close(self) -> None:
+        self.sock.close()
+        self.process.join(30)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(10)
+
+
 def _fsync_micros_sum(http_port: int) -> float:
     text = (
         urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=30).read().decode()
@@ -91,6 +187,16 @@ class _JournalWriter:
         self.serial = 0
         self.txid = 1
         self.sent = 0
+
+    def frames(self) -> list[bytes]:
+        """The frames of journal calls for this writer's batches (for the bare server)."""
+        return [
+            frame(
+                encode_journal_head(i + 1, JID, 1, i + 1, None, None)
+                + encode_journal_body(1 + i * self.batch, self.batch, data, 1, None)
+            )
+            for i, data in enumerate(self.batches)
+        ]
 
     def start(self) -> None:
         self.proxy.format(JID, FAKE_NSINFO)
@@ -135,45 +241,75 @@ def run(argv, conf) -> int:
     sample = make_batch(1, args.batch)
     print(f"batch: {args.batch} ops, {len(sample)} bytes ({len(sample) / args.batch:.0f} bytes/op)")
     raw = RawAppender(base, len(sample))
-    raw_total = jn_total = (0, 0.0)
-    ratios = []
+    bare: BareServer | None = None
+    totals = {name: [0, 0.0] for name in PHASES}
+    ratios: dict[str, list[float]] = {"jn/raw": [], "bare/raw": [], "jn/bare": []}
     try:
         with MiniJournalCluster(1, base_dir=base / "cluster", processes=True) as cluster:
             with QJournalProtocolProxy(*cluster.rpc_address(0), timeout_s=60) as proxy:
                 writer = _JournalWriter(proxy, args.batch)
                 writer.start()
+                bare = BareServer(base, writer.frames(), _journal_ok(1))
+                phases = {"raw": raw.run, "jn": writer.run, "bare": bare.run}
                 fsync_before = _fsync_micros_sum(cluster.http_ports[0])
                 for i in range(slices):
-                    # Alternate which goes first, so neither always follows the other.
-                    if i % 2 == 0:
-                        raw_slice = raw.run(slice_s, slice_cap)
-                        jn_slice = writer.run(slice_s, slice_cap)
-                    else:
-                        jn_slice = writer.run(slice_s, slice_cap)
-                        raw_slice = raw.run(slice_s, slice_cap)
-                    raw_total = (raw_total[0] + raw_slice[0], raw_total[1] + raw_slice[1])
-                    jn_total = (jn_total[0] + jn_slice[0], jn_total[1] + jn_slice[1])
-                    if raw_slice[0]:
-                        ratios.append((jn_slice[0] / jn_slice[1]) / (raw_slice[0] / raw_slice[1]))
+                    # Rotate the order, so that no phase always follows the same one.
+                    rates = {}
+                    for name in PHASES[i % 3 :] + PHASES[: i % 3]:
+                        count, took = phases[name](slice_s, slice_cap)
+                        totals[name][0] += count
+                        totals[name][1] += took
+                        rates[name] = count / took if took else 0.0
+                    for key in ratios:
+                        top, bottom = key.split("/")
+                        if rates[bottom]:
+                            ratios[key].append(rates[top] / rates[bottom])
                 fsync_micros = _fsync_micros_sum(cluster.http_ports[0]) - fsync_before
     finally:
         raw.close()
-    baseline = raw_total[0] / raw_total[1]
-    rate = jn_total[0] / jn_total[1]
-    fsync_share = fsync_micros / 1e6 / jn_total[1]
-    ratio = statistics.median(ratios) if ratios else 0.0
+        if bare is not None:
+            bare.close()
+    rate = {name: count / took if took else 0.0 for name, (count, took) in totals.items()}
+    fsync_share = fsync_micros / 1e6 / totals["jn"][1]
+
+    def median(key: str) -> str:
+        values = ratios[key]
+        if not values:
+            return "n/a"
+        return (
+            f"{statistics.median(values):.2f} (median of {len(values)} slices, "
+            f"{min(values):.2f}-{max(values):.2f})"
+        )
+
     print(
-        f"raw write+fdatasync, same disk, same batch size: {baseline:,.0f} batches/s "
+        f"raw write+fdatasync, same disk, same batch size: {rate['raw']:,.0f} batches/s "
         f"({slices} slices of {slice_s:.2f} s, alternating with the JournalNode's)"
     )
     print(
-        f"journalnode: {rate:,.0f} batches/s, {rate * args.batch:,.0f} txns/s, "
-        f"{rate * len(sample) / 1e6:.2f} MB/s, fsync share of the time {fsync_share:.0%}"
+        f"journalnode: {rate['jn']:,.0f} batches/s, {rate['jn'] * args.batch:,.0f} txns/s, "
+        f"{rate['jn'] * len(sample) / 1e6:.2f} MB/s, fsync share of the time {fsync_share:.0%}"
     )
+    jn_raw = statistics.median(ratios["jn/raw"]) if ratios["jn/raw"] else 0.0
     spread = (
-        f"; median of {len(ratios)} slices, {min(ratios):.2f}-{max(ratios):.2f}" if ratios else ""
+        f"; median of {len(ratios['jn/raw'])} slices, "
+        f"{min(ratios['jn/raw']):.2f}-{max(ratios['jn/raw']):.2f}"
+        if ratios["jn/raw"]
+        else ""
     )
-    print(f"ratio to raw fdatasync: {ratio:.2f} (goal >= {GOAL}){spread}")
+    print(f"ratio to raw fdatasync: {jn_raw:.2f} (goal >= {GOAL}){spread}")
+    print(
+        f"for context, a bare server (the same frames over loopback; pwrite into a "
+        f"preallocated file, fdatasync, fixed reply; no Thrift, no Journal): "
+        f"{rate['bare']:,.0f} batches/s"
+    )
+    print(
+        f"  bare server / raw: {median('bare/raw')} - a preallocated file's cheaper "
+        "fdatasync, less the loopback round trip"
+    )
+    print(
+        f"  journalnode / bare server: {median('jn/bare')} - what our client, Thrift "
+        "decoding and Journal bookkeeping cost on top of that"
+    )
     import shutil
 
     shutil.rmtree(base, ignore_errors=True)
