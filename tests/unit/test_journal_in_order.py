@@ -13,10 +13,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
+from hadoop_qjm.common.exceptions import IOException
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.qjournal.protocol.messages import RequestInfo
 from hadoop_qjm.qjournal.server.journal import Journal
@@ -193,10 +195,8 @@ def test_a_failed_journal_is_declined(tmp_path, monkeypatch):
 
         with monkeypatch.context() as m:
             m.setattr(output_module.os, "fdatasync", failing_sync)
-            try:
+            with pytest.raises(IOException, match="Failed to write txns 4-4"):
                 journal.journal_in_order(RequestInfo(JID, 2, 3, 3), 1, 4, 1, create_txn_data(4, 1))
-            except OSError:
-                pass
         _declines(journal, RequestInfo(JID, 2, 4, 3), 4)
     finally:
         journal.close()

@@ -71,6 +71,7 @@ from hadoop_qjm.qjournal.protocol.wire import (
     decode_message_body,
     decode_message_header,
     encode_message,
+    encode_void_reply,
 )
 
 __all__ = [
@@ -232,8 +233,6 @@ def _close_socket(sock: socket.socket) -> None:
     sock.close()
 
 
-# A successful journal reply up to its seqid; then the seqid and an empty result struct.
-_JOURNAL_OK_HEAD = encode_message("journal", TMessageType.REPLY, 0, _Q.journal_result())[:-5]
 # The last batch's encoded journal body: every node's call of one flush shares it.
 _journal_body_cache: tuple[Any, tuple[int, int, int, str | None], bytes] | None = None
 
@@ -279,11 +278,6 @@ def _journal_head(seqid: int, req: RequestInfo) -> bytes:
         )
     except _ENCODING_ERRORS as e:
         raise IllegalArgumentException(f"Cannot encode journal call: {e}") from e
-
-
-def _journal_ok(seqid: int) -> bytes:
-    """The reply to journal call ``seqid`` when it succeeded."""
-    return _JOURNAL_OK_HEAD + seqid.to_bytes(4, "big") + b"\0"
 
 
 class QJournalProtocolProxy:
@@ -467,7 +461,7 @@ class QJournalProtocolProxy:
             seqid = self._next_seqid()
             reply = self._channel.call(_journal_head(seqid, req) + body)
         # The usual answer, "done", is one exact byte string: compared, not decoded.
-        if reply != _journal_ok(seqid):
+        if reply != encode_void_reply("journal", seqid):
             self._decode_reply("journal", seqid, reply, result_cls, False)
 
     def journal_async(
@@ -500,7 +494,7 @@ class QJournalProtocolProxy:
             def on_reply(reply: bytes | None, error: BaseException | None) -> None:
                 # The usual answer, "done" (an empty journal_result), is one exact byte
                 # string: compared, not decoded. Anything else is decoded in full.
-                if error is None and reply != _journal_ok(seqid):
+                if error is None and reply != encode_void_reply("journal", seqid):
                     try:
                         self._decode_reply("journal", seqid, reply, result_cls, False)
                     except Exception as e:  # noqa: BLE001 - the call's answer

@@ -35,9 +35,9 @@ from pathlib import Path
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, encode_op
-from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy, _journal_ok
+from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
 from hadoop_qjm.qjournal.protocol.journal_call import encode_journal_body, encode_journal_head
-from hadoop_qjm.qjournal.protocol.wire import frame
+from hadoop_qjm.qjournal.protocol.wire import encode_void_reply, frame
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, make_request
 
@@ -249,7 +249,7 @@ def run(argv, conf) -> int:
             with QJournalProtocolProxy(*cluster.rpc_address(0), timeout_s=60) as proxy:
                 writer = _JournalWriter(proxy, args.batch)
                 writer.start()
-                bare = BareServer(base, writer.frames(), _journal_ok(1))
+                bare = BareServer(base, writer.frames(), encode_void_reply("journal", 1))
                 phases = {"raw": raw.run, "jn": writer.run, "bare": bare.run}
                 fsync_before = _fsync_micros_sum(cluster.http_ports[0])
                 for i in range(slices):
