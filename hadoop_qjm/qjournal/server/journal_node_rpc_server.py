@@ -11,7 +11,9 @@ Three layers, each usable alone:
   never raises for a failed call (every exception becomes a
   ``QJournalException`` reply); only undecodable input raises
   :class:`~hadoop_qjm.qjournal.protocol.wire.ProtocolError`. An in-process
-  transport can drive it directly, with no socket.
+  transport can drive it directly, with no socket. A writer's next batch — a
+  ``journal`` call in the canonical encoding that ``Journal.journal_in_order``
+  takes — is read and written in one pass; anything else takes the general path.
 * :class:`JournalNodeRpcServer` — the sockets: an accept thread and one
   reader thread per connection; at most ``handler_count`` calls execute at
   once (Hadoop's ``dfs.journalnode.handler.count`` handler threads).
