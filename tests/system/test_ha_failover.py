@@ -261,17 +261,23 @@ def test_failover_and_back_many_times(make_cluster) -> None:
 def standby_checkpoints(cluster: MiniHACluster, txns: int, checkpoints: int) -> None:
     assert images(cluster, "nn1") == [0] and images(cluster, "nn2") == [0]
     cluster.transition_to_active("nn1")
-    with cluster.client(timeout_s=30) as fs:
-        for i in range(txns):
-            assert fs.mkdirs(f"/c{i}")
     # The standby saves fsimage_N in its own name dir and uploads it to the active (each
     # keeps dfs.namenode.num.checkpoints.retained images: count the checkpoints in the log).
+    # The txns go in rounds, each one more than dfs.namenode.checkpoint.txns, and each
+    # round waits for its checkpoint: however fast the writes, every round makes one.
     standby_log = cluster.namenode("nn2").log_path
-    wait_until(
-        lambda: standby_log.read_text(errors="replace").count(CHECKPOINT) >= checkpoints,
-        60,
-        f"{checkpoints} standby checkpoints",
-    )
+    per_round = txns // checkpoints
+    with cluster.client(timeout_s=30) as fs:
+        for round_ in range(checkpoints):
+            for i in range(
+                round_ * per_round, txns if round_ == checkpoints - 1 else (round_ + 1) * per_round
+            ):
+                assert fs.mkdirs(f"/c{i}")
+            wait_until(
+                lambda n=round_ + 1: standby_log.read_text(errors="replace").count(CHECKPOINT) >= n,
+                60,
+                f"{round_ + 1} standby checkpoint(s)",
+            )
     wait_until(
         lambda: set(images(cluster, "nn2")[1:]) & set(images(cluster, "nn1")),
         60,
