@@ -24,6 +24,9 @@ def test_bench_journalnode_alternates_slices_and_reports_the_median_ratio(
     assert re.search(r"journalnode: [\d,]+ batches/s, [\d,]+ txns/s, .* fsync share", out)
     assert re.search(r"ratio to raw fdatasync: \d+\.\d\d \(goal >= 0\.8\); median of 4 slices", out)
     assert re.search(r"a bare server \(the same frames over loopback.*\): [\d,]+ batches/s", out)
-    assert re.search(r"bare server / raw: \d+\.\d\d \(median of 4 slices", out)
-    assert re.search(r"journalnode / bare server: \d+\.\d\d \(median of 4 slices", out)
+    assert re.search(r"bare server / raw \d+\.\d\d \(median of 4 slices", out)
+    assert re.search(r"pre-encoded from a plain socket .*: [\d,]+ batches/s; / raw \d", out)
+    assert re.search(r"journalnode \(QJournalProtocolProxy\) / pre-encoded calls: \d+\.\d\d", out)
+    share = re.search(r"fsync share of the time (\d+)%", out)
+    assert share and 0 < int(share.group(1)) <= 100
     assert list(tmp_path.iterdir()) == []

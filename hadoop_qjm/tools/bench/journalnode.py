@@ -6,13 +6,14 @@ In the same run, on the same disk, it measures the raw ``os.write + os.fdatasync
 for the same batch size: the ratio shows what Python, Thrift and the Journal's
 bookkeeping cost on top of the disk. Goal (printed, never asserted): ≥ 0.8.
 
-Beside them, for context, a bare server in another process: it receives the very same
+Beside them, for context: a bare server in another process that receives the very same
 frames over loopback TCP, writes each payload with one pwrite into a file preallocated
-like a segment and fdatasyncs it, and sends a fixed reply — no Thrift decoding, no
-Journal. The JournalNode's ratio to it is what our client, Thrift decoding and
-bookkeeping cost on top of the transport; the bare server's ratio to raw is what
-preallocation saves on each fdatasync less what the loopback round trip (and its two
-extra wake-ups) costs.
+like a segment, fdatasyncs it and sends a fixed reply — no Thrift decoding, no Journal
+(its ratio to raw is what preallocation saves on each fdatasync less what the loopback
+round trip and its two extra wake-ups cost); and the JournalNode sent the same calls
+encoded before each slice from a plain socket, with no client library in the timed loop
+(its ratio to the bare server is what the JournalNode's Thrift decoding and bookkeeping
+cost; the QJournalProtocolProxy client's ratio to it is what the client library costs).
 
 The three are measured in alternating slices of ``--slice`` seconds (the order rotating
 from one slice to the next), and each ratio printed is the median of the per-slice
@@ -45,7 +46,7 @@ __all__ = ["run"]
 
 JID = "bench-journal"
 GOAL = 0.8
-PHASES = ("raw", "jn", "bare")
+PHASES = ("raw", "jn", "frames", "bare")
 
 
 def make_batch(first_txid: int, count: int) -> bytes:
@@ -219,6 +220,61 @@ class _JournalWriter:
         return count, time.perf_counter() - start
 
 
+class _PreEncodedWriter:
+    """The same journal() calls as :class:`_JournalWriter`, continuing its serials and
+    txids, but encoded before each slice and sent from a plain socket: no client library
+    in the timed loop, so that the JournalNode's own cost shows."""
+
+    def __init__(self, writer: _JournalWriter, address: tuple[str, int]) -> None:
+        self.writer = writer
+        self.sock = socket.create_connection(address, timeout=60)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.best_rate = 5000.0  # batches/s: how many calls to encode for a slice
+
+    def _calls(self, count: int) -> list[tuple[bytes, bytes]]:
+        w = self.writer
+        calls = []
+        for i in range(count):
+            serial = w.serial + 1 + i
+            data = w.batches[(w.sent + i) % len(w.batches)]
+            call = encode_journal_head(serial, JID, 1, serial, None, None) + encode_journal_body(
+                w.txid + i * w.batch, w.batch, data, 1, None
+            )
+            calls.append((frame(call), frame(encode_void_reply("journal", serial))))
+        return calls
+
+    def run(self, seconds: float, max_batches: int) -> tuple[int, float]:
+        """(batches acknowledged, seconds taken) in a slice of about ``seconds``."""
+        calls = self._calls(min(max_batches, int(seconds * self.best_rate * 2) + 1))
+        sock, w = self.sock, self.writer
+        count = 0
+        start = time.perf_counter()
+        deadline = start + seconds
+        for request, expected in calls:
+            if time.perf_counter() >= deadline:
+                break
+            sock.sendall(request)
+            reply = b""
+            while len(reply) < len(expected):
+                chunk = sock.recv(len(expected) - len(reply))
+                if not chunk:
+                    raise ConnectionError("the JournalNode closed the connection")
+                reply += chunk
+            if reply != expected:
+                raise RuntimeError(f"journal call {w.serial + 1} failed: {reply!r}")
+            w.serial += 1
+            w.txid += w.batch
+            w.sent += 1
+            count += 1
+        took = time.perf_counter() - start
+        if took > 0:
+            self.best_rate = max(self.best_rate, count / took)
+        return count, took
+
+    def close(self) -> None:
+        self.sock.close()
+
+
 def run(argv, conf) -> int:
     from hadoop_qjm.cli import CommandParser
 
@@ -242,20 +298,29 @@ def run(argv, conf) -> int:
     print(f"batch: {args.batch} ops, {len(sample)} bytes ({len(sample) / args.batch:.0f} bytes/op)")
     raw = RawAppender(base, len(sample))
     bare: BareServer | None = None
+    pre_encoded: _PreEncodedWriter | None = None
     totals = {name: [0, 0.0] for name in PHASES}
-    ratios: dict[str, list[float]] = {"jn/raw": [], "bare/raw": [], "jn/bare": []}
+    ratios: dict[str, list[float]] = {
+        key: [] for key in ("jn/raw", "bare/raw", "frames/raw", "frames/bare", "jn/frames")
+    }
     try:
         with MiniJournalCluster(1, base_dir=base / "cluster", processes=True) as cluster:
             with QJournalProtocolProxy(*cluster.rpc_address(0), timeout_s=60) as proxy:
                 writer = _JournalWriter(proxy, args.batch)
                 writer.start()
                 bare = BareServer(base, writer.frames(), encode_void_reply("journal", 1))
-                phases = {"raw": raw.run, "jn": writer.run, "bare": bare.run}
+                pre_encoded = _PreEncodedWriter(writer, cluster.rpc_address(0))
+                phases = {
+                    "raw": raw.run,
+                    "jn": writer.run,
+                    "frames": pre_encoded.run,
+                    "bare": bare.run,
+                }
                 fsync_before = _fsync_micros_sum(cluster.http_ports[0])
                 for i in range(slices):
                     # Rotate the order, so that no phase always follows the same one.
                     rates = {}
-                    for name in PHASES[i % 3 :] + PHASES[: i % 3]:
+                    for name in PHASES[i % len(PHASES) :] + PHASES[: i % len(PHASES)]:
                         count, took = phases[name](slice_s, slice_cap)
                         totals[name][0] += count
                         totals[name][1] += took
@@ -269,8 +334,12 @@ def run(argv, conf) -> int:
         raw.close()
         if bare is not None:
             bare.close()
+        if pre_encoded is not None:
+            pre_encoded.close()
     rate = {name: count / took if took else 0.0 for name, (count, took) in totals.items()}
-    fsync_share = fsync_micros / 1e6 / totals["jn"][1]
+    # Both JournalNode phases fsync on the JournalNode: the share is of their time together.
+    jn_seconds = totals["jn"][1] + totals["frames"][1]
+    fsync_share = fsync_micros / 1e6 / jn_seconds if jn_seconds else 0.0
 
     def median(key: str) -> str:
         values = ratios[key]
@@ -297,18 +366,20 @@ def run(argv, conf) -> int:
         else ""
     )
     print(f"ratio to raw fdatasync: {jn_raw:.2f} (goal >= {GOAL}){spread}")
+    print("for context, in the same slices:")
     print(
-        f"for context, a bare server (the same frames over loopback; pwrite into a "
-        f"preallocated file, fdatasync, fixed reply; no Thrift, no Journal): "
-        f"{rate['bare']:,.0f} batches/s"
+        f"  a bare server (the same frames over loopback; pwrite into a preallocated file, "
+        f"fdatasync, fixed reply; no Thrift, no Journal): {rate['bare']:,.0f} batches/s; "
+        f"bare server / raw {median('bare/raw')}"
     )
     print(
-        f"  bare server / raw: {median('bare/raw')} - a preallocated file's cheaper "
-        "fdatasync, less the loopback round trip"
+        f"  the JournalNode sent the same calls pre-encoded from a plain socket (no client "
+        f"library in the loop): {rate['frames']:,.0f} batches/s; / raw {median('frames/raw')}; "
+        f"/ bare server {median('frames/bare')}"
     )
     print(
-        f"  journalnode / bare server: {median('jn/bare')} - what our client, Thrift "
-        "decoding and Journal bookkeeping cost on top of that"
+        f"  journalnode (QJournalProtocolProxy) / pre-encoded calls: {median('jn/frames')} "
+        "- what the client library costs"
     )
     import shutil
 
