@@ -32,13 +32,14 @@ from thriftpy2.thrift import TApplicationException
 
 from hadoop_qjm.common.exceptions import HadoopException, IllegalArgumentException, IOException
 from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import RpcChannel
-from hadoop_qjm.qjournal.protocol.exceptions import RemoteException, from_wire, to_wire
+from hadoop_qjm.qjournal.protocol.exceptions import from_wire, to_wire
 from hadoop_qjm.qjournal.protocol.wire import (
     ProtocolError,
     TMessageType,
     check_required,
     decode_message_body,
     decode_message_header,
+    decode_reply,
     encode_message,
 )
 
@@ -250,18 +251,7 @@ class ThriftServiceCaller:
                 raise IllegalArgumentException(f"Cannot encode {name} call: {e}") from e
             reply = self._channel.call(payload)
             try:
-                header = decode_message_header(reply)
-                if header.seqid != seqid:
-                    raise ProtocolError(f"reply seqid {header.seqid} != {seqid}")
-                if header.type == TMessageType.EXCEPTION:
-                    error = decode_message_body(reply, header, TApplicationException)
-                    raise RemoteException(
-                        error.message or f"{name} failed on the server",
-                        class_name="org.apache.thrift.TApplicationException",
-                    )
-                if header.type != TMessageType.REPLY:
-                    raise ProtocolError(f"unexpected message type {header.type}")
-                result = decode_message_body(reply, header, rpc.result_cls)
+                result = decode_reply(reply, name, seqid, rpc.result_cls)
             except ProtocolError as e:
                 self._channel.reset()  # a reply we cannot match: the stream is suspect
                 raise IOException(f"Call to {self.peer} failed: {e}") from e

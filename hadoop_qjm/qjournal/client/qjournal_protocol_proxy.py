@@ -29,8 +29,6 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from thriftpy2.thrift import TApplicationException
-
 from hadoop_qjm.common.exceptions import (
     IllegalArgumentException,
     IllegalStateException,
@@ -40,7 +38,6 @@ from hadoop_qjm.common.storage_info import NamespaceInfo, StorageInfo
 from hadoop_qjm.qjournal.client.pipelined_channel import PipelinedChannel
 from hadoop_qjm.qjournal.protocol.exceptions import (
     ConnectException,
-    RemoteException,
     SocketTimeoutException,
     from_wire,
 )
@@ -68,8 +65,7 @@ from hadoop_qjm.qjournal.protocol.wire import (
     DEFAULT_MAX_FRAME_SIZE,
     ProtocolError,
     TMessageType,
-    decode_message_body,
-    decode_message_header,
+    decode_reply,
     encode_message,
     encode_void_reply,
 )
@@ -386,18 +382,7 @@ class QJournalProtocolProxy:
     ) -> Any:
         """The call's result, or its exception raised (a remote one as its own type)."""
         try:
-            header = decode_message_header(reply)
-            if header.seqid != seqid:
-                raise ProtocolError(f"reply seqid {header.seqid} != {seqid}")
-            if header.type == TMessageType.EXCEPTION:
-                error = decode_message_body(reply, header, TApplicationException)
-                raise RemoteException(
-                    error.message or f"{rpc} failed on the server",
-                    class_name="org.apache.thrift.TApplicationException",
-                )
-            if header.type != TMessageType.REPLY:
-                raise ProtocolError(f"unexpected message type {header.type}")
-            result = decode_message_body(reply, header, result_cls)
+            result = decode_reply(reply, rpc, seqid, result_cls)
         except ProtocolError as e:
             # A reply we cannot match to this call: the stream is suspect.
             self._channel.reset()

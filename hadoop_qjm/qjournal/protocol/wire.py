@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from thriftpy2.protocol.binary import TBinaryProtocol
-from thriftpy2.thrift import TMessageType, TType
+from thriftpy2.thrift import TApplicationException, TMessageType, TType
 
 try:  # absent when thriftpy2 was installed without its C extensions
     from thriftpy2.protocol.cybin import TCyBinaryProtocol
@@ -57,6 +57,7 @@ except ImportError:  # pragma: no cover - the pure codec serves alone
     TCyBinaryProtocol = TCyMemoryBuffer = None
 
 from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
+from hadoop_qjm.qjournal.protocol.exceptions import RemoteException
 
 __all__ = [
     "CODECS",
@@ -72,6 +73,7 @@ __all__ = [
     "decode_flat_struct",
     "decode_message_body",
     "decode_message_header",
+    "decode_reply",
     "encode_message",
     "encode_void_reply",
     "frame",
@@ -612,3 +614,24 @@ def decode_message_body(
     obj = cls()
     _read_checked_struct(data, header.body_offset, len(data), obj, codec, f"{header.name} message")
     return obj
+
+
+def decode_reply(reply: bytes, rpc: str, seqid: int, result_cls: type[T]) -> T:
+    """The ``<rpc>_result`` struct of the reply to call ``seqid``.
+
+    Raises ProtocolError for a reply that cannot be this call's (another seqid, not a
+    REPLY): the connection is then suspect. A TApplicationException reply is raised as
+    RemoteException (class ``org.apache.thrift.TApplicationException``).
+    """
+    header = decode_message_header(reply)
+    if header.seqid != seqid:
+        raise ProtocolError(f"reply seqid {header.seqid} != {seqid}")
+    if header.type == TMessageType.EXCEPTION:
+        error = decode_message_body(reply, header, TApplicationException)
+        raise RemoteException(
+            error.message or f"{rpc} failed on the server",
+            class_name="org.apache.thrift.TApplicationException",
+        )
+    if header.type != TMessageType.REPLY:
+        raise ProtocolError(f"unexpected message type {header.type}")
+    return decode_message_body(reply, header, result_cls)

@@ -177,6 +177,12 @@ def _fsync_micros_sum(http_port: int) -> float:
     return float(match.group(1)) if match else 0.0
 
 
+def _journal_frame(serial: int, first_txid: int, batch: int, data: bytes) -> bytes:
+    """The framed journal call of epoch 1 with IPC serial (and seqid) ``serial``."""
+    head = encode_journal_head(serial, JID, 1, serial, None, None)
+    return frame(head + encode_journal_body(first_txid, batch, data, 1, None))
+
+
 class _JournalWriter:
     """Sends journal() batches to the JournalNode, one segment for the whole run."""
 
@@ -192,10 +198,7 @@ class _JournalWriter:
     def frames(self) -> list[bytes]:
         """The frames of journal calls for this writer's batches (for the bare server)."""
         return [
-            frame(
-                encode_journal_head(i + 1, JID, 1, i + 1, None, None)
-                + encode_journal_body(1 + i * self.batch, self.batch, data, 1, None)
-            )
+            _journal_frame(i + 1, 1 + i * self.batch, self.batch, data)
             for i, data in enumerate(self.batches)
         ]
 
@@ -237,10 +240,8 @@ class _PreEncodedWriter:
         for i in range(count):
             serial = w.serial + 1 + i
             data = w.batches[(w.sent + i) % len(w.batches)]
-            call = encode_journal_head(serial, JID, 1, serial, None, None) + encode_journal_body(
-                w.txid + i * w.batch, w.batch, data, 1, None
-            )
-            calls.append((frame(call), frame(encode_void_reply("journal", serial))))
+            request = _journal_frame(serial, w.txid + i * w.batch, w.batch, data)
+            calls.append((request, frame(encode_void_reply("journal", serial))))
         return calls
 
     def run(self, seconds: float, max_batches: int) -> tuple[int, float]:
