@@ -102,7 +102,11 @@ def encode_journal_body(
 
 
 class JournalCall(NamedTuple):
-    """A decoded ``journal`` call; ``committed_txid`` is None when the writer sent none."""
+    """A decoded ``journal`` call; ``committed_txid`` is None when the writer sent none.
+
+    A parsed call's ``records`` is a read-only view of the payload (an immutable
+    ``bytes``), not a copy: it stays valid as long as anyone holds it.
+    """
 
     seqid: int
     journal_id: str
@@ -112,7 +116,7 @@ class JournalCall(NamedTuple):
     req_name_service_id: str | None
     first_txid: int
     num_txns: int
-    records: bytes
+    records: bytes | memoryview
     segment_txid: int
     name_service_id: str | None
 
@@ -164,7 +168,7 @@ def _parse(data: bytes) -> JournalCall | None:
     pos += _FIRST_NUM_RECORDS.size
     if pos + size > end:
         return None
-    records = data[pos : pos + size]
+    records = memoryview(data)[pos : pos + size]  # a view: the batch is not copied
     pos += size
     segment_header, segment = _OPT_I64.unpack_from(data, pos)
     if segment_header != _SEGMENT:

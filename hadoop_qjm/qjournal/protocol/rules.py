@@ -47,6 +47,7 @@ __all__ = [
     "BatchAction",
     "check_num_txns",
     "check_journal_batch",
+    "in_order_batch",
     "is_in_order_batch",
     "check_finalize_current",
 ]
@@ -346,17 +347,51 @@ def is_in_order_batch(
     ``Journal.journal_in_order``). False for everything else, which
     ``Journal.journal`` decides with the step functions.
     """
-    epoch = req.epoch
+    return in_order_batch(
+        state.last_promised_epoch,
+        state.ipc_serial,
+        state.committed_txid,
+        last_writer_epoch,
+        cur_segment_txid,
+        next_txid,
+        req.epoch,
+        req.ipc_serial_number,
+        req.committed_txid,
+        segment_txid,
+        first_txid,
+        num_txns,
+    )
+
+
+def in_order_batch(
+    last_promised_epoch: int,
+    ipc_serial: int,
+    committed_txid: int,
+    last_writer_epoch: int,
+    cur_segment_txid: int | None,
+    next_txid: int,
+    epoch: int,
+    req_ipc_serial: int,
+    req_committed_txid: int,
+    segment_txid: int,
+    first_txid: int,
+    num_txns: int,
+) -> bool:
+    """:func:`is_in_order_batch` on plain numbers: the journal's state (its
+    :class:`EpochState` fields, the last writer epoch, the open segment or None, the
+    next txid), then the call's (its RequestInfo's epoch, serial and committed txid, or
+    INVALID_TXID, then the batch). The JournalNode's hot path calls this one: it builds
+    no object per call."""
     return (
         num_txns > 0
         and cur_segment_txid is not None
         and cur_segment_txid != INVALID_TXID
         and segment_txid == cur_segment_txid
         and first_txid == next_txid
-        and epoch == state.last_promised_epoch
+        and epoch == last_promised_epoch
         and epoch == last_writer_epoch
-        and req.ipc_serial_number > state.ipc_serial
-        and (not req.has_committed_txid or req.committed_txid >= state.committed_txid)
+        and req_ipc_serial > ipc_serial
+        and (req_committed_txid == INVALID_TXID or req_committed_txid >= committed_txid)
     )
 
 

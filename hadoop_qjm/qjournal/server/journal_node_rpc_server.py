@@ -294,14 +294,14 @@ class QJournalProtocolDispatcher:
         slots = self._slots
         if slots is not None and not slots.acquire(blocking=False):
             return None  # the general path queues it
-        _call_context.remote_ip = remote_ip
+        # No remote_ip() for this call: only checkRequest's promise of a newer epoch
+        # logs it, which is never the in-order case.
         try:
             if not self._one_pass(call):  # type: ignore[misc]
                 return None
         except Exception as exc:  # the write failed: the usual error reply
             return self._failure_reply(self._rpcs["journal"], "journal", call.seqid, remote_ip, exc)
         finally:
-            _call_context.remote_ip = None
             if slots is not None:
                 slots.release()
         return encode_void_reply("journal", call.seqid)

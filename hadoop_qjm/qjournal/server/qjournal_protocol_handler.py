@@ -15,7 +15,6 @@ from hadoop_qjm.qjournal.protocol.journal_call import JournalCall
 from hadoop_qjm.qjournal.protocol.messages import (
     GetEditLogManifestResponse,
     GetJournalStateResponse,
-    RequestInfo,
     from_thrift,
     layout_version_from_thrift,
     to_thrift,
@@ -111,14 +110,11 @@ class QJournalProtocolHandler:
         ``Journal.journal_in_order``); False, having changed nothing, otherwise
         (also when the journal is not loaded or the node is stopping)."""
         journal = self.journal_node.open_journal(call.journal_id)
-        return journal is not None and journal.journal_in_order(
-            RequestInfo(
-                call.journal_id,
-                call.epoch,
-                call.ipc_serial_number,
-                INVALID_TXID if call.committed_txid is None else call.committed_txid,
-                call.req_name_service_id,
-            ),
+        committed = call.committed_txid
+        return journal is not None and journal.journal_fields_in_order(
+            call.epoch,
+            call.ipc_serial_number,
+            INVALID_TXID if committed is None else committed,
             call.segment_txid,
             call.first_txid,
             call.num_txns,
