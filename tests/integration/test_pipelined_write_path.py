@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -165,6 +166,32 @@ def test_no_reply_within_the_timeout_fails_the_calls(peer: ScriptedPeer) -> None
         assert isinstance(answers[0][1], SocketTimeoutException)
     finally:
         channel.close()
+
+
+def test_a_shorter_timeout_on_a_later_connection_is_not_missed() -> None:
+    # The reactor looks at the reply deadlines only when the earliest it found has
+    # come: a connection made later, with a shorter timeout, must still be timed out
+    # on time — not when the first connection's long deadline comes.
+    slow_peer, quick_peer = ScriptedPeer(), ScriptedPeer()
+    slow_peer.silent = quick_peer.silent = True
+    slow = PipelinedChannel("127.0.0.1", slow_peer.port, 30.0, 5.0, MAX_FRAME)
+    quick = PipelinedChannel("127.0.0.1", quick_peer.port, 0.3, 5.0, MAX_FRAME)
+    try:
+        slow_answers, slow_done, slow_callback = collect()
+        slow.send_async([b"waits 30 s"], slow_callback)
+        wait_until(lambda: slow_peer.received)
+        answers, done, callback = collect()
+        started = time.monotonic()
+        quick.send_async([b"waits 0.3 s"], callback)
+        assert done.wait(10)
+        assert isinstance(answers[0][1], SocketTimeoutException)
+        assert time.monotonic() - started < 5.0
+        assert not slow_done.is_set()
+    finally:
+        quick.close()
+        slow.close()
+        slow_peer.close()
+        quick_peer.close()
 
 
 def test_close_fails_the_calls_in_flight(peer: ScriptedPeer) -> None:

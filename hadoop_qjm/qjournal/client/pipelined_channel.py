@@ -38,6 +38,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
+import math
 import os
 import selectors
 import socket
@@ -128,6 +129,8 @@ class ReplyReactor:
         self._role = threading.Lock()
         self._role_owner: int | None = None
         self._lease_until = 0.0  # the reactor thread leaves the role to waiters until then
+        # No channel's reply deadline comes before this (see _poll); -inf: look again.
+        self._next_deadline = -math.inf
         self._thread = threading.Thread(target=self._run, name="QJM reply reader", daemon=True)
         self._thread.start()
 
@@ -178,6 +181,7 @@ class ReplyReactor:
         # the next.
         self._selector.register(sock, selectors.EVENT_READ, (channel, bytearray()))
         self._channels.add(channel)
+        self._next_deadline = -math.inf  # its timeout may be shorter than the others'
 
     def _unregister(self, sock: socket.socket, channel: PipelinedChannel) -> None:
         with contextlib.suppress(KeyError, ValueError, OSError):
@@ -214,13 +218,22 @@ class ReplyReactor:
                 LOG.exception("Unexpected error in the QJM reply reader")
 
     def _poll(self, timeout: float | None) -> None:
-        """Wait up to ``timeout`` (None: no limit) for events, handle them (role held)."""
+        """Wait up to ``timeout`` (None: no limit) for events, handle them (role held).
+
+        The channels' reply deadlines are looked at only once the earliest one
+        found last time has come (:meth:`_check_reply_deadlines`): a deadline
+        never moves earlier while a call waits (it is the last progress plus
+        the timeout), and the one of an idle channel, a quarter of its timeout
+        from when it was looked at, comes before that of any call it may send
+        later. So no call's deadline passes unnoticed, and a poll costs no
+        look at every channel.
+        """
         now = time.monotonic()
-        for channel in self._channels:
-            deadline = channel._reply_deadline()
-            if deadline is not None:
-                wait = max(deadline - now, 0.0)
-                timeout = wait if timeout is None else min(timeout, wait)
+        if now >= self._next_deadline:
+            self._check_reply_deadlines(now)
+        if self._next_deadline != math.inf:
+            wait = max(self._next_deadline - now, 0.0)
+            timeout = wait if timeout is None else min(timeout, wait)
         for key, mask in self._selector.select(timeout):
             if key.data is None:
                 self._drain_wake_pipe()
@@ -237,12 +250,22 @@ class ReplyReactor:
                     key.fileobj,
                     IOException(f"Call to {channel.host}:{channel.port} failed: {e}"),
                 )
-        if timeout is not None:
+        if self._next_deadline != math.inf:
             now = time.monotonic()
-            for channel in list(self._channels):
+            if now >= self._next_deadline:
+                self._check_reply_deadlines(now)
+
+    def _check_reply_deadlines(self, now: float) -> None:
+        """Time out every call whose deadline has passed; note the next deadline."""
+        earliest = math.inf
+        for channel in list(self._channels):
+            deadline = channel._reply_deadline()
+            if channel._pending and deadline is not None and deadline <= now:
+                channel._on_reply_timeout()
                 deadline = channel._reply_deadline()
-                if channel._pending and deadline is not None and deadline <= now:
-                    channel._on_reply_timeout()
+            if deadline is not None and deadline < earliest:
+                earliest = deadline
+        self._next_deadline = earliest
 
     def _drain_wake_pipe(self) -> None:
         with contextlib.suppress(BlockingIOError):
@@ -452,8 +475,7 @@ class PipelinedChannel:
         except OSError as e:
             callback(None, e)
             return
-        size = sum(len(part) for part in parts)
-        data = [FRAME_HEADER.pack(size) + parts[0], *parts[1:]]
+        data = [FRAME_HEADER.pack(sum(map(len, parts))) + parts[0], *parts[1:]]
         error: BaseException | None = None
         queued = want_write = False
         with self._send_lock:
@@ -488,7 +510,9 @@ class PipelinedChannel:
             self._out.extend(memoryview(part) for part in data)
             return None
         try:
-            self._queue_unsent(data, sock.sendmsg(data))
+            sent = sock.sendmsg(data)
+            if sent < sum(map(len, data)):
+                self._queue_unsent(data, sent)
         except BlockingIOError:
             self._queue_unsent(data, 0)
         except OSError as e:

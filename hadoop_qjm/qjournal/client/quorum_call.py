@@ -134,9 +134,13 @@ class QuorumCall(Generic[K, V]):
             self._answers += 1
             # Wake the waiters only if this answer may end a wait: any exception (it may be
             # an AssertionError to re-raise), or a threshold reached.
-            if self._wanted and (
-                error is not None or any(self._reached(*wanted) for wanted in self._wanted)
-            ):
+            wake = error is not None
+            if not wake:
+                for wanted in self._wanted:  # (a loop, not any(): this runs on every reply)
+                    if self._reached(*wanted):
+                        wake = True
+                        break
+            if wake and self._wanted:
                 self._cond.notify_all()
                 assisting = self._assisting
                 if assisting is not None and assisting != threading.get_ident():
