@@ -53,6 +53,25 @@ def test_bench_qjm_reports_every_phase_and_stops_every_process(
     assert list(work.iterdir()) == []
 
 
+def test_bench_qjm_interleaves_the_compared_phases_in_rounds(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    calls = tmp_path / "ideal-calls"
+    ideal = tmp_path / "ideal.py"
+    # The fake baseline notes each run: one slice per round and batch size.
+    ideal.write_text(FAKE_IDEAL + f"open({str(calls)!r}, 'a').write(f'{{batch}}\\n')\n")
+    args = ["bench", "qjm", "--batches", "1,10", "--seconds", "0.6", "--slice", "0.2"]
+    assert main([*args, "--max-ops", "300", "--skip-frozen", "--ideal", str(ideal)]) == 0
+    out = capsys.readouterr().out
+    assert sorted(calls.read_text().split()) == ["1", "1", "1", "10", "10", "10"]
+    assert "interleaved: 3 rounds of slices per batch size" in out
+    goals = [line for line in out.splitlines() if "(median of 3 rounds," in line]
+    assert len(goals) == 3, out  # the ideal ratio at batch 1 (a goal batch), two 5-vs-3 p50s
+    assert "batch    1:" in goals[0] and "the ideal's txns/s" in goals[0]
+    assert all("p50 with 5 JNs" in line for line in goals[1:])
+    assert _journal_nodes() == []
+
+
 def test_bench_qjm_without_the_baseline_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:

@@ -18,9 +18,20 @@ txns/s and the p50/p99 latency of ``flush()``. Phases, in one run:
 * ``5 JNs``: five JournalNodes, a majority of three;
 * ``ideal``: the ideal quorum baseline ``../shared/bench/ideal_quorum.py``
   (plain sockets, 3 appenders with fdatasync, wait for 2 of 3; or ``--ideal
-  PATH``), run as a subprocess on the same disk for the same batch size just
-  before each ``3 JNs`` phase, so that on a shared machine neighbours in time
-  are compared.
+  PATH``), run as a subprocess on the same disk for the same batch size.
+
+The phases compared with each other — the ideal, ``3 JNs``, ``3 JNs,
+pre-encoded`` and ``5 JNs`` — run interleaved: for each batch size, rounds of
+one ``--slice`` (0.5 s) of each, in an order that rotates from round to round,
+``--seconds`` of each in all; the 3-node and the 5-node clusters run side by
+side for the whole time (an idle JournalNode costs nothing). Each ratio is the
+median over the rounds of the ratio within a round — on a shared machine the
+disk's and the CPUs' speed drift within seconds, and phases run one after the
+other would put that drift into the ratio (``bench journalnode`` does the
+same). Every slice is a segment of its own, started and finalized outside the
+clock. The frozen phases follow, on the 3-node cluster (a node once frozen is
+out of sync until the next segment: they cannot be interleaved with healthy
+slices without slowing those).
 
 Beside the figures: the writer's and the JournalNodes' CPU time per batch (on a
 small machine the writer and every JournalNode share the cores), and the
@@ -43,6 +54,7 @@ Goal: TLS costs ≤ 15 % of the committed txns/s at batch 100.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -90,6 +102,8 @@ FIVE_P50_GOAL = 1.3
 #: txns/s with mutual TLS / without, at batch 100 (TLS costs at most 15 %).
 TLS_RATIO_GOAL = 0.85
 TLS_GOAL_BATCH = 100
+#: The phases compared with each other run in alternating slices of this length (s).
+DEFAULT_SLICE_S = 0.5
 #: Batches written before the clock starts (connections warm, segment open).
 WARMUP_BATCHES = 20
 #: Pre-encoded phases encode at most this many batches, or ops, between two timed runs.
@@ -121,6 +135,8 @@ class PhaseResult:
     #: that stay up when the last one is frozen (healthy 3-node phases only).
     rpc_quorum_p50_ms: float = float("nan")
     rpc_both_p50_ms: float = float("nan")
+    #: With interleaved slices: per round, the ratio the goals look at (see ``run``).
+    round_ratios: list[float] = field(default_factory=list)
 
     @property
     def txns_per_s(self) -> float:
@@ -130,6 +146,15 @@ class PhaseResult:
     def flush_bound_txns_per_s(self) -> float:
         """txns/s were the ops already encoded (the ideal baseline pre-encodes its records)."""
         return self.batches * self.batch / self.flush_seconds if self.flush_seconds else 0.0
+
+    def merge(self, part: PhaseResult) -> None:
+        """Add the figures of ``part``, a slice of the same phase and batch size."""
+        self.batches += part.batches
+        self.seconds += part.seconds
+        self.cpu_seconds += part.cpu_seconds
+        self.jn_cpu_seconds += part.jn_cpu_seconds
+        self.flush_seconds += part.flush_seconds
+        self.latencies = sorted(self.latencies + part.latencies)
 
     def per_batch_us(self, seconds: float) -> float:
         return seconds / self.batches * 1e6 if self.batches else float("nan")
@@ -289,75 +314,114 @@ def measure(
     return result, txid
 
 
-def run_cluster_phases(
+class _Writer:
+    """A JournalNode cluster (processes) and a writer logging to it, one segment per slice."""
+
+    def __init__(
+        self, stack: contextlib.ExitStack, base: Path, num_nodes: int, conf: Configuration
+    ) -> None:
+        self.cluster = stack.enter_context(
+            MiniJournalCluster(num_nodes, base_dir=base, conf=conf, processes=True)
+        )
+        self.pids = [node.pid for node in self.cluster.nodes]
+        self.rpc_times: list[dict[int, float]] = []  # per node: first txid -> journal() s
+        self.qjm = QuorumJournalManager(
+            conf,
+            self.cluster.quorum_journal_uri(JID),
+            FAKE_NSINFO,
+            logger_factory=_timed_logger_factory(
+                self.rpc_times, SSLFactory(conf).rpc_client_socket_factory()
+            ),
+        )
+        stack.callback(self.qjm.close)  # before the cluster stops
+        self.qjm.format(FAKE_NSINFO)
+        self.qjm.recover_unfinalized_segments()
+        self.txid = 1
+
+    def measure(
+        self, phase: str, batch: int, seconds: float, max_ops: int, *, pre_encoded: bool = False
+    ) -> PhaseResult:
+        result, self.txid = measure(
+            self.qjm, phase, self.txid, batch, seconds, max_ops, self.pids, pre_encoded=pre_encoded
+        )
+        return result
+
+
+def run_interleaved(
     base: Path,
-    num_nodes: int,
     batches: Sequence[int],
     seconds: float,
+    slice_s: float,
     max_ops: int,
     *,
-    frozen_too: bool,
-    ideal: Path | None = None,
-    conf: Configuration | None = None,
-    name: str | None = None,
-    pre_encoded_too: bool = False,
+    ideal: Path | None,
+    five: bool,
+    frozen: bool,
 ) -> list[PhaseResult]:
-    """Healthy phases on ``num_nodes`` JournalNode processes, then (``frozen_too``) the same
-    with the last node frozen by SIGSTOP. With ``ideal``, the baseline runs for each batch
-    size just before the healthy phase (the machine may be shared: neighbours in time are
-    compared); with ``pre_encoded_too`` a phase with the ops encoded ahead of time follows
-    each healthy one. ``conf`` is the cluster's and the writer's (a secured one turns TLS
-    on); ``name`` labels the phases. Every process is stopped on return."""
-    name = name or f"{num_nodes} JNs"
+    """The default run (see the module docstring): for each batch size, rounds of one
+    slice of each phase compared — the ideal, 3 JNs, 3 JNs pre-encoded, 5 JNs — in an
+    order that rotates from round to round; then the frozen phases. Both clusters run
+    from start to end. Every process is stopped on return."""
+    rounds = max(1, round(seconds / slice_s))
+    slice_s = seconds / rounds
+    cap = max(1, max_ops // rounds)  # --max-ops is per phase
     results: list[PhaseResult] = []
-    conf = conf if conf is not None else Configuration()
-    with MiniJournalCluster(num_nodes, base_dir=base, conf=conf, processes=True) as cluster:
-        pids = [node.pid for node in cluster.nodes]
-        rpc_times: list[dict[int, float]] = []  # per node: first txid -> journal() seconds
-        socket_factory = SSLFactory(conf).rpc_client_socket_factory()
-        qjm = QuorumJournalManager(
-            conf,
-            cluster.quorum_journal_uri(JID),
-            FAKE_NSINFO,
-            logger_factory=_timed_logger_factory(rpc_times, socket_factory),
-        )
-        try:
-            qjm.format(FAKE_NSINFO)
-            qjm.recover_unfinalized_segments()
-            txid = 1
-            for batch in batches:
+    conf = Configuration()
+    with contextlib.ExitStack() as stack:
+        three = _Writer(stack, base / "three", 3, conf)
+        fives = _Writer(stack, base / "five", 5, conf) if five else None
+        for batch in batches:
+            healthy = PhaseResult("3 JNs", batch)
+            pre = PhaseResult(f"3 JNs, {PRE_ENCODED}", batch)
+            five_result = PhaseResult("5 JNs", batch)
+            ideal_runs: list[dict] = []
+            for times in three.rpc_times:
+                times.clear()
+            steps = ["ideal"] if ideal is not None else []
+            steps += ["3", "3 pre"] + (["5"] if fives is not None else [])
+            for r in range(rounds):
+                part: dict[str, PhaseResult] = {}
                 baseline = None
-                if ideal is not None:
-                    baseline = run_ideal(ideal, base, batch, seconds, max_ops)
-                for times in rpc_times:
-                    times.clear()
-                result, txid = measure(qjm, name, txid, batch, seconds, max_ops, pids)
-                result.ideal = baseline
-                if num_nodes == 3:
-                    _rpc_order_statistics(rpc_times, result)
-                results.append(result)
+                for step in steps[r % len(steps) :] + steps[: r % len(steps)]:
+                    if step == "ideal":
+                        baseline = run_ideal(ideal, base, batch, slice_s, cap)  # type: ignore[arg-type]
+                        ideal_runs.append(baseline)
+                    elif step == "3":
+                        part[step] = three.measure(healthy.phase, batch, slice_s, cap)
+                    elif step == "3 pre":
+                        part[step] = three.measure(pre.phase, batch, slice_s, cap, pre_encoded=True)
+                    else:
+                        part[step] = fives.measure(five_result.phase, batch, slice_s, cap)  # type: ignore[union-attr]
+                healthy.merge(part["3"])
+                pre.merge(part["3 pre"])
+                if baseline is not None and baseline["records_per_s"]:
+                    rate = baseline["records_per_s"]
+                    healthy.round_ratios.append(part["3"].txns_per_s / rate)
+                    pre.round_ratios.append(part["3 pre"].txns_per_s / rate)
+                if "5" in part:
+                    five_result.merge(part["5"])
+                    five_result.round_ratios.append(part["5"].p50_ms / part["3"].p50_ms)
+            if ideal_runs:
+                summary = {
+                    "records_per_s": statistics.median(i["records_per_s"] for i in ideal_runs),
+                    "lat_ms_p50": statistics.median(i["lat_ms_p50"] for i in ideal_runs),
+                }
+                healthy.ideal = pre.ideal = summary
+            _rpc_order_statistics(three.rpc_times, healthy)
+            phases = [healthy, pre] + ([five_result] if fives is not None else [])
+            for result in phases:
                 _print_progress(result)
-                if pre_encoded_too:
-                    phase = f"{name}, {PRE_ENCODED}"
-                    result, txid = measure(
-                        qjm, phase, txid, batch, seconds, max_ops, pids, pre_encoded=True
-                    )
-                    result.ideal = baseline
-                    results.append(result)
+            results += phases
+        if frozen:
+            node = three.cluster.nodes[2]
+            os.kill(node.pid, signal.SIGSTOP)
+            try:
+                for batch in batches:
+                    result = three.measure("3 JNs, 1 frozen", batch, seconds, max_ops)
                     _print_progress(result)
-            if frozen_too:
-                frozen = cluster.nodes[num_nodes - 1]
-                os.kill(frozen.pid, signal.SIGSTOP)
-                try:
-                    for batch in batches:
-                        phase = f"{name}, 1 frozen"
-                        result, txid = measure(qjm, phase, txid, batch, seconds, max_ops, pids)
-                        results.append(result)
-                        _print_progress(result)
-                finally:
-                    os.kill(frozen.pid, signal.SIGCONT)
-        finally:
-            qjm.close()
+                    results.append(result)
+            finally:
+                os.kill(node.pid, signal.SIGCONT)
     return results
 
 
@@ -398,6 +462,21 @@ def _verdict(ok: bool) -> str:
     return "met" if ok else "MISSED"
 
 
+def _ideal_ratio(result: PhaseResult) -> float:
+    """txns/s over the ideal's: the median of the rounds' ratios when interleaved."""
+    if result.round_ratios:
+        return statistics.median(result.round_ratios)
+    rate = result.ideal["records_per_s"] if result.ideal else 0.0
+    return result.txns_per_s / rate if rate else 0.0
+
+
+def _spread(ratios: Sequence[float]) -> str:
+    """`` (median of N rounds, lo-hi)`` for interleaved ratios; empty otherwise."""
+    if len(ratios) < 2:
+        return ""
+    return f" (median of {len(ratios)} rounds, {min(ratios):.2f}-{max(ratios):.2f})"
+
+
 def report(results: list[PhaseResult], batches: Sequence[int]) -> None:
     """The table of figures, then each goal with its figure."""
     print(
@@ -417,13 +496,20 @@ def report(results: list[PhaseResult], batches: Sequence[int]) -> None:
         )
         if r.ideal is not None:
             ideal_rate = r.ideal["records_per_s"]
-            ratio = r.txns_per_s / ideal_rate if ideal_rate else 0.0
+            ratio = _ideal_ratio(r)
             line += f" {ideal_rate:>12,.0f} {r.ideal['lat_ms_p50']:>7.2f} ms {ratio:>5.2f}"
         print(line)
     print(
         "flush-bound txns/s: txns / total time in flush() — the rate without encoding the "
         "ops,\nwhich the ideal baseline does not do either (it pre-encodes its records)."
     )
+    rounds = max((len(r.round_ratios) for r in results), default=0)
+    if rounds:
+        print(
+            f"interleaved: {rounds} rounds of slices per batch size; the ideal's figures are "
+            "the median of its\nslices, and each ratio the median of the rounds' ratios "
+            "(a slice is compared with its\nneighbours in time)."
+        )
 
     by_key = {(r.phase, r.batch): r for r in results}
     print()
@@ -433,15 +519,14 @@ def report(results: list[PhaseResult], batches: Sequence[int]) -> None:
         encoding = by_key.get(("3 JNs", batch))
         if r is None or r.ideal is None or not r.ideal["records_per_s"]:
             continue
-        ideal_rate = r.ideal["records_per_s"]
-        ratio = r.txns_per_s / ideal_rate
+        ratio = _ideal_ratio(r)
         line = (
             f"  batch {batch:>4}: {ratio:.2f}x the ideal's txns/s with the ops encoded ahead "
             f"of time, as the ideal's are (goal >= {IDEAL_RATIO_GOAL}) "
-            f"{_verdict(ratio >= IDEAL_RATIO_GOAL)}"
+            f"{_verdict(ratio >= IDEAL_RATIO_GOAL)}{_spread(r.round_ratios)}"
         )
-        if encoding is not None:
-            line += f"; making and encoding each op in the loop: {encoding.txns_per_s / ideal_rate:.2f}x"
+        if encoding is not None and encoding.ideal is not None:
+            line += f"; making and encoding each op in the loop: {_ideal_ratio(encoding):.2f}x"
         print(line)
     for batch in batches:
         healthy = by_key.get(("3 JNs", batch))
@@ -459,10 +544,11 @@ def report(results: list[PhaseResult], batches: Sequence[int]) -> None:
                 f"RPCs had p50 {inherent:.2f}x the 2nd fastest of three"
             )
         if five is not None:
-            ratio = five.p50_ms / healthy.p50_ms
+            ratios = five.round_ratios
+            ratio = statistics.median(ratios) if ratios else five.p50_ms / healthy.p50_ms
             print(
                 f"  batch {batch:>4}: p50 with 5 JNs {ratio:.2f}x with 3 "
-                f"(goal <= {FIVE_P50_GOAL}) {_verdict(ratio <= FIVE_P50_GOAL)}"
+                f"(goal <= {FIVE_P50_GOAL}) {_verdict(ratio <= FIVE_P50_GOAL)}{_spread(ratios)}"
             )
 
 
@@ -479,6 +565,12 @@ def run(argv: Sequence[str], conf) -> int:
         "--batches", default="1,10,100,1000", help="batch sizes, ops per flush (1,10,100,1000)"
     )
     parser.add_argument("--seconds", type=float, default=3.0, help="duration of each phase (3)")
+    parser.add_argument(
+        "--slice",
+        type=float,
+        default=DEFAULT_SLICE_S,
+        help=f"length of the interleaved slices ({DEFAULT_SLICE_S:g}; --seconds or more: none)",
+    )
     parser.add_argument(
         "--max-ops", type=int, default=2_000_000, help="cap on txns per phase (2000000)"
     )
@@ -502,8 +594,8 @@ def run(argv: Sequence[str], conf) -> int:
         batches = _positive_ints(args.batches)
     except ValueError:
         parser.error(f"--batches must be positive integers separated by commas: {args.batches}")
-    if args.seconds <= 0 or args.max_ops <= 0:
-        parser.error("--seconds and --max-ops must be positive")
+    if args.seconds <= 0 or args.max_ops <= 0 or args.slice <= 0:
+        parser.error("--seconds, --slice and --max-ops must be positive")
     if args.rounds <= 0:
         parser.error("--rounds must be positive")
     if args.secure:
@@ -522,22 +614,18 @@ def run(argv: Sequence[str], conf) -> int:
             print(f"ideal baseline: {ideal} not found (give it with --ideal); no ratios")
             ideal = None
         else:
-            print(f"ideal baseline: {ideal}, run just before each 3-JN phase")
+            print(f"ideal baseline: {ideal}, a slice in each round")
 
-        results = run_cluster_phases(
-            base / "three",
-            3,
+        results = run_interleaved(
+            base,
             batches,
             args.seconds,
+            args.slice,
             args.max_ops,
-            frozen_too=not args.skip_frozen,
             ideal=ideal,
-            pre_encoded_too=True,
+            five=not args.skip_five,
+            frozen=not args.skip_frozen,
         )
-        if not args.skip_five:
-            results += run_cluster_phases(
-                base / "five", 5, batches, args.seconds, args.max_ops, frozen_too=False
-            )
         print()
         report(results, batches)
         print(f"load average at the end: {os.getloadavg()[0]:.2f}")
@@ -622,16 +710,15 @@ def run_secure(
         for i in range(rounds * 2):
             # plain, TLS, TLS, plain, plain, TLS, ...: each mode runs first as often.
             secure = (i % 2 == 1) != (i // 2 % 2 == 1)
-            results += run_cluster_phases(
-                base / f"run-{i}",
-                3,
-                batches,
-                seconds,
-                max_ops,
-                frozen_too=False,
-                conf=tls_conf if secure else Configuration(),
-                name=TLS if secure else PLAIN,
-            )
+            name = TLS if secure else PLAIN
+            with contextlib.ExitStack() as stack:
+                writer = _Writer(
+                    stack, base / f"run-{i}", 3, tls_conf if secure else Configuration()
+                )
+                for batch in batches:
+                    result = writer.measure(name, batch, seconds, max_ops)
+                    _print_progress(result)
+                    results.append(result)
         print()
         report_secure(results, batches)
         print(f"load average at the end: {os.getloadavg()[0]:.2f}")
