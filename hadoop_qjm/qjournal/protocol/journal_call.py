@@ -52,6 +52,13 @@ _FIRST_NUM_RECORDS = struct.Struct(">3sq3si3si")
 _FIRST, _NUM, _RECORDS = b"\x0a\x00\x02", b"\x08\x00\x03", b"\x0b\x00\x04"
 _SEGMENT = b"\x0a\x00\x05"
 _ARGS_NS_ID = b"\x0b\x00\x06"
+# A writer's usual call after the journal id — epoch, serial, committed txid, reqInfo's
+# STOP, firstTxnId, numTxns and the records' header — then after the records the segment
+# and the STOP: read with two unpacks. (A valid call always has enough bytes after the
+# journal id for the first: 60 plus the records' even without a committed txid.)
+_USUAL_MIDDLE = struct.Struct(">3sq3sq3sqB3sq3si3si")
+_USUAL_HEADERS = (_EPOCH, _SERIAL, _COMMITTED, 0, _FIRST, _NUM, _RECORDS)
+_USUAL_TAIL = struct.Struct(">3sqB")
 
 
 def encode_journal_head(
@@ -145,6 +152,20 @@ def _parse(data: bytes) -> JournalCall | None:
         return None
     journal_id = str(data[pos : pos + size], "utf-8")
     pos += size
+    eh, epoch, sh, serial, ch, committed, stop, fh, first, nh, num, rh, size = (
+        _USUAL_MIDDLE.unpack_from(data, pos)
+    )
+    if (eh, sh, ch, stop, fh, nh, rh) == _USUAL_HEADERS and size >= 0:
+        start = pos + _USUAL_MIDDLE.size
+        if start + size + _USUAL_TAIL.size == end:
+            segment_header, segment, stop = _USUAL_TAIL.unpack_from(data, start + size)
+            if segment_header == _SEGMENT and stop == 0:
+                records = memoryview(data)[start : start + size]  # a view, not a copy
+                return JournalCall(
+                    seqid, journal_id, epoch, serial, committed, None, first, num, records,
+                    segment, None,
+                )  # fmt: skip
+    # Any other layout (no committed txid, name service ids), or not a journal call.
     epoch_header, epoch, serial_header, serial = _EPOCH_SERIAL.unpack_from(data, pos)
     if epoch_header != _EPOCH or serial_header != _SERIAL:
         return None
