@@ -87,6 +87,8 @@ def test_bench_qjm_without_the_baseline_says_so(
 def test_bench_qjm_rejects_bad_batches(capsys: pytest.CaptureFixture) -> None:
     assert main(["bench", "qjm", "--batches", "1,0"]) == 2
     assert "--batches must be positive integers" in capsys.readouterr().err
+    assert main(["bench", "qjm", "--slice", "0.001"]) == 2
+    assert "--slice must be at least 0.05 s" in capsys.readouterr().err
 
 
 def test_bench_qjm_secure_reports_both_and_the_ratio(

@@ -104,6 +104,7 @@ TLS_RATIO_GOAL = 0.85
 TLS_GOAL_BATCH = 100
 #: The phases compared with each other run in alternating slices of this length (s).
 DEFAULT_SLICE_S = 0.5
+MIN_SLICE_S = 0.05
 #: Batches written before the clock starts (connections warm, segment open).
 WARMUP_BATCHES = 20
 #: Pre-encoded phases encode at most this many batches, or ops, between two timed runs.
@@ -212,19 +213,18 @@ def _timed_logger_factory(rpc_times: list[dict[int, float]], socket_factory=None
     return factory
 
 
-def _rpc_order_statistics(rpc_times: list[dict[int, float]], result: PhaseResult) -> None:
-    """For a healthy 3-node phase: the p50 of the 2nd fastest RPC of each batch (what a
-    quorum of three waits for), and of the slower of nodes 0 and 1 (what a quorum of the
-    two left waits for once node 2 is frozen) — the least a frozen node costs any client."""
-    quorum, both = [], []
+def _rpc_order_samples(
+    rpc_times: list[dict[int, float]], quorum: list[float], both: list[float]
+) -> None:
+    """For a healthy 3-node phase, per batch: the 2nd fastest RPC (what a quorum of three
+    waits for) into ``quorum``, and the slower of nodes 0 and 1 (what a quorum of the two
+    left waits for once node 2 is frozen — the least a frozen node costs any client) into
+    ``both``."""
     for first_txid, t0 in rpc_times[0].items():
         t1, t2 = rpc_times[1].get(first_txid), rpc_times[2].get(first_txid)
         if t1 is not None and t2 is not None:
             quorum.append(sorted((t0, t1, t2))[1])
             both.append(max(t0, t1))
-    if quorum:
-        result.rpc_quorum_p50_ms = statistics.median(quorum) * 1000
-        result.rpc_both_p50_ms = statistics.median(both) * 1000
 
 
 def _cpu_seconds(pids: Sequence[int]) -> float:
@@ -341,6 +341,9 @@ class _Writer:
     def measure(
         self, phase: str, batch: int, seconds: float, max_ops: int, *, pre_encoded: bool = False
     ) -> PhaseResult:
+        """One slice; afterwards ``rpc_times`` holds its journal() RPC times (only)."""
+        for times in self.rpc_times:
+            times.clear()
         result, self.txid = measure(
             self.qjm, phase, self.txid, batch, seconds, max_ops, self.pids, pre_encoded=pre_encoded
         )
@@ -375,8 +378,8 @@ def run_interleaved(
             pre = PhaseResult(f"3 JNs, {PRE_ENCODED}", batch)
             five_result = PhaseResult("5 JNs", batch)
             ideal_runs: list[dict] = []
-            for times in three.rpc_times:
-                times.clear()
+            quorum_rpcs: list[float] = []  # see _rpc_order_samples (healthy slices only)
+            both_rpcs: list[float] = []
             steps = ["ideal"] if ideal is not None else []
             steps += ["3", "3 pre"] + (["5"] if fives is not None else [])
             for r in range(rounds):
@@ -388,6 +391,7 @@ def run_interleaved(
                         ideal_runs.append(baseline)
                     elif step == "3":
                         part[step] = three.measure(healthy.phase, batch, slice_s, cap)
+                        _rpc_order_samples(three.rpc_times, quorum_rpcs, both_rpcs)
                     elif step == "3 pre":
                         part[step] = three.measure(pre.phase, batch, slice_s, cap, pre_encoded=True)
                     else:
@@ -407,7 +411,9 @@ def run_interleaved(
                     "lat_ms_p50": statistics.median(i["lat_ms_p50"] for i in ideal_runs),
                 }
                 healthy.ideal = pre.ideal = summary
-            _rpc_order_statistics(three.rpc_times, healthy)
+            if quorum_rpcs:
+                healthy.rpc_quorum_p50_ms = statistics.median(quorum_rpcs) * 1000
+                healthy.rpc_both_p50_ms = statistics.median(both_rpcs) * 1000
             phases = [healthy, pre] + ([five_result] if fives is not None else [])
             for result in phases:
                 _print_progress(result)
@@ -594,8 +600,10 @@ def run(argv: Sequence[str], conf) -> int:
         batches = _positive_ints(args.batches)
     except ValueError:
         parser.error(f"--batches must be positive integers separated by commas: {args.batches}")
-    if args.seconds <= 0 or args.max_ops <= 0 or args.slice <= 0:
-        parser.error("--seconds, --slice and --max-ops must be positive")
+    if args.seconds <= 0 or args.max_ops <= 0:
+        parser.error("--seconds and --max-ops must be positive")
+    if args.slice < MIN_SLICE_S:
+        parser.error(f"--slice must be at least {MIN_SLICE_S:g} s (each slice is a segment)")
     if args.rounds <= 0:
         parser.error("--rounds must be positive")
     if args.secure:
