@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import psutil
 import pytest
 
 from hadoop_qjm.cli import main
@@ -30,3 +31,19 @@ def test_bench_journalnode_alternates_slices_and_reports_the_median_ratio(
     share = re.search(r"fsync share of the time (\d+)%", out)
     assert share and 0 < int(share.group(1)) <= 100
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failing_phase_still_removes_the_directory_and_stops_every_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from hadoop_qjm.tools.bench import journalnode
+
+    def broken(self, seconds: float, max_batches: int) -> tuple[int, float]:
+        raise OSError("the disk went away")
+
+    monkeypatch.setattr(journalnode._JournalWriter, "run", broken)
+    args = ["bench", "journalnode", "--seconds", "0.2", "--slice", "0.1", "--batch", "10"]
+    assert main([*args, "--dir", str(tmp_path)]) != 0
+    assert "the disk went away" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+    assert not [p for p in psutil.Process().children(recursive=True) if p.is_running()]

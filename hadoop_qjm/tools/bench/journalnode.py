@@ -26,6 +26,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import shutil
 import socket
 import statistics
 import struct
@@ -337,6 +338,7 @@ def run(argv, conf) -> int:
             bare.close()
         if pre_encoded is not None:
             pre_encoded.close()
+        shutil.rmtree(base, ignore_errors=True)  # also when a phase failed
     rate = {name: count / took if took else 0.0 for name, (count, took) in totals.items()}
     # Both JournalNode phases fsync on the JournalNode: the share is of their time together.
     jn_seconds = totals["jn"][1] + totals["frames"][1]
@@ -382,7 +384,4 @@ def run(argv, conf) -> int:
         f"  journalnode (QJournalProtocolProxy) / pre-encoded calls: {median('jn/frames')} "
         "- what the client library costs"
     )
-    import shutil
-
-    shutil.rmtree(base, ignore_errors=True)
     return 0
