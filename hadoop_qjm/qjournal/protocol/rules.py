@@ -49,6 +49,7 @@ __all__ = [
     "check_journal_batch",
     "in_order_batch",
     "is_in_order_batch",
+    "request_numbers",
     "check_finalize_current",
 ]
 
@@ -354,13 +355,17 @@ def is_in_order_batch(
         last_writer_epoch,
         cur_segment_txid,
         next_txid,
-        req.epoch,
-        req.ipc_serial_number,
-        req.committed_txid,
+        *request_numbers(req),
         segment_txid,
         first_txid,
         num_txns,
     )
+
+
+def request_numbers(req: RequestInfo) -> tuple[int, int, int]:
+    """What :func:`in_order_batch` reads of a RequestInfo: its epoch, IPC serial and
+    committed txid (INVALID_TXID when it has none)."""
+    return req.epoch, req.ipc_serial_number, req.committed_txid
 
 
 def in_order_batch(

@@ -336,13 +336,7 @@ class Journal(JournalRecovery):
         (promises a newer epoch, or rejects the call with the usual exception).
         """
         return self.journal_fields_in_order(
-            req.epoch,
-            req.ipc_serial_number,
-            req.committed_txid,
-            segment_txid,
-            first_txid,
-            num_txns,
-            records,
+            *rules.request_numbers(req), segment_txid, first_txid, num_txns, records
         )
 
     def journal_fields_in_order(
