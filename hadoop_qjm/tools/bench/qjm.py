@@ -136,7 +136,7 @@ class PhaseResult:
     #: that stay up when the last one is frozen (healthy 3-node phases only).
     rpc_quorum_p50_ms: float = float("nan")
     rpc_both_p50_ms: float = float("nan")
-    #: With interleaved slices: per round, the ratio the goals look at (see ``run``).
+    #: With interleaved slices: per round, the ratio the goals look at (run_interleaved).
     round_ratios: list[float] = field(default_factory=list)
 
     @property
