@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import psutil
@@ -66,9 +67,14 @@ def test_bench_qjm_interleaves_the_compared_phases_in_rounds(
     assert sorted(calls.read_text().split()) == ["1", "1", "1", "10", "10", "10"]
     assert "interleaved: 3 rounds of slices per batch size" in out
     goals = [line for line in out.splitlines() if "(median of 3 rounds," in line]
-    assert len(goals) == 3, out  # the ideal ratio at batch 1 (a goal batch), two 5-vs-3 p50s
+    # The ideal ratio at batch 1 (a goal batch); per batch size the 5-vs-3 p50 and, for
+    # context, the plain-socket quorum's.
+    assert len(goals) == 5, out
     assert "batch    1:" in goals[0] and "the ideal's txns/s" in goals[0]
-    assert all("p50 with 5 JNs" in line for line in goals[1:])
+    assert "p50 with 5 JNs" in goals[1] and "p50 with 5 JNs" in goals[3]
+    for line in (goals[2], goals[4]):
+        assert "a plain-socket quorum (no Thrift, no Journal)" in line
+        assert re.search(r"p50 with 5 servers \d+\.\d\dx with 3", line)
     assert _journal_nodes() == []
 
 

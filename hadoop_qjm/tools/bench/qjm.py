@@ -33,6 +33,11 @@ clock. The frozen phases follow, on the 3-node cluster (a node once frozen is
 out of sync until the next segment: they cannot be interleaved with healthy
 slices without slowing those).
 
+For context beside the 5-node goal, two more slices in each round run a plain-socket
+quorum (``_plain_quorum``: the ideal baseline's design with 3 and with 5 servers, no
+Thrift, no Journal): the ratio of its two p50s is what a majority of 5 instead of 3
+costs on this machine without any of our code — the floor under that goal.
+
 Beside the figures: the writer's and the JournalNodes' CPU time per batch (on a
 small machine the writer and every JournalNode share the cores), and the
 "flush-bound" rate — txns over the time spent in ``flush()`` alone, i.e.
@@ -138,6 +143,8 @@ class PhaseResult:
     rpc_both_p50_ms: float = float("nan")
     #: With interleaved slices: per round, the ratio the goals look at (run_interleaved).
     round_ratios: list[float] = field(default_factory=list)
+    #: 5-node phase: per round, the plain-socket quorum's p50 with 5 servers / with 3.
+    floor_ratios: list[float] = field(default_factory=list)
 
     @property
     def txns_per_s(self) -> float:
@@ -381,9 +388,12 @@ def run_interleaved(
             quorum_rpcs: list[float] = []  # see _rpc_order_samples (healthy slices only)
             both_rpcs: list[float] = []
             steps = ["ideal"] if ideal is not None else []
-            steps += ["3", "3 pre"] + (["5"] if fives is not None else [])
+            steps += ["3", "3 pre"]
+            if fives is not None:  # and the plain-socket quorum's floor under the 5-node goal
+                steps += ["5", "plain 3", "plain 5"]
             for r in range(rounds):
                 part: dict[str, PhaseResult] = {}
+                plain: dict[str, dict] = {}
                 baseline = None
                 for step in steps[r % len(steps) :] + steps[: r % len(steps)]:
                     if step == "ideal":
@@ -394,8 +404,10 @@ def run_interleaved(
                         _rpc_order_samples(three.rpc_times, quorum_rpcs, both_rpcs)
                     elif step == "3 pre":
                         part[step] = three.measure(pre.phase, batch, slice_s, cap, pre_encoded=True)
-                    else:
+                    elif step == "5":
                         part[step] = fives.measure(five_result.phase, batch, slice_s, cap)  # type: ignore[union-attr]
+                    else:
+                        plain[step] = run_plain_quorum(int(step[-1]), base, batch, slice_s)
                 healthy.merge(part["3"])
                 pre.merge(part["3 pre"])
                 if baseline is not None and baseline["records_per_s"]:
@@ -405,6 +417,9 @@ def run_interleaved(
                 if "5" in part:
                     five_result.merge(part["5"])
                     five_result.round_ratios.append(part["5"].p50_ms / part["3"].p50_ms)
+                    five_result.floor_ratios.append(
+                        plain["plain 5"]["lat_ms_p50"] / plain["plain 3"]["lat_ms_p50"]
+                    )
             if ideal_runs:
                 summary = {
                     "records_per_s": statistics.median(i["records_per_s"] for i in ideal_runs),
@@ -447,10 +462,35 @@ def run_ideal(ideal: Path, directory: Path, batch: int, seconds: float, max_ops:
         "--max-batches",
         str(max(1, max_ops // batch)),
     ]
+    return _json_line(cmd, str(ideal), seconds)
+
+
+def run_plain_quorum(servers: int, directory: Path, batch: int, seconds: float) -> dict:
+    """The plain-socket quorum's JSON line (``_plain_quorum``: ``servers`` appenders)."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "hadoop_qjm.tools.bench._plain_quorum",
+        "--servers",
+        str(servers),
+        "--batch",
+        str(batch),
+        "--rec",
+        str(len(encode_op(_op(1)))),
+        "--seconds",
+        str(seconds),
+        "--dir",
+        str(directory),
+    ]
+    return _json_line(cmd, "the plain-socket quorum", seconds)
+
+
+def _json_line(cmd: list[str], what: str, seconds: float) -> dict:
+    """The last line a baseline subprocess prints, as JSON (bounded in time)."""
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 120, check=False)
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     if done.returncode != 0 or not lines:
-        raise RuntimeError(f"{ideal} exited with {done.returncode}: {done.stderr.strip()[-500:]}")
+        raise RuntimeError(f"{what} exited with {done.returncode}: {done.stderr.strip()[-500:]}")
     return json.loads(lines[-1])
 
 
@@ -556,6 +596,13 @@ def report(results: list[PhaseResult], batches: Sequence[int]) -> None:
                 f"  batch {batch:>4}: p50 with 5 JNs {ratio:.2f}x with 3 "
                 f"(goal <= {FIVE_P50_GOAL}) {_verdict(ratio <= FIVE_P50_GOAL)}{_spread(ratios)}"
             )
+            if five.floor_ratios:
+                print(
+                    f"              for context, a plain-socket quorum (no Thrift, no Journal) "
+                    f"on this machine: p50 with 5 servers "
+                    f"{statistics.median(five.floor_ratios):.2f}x with 3"
+                    f"{_spread(five.floor_ratios)}"
+                )
 
 
 def _positive_ints(text: str) -> list[int]:
