@@ -83,7 +83,7 @@ def run(servers: int, batch: int, record_size: int, seconds: float, directory: s
             sock = socket.create_connection(listener.getsockname(), timeout=30)
             listener.close()
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.setblocking(False)
+            sock.settimeout(None)  # blocking: the selector says when a recv will not wait
             socks.append(sock)
         record = os.urandom(record_size)
         payload = b"".join(struct.pack("!I", len(record)) + record for _ in range(batch))
@@ -102,13 +102,17 @@ def run(servers: int, batch: int, record_size: int, seconds: float, directory: s
             frame = _HEADER.pack(seq, len(payload)) + payload
             sent_at = time.perf_counter()
             for sock in socks:
-                sock.setblocking(True)
                 sock.sendall(frame)
-                sock.setblocking(False)
             while sum(1 for a in acked if a >= seq) < majority:
-                for key, _ in selector.select(timeout=30):
+                ready = selector.select(timeout=30)
+                if not ready:
+                    raise TimeoutError(f"no majority for batch {seq} within 30 s")
+                for key, _ in ready:
                     i = key.data
-                    data = pending[i] + key.fileobj.recv(65536)
+                    received = key.fileobj.recv(65536)
+                    if not received:
+                        raise ConnectionError(f"server {i} closed its connection")
+                    data = pending[i] + received
                     whole = len(data) // _ACK.size
                     if whole:
                         acked[i] = _ACK.unpack_from(data, (whole - 1) * _ACK.size)[0]
