@@ -35,7 +35,7 @@ def proxy(cluster):
 def one_pass_calls(monkeypatch):
     """Each call the one-pass path saw: taken (True), declined (False) or "raised"."""
     taken: list[bool | str] = []
-    real = Journal.journal_fields_in_order  # what the dispatcher's one-pass path calls
+    real = Journal.journal_in_order  # what the dispatcher's one-pass path calls
 
     def spy(self, *args):
         try:
@@ -45,7 +45,7 @@ def one_pass_calls(monkeypatch):
             raise
         return taken[-1]
 
-    monkeypatch.setattr(Journal, "journal_fields_in_order", spy)
+    monkeypatch.setattr(Journal, "journal_in_order", spy)
     return taken
 
 

@@ -21,6 +21,7 @@ from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
 from hadoop_qjm.common.exceptions import IOException
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.qjournal.protocol.messages import RequestInfo
+from hadoop_qjm.qjournal.protocol.rules import request_numbers
 from hadoop_qjm.qjournal.server.journal import Journal
 from hadoop_qjm.testing.qjm_test_util import (
     FAKE_NSINFO,
@@ -65,7 +66,7 @@ def _answer(fn, *args) -> tuple[str, str] | None:
 
 def _via_node(journal: Journal, req: RequestInfo, segment: int, first: int, num: int, data):
     before = _snapshot(journal)
-    if journal.journal_in_order(req, segment, first, num, data):
+    if journal.journal_in_order(*request_numbers(req), segment, first, num, data):
         return
     assert _snapshot(journal) == before, "a declined call changed something"
     journal.journal(req, segment, first, num, data)
@@ -153,20 +154,22 @@ def test_in_order_batches_take_the_one_pass_path(tmp_path):
     try:
         _setup(journal)
         req = RequestInfo(JID, 2, 3, 3)
-        assert journal.journal_in_order(req, 1, 4, 2, create_txn_data(4, 2))
+        assert journal.journal_in_order(*request_numbers(req), 1, 4, 2, create_txn_data(4, 2))
         assert _state(journal)[2:] == (3, 3, True, 1, 6, 5)
         # A newer epoch is journal()'s to promise; a repeated serial its to reject.
         newer = RequestInfo(JID, 3, 4, 5)
-        assert not journal.journal_in_order(newer, 1, 6, 1, create_txn_data(6, 1))
+        assert not journal.journal_in_order(*request_numbers(newer), 1, 6, 1, create_txn_data(6, 1))
         again = RequestInfo(JID, 2, 3, 5)
-        assert not journal.journal_in_order(again, 1, 6, 1, create_txn_data(6, 1))
+        assert not journal.journal_in_order(*request_numbers(again), 1, 6, 1, create_txn_data(6, 1))
     finally:
         journal.close()
 
 
 def _declines(journal: Journal, req: RequestInfo, first: int) -> None:
     before = _snapshot(journal)
-    assert not journal.journal_in_order(req, 1, first, 1, create_txn_data(first, 1))
+    assert not journal.journal_in_order(
+        *request_numbers(req), 1, first, 1, create_txn_data(first, 1)
+    )
     assert _snapshot(journal) == before
 
 
@@ -196,7 +199,9 @@ def test_a_failed_journal_is_declined(tmp_path, monkeypatch):
         with monkeypatch.context() as m:
             m.setattr(output_module.os, "fdatasync", failing_sync)
             with pytest.raises(IOException, match="Failed to write txns 4-4"):
-                journal.journal_in_order(RequestInfo(JID, 2, 3, 3), 1, 4, 1, create_txn_data(4, 1))
+                journal.journal_in_order(
+                    *request_numbers(RequestInfo(JID, 2, 3, 3)), 1, 4, 1, create_txn_data(4, 1)
+                )
         _declines(journal, RequestInfo(JID, 2, 4, 3), 4)
     finally:
         journal.close()
@@ -207,7 +212,7 @@ def test_an_unformatted_journal_is_declined(tmp_path):
     try:
         before = snapshot_files(tmp_path)
         req = RequestInfo(JID, 1, 1, 0)
-        assert not journal.journal_in_order(req, 1, 1, 1, create_txn_data(1, 1))
+        assert not journal.journal_in_order(*request_numbers(req), 1, 1, 1, create_txn_data(1, 1))
         assert snapshot_files(tmp_path) == before
     finally:
         journal.close()

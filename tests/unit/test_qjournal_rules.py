@@ -326,8 +326,11 @@ def test_the_in_order_batch_is_exactly_what_the_step_functions_write_plainly(
 ) -> None:  # fmt: skip
     state = EpochState(promised, serial, committed)
     req = RequestInfo(JID, epoch, ipc, req_committed)
+    in_order = rules.is_in_order_batch(
+        promised, serial, committed, writer_epoch, cur_segment, next_txid,
+        *rules.request_numbers(req), segment, first, num,
+    )  # fmt: skip
     args = (state, writer_epoch, cur_segment, next_txid, req, segment, first, num)
-    in_order = rules.is_in_order_batch(*args)
     assert in_order == _step_functions_accept_plainly(*args)
     if in_order:  # and then the request's only effects are its serial and committed txid
         after = check_request(state, req).apply(state)

@@ -47,7 +47,6 @@ __all__ = [
     "BatchAction",
     "check_num_txns",
     "check_journal_batch",
-    "in_order_batch",
     "is_in_order_batch",
     "request_numbers",
     "check_finalize_current",
@@ -329,46 +328,13 @@ def check_journal_batch(
     return BatchAction.WRITE
 
 
-def is_in_order_batch(
-    state: EpochState,
-    last_writer_epoch: int,
-    cur_segment_txid: int | None,
-    next_txid: int,
-    req: RequestInfo,
-    segment_txid: int,
-    first_txid: int,
-    num_txns: int,
-) -> bool:
-    """Whether a journal() call is the open segment's writer sending its next batch.
-
-    True exactly when :func:`check_request` accepts ``req`` without promising an
-    epoch, :func:`check_writer_epoch` passes and :func:`check_journal_batch` says
-    WRITE: then the call's only effects are the new IPC serial, the committed
-    txid and the written batch (the JournalNode's one-pass path,
-    ``Journal.journal_in_order``). False for everything else, which
-    ``Journal.journal`` decides with the step functions.
-    """
-    return in_order_batch(
-        state.last_promised_epoch,
-        state.ipc_serial,
-        state.committed_txid,
-        last_writer_epoch,
-        cur_segment_txid,
-        next_txid,
-        *request_numbers(req),
-        segment_txid,
-        first_txid,
-        num_txns,
-    )
-
-
 def request_numbers(req: RequestInfo) -> tuple[int, int, int]:
-    """What :func:`in_order_batch` reads of a RequestInfo: its epoch, IPC serial and
+    """What :func:`is_in_order_batch` reads of a RequestInfo: its epoch, IPC serial and
     committed txid (INVALID_TXID when it has none)."""
     return req.epoch, req.ipc_serial_number, req.committed_txid
 
 
-def in_order_batch(
+def is_in_order_batch(
     last_promised_epoch: int,
     ipc_serial: int,
     committed_txid: int,
@@ -382,11 +348,21 @@ def in_order_batch(
     first_txid: int,
     num_txns: int,
 ) -> bool:
-    """:func:`is_in_order_batch` on plain numbers: the journal's state (its
-    :class:`EpochState` fields, the last writer epoch, the open segment or None, the
-    next txid), then the call's (its RequestInfo's epoch, serial and committed txid, or
-    INVALID_TXID, then the batch). The JournalNode's hot path calls this one: it builds
-    no object per call."""
+    """Whether a journal() call is the open segment's writer sending its next batch.
+
+    The journal's state comes first (its :class:`EpochState` fields, the last
+    writer epoch, the open segment or None, the next txid), then the call's (its
+    RequestInfo's epoch, serial and committed txid — :func:`request_numbers` —
+    then the batch): plain numbers, so the JournalNode's hot path builds no object
+    per call.
+
+    True exactly when :func:`check_request` accepts the request without
+    promising an epoch, :func:`check_writer_epoch` passes and
+    :func:`check_journal_batch` says WRITE: then the call's only effects are the
+    new IPC serial, the committed txid and the written batch (the one-pass path,
+    ``Journal.journal_in_order``). False for everything else, which
+    ``Journal.journal`` decides with the step functions.
+    """
     return (
         num_txns > 0
         and cur_segment_txid is not None

@@ -325,21 +325,6 @@ class Journal(JournalRecovery):
             self._write_batch_locked(first_txid, num_txns, records)
 
     def journal_in_order(
-        self, req: RequestInfo, segment_txid: int, first_txid: int, num_txns: int, records: bytes
-    ) -> bool:
-        """:meth:`journal` for the common case, in one pass; False if it is not that case.
-
-        The common case (``rules.is_in_order_batch``): the writer of the open
-        segment sends its next batch. Then every check of :meth:`journal` passes
-        and this has the same effects. In any other case it returns False having
-        changed nothing, and the caller runs :meth:`journal`, which decides
-        (promises a newer epoch, or rejects the call with the usual exception).
-        """
-        return self.journal_fields_in_order(
-            *rules.request_numbers(req), segment_txid, first_txid, num_txns, records
-        )
-
-    def journal_fields_in_order(
         self,
         epoch: int,
         ipc_serial: int,
@@ -349,15 +334,23 @@ class Journal(JournalRecovery):
         num_txns: int,
         records: bytes | memoryview,
     ) -> bool:
-        """:meth:`journal_in_order` with the RequestInfo's epoch, IPC serial and committed
-        txid (INVALID_TXID: none) as plain numbers: the JournalNode's hot path, which
-        builds no object per call (on a small machine each microsecond of Python
-        costs several on the acknowledgement's path)."""
+        """:meth:`journal` for the common case, in one pass; False if it is not that case.
+
+        The request comes as its epoch, IPC serial and committed txid
+        (INVALID_TXID: none), ``rules.request_numbers``: this is the JournalNode's
+        hot path, which builds no object per call (on a small machine each
+        microsecond of Python costs several on the acknowledgement's path). The
+        common case (``rules.is_in_order_batch``): the writer of the open segment
+        sends its next batch. Then every check of :meth:`journal` passes and this
+        has the same effects. In any other case it returns False having changed
+        nothing, and the caller runs :meth:`journal`, which decides (promises a
+        newer epoch, or rejects the call with the usual exception).
+        """
         with self._lock:
             if self._storage_failure is not None or not self.storage.is_formatted():
                 return False
             committed = self.committed_txn_id.get()
-            if not rules.in_order_batch(
+            if not rules.is_in_order_batch(
                 self.last_promised_epoch.get(),
                 self.current_epoch_ipc_serial,
                 committed,

@@ -111,7 +111,7 @@ class QJournalProtocolHandler:
         (also when the journal is not loaded or the node is stopping)."""
         journal = self.journal_node.open_journal(call.journal_id)
         committed = call.committed_txid
-        return journal is not None and journal.journal_fields_in_order(
+        return journal is not None and journal.journal_in_order(
             call.epoch,
             call.ipc_serial_number,
             INVALID_TXID if committed is None else committed,
