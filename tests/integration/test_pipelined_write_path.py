@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -181,11 +180,10 @@ def test_a_shorter_timeout_on_a_later_connection_is_not_missed() -> None:
         slow.send_async([b"waits 30 s"], slow_callback)
         wait_until(lambda: slow_peer.received)
         answers, done, callback = collect()
-        started = time.monotonic()
         quick.send_async([b"waits 0.3 s"], callback)
+        # Missed, it would wait for the slow connection's 30 s: far past this deadline.
         assert done.wait(10)
         assert isinstance(answers[0][1], SocketTimeoutException)
-        assert time.monotonic() - started < 5.0
         assert not slow_done.is_set()
     finally:
         quick.close()

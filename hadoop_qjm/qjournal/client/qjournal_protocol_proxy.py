@@ -441,12 +441,17 @@ class QJournalProtocolProxy:
             if errors[0] is not None:
                 raise errors[0]
             return
-        _, result_cls, _ = _rpc_classes(_Q, "journal")
         with self._lock:
             seqid = self._next_seqid()
             reply = self._channel.call(_journal_head(seqid, req) + body)
-        # The usual answer, "done", is one exact byte string: compared, not decoded.
+        self._check_journal_reply(seqid, reply)
+
+    def _check_journal_reply(self, seqid: int, reply: bytes) -> None:
+        """Return if ``reply`` says the journal call ``seqid`` was done; else raise its
+        error. The usual answer, "done" (an empty journal_result), is one exact byte
+        string: compared, not decoded. Anything else is decoded in full."""
         if reply != encode_void_reply("journal", seqid):
+            _, result_cls, _ = _rpc_classes(_Q, "journal")
             self._decode_reply("journal", seqid, reply, result_cls, False)
 
     def journal_async(
@@ -469,7 +474,6 @@ class QJournalProtocolProxy:
         channel = self._async
         if channel is None:
             raise IllegalStateException(f"{self} is not pipelined")
-        _, result_cls, _ = _rpc_classes(_Q, "journal")
         with self._lock:
             seqid = self._next_seqid()
             # The message header and the reqInfo field: the shared body (the other
@@ -477,11 +481,9 @@ class QJournalProtocolProxy:
             head = _journal_head(seqid, req)
 
             def on_reply(reply: bytes | None, error: BaseException | None) -> None:
-                # The usual answer, "done" (an empty journal_result), is one exact byte
-                # string: compared, not decoded. Anything else is decoded in full.
-                if error is None and reply != encode_void_reply("journal", seqid):
+                if error is None:
                     try:
-                        self._decode_reply("journal", seqid, reply, result_cls, False)
+                        self._check_journal_reply(seqid, reply)  # type: ignore[arg-type]
                     except Exception as e:  # noqa: BLE001 - the call's answer
                         error = e
                 callback(error)
