@@ -28,9 +28,11 @@ a test can make it fail; a failed fsync always raises, never is swallowed
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import struct
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -298,15 +300,33 @@ class BestEffortLongFile:
     hint that may be lost or stale after a crash, so the write is cheap. The
     file is opened lazily (and created, empty, if absent); an absent or empty
     file reads as ``default``; any length other than 0 or 8 raises
-    IOException. :meth:`close` releases the file descriptor; a later call
-    opens it again and re-reads the value.
+    IOException. :meth:`close` releases the file descriptor (writing a value
+    :meth:`set_lazily` held back first); a later call opens it again and
+    re-reads the value.
+
+    :meth:`set` writes at once, as Hadoop does. :meth:`set_lazily` writes at
+    most once per ``lazy_interval_s`` and keeps a newer value in memory until
+    the next write (:meth:`flush`, :meth:`close`, or a later call once the
+    interval has passed): for a value that only grows, read as a lower bound,
+    where a stale file costs nothing but a write costs a system call on every
+    request (the JournalNode's committed txid; docs/journalnode.md).
     """
 
-    def __init__(self, path: str | os.PathLike[str], default: int) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        default: int,
+        lazy_interval_s: float = 0.1,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.path = Path(path)
         self.default = _check_long(default)
+        self.lazy_interval_s = lazy_interval_s
+        self._clock = clock
         self._value = default
         self._fd: int | None = None
+        self._written_at = -math.inf  # when set_lazily last wrote
+        self._unwritten = False  # the value in memory is newer than the file's
 
     def get(self) -> int:
         """The current value."""
@@ -314,7 +334,7 @@ class BestEffortLongFile:
         return self._value
 
     def set(self, value: int) -> None:
-        """Overwrite the value at offset 0 (no fsync: "best effort")."""
+        """Overwrite the value at offset 0 now (no fsync: "best effort")."""
         data = _LONG_STRUCT.pack(_check_long(value))
         fd = self._lazy_open()
         try:
@@ -324,10 +344,40 @@ class BestEffortLongFile:
         except OSError as e:
             raise IOException(f"Failed to write {self.path}: {e}") from e
         self._value = value
+        self._unwritten = False
+
+    def set_lazily(self, value: int) -> None:
+        """Set the value; write it only if ``lazy_interval_s`` passed since the last
+        such write, else leave it for a later write (see the class docstring)."""
+        now = self._clock()
+        if (
+            now - self._written_at < self.lazy_interval_s
+            and type(value) is int  # _check_long, inline: this runs on every journal() call
+            and _LONG_MIN <= value <= _LONG_MAX
+            and self._fd is not None  # open: the file's value cannot replace this one later
+        ):
+            self._value = value
+            self._unwritten = True
+            return
+        self.set(value)  # due, or the checks and the opening of set
+        self._written_at = now
+
+    def flush(self) -> None:
+        """Write a value :meth:`set_lazily` held back, if any."""
+        if self._unwritten and self._fd is not None:
+            self.set(self._value)
 
     def close(self) -> None:
-        """Close the file descriptor (idempotent)."""
+        """Write a value held back, then close the file descriptor (idempotent); the
+        descriptor is closed even if that write fails."""
+        try:
+            self.flush()
+        finally:
+            self._close_fd()
+
+    def _close_fd(self) -> None:
         fd, self._fd = self._fd, None
+        self._unwritten = False
         if fd is not None:
             try:
                 os.close(fd)

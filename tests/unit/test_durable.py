@@ -264,6 +264,70 @@ def test_best_effort_never_fsyncs(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         f.set(5)
 
 
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_best_effort_set_lazily_writes_at_most_once_per_interval(tmp_path: Path) -> None:
+    path = tmp_path / "committed-txid"
+    clock = _Clock()
+    with BestEffortLongFile(path, -12345, lazy_interval_s=1.0, clock=clock) as f:
+        f.set_lazily(5)  # the first write is due at once
+        assert path.read_bytes() == (5).to_bytes(8, "big")
+        clock.now += 0.5
+        f.set_lazily(6)
+        f.set_lazily(7)
+        assert f.get() == 7  # the newest value, though the file still holds 5
+        assert path.read_bytes() == (5).to_bytes(8, "big")
+        clock.now += 0.5  # the interval has passed since the write of 5
+        f.set_lazily(8)
+        assert path.read_bytes() == (8).to_bytes(8, "big")
+        clock.now += 0.25
+        f.set_lazily(9)
+        assert path.read_bytes() == (8).to_bytes(8, "big")
+        f.flush()
+        assert path.read_bytes() == (9).to_bytes(8, "big")
+        f.flush()  # nothing held back: no write
+        f.set_lazily(10)
+    # close() wrote the value held back
+    assert path.read_bytes() == (10).to_bytes(8, "big")
+    with BestEffortLongFile(path, 0) as f:
+        assert f.get() == 10
+
+
+def test_best_effort_set_lazily_on_a_closed_file_writes_at_once(tmp_path: Path) -> None:
+    """A value is held back only over a file already read: on a closed one, set_lazily
+    opens it and writes, so the file's older value can never replace the new one."""
+    path = tmp_path / "c"
+    path.write_bytes((3).to_bytes(8, "big"))
+    clock = _Clock()
+    f = BestEffortLongFile(path, 0, lazy_interval_s=1.0, clock=clock)
+    f.set_lazily(4)
+    f.close()
+    clock.now += 0.25  # within the interval, but the file is closed
+    f.set_lazily(5)
+    assert path.read_bytes() == (5).to_bytes(8, "big")
+    clock.now += 0.25
+    f.set_lazily(6)  # open now: held back
+    assert f.get() == 6
+    assert path.read_bytes() == (5).to_bytes(8, "big")
+    f.close()
+    assert path.read_bytes() == (6).to_bytes(8, "big")
+
+
+def test_best_effort_set_lazily_rejects_what_set_rejects(tmp_path: Path) -> None:
+    clock = _Clock()
+    with BestEffortLongFile(tmp_path / "c", 0, lazy_interval_s=0.1, clock=clock) as f:
+        f.set_lazily(1)
+        with pytest.raises(IllegalArgumentException):
+            f.set_lazily(2**63)  # held back or not, never taken
+        assert f.get() == 1
+
+
 @pytest.mark.parametrize("length", [1, 7, 9, 16])
 def test_best_effort_bad_length(tmp_path: Path, length: int) -> None:
     path = tmp_path / "committed-txid"

@@ -121,13 +121,13 @@ def test_an_unchanged_committed_txid_is_not_rewritten(journal, conf, monkeypatch
     journal.new_epoch(FAKE_NSINFO, 1)
     journal.start_log_segment(make_request(1), 1, LV)
     writes: list[int] = []
-    real_set = journal.committed_txn_id.set
+    real_set_lazily = journal.committed_txn_id.set_lazily
 
-    def counting_set(value: int) -> None:
+    def counting_set_lazily(value: int) -> None:
         writes.append(value)
-        real_set(value)
+        real_set_lazily(value)
 
-    monkeypatch.setattr(journal.committed_txn_id, "set", counting_set)
+    monkeypatch.setattr(journal.committed_txn_id, "set_lazily", counting_set_lazily)
     journal.journal(make_request(2), 1, 1, 3, create_txn_data(1, 3))
     journal.heartbeat(make_request(3))
     assert writes == []
@@ -137,6 +137,51 @@ def test_an_unchanged_committed_txid_is_not_rewritten(journal, conf, monkeypatch
     again = restart(journal, conf)
     assert again.get_committed_txid() == 3
     again.close()
+
+
+def _committed_file(journal: Journal) -> int:
+    data = (journal.storage.current_dir / "committed-txid").read_bytes()
+    return int.from_bytes(data, "big", signed=True)
+
+
+def test_the_committed_txid_file_catches_up_at_finalize_and_close(journal, conf):
+    """Within COMMITTED_TXID_WRITE_INTERVAL_S of a write the file may lag the committed
+    txid the journal holds (a lower bound is all it promises); finalizing the segment
+    and closing the journal write the newest value."""
+    journal.committed_txn_id.lazy_interval_s = 3600.0  # no write falls due by time here
+    journal.new_epoch(FAKE_NSINFO, 1)
+    journal.start_log_segment(make_request(1), 1, LV)  # committed txid 0: written at once
+    assert _committed_file(journal) == 0
+    journal.journal(make_request(2, committed_txid=0), 1, 1, 3, create_txn_data(1, 3))
+    journal.journal(make_request(3, committed_txid=3), 1, 4, 3, create_txn_data(4, 3))
+    assert journal.get_committed_txid() == 3
+    assert _committed_file(journal) == 0  # held back
+    journal.finalize_log_segment(make_request(4, committed_txid=6), 1, 6)
+    assert _committed_file(journal) == 6
+    journal.start_log_segment(make_request(5, committed_txid=6), 7, LV)
+    journal.journal(make_request(6, committed_txid=6), 7, 7, 2, create_txn_data(7, 2))
+    journal.heartbeat(make_request(7, committed_txid=8))
+    assert _committed_file(journal) == 6
+    again = restart(journal, conf)  # close() writes what was held back
+    assert again.get_committed_txid() == 8
+    again.close()
+
+
+def test_discarding_segments_writes_the_lower_committed_txid_at_once(journal):
+    """The one decrease (a rollback's discardSegments) is never held back: a file left
+    above the truth would make the writer's next calls look like they go backwards."""
+    journal.committed_txn_id.lazy_interval_s = 3600.0
+    journal.new_epoch(FAKE_NSINFO, 1)
+    journal.start_log_segment(make_request(1), 1, LV)
+    journal.journal(make_request(2, committed_txid=0), 1, 1, 3, create_txn_data(1, 3))
+    journal.finalize_log_segment(make_request(3, committed_txid=3), 1, 3)
+    journal.start_log_segment(make_request(4, committed_txid=3), 4, LV)
+    journal.journal(make_request(5, committed_txid=3), 4, 4, 3, create_txn_data(4, 3))
+    journal.finalize_log_segment(make_request(6, committed_txid=6), 4, 6)
+    assert _committed_file(journal) == 6
+    journal.discard_segments(4)
+    assert journal.get_committed_txid() == 3
+    assert _committed_file(journal) == 3
 
 
 def test_restart_journal(journal, conf):

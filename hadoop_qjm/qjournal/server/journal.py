@@ -55,6 +55,11 @@ LOG = logging.getLogger(__name__)
 LAST_PROMISED_FILENAME = "last-promised-epoch"
 LAST_WRITER_EPOCH = "last-writer-epoch"
 COMMITTED_TXID_FILENAME = "committed-txid"
+#: The committed-txid file is rewritten at most this often while calls carry a newer
+#: value (and always when a segment is finalized and when the journal closes).
+#: Hadoop rewrites it on every call; it is a hint read as a lower bound either way
+#: (docs/journalnode.md, "committed-txid").
+COMMITTED_TXID_WRITE_INTERVAL_S = 0.1
 #: A batch whose fsync takes longer than this is logged (Hadoop: WARN_SYNC_MILLIS_THRESHOLD).
 WARN_SYNC_MILLIS_THRESHOLD = 1000
 
@@ -129,7 +134,9 @@ class Journal(JournalRecovery):
             self.committed_txn_id.close()
         self.last_promised_epoch = PersistentLongFile(current / LAST_PROMISED_FILENAME, 0)
         self.last_writer_epoch = PersistentLongFile(current / LAST_WRITER_EPOCH, 0)
-        self.committed_txn_id = BestEffortLongFile(current / COMMITTED_TXID_FILENAME, INVALID_TXID)
+        self.committed_txn_id = BestEffortLongFile(
+            current / COMMITTED_TXID_FILENAME, INVALID_TXID, COMMITTED_TXID_WRITE_INTERVAL_S
+        )
 
     def _update_highest_written_txid(self, txid: int) -> None:
         self.highest_written_txid = txid
@@ -247,8 +254,9 @@ class Journal(JournalRecovery):
             self.current_epoch_ipc_serial = decision.ipc_serial
         committed = decision.committed_txid
         if committed is not None and committed != self.committed_txn_id.get():
-            # Unchanged (a writer's heartbeat, a retry): the file already holds it.
-            self.committed_txn_id.set(committed)
+            # Unchanged (a writer's heartbeat, a retry): nothing to write. Written at most
+            # every COMMITTED_TXID_WRITE_INTERVAL_S (docs/journalnode.md).
+            self.committed_txn_id.set_lazily(committed)
         decision.raise_if_rejected()
 
     def _check_write_request(self, req: RequestInfo) -> None:
@@ -368,7 +376,7 @@ class Journal(JournalRecovery):
             # checkRequest's effects, in its order.
             self.current_epoch_ipc_serial = ipc_serial
             if committed_txid != INVALID_TXID and committed_txid != committed:
-                self.committed_txn_id.set(committed_txid)
+                self.committed_txn_id.set_lazily(committed_txid)
             self._write_batch_locked(first_txid, num_txns, records)
             return True
 
@@ -515,6 +523,8 @@ class Journal(JournalRecovery):
                 )
             # Once finalized, no other length can be decided: the paxos record is no longer needed.
             self._purge_paxos_decision(elf.first_txid)
+            # The writer pauses here (it rolls): the file catches up with the committed txid.
+            self.committed_txn_id.flush()
 
     def purge_logs_older_than(self, req: RequestInfo, min_txid_to_keep: int) -> None:
         with self._lock:
