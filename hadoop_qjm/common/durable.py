@@ -9,7 +9,8 @@ Hadoop keeps small pieces of JournalNode state in files of their own
   (design paper §2.3). Losing one would let two writers both think they lead.
 * ``committed-txid`` is a :class:`BestEffortLongFile`: eight big-endian bytes
   overwritten in place *without* fsync, because it is only a hint for readers
-  and is updated on every ``journal()`` call.
+  (a lower bound) and changes on almost every ``journal()`` call — which is also
+  why the JournalNode writes it at most every 100 ms (:meth:`BestEffortLongFile.set_lazily`).
 
 The atomic replace (Hadoop's ``AtomicFileOutputStream``) has one commit point,
 the rename::
@@ -367,11 +368,13 @@ class BestEffortLongFile:
         if self._unwritten and self._fd is not None:
             self.set(self._value)
 
-    def close(self) -> None:
-        """Write a value held back, then close the file descriptor (idempotent); the
+    def close(self, *, flush: bool = True) -> None:
+        """Write a value held back (unless ``flush`` is False: the file is about to be
+        removed, or a test crashes), then close the file descriptor (idempotent); the
         descriptor is closed even if that write fails."""
         try:
-            self.flush()
+            if flush:
+                self.flush()
         finally:
             self._close_fd()
 

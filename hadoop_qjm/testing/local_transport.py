@@ -189,10 +189,14 @@ class LocalJournalNode:
         """Lose every in-memory state and re-open the journals from disk (a restart).
 
         Everything a Journal acknowledged is on disk already (it fsyncs before
-        answering), so closing it is as good as a crash; the open segment is
+        answering), so closing it is as good as a crash — once the one thing a
+        close would still write is dropped: the committed txid the journal held
+        back from its best-effort file (a crash loses it). The open segment is
         abandoned and re-discovered by the next newEpoch or prepareRecovery.
         """
         jids = list(self._journals)
+        for journal in self._journals.values():
+            journal.committed_txn_id.close(flush=False)
         self.close()
         self.restarts += 1
         for jid in jids:

@@ -111,6 +111,35 @@ def test_crash_and_restart_reads_the_journal_back_from_disk(
         assert recover_and_return_last_txn(next_writer) == 6
 
 
+def test_crash_and_restart_loses_the_committed_txid_a_journal_held_back(
+    local_cluster: LocalJournalCluster,
+) -> None:
+    """A crash loses what the best-effort committed-txid file had not been given yet
+    (a close would write it): the restarted node starts from the file's lower value,
+    and the writer's next call moves it on."""
+    qjm = _formatted(local_cluster)
+    stm = qjm.start_log_segment(1, CURRENT_LAYOUT_VERSION)
+    journal = local_cluster.journal(1)
+    journal.committed_txn_id.lazy_interval_s = 3600.0  # hold every later value back
+    write_txns(stm, 1, 3)
+    write_txns(stm, 4, 3)
+    write_txns(stm, 7, 3)  # carries committed txid 6
+    on_file = int.from_bytes(
+        (journal.storage.current_dir / "committed-txid").read_bytes(), "big", signed=True
+    )
+    assert journal.committed_txn_id.get() == 6
+    assert on_file < 6
+    local_cluster.crash_and_restart(1)
+    assert local_cluster.journal(1).committed_txn_id.get() == on_file
+    qjm.finalize_log_segment(1, 9)  # the other two finalize; node 1 lost its open segment
+    stm = qjm.start_log_segment(10, CURRENT_LAYOUT_VERSION)  # carries committed txid 9
+    assert local_cluster.journal(1).committed_txn_id.get() == 9
+    write_txns(stm, 10, 1)
+    qjm.close()
+    with local_cluster.qjm(JID, FAKE_NSINFO) as next_writer:
+        assert recover_and_return_last_txn(next_writer) == 10
+
+
 def test_accept_recovery_downloads_the_segment_from_the_source_node(
     local_cluster: LocalJournalCluster,
 ) -> None:

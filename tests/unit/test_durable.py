@@ -291,7 +291,9 @@ def test_best_effort_set_lazily_writes_at_most_once_per_interval(tmp_path: Path)
         assert path.read_bytes() == (8).to_bytes(8, "big")
         f.flush()
         assert path.read_bytes() == (9).to_bytes(8, "big")
+        path.write_bytes((99).to_bytes(8, "big"))  # a write would replace this
         f.flush()  # nothing held back: no write
+        assert path.read_bytes() == (99).to_bytes(8, "big")
         f.set_lazily(10)
     # close() wrote the value held back
     assert path.read_bytes() == (10).to_bytes(8, "big")
@@ -317,6 +319,37 @@ def test_best_effort_set_lazily_on_a_closed_file_writes_at_once(tmp_path: Path) 
     assert path.read_bytes() == (5).to_bytes(8, "big")
     f.close()
     assert path.read_bytes() == (6).to_bytes(8, "big")
+
+
+def test_best_effort_close_closes_the_descriptor_when_the_write_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = _Clock()
+    f = BestEffortLongFile(tmp_path / "c", 0, lazy_interval_s=1.0, clock=clock)
+    f.set_lazily(1)
+    f.set_lazily(2)  # held back
+    fd = f._lazy_open()
+
+    def failing_pwrite(*args: object) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "pwrite", failing_pwrite)
+    with pytest.raises(IOException, match="Failed to write"):
+        f.close()
+    monkeypatch.undo()
+    with pytest.raises(OSError):
+        os.fstat(fd)  # closed
+    assert BestEffortLongFile(tmp_path / "c", 0).get() == 1  # the held-back value is lost
+
+
+def test_best_effort_close_without_flush_drops_the_held_back_value(tmp_path: Path) -> None:
+    clock = _Clock()
+    f = BestEffortLongFile(tmp_path / "c", 0, lazy_interval_s=1.0, clock=clock)
+    f.set_lazily(1)
+    f.set_lazily(2)  # held back
+    f.close(flush=False)
+    with BestEffortLongFile(tmp_path / "c", 0) as again:
+        assert again.get() == 1
 
 
 def test_best_effort_set_lazily_rejects_what_set_rejects(tmp_path: Path) -> None:

@@ -117,23 +117,27 @@ def test_maintain_committed_txid(journal):
 
 
 def test_an_unchanged_committed_txid_is_not_rewritten(journal, conf, monkeypatch):
-    """Every call carries the committed txid; the file is written only when it moves."""
+    """Every call carries the committed txid; the file is written only when it moves
+    (here on every move, as Hadoop does: no write is held back)."""
     journal.new_epoch(FAKE_NSINFO, 1)
     journal.start_log_segment(make_request(1), 1, LV)
-    writes: list[int] = []
-    real_set_lazily = journal.committed_txn_id.set_lazily
+    journal.committed_txn_id.lazy_interval_s = 0.0
+    committed_fd = journal.committed_txn_id._lazy_open()
+    writes: list[bytes] = []
+    real_pwrite = os.pwrite
 
-    def counting_set_lazily(value: int) -> None:
-        writes.append(value)
-        real_set_lazily(value)
+    def counting_pwrite(fd: int, data, offset: int) -> int:
+        if fd == committed_fd:
+            writes.append(bytes(data))
+        return real_pwrite(fd, data, offset)
 
-    monkeypatch.setattr(journal.committed_txn_id, "set_lazily", counting_set_lazily)
+    monkeypatch.setattr(os, "pwrite", counting_pwrite)
     journal.journal(make_request(2), 1, 1, 3, create_txn_data(1, 3))
     journal.heartbeat(make_request(3))
     assert writes == []
     journal.journal(make_request(4, committed_txid=3), 1, 4, 3, create_txn_data(4, 3))
     journal.heartbeat(make_request(5, committed_txid=3))
-    assert writes == [3]
+    assert writes == [(3).to_bytes(8, "big")]
     again = restart(journal, conf)
     assert again.get_committed_txid() == 3
     again.close()

@@ -127,6 +127,10 @@ def test_the_node_path_answers_and_writes_as_journal_does(data):
         try:
             _setup(fast)
             _setup(slow)
+            for journal in (fast, slow):
+                # Both write committed-txid on every change (as Hadoop does), so that the
+                # files compare equal whatever the time between two calls.
+                journal.committed_txn_id.lazy_interval_s = 0.0
             for _ in range(data.draw(st.integers(1, 8))):
                 state = _state(slow)
                 assert _state(fast) == state
@@ -161,6 +165,25 @@ def test_in_order_batches_take_the_one_pass_path(tmp_path):
         assert not journal.journal_in_order(*request_numbers(newer), 1, 6, 1, create_txn_data(6, 1))
         again = RequestInfo(JID, 2, 3, 5)
         assert not journal.journal_in_order(*request_numbers(again), 1, 6, 1, create_txn_data(6, 1))
+    finally:
+        journal.close()
+
+
+def test_the_one_pass_path_holds_the_committed_txid_back_until_finalize(tmp_path):
+    """journal_in_order moves the committed txid in memory at once and in its file at
+    most every COMMITTED_TXID_WRITE_INTERVAL_S; finalizing the segment writes it."""
+    journal = Journal(Configuration(), tmp_path / JID, JID)
+    try:
+        _setup(journal)  # committed txid 0, written at once
+        journal.committed_txn_id.lazy_interval_s = 3600.0
+        path = journal.storage.current_dir / "committed-txid"
+        assert path.read_bytes() == (0).to_bytes(8, "big")
+        req = make_request(3, epoch=2, committed_txid=3)
+        assert journal.journal_in_order(*request_numbers(req), 1, 4, 2, create_txn_data(4, 2))
+        assert journal.committed_txn_id.get() == 3
+        assert path.read_bytes() == (0).to_bytes(8, "big")
+        journal.finalize_log_segment(make_request(4, epoch=2, committed_txid=5), 1, 5)
+        assert path.read_bytes() == (5).to_bytes(8, "big")
     finally:
         journal.close()
 

@@ -56,9 +56,9 @@ LAST_PROMISED_FILENAME = "last-promised-epoch"
 LAST_WRITER_EPOCH = "last-writer-epoch"
 COMMITTED_TXID_FILENAME = "committed-txid"
 #: The committed-txid file is rewritten at most this often while calls carry a newer
-#: value (and always when a segment is finalized and when the journal closes).
-#: Hadoop rewrites it on every call; it is a hint read as a lower bound either way
-#: (docs/journalnode.md, "committed-txid").
+#: value; always when a segment is finalized and when the journal closes, and at once
+#: when discardSegments lowers it. Hadoop rewrites it on every call that moves it; it
+#: is a hint read as a lower bound either way (docs/journalnode.md, "committed-txid").
 COMMITTED_TXID_WRITE_INTERVAL_S = 0.1
 #: A batch whose fsync takes longer than this is logged (Hadoop: WARN_SYNC_MILLIS_THRESHOLD).
 WARN_SYNC_MILLIS_THRESHOLD = 1000
@@ -277,7 +277,7 @@ class Journal(JournalRecovery):
                     "Can't format the storage directory because the current directory is not empty."
                 )
             self._abort_cur_segment()
-            self.committed_txn_id.close()
+            self.committed_txn_id.close(flush=False)  # its directory is recreated
             self.storage.format(ns_info)
             self._refresh_cached_data()
             self._update_highest_written_txid(0)
