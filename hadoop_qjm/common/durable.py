@@ -306,18 +306,19 @@ class BestEffortLongFile:
     re-reads the value.
 
     :meth:`set` writes at once, as Hadoop does. :meth:`set_lazily` writes at
-    most once per ``lazy_interval_s`` and keeps a newer value in memory until
-    the next write (:meth:`flush`, :meth:`close`, or a later call once the
-    interval has passed): for a value that only grows, read as a lower bound,
-    where a stale file costs nothing but a write costs a system call on every
-    request (the JournalNode's committed txid; docs/journalnode.md).
+    most once per ``lazy_interval_s`` (0, the default: every time) and keeps a
+    newer value in memory until the next write (:meth:`flush`, :meth:`close`,
+    or a later call once the interval has passed): for a value that only
+    grows, read as a lower bound, where a stale file costs nothing but a write
+    costs a system call on every request (the JournalNode's committed txid;
+    docs/journalnode.md).
     """
 
     def __init__(
         self,
         path: str | os.PathLike[str],
         default: int,
-        lazy_interval_s: float = 0.1,
+        lazy_interval_s: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.path = Path(path)
