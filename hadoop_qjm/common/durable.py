@@ -365,8 +365,9 @@ class BestEffortLongFile:
         self._written_at = now
 
     def flush(self) -> None:
-        """Write a value :meth:`set_lazily` held back, if any."""
-        if self._unwritten and self._fd is not None:
+        """Write a value :meth:`set_lazily` held back, if any (one is held back only
+        while the file is open)."""
+        if self._unwritten:
             self.set(self._value)
 
     def close(self, *, flush: bool = True) -> None:
