@@ -41,7 +41,8 @@ def test_bench_qjm_reports_every_phase_and_stops_every_process(
     assert main([*args, "--ideal", str(ideal), "--dir", str(work)]) == 0
 
     out = capsys.readouterr().out
-    for phase in ("3 JNs", "3 JNs, pre-encoded", "3 JNs, 1 frozen", "5 JNs"):
+    phases = ("3 JNs", "3 JNs, pre-encoded", "3 JNs, pre-encoded, busy-poll", "3 JNs, 1 frozen")
+    for phase in (*phases, "5 JNs"):
         for batch in (1, 10):
             assert any(
                 line.startswith(phase) and line.split()[len(phase.split())] == str(batch)
@@ -50,6 +51,7 @@ def test_bench_qjm_reports_every_phase_and_stops_every_process(
     assert "x the ideal's txns/s with the ops encoded ahead of time" in out
     assert "(goal >= 0.8)" in out and "making and encoding each op in the loop" in out
     assert "p50 with one JN frozen" in out and "p50 with 5 JNs" in out
+    assert "the writer busy-polling (dfs.qjournal.busy-poll.us=1000, not the default)" in out
     assert _journal_nodes() == []
     assert list(work.iterdir()) == []
 
@@ -67,12 +69,13 @@ def test_bench_qjm_interleaves_the_compared_phases_in_rounds(
     assert sorted(calls.read_text().split()) == ["1", "1", "1", "10", "10", "10"]
     assert "interleaved: 3 rounds of slices per batch size" in out
     goals = [line for line in out.splitlines() if "(median of 3 rounds," in line]
-    # The ideal ratio at batch 1 (a goal batch); per batch size the 5-vs-3 p50 and, for
-    # context, the plain-socket quorum's.
-    assert len(goals) == 5, out
+    # The ideal ratio at batch 1 (a goal batch) and the busy-polling writer's; per batch
+    # size the 5-vs-3 p50 and, for context, the plain-socket quorum's.
+    assert len(goals) == 6, out
     assert "batch    1:" in goals[0] and "the ideal's txns/s" in goals[0]
-    assert "p50 with 5 JNs" in goals[1] and "p50 with 5 JNs" in goals[3]
-    for line in (goals[2], goals[4]):
+    assert "the writer busy-polling" in goals[1]
+    assert "p50 with 5 JNs" in goals[2] and "p50 with 5 JNs" in goals[4]
+    for line in (goals[3], goals[5]):
         assert "a plain-socket quorum (no Thrift, no Journal)" in line
         assert re.search(r"p50 with 5 servers \d+\.\d\dx with 3", line)
     assert _journal_nodes() == []
@@ -83,10 +86,12 @@ def test_bench_qjm_without_the_baseline_says_so(
 ) -> None:
     missing = tmp_path / "no-such-ideal.py"
     args = ["bench", "qjm", "--batches", "1", "--seconds", "0.1", "--max-ops", "20"]
-    assert main([*args, "--skip-frozen", "--skip-five", "--ideal", str(missing)]) == 0
+    args += ["--skip-frozen", "--skip-five", "--busy-poll-us", "0"]
+    assert main([*args, "--ideal", str(missing)]) == 0
     out = capsys.readouterr().out
     assert f"ideal baseline: {missing} not found (give it with --ideal); no ratios" in out
     assert "the ideal's txns/s" not in out
+    assert "busy-poll" not in out  # --busy-poll-us 0: no such phase
     assert _journal_nodes() == []
 
 
@@ -95,6 +100,8 @@ def test_bench_qjm_rejects_bad_batches(capsys: pytest.CaptureFixture) -> None:
     assert "--batches must be positive integers" in capsys.readouterr().err
     assert main(["bench", "qjm", "--slice", "0.001"]) == 2
     assert "--slice must be at least 0.05 s" in capsys.readouterr().err
+    assert main(["bench", "qjm", "--busy-poll-us", "-1"]) == 2
+    assert "--busy-poll-us must not be negative" in capsys.readouterr().err
 
 
 def test_bench_qjm_secure_reports_both_and_the_ratio(

@@ -9,6 +9,7 @@ node out of sync for the calls already in flight behind it.
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -16,11 +17,17 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
-from hadoop_qjm.common.exceptions import IOException
+from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.qjournal.client.ipc_logger_channel import IPCLoggerChannel
-from hadoop_qjm.qjournal.client.pipelined_channel import PipelinedChannel
+from hadoop_qjm.qjournal.client.pipelined_channel import (
+    PipelinedChannel,
+    ReplyReactor,
+    read_replies_while_waiting,
+    select_with_busy_poll,
+)
 from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import journal_body
+from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.qjournal.protocol.exceptions import (
     JournalOutOfSyncException,
     SocketTimeoutException,
@@ -345,3 +352,138 @@ def test_the_writer_never_connects_on_the_direct_path() -> None:
         assert not channel.connected
     finally:
         channel.close()
+
+
+# ---- busy polling (dfs.qjournal.busy-poll.us) ----------------------------------------------
+
+
+class ScriptedSelect:
+    """A ``select(timeout)`` that records each timeout and answers ``events`` on the
+    ``ready_on``-th call (1-based; 0: never); each call moves ``clock`` on by ``step``."""
+
+    def __init__(self, ready_on: int = 0, step: float = 0.001) -> None:
+        self.timeouts: list[float | None] = []
+        self.ready_on = ready_on
+        self.step = step
+        self.now = 100.0
+
+    def clock(self) -> float:
+        return self.now
+
+    def __call__(self, timeout: float | None) -> list:
+        self.timeouts.append(timeout)
+        self.now += self.step
+        return ["event"] if len(self.timeouts) == self.ready_on else []
+
+
+def test_without_a_busy_poll_the_waiter_blocks_at_once() -> None:
+    select = ScriptedSelect()
+    assert select_with_busy_poll(select, 0.5, 0.0, select.clock) == []
+    assert select.timeouts == [0.5]
+
+
+def test_a_busy_poll_returns_what_comes_without_ever_blocking() -> None:
+    select = ScriptedSelect(ready_on=3)
+    assert select_with_busy_poll(select, 0.5, 0.01, select.clock) == ["event"]
+    assert select.timeouts == [0, 0, 0]
+
+
+def test_a_busy_poll_blocks_for_what_is_left_once_its_budget_is_spent() -> None:
+    select = ScriptedSelect()
+    assert select_with_busy_poll(select, 0.5, 0.0045, select.clock) == []
+    # Five looks of 1 ms each pass the 4.5 ms budget; the blocking select gets the rest.
+    assert select.timeouts[:5] == [0] * 5 and len(select.timeouts) == 6
+    assert select.timeouts[5] == pytest.approx(0.495)
+
+
+def test_a_busy_poll_never_outlasts_the_timeout() -> None:
+    select = ScriptedSelect()
+    assert select_with_busy_poll(select, 0.003, 1.0, select.clock) == []
+    assert select.timeouts == [0, 0, 0]  # the timeout is spent: no blocking select after
+    endless = ScriptedSelect()
+    assert select_with_busy_poll(endless, None, 0.002, endless.clock) == []
+    assert endless.timeouts == [0, 0, None]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected_s"), [(None, 0.0), ("0", 0.0), ("1000", 0.001), ("2ms", 0.002)]
+)
+def test_the_busy_poll_comes_from_the_configuration(value, expected_s) -> None:
+    conf = Configuration()
+    if value is not None:
+        conf.set("dfs.qjournal.busy-poll.us", value)
+    ch = IPCLoggerChannel(conf, FAKE_NSINFO, JID, ("127.0.0.1", 1))
+    try:
+        assert ch.assist_wait is not None
+        assert ch.assist_wait.busy_poll_s == pytest.approx(expected_s)
+        if expected_s == 0:
+            assert ch.assist_wait is read_replies_while_waiting  # Hadoop's way: block
+    finally:
+        ch.close()
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("-1", "dfs.qjournal.busy-poll.us must not be negative: -1"),
+        ("soon", "dfs.qjournal.busy-poll.us"),
+    ],
+)
+def test_a_bad_busy_poll_is_refused_with_its_key(value, message) -> None:
+    conf = Configuration()
+    conf.set("dfs.qjournal.busy-poll.us", value)
+    with pytest.raises(Exception, match=re.escape(message)) as caught:
+        IPCLoggerChannel(conf, FAKE_NSINFO, JID, ("127.0.0.1", 1))
+    assert isinstance(caught.value, (IllegalArgumentException, ValueError))
+
+
+class SelectRecorder:
+    """Wraps a selector; records the timeout of every ``select`` the thread ``owner``
+    makes."""
+
+    def __init__(self, selector, owner: int) -> None:
+        self._selector = selector
+        self._owner = owner
+        self.timeouts: list[float | None] = []
+
+    def select(self, timeout=None):
+        if threading.get_ident() == self._owner:
+            self.timeouts.append(timeout)
+        return self._selector.select(timeout)
+
+    def __getattr__(self, name):
+        return getattr(self._selector, name)
+
+
+@pytest.mark.parametrize("busy_poll_us", [0, 1_000_000])
+def test_a_writer_that_busy_polls_commits_every_batch(
+    busy_poll_us: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """End to end: the key reaches the writer's wait (its polls start with select(0));
+    without it the writer never polls without blocking. Every batch is committed."""
+    conf = Configuration()
+    conf.set("dfs.qjournal.busy-poll.us", str(busy_poll_us))
+    with MiniJournalCluster(3) as cluster:
+        qjm = QuorumJournalManager(conf, cluster.quorum_journal_uri(JID), FAKE_NSINFO)
+        try:
+            qjm.format(FAKE_NSINFO)
+            qjm.recover_unfinalized_segments()
+            stream = qjm.start_log_segment(1, CURRENT_LAYOUT_VERSION)
+            reactor = ReplyReactor.shared()
+            recorder = SelectRecorder(reactor._selector, threading.get_ident())
+            monkeypatch.setattr(reactor, "_selector", recorder)
+            for txid in range(1, 51):
+                stream.write_raw(ops(txid, 1), 1, txid)
+                stream.set_ready_to_flush()
+                stream.flush()
+            monkeypatch.undo()
+            qjm.finalize_log_segment(1, 50)
+            committed = [
+                cluster.journal_node(i).get_or_create_journal(JID).highest_written_txid
+                for i in range(3)
+            ]
+            assert sorted(committed)[1] == 50  # a quorum has every batch
+            assert recorder.timeouts, "the writer never read its own replies"
+            assert (0 in recorder.timeouts) == (busy_poll_us > 0)
+        finally:
+            qjm.close()

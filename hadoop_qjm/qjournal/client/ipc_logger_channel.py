@@ -67,7 +67,10 @@ from hadoop_qjm.qjournal.client.ipc_logger_channel_metrics import (
     IPCLoggerChannelMetrics,
     LatencySeries,
 )
-from hadoop_qjm.qjournal.client.pipelined_channel import read_replies_while_waiting
+from hadoop_qjm.qjournal.client.pipelined_channel import (
+    ReadRepliesWhileWaiting,
+    read_replies_while_waiting,
+)
 from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy, journal_body
 from hadoop_qjm.qjournal.protocol.exceptions import (
     JournalOutOfSyncException,
@@ -124,6 +127,20 @@ def _failed(error: BaseException) -> Future[Any]:
     return future
 
 
+def _replies_reader(conf: Configuration) -> ReadRepliesWhileWaiting:
+    """The assist reading this process's replies, with the configured busy poll."""
+    busy_poll_us = conf.get_time_duration(
+        keys.DFS_QJOURNAL_BUSY_POLL_KEY, keys.DFS_QJOURNAL_BUSY_POLL_DEFAULT, "us"
+    )
+    if busy_poll_us < 0:
+        raise IllegalArgumentException(
+            f"{keys.DFS_QJOURNAL_BUSY_POLL_KEY} must not be negative: {busy_poll_us}"
+        )
+    if busy_poll_us == 0:
+        return read_replies_while_waiting
+    return ReadRepliesWhileWaiting(busy_poll_us / 1e6)
+
+
 class IPCLoggerChannel(AsyncLogger):
     """The channel to the JournalNode at ``address`` (``(host, port)``) for ``journal_id``.
 
@@ -161,7 +178,7 @@ class IPCLoggerChannel(AsyncLogger):
         #: How a thread waiting for this channel's answers reads them itself (QuorumCall's
         #: assist); None when the replies come through the executor.
         self.assist_wait = (
-            read_replies_while_waiting
+            _replies_reader(conf)
             if executor is None and proxy_factory is None and self._pipelined_transport()
             else None
         )

@@ -31,6 +31,9 @@ batch then wakes no other thread at all, as in a plain select-loop client.
   encrypted and a reply decrypted under a short lock, and only ciphertext
   crosses the non-blocking socket. Encrypted bytes are sent in the order they
   were produced (they are taken from the session under the send lock).
+* **Busy polling** (``dfs.qjournal.busy-poll.us``, off by default): a waiter
+  may poll without blocking for a while before it blocks
+  (:func:`select_with_busy_poll`).
 """
 
 from __future__ import annotations
@@ -60,9 +63,11 @@ from hadoop_qjm.qjournal.protocol.wire import FRAME_HEADER, ProtocolError
 __all__ = [
     "LEASE_S",
     "PipelinedChannel",
+    "ReadRepliesWhileWaiting",
     "ReplyCallback",
     "ReplyReactor",
     "read_replies_while_waiting",
+    "select_with_busy_poll",
 ]
 
 LOG = logging.getLogger("hadoop_qjm.qjournal.client.quorum_journal_manager")
@@ -138,12 +143,17 @@ class ReplyReactor:
         """Whether the calling thread is the one polling the selector now."""
         return self._role_owner == threading.get_ident()
 
-    def read_while_waiting(self, timeout_s: float, held: Any = None) -> bool:
+    def read_while_waiting(
+        self, timeout_s: float, held: Any = None, busy_poll_s: float = 0.0
+    ) -> bool:
         """Take the reader role if it is free: poll once (up to ``timeout_s``), handle what
         came, release it; False at once if another thread holds it.
 
         ``held`` (a lock the caller holds, e.g. its QuorumCall's condition) is
-        released meanwhile, so that the replies' callbacks can take it.
+        released meanwhile, so that the replies' callbacks can take it. With
+        ``busy_poll_s`` the poll first looks without blocking, again and again, for
+        up to that long (within ``timeout_s``), and blocks only then
+        (:func:`select_with_busy_poll`).
         """
         self._lease_until = time.monotonic() + LEASE_S
         if not self._role.acquire(blocking=False):
@@ -152,7 +162,7 @@ class ReplyReactor:
         if held is not None:
             held.release()
         try:
-            self._poll(timeout_s)
+            self._poll(timeout_s, busy_poll_s)
         finally:
             self._role_owner = None
             self._role.release()
@@ -217,8 +227,9 @@ class ReplyReactor:
             except Exception:  # noqa: BLE001 - the reactor must outlive any one channel
                 LOG.exception("Unexpected error in the QJM reply reader")
 
-    def _poll(self, timeout: float | None) -> None:
-        """Wait up to ``timeout`` (None: no limit) for events, handle them (role held).
+    def _poll(self, timeout: float | None, busy_poll_s: float = 0.0) -> None:
+        """Wait up to ``timeout`` (None: no limit) for events, handle them (role held);
+        with ``busy_poll_s``, without blocking for up to that long first.
 
         The channels' reply deadlines are looked at only once the earliest one
         found last time has come (:meth:`_check_reply_deadlines`): a deadline
@@ -234,7 +245,7 @@ class ReplyReactor:
         if self._next_deadline != math.inf:
             wait = max(self._next_deadline - now, 0.0)
             timeout = wait if timeout is None else min(timeout, wait)
-        for key, mask in self._selector.select(timeout):
+        for key, mask in select_with_busy_poll(self._selector.select, timeout, busy_poll_s):
             if key.data is None:
                 self._drain_wake_pipe()
                 continue
@@ -278,6 +289,38 @@ class ReplyReactor:
                 fn()
             except Exception:  # noqa: BLE001 - one failed change must not stop the others
                 LOG.exception("Unexpected error in the QJM reply reader")
+
+
+def select_with_busy_poll(
+    select: Callable[[float | None], list],
+    timeout: float | None,
+    busy_poll_s: float,
+    clock: Callable[[], float] = time.monotonic,
+) -> list:
+    """``select(timeout)``'s events; with ``busy_poll_s`` > 0, first ``select(0)`` again and
+    again until there are some or that long (at most ``timeout``; None: no limit) has
+    passed, then a blocking ``select`` for what is left of ``timeout``.
+
+    ``dfs.qjournal.busy-poll.us`` (docs/quorum-client.md, "Busy polling"): a thread
+    that blocks leaves its CPU idle, and on a virtual machine whose idle CPUs halt,
+    waking it again costs a good part of what a reply takes to come. Only a waiter
+    does this, for a wait it expects to be short; the background thread never does.
+    """
+    if busy_poll_s <= 0:
+        return select(timeout)
+    start = clock()
+    until = start + (busy_poll_s if timeout is None else min(busy_poll_s, timeout))
+    while True:
+        events = select(0)
+        if events:
+            return events
+        now = clock()
+        if now >= until:
+            break
+    if timeout is None:
+        return select(None)
+    left = timeout - (now - start)
+    return select(left) if left > 0 else []
 
 
 class TlsSession:
@@ -720,8 +763,17 @@ class PipelinedChannel:
             self._fail(sock, IOException(f"Call to {self.host}:{self.port} failed: {error}"))
 
 
-class _ReadRepliesWhileWaiting:
-    """QuorumCall's assist for pipelined channels: the process's reactor, if any."""
+class ReadRepliesWhileWaiting:
+    """QuorumCall's assist for pipelined channels: the process's reactor, if any.
+
+    ``busy_poll_s`` > 0: each turn at reading polls without blocking for up to
+    that long before it blocks (``dfs.qjournal.busy-poll.us``).
+    """
+
+    def __init__(self, busy_poll_s: float = 0.0) -> None:
+        if busy_poll_s < 0:
+            raise ValueError(f"busy_poll_s must not be negative: {busy_poll_s}")
+        self.busy_poll_s = busy_poll_s
 
     @staticmethod
     def _reactor() -> ReplyReactor | None:
@@ -734,7 +786,7 @@ class _ReadRepliesWhileWaiting:
         """A waiter's turn at reading replies (:meth:`ReplyReactor.read_while_waiting`);
         False if there is no reactor yet or another thread is reading."""
         reactor = self._reactor()
-        return reactor is not None and reactor.read_while_waiting(timeout_s, held)
+        return reactor is not None and reactor.read_while_waiting(timeout_s, held, self.busy_poll_s)
 
     def wake(self) -> None:
         """Interrupt the poll of a waiter reading replies: what it waits for may have
@@ -744,4 +796,5 @@ class _ReadRepliesWhileWaiting:
             reactor.wake()
 
 
-read_replies_while_waiting = _ReadRepliesWhileWaiting()
+#: The assist that blocks at once (the default: ``dfs.qjournal.busy-poll.us`` 0).
+read_replies_while_waiting = ReadRepliesWhileWaiting()

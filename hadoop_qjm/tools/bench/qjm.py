@@ -16,12 +16,17 @@ txns/s and the p50/p99 latency of ``flush()``. Phases, in one run:
   SIGCONT-ed afterwards, always) — a slow node must add no latency (design
   paper §2.2 step 4);
 * ``5 JNs``: five JournalNodes, a majority of three;
+* ``3 JNs, pre-encoded, busy-poll``: the pre-encoded phase on a cluster of its own,
+  the writer configured with ``dfs.qjournal.busy-poll.us`` (``--busy-poll-us``,
+  1000; 0: no such phase) — polling the sockets without blocking while it waits
+  for its quorum instead of blocking at once (docs/quorum-client.md, "Busy
+  polling"; not Hadoop's, and not the default);
 * ``ideal``: the ideal quorum baseline ``../shared/bench/ideal_quorum.py``
   (plain sockets, 3 appenders with fdatasync, wait for 2 of 3; or ``--ideal
   PATH``), run as a subprocess on the same disk for the same batch size.
 
 The phases compared with each other — the ideal, ``3 JNs``, ``3 JNs,
-pre-encoded`` and ``5 JNs`` — run interleaved: for each batch size, rounds of
+pre-encoded``, ``5 JNs`` and the busy-poll phase — run interleaved: for each batch size, rounds of
 one ``--slice`` (0.5 s) of each, in an order that rotates from round to round,
 ``--seconds`` of each in all; the 3-node and the 5-node clusters run side by
 side for the whole time (an idle JournalNode costs nothing). Each ratio is the
@@ -46,7 +51,8 @@ without encoding the ops, which the baseline does not do either.
 Goals are printed beside the figures, never asserted: ≥ 0.8× the ideal's
 txns/s at batch 1, 100 and 1000 (the pre-encoded phase against the ideal, which
 does not encode either; the ratio with each op made and encoded in the loop is
-printed beside it); p50 with one node frozen ≤ 1.1× the healthy p50; p50 with
+printed beside it, and the busy-poll phase's against the ideal below it); p50 with one
+node frozen ≤ 1.1× the healthy p50; p50 with
 5 nodes ≤ 1.3× the p50 with 3.
 
 ``--secure`` measures what mutual TLS costs instead (docs/security.md): the
@@ -79,6 +85,7 @@ from hadoop_qjm.cli import CommandParser
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.security import SSLFactory
 from hadoop_qjm.conf import Configuration
+from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, encode_op
 from hadoop_qjm.qjournal.client.ipc_logger_channel import IPCLoggerChannel
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
@@ -95,11 +102,15 @@ __all__ = [
 ]
 
 JID = "bench-qjm"
+#: The phase suffix of the runs whose writer busy-polls (``dfs.qjournal.busy-poll.us``).
+BUSY_POLL = "busy-poll"
 #: The phase suffix of the runs whose ops were encoded ahead of time, like the ideal's.
 PRE_ENCODED = "pre-encoded"
 #: txns/s as a fraction of the ideal baseline's, at these batch sizes.
 IDEAL_RATIO_GOAL = 0.8
 IDEAL_GOAL_BATCHES = (1, 100, 1000)
+#: ``dfs.qjournal.busy-poll.us`` of the busy-poll phase (``--busy-poll-us``).
+DEFAULT_BUSY_POLL_US = 1000
 #: p50 with one JournalNode frozen / healthy p50.
 FROZEN_P50_GOAL = 1.1
 #: p50 with 5 JournalNodes / p50 with 3.
@@ -367,11 +378,13 @@ def run_interleaved(
     ideal: Path | None,
     five: bool,
     frozen: bool,
+    busy_poll_us: int = 0,
 ) -> list[PhaseResult]:
     """The default run (see the module docstring): for each batch size, rounds of one
-    slice of each phase compared — the ideal, 3 JNs, 3 JNs pre-encoded, 5 JNs — in an
-    order that rotates from round to round; then the frozen phases. Both clusters run
-    from start to end. Every process is stopped on return."""
+    slice of each phase compared — the ideal, 3 JNs, 3 JNs pre-encoded, 5 JNs, and with
+    ``busy_poll_us`` 3 JNs pre-encoded with that busy poll — in an order that rotates from
+    round to round; then the frozen phases. Every cluster runs from start to end. Every
+    process is stopped on return."""
     rounds = max(1, round(seconds / slice_s))
     slice_s = seconds / rounds
     cap = max(1, max_ops // rounds)  # --max-ops is per phase
@@ -380,15 +393,21 @@ def run_interleaved(
     with contextlib.ExitStack() as stack:
         three = _Writer(stack, base / "three", 3, conf)
         fives = _Writer(stack, base / "five", 5, conf) if five else None
+        busy = None
+        if busy_poll_us > 0:
+            busy_conf = Configuration()
+            busy_conf.set(keys.DFS_QJOURNAL_BUSY_POLL_KEY, str(busy_poll_us))
+            busy = _Writer(stack, base / "three-busy-poll", 3, busy_conf)
         for batch in batches:
             healthy = PhaseResult("3 JNs", batch)
             pre = PhaseResult(f"3 JNs, {PRE_ENCODED}", batch)
             five_result = PhaseResult("5 JNs", batch)
+            busy_result = PhaseResult(f"3 JNs, {PRE_ENCODED}, {BUSY_POLL}", batch)
             ideal_runs: list[dict] = []
             quorum_rpcs: list[float] = []  # see _rpc_order_samples (healthy slices only)
             both_rpcs: list[float] = []
             steps = ["ideal"] if ideal is not None else []
-            steps += ["3", "3 pre"]
+            steps += ["3", "3 pre"] + (["3 busy"] if busy is not None else [])
             if fives is not None:  # and the plain-socket quorum's floor under the 5-node goal
                 steps += ["5", "plain 3", "plain 5"]
             for r in range(rounds):
@@ -404,6 +423,10 @@ def run_interleaved(
                         _rpc_order_samples(three.rpc_times, quorum_rpcs, both_rpcs)
                     elif step == "3 pre":
                         part[step] = three.measure(pre.phase, batch, slice_s, cap, pre_encoded=True)
+                    elif step == "3 busy":
+                        part[step] = busy.measure(  # type: ignore[union-attr]
+                            busy_result.phase, batch, slice_s, cap, pre_encoded=True
+                        )
                     elif step == "5":
                         part[step] = fives.measure(five_result.phase, batch, slice_s, cap)  # type: ignore[union-attr]
                     else:
@@ -414,6 +437,10 @@ def run_interleaved(
                     rate = baseline["records_per_s"]
                     healthy.round_ratios.append(part["3"].txns_per_s / rate)
                     pre.round_ratios.append(part["3 pre"].txns_per_s / rate)
+                    if "3 busy" in part:
+                        busy_result.round_ratios.append(part["3 busy"].txns_per_s / rate)
+                if "3 busy" in part:
+                    busy_result.merge(part["3 busy"])
                 if "5" in part:
                     five_result.merge(part["5"])
                     five_result.round_ratios.append(part["5"].p50_ms / part["3"].p50_ms)
@@ -425,11 +452,12 @@ def run_interleaved(
                     "records_per_s": statistics.median(i["records_per_s"] for i in ideal_runs),
                     "lat_ms_p50": statistics.median(i["lat_ms_p50"] for i in ideal_runs),
                 }
-                healthy.ideal = pre.ideal = summary
+                healthy.ideal = pre.ideal = busy_result.ideal = summary
             if quorum_rpcs:
                 healthy.rpc_quorum_p50_ms = statistics.median(quorum_rpcs) * 1000
                 healthy.rpc_both_p50_ms = statistics.median(both_rpcs) * 1000
-            phases = [healthy, pre] + ([five_result] if fives is not None else [])
+            phases = [healthy, pre] + ([busy_result] if busy is not None else [])
+            phases += [five_result] if fives is not None else []
             for result in phases:
                 _print_progress(result)
             results += phases
@@ -523,8 +551,9 @@ def _spread(ratios: Sequence[float]) -> str:
     return f" (median of {len(ratios)} rounds, {min(ratios):.2f}-{max(ratios):.2f})"
 
 
-def report(results: list[PhaseResult], batches: Sequence[int]) -> None:
+def report(results: list[PhaseResult], batches: Sequence[int], busy_poll_us: int = 0) -> None:
     """The table of figures, then each goal with its figure."""
+    busy_poll_note = f"{keys.DFS_QJOURNAL_BUSY_POLL_KEY}={busy_poll_us}, not the default"
     print(
         f"{'phase':<16} {'batch':>5} {'txns/s':>10} {'flush p50':>10} {'p99':>9} "
         f"{'flush-bound':>11} {'writer CPU':>10} {'JNs CPU':>9} "
@@ -574,6 +603,13 @@ def report(results: list[PhaseResult], batches: Sequence[int]) -> None:
         if encoding is not None and encoding.ideal is not None:
             line += f"; making and encoding each op in the loop: {_ideal_ratio(encoding):.2f}x"
         print(line)
+        busy = by_key.get((f"3 JNs, {PRE_ENCODED}, {BUSY_POLL}", batch))
+        if busy is not None and busy.ideal is not None:
+            ratio = _ideal_ratio(busy)
+            print(
+                f"              the writer busy-polling ({busy_poll_note}): {ratio:.2f}x "
+                f"{_verdict(ratio >= IDEAL_RATIO_GOAL)}{_spread(busy.round_ratios)}"
+            )
     for batch in batches:
         healthy = by_key.get(("3 JNs", batch))
         frozen = by_key.get(("3 JNs, 1 frozen", batch))
@@ -633,6 +669,13 @@ def run(argv: Sequence[str], conf) -> int:
         "--ideal", default=None, help=f"the ideal baseline script (default {DEFAULT_IDEAL})"
     )
     parser.add_argument("--skip-ideal", action="store_true", help="do not run the baseline")
+    parser.add_argument(
+        "--busy-poll-us",
+        type=int,
+        default=DEFAULT_BUSY_POLL_US,
+        help=f"{keys.DFS_QJOURNAL_BUSY_POLL_KEY} of the busy-poll phase "
+        f"({DEFAULT_BUSY_POLL_US}; 0: no such phase)",
+    )
     parser.add_argument("--dir", default=None, help="where the JournalNodes and baseline write")
     parser.add_argument(
         "--secure",
@@ -653,6 +696,8 @@ def run(argv: Sequence[str], conf) -> int:
         parser.error(f"--slice must be at least {MIN_SLICE_S:g} s (each slice is a segment)")
     if args.rounds <= 0:
         parser.error("--rounds must be positive")
+    if args.busy_poll_us < 0:
+        parser.error("--busy-poll-us must not be negative")
     if args.secure:
         return run_secure(batches, args.seconds, args.max_ops, args.rounds, args.dir)
 
@@ -680,9 +725,10 @@ def run(argv: Sequence[str], conf) -> int:
             ideal=ideal,
             five=not args.skip_five,
             frozen=not args.skip_frozen,
+            busy_poll_us=args.busy_poll_us,
         )
         print()
-        report(results, batches)
+        report(results, batches, args.busy_poll_us)
         print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     finally:
         shutil.rmtree(base, ignore_errors=True)
