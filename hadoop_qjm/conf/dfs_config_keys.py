@@ -90,9 +90,9 @@ DFS_QJOURNAL_HTTP_OPEN_TIMEOUT_KEY = "dfs.qjournal.http.open.timeout.ms"
 DFS_QJOURNAL_HTTP_READ_TIMEOUT_KEY = "dfs.qjournal.http.read.timeout.ms"
 DFS_QJOURNAL_PARALLEL_READ_NUM_THREADS_KEY = "dfs.qjournal.parallel-read.num-threads"
 DFS_QJOURNAL_PARALLEL_READ_NUM_THREADS_DEFAULT = 5
-#: Not Hadoop's (docs/quorum-client.md, "Busy polling"): how long (µs) a writer waiting for
-#: its quorum polls the sockets without blocking before it blocks; 0 (Hadoop's way) blocks
-#: at once.
+#: Not Hadoop's (docs/quorum-client.md, "Busy polling"): how long (µs, below 50 ms) a thread
+#: waiting for a quorum polls the sockets without blocking each time it starts reading
+#: replies, before it blocks; 0 (Hadoop's way) blocks at once.
 DFS_QJOURNAL_BUSY_POLL_KEY = "dfs.qjournal.busy-poll.us"
 DFS_QJOURNAL_BUSY_POLL_DEFAULT = 0
 DFS_QJM_OPERATIONS_TIMEOUT_KEY = "dfs.qjm.operations.timeout"

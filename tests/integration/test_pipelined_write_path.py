@@ -12,16 +12,19 @@ from __future__ import annotations
 import re
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
-from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
+from hadoop_qjm.common.exceptions import ConfigurationError, IllegalArgumentException, IOException
 from hadoop_qjm.conf import Configuration
+from hadoop_qjm.qjournal.client.executors import DirectExecutor
 from hadoop_qjm.qjournal.client.ipc_logger_channel import IPCLoggerChannel
 from hadoop_qjm.qjournal.client.pipelined_channel import (
     PipelinedChannel,
+    ReadRepliesWhileWaiting,
     ReplyReactor,
     read_replies_while_waiting,
     select_with_busy_poll,
@@ -396,13 +399,27 @@ def test_a_busy_poll_blocks_for_what_is_left_once_its_budget_is_spent() -> None:
     assert select.timeouts[5] == pytest.approx(0.495)
 
 
+def test_what_comes_once_the_busy_poll_blocks_is_returned() -> None:
+    select = ScriptedSelect(ready_on=6)
+    assert select_with_busy_poll(select, 0.5, 0.0045, select.clock) == ["event"]
+    assert len(select.timeouts) == 6 and select.timeouts[5] == pytest.approx(0.495)
+
+
 def test_a_busy_poll_never_outlasts_the_timeout() -> None:
     select = ScriptedSelect()
     assert select_with_busy_poll(select, 0.003, 1.0, select.clock) == []
     assert select.timeouts == [0, 0, 0]  # the timeout is spent: no blocking select after
+    now = ScriptedSelect()
+    assert select_with_busy_poll(now, 0, 1.0, now.clock) == []
+    assert now.timeouts == [0]  # one look, as select(0) alone would
     endless = ScriptedSelect()
     assert select_with_busy_poll(endless, None, 0.002, endless.clock) == []
     assert endless.timeouts == [0, 0, None]
+
+
+def test_a_negative_busy_poll_is_refused() -> None:
+    with pytest.raises(ValueError, match="busy_poll_s must not be negative: -1"):
+        ReadRepliesWhileWaiting(-1)
 
 
 @pytest.mark.parametrize(
@@ -423,18 +440,23 @@ def test_the_busy_poll_comes_from_the_configuration(value, expected_s) -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "message"),
+    ("value", "error", "message"),
     [
-        ("-1", "dfs.qjournal.busy-poll.us must not be negative: -1"),
-        ("soon", "dfs.qjournal.busy-poll.us"),
+        ("-1", IllegalArgumentException, "must be between 0 and 49999 (microseconds): -1"),
+        # As long as the background reader's lease: it would take the replies over.
+        ("50ms", IllegalArgumentException, "must be between 0 and 49999 (microseconds): 50000"),
+        ("soon", ConfigurationError, "'soon' is not a time duration (in us)"),
     ],
 )
-def test_a_bad_busy_poll_is_refused_with_its_key(value, message) -> None:
+@pytest.mark.parametrize("injected_executor", [False, True])
+def test_a_bad_busy_poll_is_refused_with_its_key(value, error, message, injected_executor) -> None:
+    """Refused whether or not the channel reads its own replies (an injected executor)."""
     conf = Configuration()
     conf.set("dfs.qjournal.busy-poll.us", value)
-    with pytest.raises(Exception, match=re.escape(message)) as caught:
-        IPCLoggerChannel(conf, FAKE_NSINFO, JID, ("127.0.0.1", 1))
-    assert isinstance(caught.value, (IllegalArgumentException, ValueError))
+    extra = {"executor": DirectExecutor()} if injected_executor else {}
+    with pytest.raises(error, match=re.escape(message)) as caught:
+        IPCLoggerChannel(conf, FAKE_NSINFO, JID, ("127.0.0.1", 1), **extra)
+    assert "dfs.qjournal.busy-poll.us" in str(caught.value)
 
 
 class SelectRecorder:
@@ -455,7 +477,62 @@ class SelectRecorder:
         return getattr(self._selector, name)
 
 
-@pytest.mark.parametrize("busy_poll_us", [0, 1_000_000])
+def take_the_reader_role(reactor: ReplyReactor) -> None:
+    """Return once this thread has just held the reader role with nothing left to read:
+    its lease then keeps the background reader parked while this thread reads again."""
+    deadline = time.monotonic() + 20
+    while True:
+        reactor.wake()  # a background poll in progress returns (the lease parks it)
+        if reactor.read_while_waiting(0.01):
+            # Looked once more: the wake-up byte of the last call is read too.
+            if reactor.read_while_waiting(0.01):
+                return
+        assert time.monotonic() < deadline, "the background reader kept the role"
+        threading.Event().wait(0.002)
+
+
+def test_a_wake_cuts_a_busy_poll_short(monkeypatch: pytest.MonkeyPatch) -> None:
+    reactor = ReplyReactor.shared()
+    take_the_reader_role(reactor)
+    recorder = SelectRecorder(reactor._selector, threading.get_ident())
+    monkeypatch.setattr(reactor, "_selector", recorder)
+    reactor.wake()
+    started = time.monotonic()
+    assert reactor.read_while_waiting(5.0, None, busy_poll_s=5.0)
+    assert time.monotonic() - started < 2.5
+    assert recorder.timeouts == [0]  # the first look found the wake-up
+
+
+def test_a_reply_deadline_passing_during_a_busy_poll_fails_the_call(
+    peer: ScriptedPeer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A silent node: the call fails with SocketTimeoutException at its deadline. The
+    waiter reads all along (the role is its own each time), busy-polling and then
+    blocking — never past the deadline, whatever its own timeout."""
+    channel = PipelinedChannel("127.0.0.1", peer.port, 0.3, 5.0, MAX_FRAME)
+    try:
+        channel.call(b"connect")
+        peer.silent = True
+        reactor = channel._reactor
+        assert reactor is ReplyReactor.shared()
+        take_the_reader_role(reactor)
+        recorder = SelectRecorder(reactor._selector, threading.get_ident())
+        monkeypatch.setattr(reactor, "_selector", recorder)
+        answers, done, callback = collect()
+        channel.send_async([b"never answered"], callback)
+        started = time.monotonic()
+        while not done.is_set():
+            assert reactor.read_while_waiting(5.0, None, busy_poll_s=0.04)
+            assert time.monotonic() - started < 10
+        ((reply, error),) = answers
+        assert reply is None and isinstance(error, SocketTimeoutException)
+        assert 0 in recorder.timeouts
+        assert all(t is not None and t <= 0.3 + 0.01 for t in recorder.timeouts)
+    finally:
+        channel.close()
+
+
+@pytest.mark.parametrize("busy_poll_us", [0, 1000])
 def test_a_writer_that_busy_polls_commits_every_batch(
     busy_poll_us: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:

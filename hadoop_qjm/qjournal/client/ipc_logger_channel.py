@@ -68,6 +68,7 @@ from hadoop_qjm.qjournal.client.ipc_logger_channel_metrics import (
     LatencySeries,
 )
 from hadoop_qjm.qjournal.client.pipelined_channel import (
+    LEASE_S,
     ReadRepliesWhileWaiting,
     read_replies_while_waiting,
 )
@@ -128,13 +129,18 @@ def _failed(error: BaseException) -> Future[Any]:
 
 
 def _replies_reader(conf: Configuration) -> ReadRepliesWhileWaiting:
-    """The assist reading this process's replies, with the configured busy poll."""
-    busy_poll_us = conf.get_time_duration(
-        keys.DFS_QJOURNAL_BUSY_POLL_KEY, keys.DFS_QJOURNAL_BUSY_POLL_DEFAULT, "us"
-    )
-    if busy_poll_us < 0:
+    """The assist reading this process's replies, with the configured busy poll.
+
+    IllegalArgumentException for a negative budget or one of ``LEASE_S`` or more: a
+    waiter that keeps the reader role that long lets its lease lapse, and the
+    background reader takes the replies over (a thread hand-off per batch again).
+    """
+    key = keys.DFS_QJOURNAL_BUSY_POLL_KEY
+    busy_poll_us = conf.get_time_duration(key, keys.DFS_QJOURNAL_BUSY_POLL_DEFAULT, "us")
+    most_us = int(LEASE_S * 1e6) - 1
+    if not 0 <= busy_poll_us <= most_us:
         raise IllegalArgumentException(
-            f"{keys.DFS_QJOURNAL_BUSY_POLL_KEY} must not be negative: {busy_poll_us}"
+            f"{key} must be between 0 and {most_us} (microseconds): {busy_poll_us}"
         )
     if busy_poll_us == 0:
         return read_replies_while_waiting
@@ -176,9 +182,11 @@ class IPCLoggerChannel(AsyncLogger):
         # one (a DirectExecutor) keeps every call in the caller's thread, in order.
         self._may_send_directly = executor is None
         #: How a thread waiting for this channel's answers reads them itself (QuorumCall's
-        #: assist); None when the replies come through the executor.
+        #: assist); None when the replies come through the executor. The busy poll is
+        #: read (and a bad value refused) either way.
+        replies_reader = _replies_reader(conf)
         self.assist_wait = (
-            _replies_reader(conf)
+            replies_reader
             if executor is None and proxy_factory is None and self._pipelined_transport()
             else None
         )
