@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from pathlib import Path
@@ -130,3 +131,30 @@ def test_bench_qjm_secure_reports_both_and_the_ratio(
     assert _journal_nodes() == []
     assert list(work.iterdir()) == []
     assert main(["bench", "qjm", "--secure", "--rounds", "0"]) == 2
+
+
+def test_each_slice_is_purged_after_it_unless_told_not_to(tmp_path: Path) -> None:
+    """As the ideal deletes its file after each run: no segment piles up from slice to
+    slice (the frozen phases, whose frozen node never answers, keep theirs)."""
+    from hadoop_qjm.conf import Configuration
+    from hadoop_qjm.tools.bench import qjm as bench
+
+    def segments(writer) -> list[list[str]]:
+        return [
+            sorted(p.name for p in writer.cluster.current_dir(i, bench.JID).iterdir())
+            for i in range(3)
+        ]
+
+    with contextlib.ExitStack() as stack:
+        writer = bench._Writer(stack, tmp_path / "cluster", 3, Configuration())
+        for _ in range(3):
+            result = writer.measure("3 JNs", 2, 0.05, 40)
+            assert result.batches > 0
+        assert all(not any(n.startswith("edits_") for n in names) for names in segments(writer))
+        first = writer.txid
+        writer.measure("3 JNs", 2, 0.05, 40, purge=False)
+        kept = f"edits_{first:019d}-{writer.txid - 1:019d}"
+        assert all(
+            [n for n in names if n.startswith("edits_")] == [kept] for names in segments(writer)
+        )
+    assert _journal_nodes() == []

@@ -33,8 +33,8 @@ for the whole time (an idle JournalNode costs nothing). Each ratio is the
 median over the rounds of the ratio within a round — on a shared machine the
 disk's and the CPUs' speed drift within seconds, and phases run one after the
 other would put that drift into the ratio (``bench journalnode`` does the
-same). Every slice is a segment of its own, started and finalized outside the
-clock. The frozen phases follow, on the 3-node cluster (a node once frozen is
+same). Every slice is a segment of its own, started, finalized and purged (as the
+ideal deletes its file) outside the clock. The frozen phases follow, on the 3-node cluster (a node once frozen is
 out of sync until the next segment: they cannot be interleaved with healthy
 slices without slowing those).
 
@@ -361,14 +361,36 @@ class _Writer:
         self.txid = 1
 
     def measure(
-        self, phase: str, batch: int, seconds: float, max_ops: int, *, pre_encoded: bool = False
+        self,
+        phase: str,
+        batch: int,
+        seconds: float,
+        max_ops: int,
+        *,
+        pre_encoded: bool = False,
+        purge: bool = True,
     ) -> PhaseResult:
-        """One slice; afterwards ``rpc_times`` holds its journal() RPC times (only)."""
+        """One slice; afterwards ``rpc_times`` holds its journal() RPC times (only).
+
+        With ``purge`` the slice's segment is purged afterwards, outside the clock, and
+        every node's purge waited for — as the ideal deletes its file after each run, and
+        as a NameNode purges the segments a checkpoint made redundant. Left on disk, the
+        segments pile up (gigabytes at batch 1000) and the JournalNodes' CPU per batch
+        grew by half (full runs measured 0.66-0.69x the ideal at batch 1000 without
+        purging, 0.95-0.96x with it) — likely because this virtual machine hands free
+        memory back to its host, so that fresh pages for new edits cost more than the
+        pages the ideal frees and reuses. No purge with a node frozen: it would never
+        answer.
+        """
         for times in self.rpc_times:
             times.clear()
         result, self.txid = measure(
             self.qjm, phase, self.txid, batch, seconds, max_ops, self.pids, pre_encoded=pre_encoded
         )
+        if purge:
+            self.qjm.purge_logs_older_than(self.txid)
+            for logger in self.qjm.loggers.loggers:
+                logger.wait_for_all_pending_calls()
         return result
 
 
@@ -474,7 +496,7 @@ def run_interleaved(
             os.kill(node.pid, signal.SIGSTOP)
             try:
                 for batch in batches:
-                    result = three.measure("3 JNs, 1 frozen", batch, seconds, max_ops)
+                    result = three.measure("3 JNs, 1 frozen", batch, seconds, max_ops, purge=False)
                     _print_progress(result)
                     results.append(result)
             finally:
