@@ -68,7 +68,7 @@ from hadoop_qjm.qjournal.client.ipc_logger_channel_metrics import (
     LatencySeries,
 )
 from hadoop_qjm.qjournal.client.pipelined_channel import (
-    LEASE_S,
+    MAX_BUSY_POLL_US,
     ReadRepliesWhileWaiting,
     read_replies_while_waiting,
 )
@@ -129,18 +129,13 @@ def _failed(error: BaseException) -> Future[Any]:
 
 
 def _replies_reader(conf: Configuration) -> ReadRepliesWhileWaiting:
-    """The assist reading this process's replies, with the configured busy poll.
-
-    IllegalArgumentException for a negative budget or one of ``LEASE_S`` or more: a
-    waiter that keeps the reader role that long lets its lease lapse, and the
-    background reader takes the replies over (a thread hand-off per batch again).
-    """
+    """The assist reading this process's replies, with the configured busy poll
+    (IllegalArgumentException for one below 0 or above ``MAX_BUSY_POLL_US``)."""
     key = keys.DFS_QJOURNAL_BUSY_POLL_KEY
     busy_poll_us = conf.get_time_duration(key, keys.DFS_QJOURNAL_BUSY_POLL_DEFAULT, "us")
-    most_us = int(LEASE_S * 1e6) - 1
-    if not 0 <= busy_poll_us <= most_us:
+    if not 0 <= busy_poll_us <= MAX_BUSY_POLL_US:
         raise IllegalArgumentException(
-            f"{key} must be between 0 and {most_us} (microseconds): {busy_poll_us}"
+            f"{key} must be between 0 and {MAX_BUSY_POLL_US} (microseconds): {busy_poll_us}"
         )
     if busy_poll_us == 0:
         return read_replies_while_waiting

@@ -62,6 +62,7 @@ from hadoop_qjm.qjournal.protocol.wire import FRAME_HEADER, ProtocolError
 
 __all__ = [
     "LEASE_S",
+    "MAX_BUSY_POLL_US",
     "PipelinedChannel",
     "ReadRepliesWhileWaiting",
     "ReplyCallback",
@@ -78,6 +79,10 @@ ReplyCallback = Callable[[bytes | None, BaseException | None], None]
 
 #: The reactor thread stays parked this long after a waiter last read for itself.
 LEASE_S = 0.05
+#: The longest busy poll (µs) a waiter may make (``dfs.qjournal.busy-poll.us``): one that
+#: keeps the reader role for the whole lease lets the lease lapse, and the background
+#: reader takes the replies over (a thread hand-off per batch again).
+MAX_BUSY_POLL_US = round(LEASE_S * 1_000_000) - 1
 #: A waiter that finds the reader role taken looks again this soon (it is woken
 #: earlier if the role holder completes what it waits for).
 ROLE_RETRY_S = 0.002

@@ -29,14 +29,14 @@ The phases compared with each other — the ideal, ``3 JNs``, ``3 JNs,
 pre-encoded``, ``5 JNs`` and the busy-poll phase — run interleaved: for each
 batch size, rounds of one ``--slice`` (0.5 s) of each, in an order that rotates
 from round to round, ``--seconds`` of each in all; the clusters run side by side
-for the whole time (an idle JournalNode costs nothing). Each ratio is the
-median over the rounds of the ratio within a round — on a shared machine the
-disk's and the CPUs' speed drift within seconds, and phases run one after the
-other would put that drift into the ratio (``bench journalnode`` does the
-same). Every slice is a segment of its own, started, finalized and purged (as the
-ideal deletes its file) outside the clock. The frozen phases follow, on the 3-node cluster (a node once frozen is
-out of sync until the next segment: they cannot be interleaved with healthy
-slices without slowing those).
+for the whole time (an idle JournalNode costs nothing). Each ratio is the median
+over the rounds of the ratio within a round — on a shared machine the disk's and
+the CPUs' speed drift within seconds, and phases run one after the other would
+put that drift into the ratio (``bench journalnode`` does the same). Every slice
+is a segment of its own, started, finalized and purged (as the ideal deletes its
+file) outside the clock. The frozen phases follow, on the 3-node cluster (a node
+once frozen is out of sync until the next segment: they cannot be interleaved
+with healthy slices without slowing those).
 
 For context beside the 5-node goal, two more slices in each round run a plain-socket
 quorum (``_plain_quorum``: the ideal baseline's design with 3 and with 5 servers, no
@@ -89,7 +89,7 @@ from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, encode_op
 from hadoop_qjm.qjournal.client.ipc_logger_channel import IPCLoggerChannel
-from hadoop_qjm.qjournal.client.pipelined_channel import LEASE_S
+from hadoop_qjm.qjournal.client.pipelined_channel import MAX_BUSY_POLL_US
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO
@@ -736,8 +736,8 @@ def run(argv: Sequence[str], conf) -> int:
         parser.error(f"--slice must be at least {MIN_SLICE_S:g} s (each slice is a segment)")
     if args.rounds <= 0:
         parser.error("--rounds must be positive")
-    if not 0 <= args.busy_poll_us < LEASE_S * 1e6:
-        parser.error(f"--busy-poll-us must be between 0 and {int(LEASE_S * 1e6) - 1}")
+    if not 0 <= args.busy_poll_us <= MAX_BUSY_POLL_US:
+        parser.error(f"--busy-poll-us must be between 0 and {MAX_BUSY_POLL_US}")
     if args.secure:
         return run_secure(batches, args.seconds, args.max_ops, args.rounds, args.dir)
 
