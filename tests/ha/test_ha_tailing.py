@@ -17,6 +17,7 @@ import pytest
 from hadoop_qjm.namenode.protocol.messages import HAServiceState
 from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf, journal_node_conf, wait_until
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+from tests.integration.namenode_support import wait_for_journal_nodes
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -144,6 +145,8 @@ def test_a_standby_never_writes_to_the_shared_journal(mjc, tmp_path):
             checkpointer = pair["nn2"].checkpointer
             wait_until(lambda: checkpointer.checkpoints >= 1, what="a standby checkpoint")
             tail_rounds(pair, "nn2", 10)
+            # nn1's calls return with a majority: the third JournalNode may still be behind.
+            wait_for_journal_nodes(pair["nn1"].core)
             after = journal_files(mjc)
             last = pair["nn1"].core.edit_log.last_written_txid
         for i, names in enumerate(after):

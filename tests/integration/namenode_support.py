@@ -70,8 +70,8 @@ def wait_for_journal_nodes(nn: NameNodeCore) -> None:
     returns with a majority, and the others may still be catching up."""
     for jas in nn.edit_log.journal_set.journals:
         loggers = getattr(jas.manager, "loggers", None)
-        for logger in loggers.loggers if loggers is not None else ():
-            logger.wait_for_all_pending_calls()
+        if loggers is not None:
+            loggers.wait_for_all_pending_calls()
 
 
 def read_ops(current_dir: Path, from_txid: int = 1, in_progress_ok: bool = False) -> list:

@@ -83,6 +83,9 @@ def test_group_commit_many_threads(cluster, tmp_path) -> None:
     )
     assert syncs * 4 < txns, "group commit did not batch"
     snapshot = ns.snapshot()
+    # The last quorum call returned with a majority: let the third node finish what it
+    # was sent, so that no file is being written or renamed while it is read below.
+    wait_for_journal_nodes(nn)
     nn.close()
 
     # Every txid once, in order, on the local journal and on a quorum of JournalNodes (a

@@ -164,8 +164,7 @@ class Harness:
         return qjm
 
     def wait_for_all_pending_calls(self) -> None:
-        for logger in self.qjm.loggers.loggers:
-            logger.wait_for_all_pending_calls()
+        self.qjm.loggers.wait_for_all_pending_calls()
 
     def edits_files(self, i: int) -> list[str]:
         return sorted(

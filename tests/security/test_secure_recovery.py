@@ -37,12 +37,10 @@ def test_recovery_downloads_over_https_only(pki) -> None:
             first.format(FAKE_NSINFO)
             first.recover_unfinalized_segments()
             stm = write_segment(first, 1, 3, False, cluster=cluster)
-            for logger in first.loggers.loggers:
-                logger.wait_for_all_pending_calls()
+            first.loggers.wait_for_all_pending_calls()
             cluster.stop_journal_node(2)
             write_txns(stm, 4, 2)  # a quorum of two
-            for logger in first.loggers.loggers:
-                logger.wait_for_all_pending_calls()
+            first.loggers.wait_for_all_pending_calls()
         finally:
             first.close()  # dies without finalizing
         cluster.restart_journal_node(2)

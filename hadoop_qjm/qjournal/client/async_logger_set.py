@@ -134,6 +134,15 @@ class AsyncLoggerSet:
             )
         return call.successes
 
+    def wait_for_all_pending_calls(self) -> None:
+        """Block until every logger has answered each state-changing call made so far
+        (Hadoop's waitForAllPendingCalls): a quorum call returns once a majority answered,
+        and the others may still be catching up. A logger that cannot tell is skipped."""
+        for logger in self.loggers:
+            wait = getattr(logger, "wait_for_all_pending_calls", None)
+            if wait is not None:
+                wait()
+
     # ---- life cycle and reporting --------------------------------------------------------------
     def close(self) -> None:
         """Close every logger (each stops its executors and its connection)."""

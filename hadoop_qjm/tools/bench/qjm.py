@@ -389,8 +389,7 @@ class _Writer:
         )
         if purge:
             self.qjm.purge_logs_older_than(self.txid)
-            for logger in self.qjm.loggers.loggers:
-                logger.wait_for_all_pending_calls()
+            self.qjm.loggers.wait_for_all_pending_calls()
         return result
 
 
