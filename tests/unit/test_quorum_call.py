@@ -194,6 +194,20 @@ def test_epoch_is_set_once_on_every_logger() -> None:
     assert loggers.append_report() == "a (Written txid 0), b (Written txid 0)"
 
 
+def test_waiting_for_all_pending_calls_asks_every_logger_that_can_tell() -> None:
+    """Hadoop's waitForAllPendingCalls: the loggers that can wait (IPCLoggerChannel) are
+    each waited for, in order; the others are skipped."""
+    waited: list[str] = []
+
+    class Waiting(FakeLogger):
+        def wait_for_all_pending_calls(self) -> None:
+            waited.append(self.name)
+
+    loggers = _set(Waiting("a"), FakeLogger("b"), Waiting("c"))
+    loggers.wait_for_all_pending_calls()
+    assert waited == ["a", "c"]
+
+
 # ---- waking the waiter, and what an unanswered call keeps alive ------------------------------
 
 
