@@ -11,6 +11,8 @@ import psutil
 import pytest
 
 from hadoop_qjm.cli import main
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.tools.bench import qjm as bench
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -136,8 +138,6 @@ def test_bench_qjm_secure_reports_both_and_the_ratio(
 def test_each_slice_is_purged_after_it_unless_told_not_to(tmp_path: Path) -> None:
     """As the ideal deletes its file after each run: no segment piles up from slice to
     slice (the frozen phases, whose frozen node never answers, keep theirs)."""
-    from hadoop_qjm.conf import Configuration
-    from hadoop_qjm.tools.bench import qjm as bench
 
     def segments(writer) -> list[list[str]]:
         return [
