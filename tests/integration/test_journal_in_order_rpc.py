@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import socket
+import sys
+import threading
 
 import pytest
 
@@ -11,7 +15,12 @@ from hadoop_qjm.common.exceptions import IOException
 from hadoop_qjm.namenode import edit_log_file_output_stream as output_module
 from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
 from hadoop_qjm.qjournal.protocol.exceptions import JournalOutOfSyncException
+from hadoop_qjm.qjournal.protocol.journal_call import encode_journal_body, encode_journal_head
+from hadoop_qjm.qjournal.protocol.sockets import FrameReader, PlainSocketFactory
+from hadoop_qjm.qjournal.protocol.wire import encode_void_reply, frame
 from hadoop_qjm.qjournal.server.journal import Journal
+from hadoop_qjm.qjournal.server.journal_node_rpc_server import JournalNodeRpcServer
+from hadoop_qjm.testing.in_process_ha import wait_until
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, JID, create_txn_data, make_request
 
@@ -58,6 +67,8 @@ def test_in_order_batches_take_the_one_pass_path(cluster, proxy, one_pass_calls)
             2,
             create_txn_data(1 + i * 2, 2),
         )
+    # The spy hears of the last call only after the writer had its acknowledgement.
+    wait_until(lambda: len(one_pass_calls) == 3, 10, "the last call to return")
     assert one_pass_calls == [True, True, True]
     journal = cluster.journal_node(0).get_or_create_journal(JID)
     assert journal.highest_written_txid == 6
@@ -103,3 +114,89 @@ def test_a_pipelined_proxys_journal_connects_like_every_other_call(cluster):
         p.journal(make_request(2), 1, 1, 2, create_txn_data(1, 2))
         assert p.connected
     assert cluster.journal_node(0).get_or_create_journal(JID).highest_written_txid == 2
+
+
+# ---- early acknowledgements ---------------------------------------------------------------------
+def test_in_order_batches_are_acknowledged_as_soon_as_they_are_durable(cluster, proxy, monkeypatch):
+    """Over plain TCP the RPC server hands the journal an acknowledgement to send the
+    moment the batch is durable; the reply the writer then gets is that one, once."""
+    given: list[object] = []
+    real = Journal.journal_in_order
+
+    def spy(self, *args):
+        given.append(args[-1])
+        return real(self, *args)
+
+    monkeypatch.setattr(Journal, "journal_in_order", spy)
+    for i in range(3):
+        proxy.journal(make_request(2 + i), 1, 1 + i, 1, create_txn_data(1 + i, 1))
+    assert len(given) == 3 and all(callable(a) for a in given)
+    # One reply per call: the next call's reply is its own (the proxy checks the seqid).
+    assert proxy.get_journal_state(JID).last_promised_epoch == 1
+    assert cluster.journal_node(0).get_or_create_journal(JID).highest_written_txid == 3
+
+
+class _SmallSendBuffers(PlainSocketFactory):
+    """Accepted sockets with a small, fixed send buffer: a client that stops reading
+    fills it after a few hundred replies."""
+
+    def wrap_accepted(self, conn: socket.socket) -> socket.socket:
+        conn = super().wrap_accepted(conn)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        return conn
+
+
+def _blocked_in_finish() -> bool:
+    """Whether some thread is sending the rest of an acknowledgement (outside every lock)."""
+    return any(
+        frame_.f_code.co_name == "finish" and "journal_node_rpc_server" in frame_.f_code.co_filename
+        for top in sys._current_frames().values()
+        for frame_ in _stack(top)
+    )
+
+
+def _stack(top):
+    while top is not None:
+        yield top
+        top = top.f_back
+
+
+def test_a_writer_that_does_not_read_its_acknowledgements_holds_up_only_itself(cluster, proxy):
+    """The acknowledgement is sent under the Journal's lock, so it must never block there:
+    a writer that stops reading fills its socket, and then only its own connection waits
+    (outside the lock) while every other call on that journal is served."""
+    node = cluster.journal_node(0)
+    batches = 20_000
+    records = [create_txn_data(1 + i, 1) for i in range(batches)]
+    with JournalNodeRpcServer(node, "127.0.0.1", 0, socket_factory=_SmallSendBuffers()) as srv:
+        srv.start()
+        with socket.create_connection(srv.address, timeout=30) as client:
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            stop = threading.Event()
+
+            def send_batches() -> None:
+                # Committed up to the last txid: written without an fsync, so this is fast.
+                with contextlib.suppress(OSError):
+                    for i in range(batches):
+                        if stop.is_set():
+                            return
+                        head = encode_journal_head(i + 1, JID, 1, i + 2, batches, None)
+                        body = encode_journal_body(1 + i, 1, records[i], 1, None)
+                        client.sendall(frame(head + body))
+
+            sender = threading.Thread(target=send_batches, daemon=True)
+            sender.start()
+            try:
+                wait_until(_blocked_in_finish, 30, "a connection to wait to send a reply")
+                # The journal's lock is free: another writer's call is answered at once.
+                assert proxy.get_journal_state(JID).last_promised_epoch == 1
+                proxy.heartbeat(make_request(batches + 10, committed_txid=batches))
+                written = node.get_or_create_journal(JID).highest_written_txid
+                assert 0 < written < batches
+            finally:
+                stop.set()
+            # The writer reads again: every acknowledgement comes, once and in order.
+            reader = FrameReader(client, 1 << 20)
+            for i in range(written):
+                assert reader.read_frame() == encode_void_reply("journal", i + 1)
+            sender.join(30)

@@ -10,6 +10,7 @@ message, or none) and hold the same state and the same bytes on disk; and a call
 from __future__ import annotations
 
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -270,3 +271,146 @@ def _setup_without_writes(journal: Journal) -> None:
     journal.format(FAKE_NSINFO)
     journal.new_epoch(FAKE_NSINFO, 2)
     journal.start_log_segment(make_request(1, epoch=2), 1, CURRENT_LAYOUT_VERSION)
+
+
+# ---- the early acknowledgement ------------------------------------------------------------------
+def _held_elsewhere(lock) -> bool:
+    """Whether another thread finds ``lock`` taken."""
+    free: list[bool] = []
+
+    def try_lock() -> None:
+        got = lock.acquire(blocking=False)
+        if got:
+            lock.release()
+        free.append(got)
+
+    thread = threading.Thread(target=try_lock)
+    thread.start()
+    thread.join(10)
+    return free == [False]
+
+
+def _segment_bytes(journal: Journal) -> bytes:
+    return (journal.storage.current_dir / "edits_inprogress_0000000000000000001").read_bytes()
+
+
+def test_the_acknowledgement_comes_once_the_batch_is_durable_and_before_it_is_recorded(
+    tmp_path, monkeypatch
+):
+    """The writer's acknowledgement goes out right after the fdatasync and the journal's
+    own state; the journal counts the batch in its metrics after it, before it lets go
+    of its lock."""
+    from hadoop_qjm.namenode import edit_log_file_output_stream as output_module
+
+    journal = Journal(Configuration(), tmp_path / JID, JID)
+    try:
+        _setup(journal)
+        events: list[Any] = []
+        real_sync = output_module.os.fdatasync
+
+        def recording_sync(fd):
+            real_sync(fd)
+            events.append("fdatasync")
+
+        records = create_txn_data(4, 2)
+
+        def acknowledge():
+            assert _held_elsewhere(journal._lock), "the journal's lock is held"
+            events.append(
+                (
+                    "acknowledge",
+                    records in _segment_bytes(journal),
+                    journal.next_txid,
+                    journal.highest_written_txid,
+                    journal.metrics.counts.batches,
+                )
+            )
+
+        monkeypatch.setattr(output_module.os, "fdatasync", recording_sync)
+        batches = journal.metrics.counts.batches
+        req = RequestInfo(JID, 2, 3, 3)
+        assert journal.journal_in_order(*request_numbers(req), 1, 4, 2, records, acknowledge)
+        assert events == ["fdatasync", ("acknowledge", True, 6, 5, batches)]
+        assert (journal.next_txid, journal.highest_written_txid) == (6, 5)
+        assert journal.metrics.counts.batches == batches + 1
+    finally:
+        journal.close()
+
+
+def test_a_failing_acknowledgement_still_leaves_the_batch_recorded(tmp_path):
+    """The batch is on disk whatever became of its acknowledgement: the journal's state
+    must say so, or the writer's next batch would not follow it."""
+    journal = Journal(Configuration(), tmp_path / JID, JID)
+    try:
+        _setup(journal)
+        batches = journal.metrics.counts.batches
+
+        def acknowledge():
+            raise RuntimeError("acknowledgement failed")
+
+        req = RequestInfo(JID, 2, 3, 3)
+        with pytest.raises(RuntimeError, match="acknowledgement failed"):
+            journal.journal_in_order(
+                *request_numbers(req), 1, 4, 2, create_txn_data(4, 2), acknowledge
+            )
+        assert (journal.next_txid, journal.highest_written_txid) == (6, 5)
+        assert journal.metrics.counts.batches == batches + 1
+        req = RequestInfo(JID, 2, 4, 5)
+        assert journal.journal_in_order(*request_numbers(req), 1, 6, 1, create_txn_data(6, 1))
+    finally:
+        journal.close()
+
+
+def test_a_batch_that_fails_to_sync_is_never_acknowledged(tmp_path, monkeypatch):
+    from hadoop_qjm.namenode import edit_log_file_output_stream as output_module
+
+    journal = Journal(Configuration(), tmp_path / JID, JID)
+    try:
+        _setup(journal)
+        acknowledged = []
+
+        def failing_sync(fd):
+            raise OSError(5, "Input/output error")
+
+        monkeypatch.setattr(output_module.os, "fdatasync", failing_sync)
+        req = RequestInfo(JID, 2, 3, 3)
+        with pytest.raises(IOException, match="Failed to write txns 4-4"):
+            journal.journal_in_order(
+                *request_numbers(req),
+                1,
+                4,
+                1,
+                create_txn_data(4, 1),
+                lambda: acknowledged.append(1),
+            )
+        assert acknowledged == []
+    finally:
+        journal.close()
+
+
+def test_a_metrics_reader_that_saw_the_acknowledgement_sees_the_batch_counted(tmp_path):
+    """A /jmx or /metrics read that starts once the writer has its acknowledgement waits
+    out the few lines of counting: it never sees the batch acknowledged but uncounted."""
+    journal = Journal(Configuration(), tmp_path / JID, JID)
+    try:
+        _setup(journal)
+        before = journal.metrics.as_hadoop_bean()
+        beans: list[dict[str, object]] = []
+        reader = threading.Thread(target=lambda: beans.append(journal.metrics.as_hadoop_bean()))
+
+        def acknowledge():
+            assert journal.metrics.batch_lock.locked()  # a reader must wait for the count
+            reader.start()  # as a client would, having read the acknowledgement
+
+        req = RequestInfo(JID, 2, 3, 3)
+        assert journal.journal_in_order(
+            *request_numbers(req), 1, 4, 2, create_txn_data(4, 2), acknowledge
+        )
+        reader.join(10)
+        (bean,) = beans
+        assert bean["BatchesWritten"] == before["BatchesWritten"] + 1
+        assert bean["TxnsWritten"] == before["TxnsWritten"] + 2
+        assert bean["LastWrittenTxId"] == 5
+        assert bean["LastJournalTimestamp"] >= before["LastJournalTimestamp"]
+    finally:
+        journal.close()

@@ -14,6 +14,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import BinaryIO
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
@@ -341,6 +342,7 @@ class Journal(JournalRecovery):
         first_txid: int,
         num_txns: int,
         records: bytes | memoryview,
+        acknowledge: Callable[[], None] | None = None,
     ) -> bool:
         """:meth:`journal` for the common case, in one pass; False if it is not that case.
 
@@ -353,6 +355,13 @@ class Journal(JournalRecovery):
         has the same effects. In any other case it returns False having changed
         nothing, and the caller runs :meth:`journal`, which decides (promises a
         newer epoch, or rejects the call with the usual exception).
+
+        ``acknowledge`` (the RPC server's reply) runs the moment the batch is
+        durable and in the journal's state (next txid, highest written txid, edit
+        cache), before the metrics count it: whatever runs first after a wait for
+        the disk runs slowly on a small machine, and the writer waits only for the
+        acknowledgement. It must not block. A metrics reader that saw the
+        acknowledgement still sees the batch counted (:attr:`JournalMetrics.batch_lock`).
         """
         with self._lock:
             if self._storage_failure is not None or not self.storage.is_formatted():
@@ -377,11 +386,18 @@ class Journal(JournalRecovery):
             self.current_epoch_ipc_serial = ipc_serial
             if committed_txid != INVALID_TXID and committed_txid != committed:
                 self.committed_txn_id.set_lazily(committed_txid)
-            self._write_batch_locked(first_txid, num_txns, records)
+            self._write_batch_locked(first_txid, num_txns, records, acknowledge)
             return True
 
-    def _write_batch_locked(self, first_txid: int, num_txns: int, records: bytes) -> None:
-        """Append a checked batch to the open segment (fsynced unless already committed)."""
+    def _write_batch_locked(
+        self,
+        first_txid: int,
+        num_txns: int,
+        records: bytes | memoryview,
+        acknowledge: Callable[[], None] | None = None,
+    ) -> None:
+        """Append a checked batch to the open segment (fsynced unless already committed);
+        ``acknowledge`` as in :meth:`journal_in_order`."""
         last_txid = first_txid + num_txns - 1
         # A batch the quorum already committed (we are catching up) need not be fsynced.
         lagging = last_txid <= self.committed_txn_id.get()
@@ -392,7 +408,22 @@ class Journal(JournalRecovery):
         except OSError as e:
             self._fail_storage(f"writing txns {first_txid}-{last_txid}: {e}")
             raise IOException(f"Failed to write txns {first_txid}-{last_txid}: {e}") from e
-        sync_micros = (time.perf_counter() - started) * 1e6
+        synced = time.perf_counter()
+        # In the cache before the highest txid says it is there (getJournaledEdits reads
+        # that first, without the lock).
+        if self.cache is not None:
+            self.cache.store_edits(records, first_txid, last_txid, self.cur_segment_layout_version)
+        self._update_highest_written_txid(last_txid)
+        self.next_txid = last_txid + 1
+        metrics = self.metrics
+        with metrics.batch_lock:
+            try:
+                if acknowledge is not None:
+                    acknowledge()  # durable and in the journal's state: the writer may go on
+            finally:
+                sync_micros = (synced - started) * 1e6
+                metrics.batch_written(num_txns, len(records), lagging, sync_micros)
+                self.last_journal_timestamp_ms = int(self._clock() * 1000)
         if sync_micros > WARN_SYNC_MILLIS_THRESHOLD * 1000:
             self.log.warning(
                 "Sync of transaction range %d-%d took %dms",
@@ -400,12 +431,6 @@ class Journal(JournalRecovery):
                 last_txid,
                 sync_micros / 1000,
             )
-        self.metrics.batch_written(num_txns, len(records), lagging, sync_micros)
-        self._update_highest_written_txid(last_txid)
-        self.next_txid = last_txid + 1
-        if self.cache is not None:
-            self.cache.store_edits(records, first_txid, last_txid, self.cur_segment_layout_version)
-        self.last_journal_timestamp_ms = int(self._clock() * 1000)
 
     def start_log_segment(
         self, req: RequestInfo, txid: int, layout_version: int | None = None

@@ -8,9 +8,11 @@ when scraped. The same numbers feed ``/jmx`` under Hadoop's names.
 
 What every ``journal()`` call updates (batches, txns, bytes, the fsync histogram) are
 plain numbers in a :class:`BatchCounts`, turned into Prometheus families only when
-scraped: the update sits between the fsync and the acknowledgement, where a
-``Counter.inc`` (a lock each) costs the writer latency. The Journal's lock already
-serializes the updates of one journal.
+scraped: a ``Counter.inc`` (a lock each) per number would cost every batch. A batch is
+counted just after its acknowledgement went out (``Journal.journal_in_order``), under
+``BatchCounts.lock``, which readers take too: a scrape that follows an acknowledgement
+sees that batch counted. The lock is never held across a disk write, so a scrape never
+waits for a slow disk.
 """
 
 from __future__ import annotations
@@ -104,9 +106,20 @@ class BatchCounts:
     counting, as a labelled Prometheus counter would.
     """
 
-    __slots__ = ("batches", "txns", "bytes", "lagging", "fsync_sum", "fsync_buckets", "created")
+    __slots__ = (
+        "batches",
+        "txns",
+        "bytes",
+        "lagging",
+        "fsync_sum",
+        "fsync_buckets",
+        "created",
+        "lock",
+    )
 
     def __init__(self) -> None:
+        #: Held while a batch is acknowledged and counted, and while the counts are read.
+        self.lock = threading.Lock()
         self.batches = 0
         self.txns = 0
         self.bytes = 0
@@ -227,6 +240,8 @@ class JournalMetrics:
         jid = journal.journal_id
         self.journal_id = jid
         self.counts = counts
+        #: The journal holds it from a batch's acknowledgement until the batch is counted.
+        self.batch_lock = counts.lock
         self._rpc_txns = node.txns_served_via_rpc.labels(jid)
         self._rpc_bytes = node.bytes_served_via_rpc.labels(jid)
         self._rpc_empty = node.rpc_empty_responses.labels(jid)
@@ -245,7 +260,8 @@ class JournalMetrics:
     def batch_written(
         self, num_txns: int, num_bytes: int, lagging: bool, sync_micros: float
     ) -> None:
-        """Count one journal() batch; called under the Journal's lock (one writer at a time)."""
+        """Count one journal() batch; called under the Journal's lock (one writer at a time)
+        and :attr:`batch_lock`."""
         if num_txns < 0 or num_bytes < 0:
             raise ValueError(f"negative batch size: {num_txns} txns, {num_bytes} bytes")
         counts = self.counts
@@ -278,16 +294,38 @@ class JournalMetrics:
         self._synced.inc()
 
     # ---- reads (for /jmx and tests) -------------------------------------------------------------
+    def written_gauges(self) -> dict[str, int]:
+        """LastWrittenTxId, CurrentLagTxns and LastJournalTimestamp, as recorded with the
+        counts (under :attr:`batch_lock`, see the module doc)."""
+        with self.batch_lock:
+            return self._written_gauges_locked()
+
+    def _written_gauges_locked(self) -> dict[str, int]:
+        j = self.journal
+        return {
+            "LastWrittenTxId": j.highest_written_txid,
+            "CurrentLagTxns": j.current_lag_txns(),
+            "LastJournalTimestamp": j.last_journal_timestamp_ms,
+        }
+
     def as_hadoop_bean(self) -> dict[str, object]:
         """The attributes of ``Hadoop:service=JournalNode,name=Journal-<jid>``."""
         j = self.journal
+        counts = self.counts
+        with counts.lock:
+            written = {
+                "BatchesWritten": counts.batches,
+                "TxnsWritten": counts.txns,
+                "BytesWritten": counts.bytes,
+                "BatchesWrittenWhileLagging": counts.lagging,
+                **self._written_gauges_locked(),
+            }
+        # The quantiles describe whole past windows: the latest batch is in none yet.
+        syncs = {s: q.snapshot() for s, q in self.sync_quantiles.items()}
         misses = self._misses._value.get()
         bean: dict[str, object] = {
             "tag.JournalId": self.journal_id,
-            "BatchesWritten": self.counts.batches,
-            "TxnsWritten": self.counts.txns,
-            "BytesWritten": self.counts.bytes,
-            "BatchesWrittenWhileLagging": self.counts.lagging,
+            **written,
             "TxnsServedViaRpc": int(self._rpc_txns._value.get()),
             "BytesServedViaRpc": int(self._rpc_bytes._value.get()),
             "RpcEmptyResponses": int(self._rpc_empty._value.get()),
@@ -298,12 +336,8 @@ class JournalMetrics:
             "NumEditLogsSynced": int(self._synced._value.get()),
             "LastWriterEpoch": j.metric_last_writer_epoch(),
             "LastPromisedEpoch": j.metric_last_promised_epoch(),
-            "LastWrittenTxId": j.highest_written_txid,
-            "CurrentLagTxns": j.current_lag_txns(),
-            "LastJournalTimestamp": j.last_journal_timestamp_ms,
         }
-        for interval, quantiles in self.sync_quantiles.items():
-            count, values = quantiles.snapshot()
+        for interval, (count, values) in syncs.items():
             bean[f"Syncs{interval}sNumOps"] = count
             for p, value in values.items():
                 bean[f"Syncs{interval}s{p}thPercentileLatencyMicros"] = int(value)
@@ -332,25 +366,30 @@ class _BatchCollector:
         return []
 
     def collect(self) -> Iterable:
-        journals = self.node.batch_counts()
+        journals = []
+        for jid, counts in self.node.batch_counts():
+            with counts.lock:  # every acknowledged batch counted (see the module doc)
+                values = {attr: getattr(counts, attr) for _, _, attr in self._COUNTERS}
+                fsync = (list(counts.fsync_buckets), counts.fsync_sum)
+            journals.append((jid, counts.created, values, fsync))
         for name, doc, attr in self._COUNTERS:
             family = CounterMetricFamily(f"journalnode_{name}", doc, labels=["journal_id"])
-            for jid, counts in journals:
-                family.add_metric([jid], getattr(counts, attr), created=counts.created)
+            for jid, created, values, _ in journals:
+                family.add_metric([jid], values[attr], created=created)
             yield family
         histogram = HistogramMetricFamily(
             "journalnode_fsync_latency_microseconds",
             "Latency of the fsync of a journal() batch",
             labels=["journal_id"],
         )
-        for jid, counts in journals:
+        for jid, created, _, (fsync_buckets, fsync_sum) in journals:
             total = 0
             buckets = []
-            for bound, count in zip(self._BOUNDS, list(counts.fsync_buckets)):
+            for bound, count in zip(self._BOUNDS, fsync_buckets):
                 total += count
                 buckets.append((bound, total))
-            histogram.add_metric([jid], buckets, counts.fsync_sum)
-            histogram.add_sample(histogram.name + "_created", {"journal_id": jid}, counts.created)
+            histogram.add_metric([jid], buckets, fsync_sum)
+            histogram.add_sample(histogram.name + "_created", {"journal_id": jid}, created)
         yield histogram
 
 
@@ -368,19 +407,26 @@ class _GaugeCollector:
         gauges = {
             "last_writer_epoch": ("LastWriterEpoch", lambda j: j.metric_last_writer_epoch()),
             "last_promised_epoch": ("LastPromisedEpoch", lambda j: j.metric_last_promised_epoch()),
-            "last_written_txid": ("LastWrittenTxId", lambda j: j.highest_written_txid),
-            "current_lag_txns": ("CurrentLagTxns", lambda j: j.current_lag_txns()),
-            "last_journal_timestamp_ms": (
-                "LastJournalTimestamp",
-                lambda j: j.last_journal_timestamp_ms,
-            ),
         }
+        written = {
+            "last_written_txid": "LastWrittenTxId",
+            "current_lag_txns": "CurrentLagTxns",
+            "last_journal_timestamp_ms": "LastJournalTimestamp",
+        }
+        journals = [(metrics, metrics.written_gauges()) for metrics in self.node.journals()]
         for name, (hadoop_name, read) in gauges.items():
             family = GaugeMetricFamily(
                 f"journalnode_{name}", f"Hadoop's {hadoop_name}", labels=["journal_id"]
             )
-            for metrics in self.node.journals():
+            for metrics, _ in journals:
                 family.add_metric([metrics.journal_id], float(read(metrics.journal)))
+            yield family
+        for name, hadoop_name in written.items():
+            family = GaugeMetricFamily(
+                f"journalnode_{name}", f"Hadoop's {hadoop_name}", labels=["journal_id"]
+            )
+            for metrics, values in journals:
+                family.add_metric([metrics.journal_id], float(values[hadoop_name]))
             yield family
         yield from self._process_metrics()
 

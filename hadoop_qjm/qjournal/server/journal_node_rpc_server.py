@@ -64,6 +64,7 @@ from hadoop_qjm.qjournal.protocol.wire import (
     decode_message_header,
     encode_message,
     encode_void_reply,
+    frame,
     read_message_header,
 )
 from hadoop_qjm.qjournal.server.qjournal_protocol_handler import (
@@ -73,6 +74,7 @@ from hadoop_qjm.qjournal.server.qjournal_protocol_handler import (
 
 __all__ = [
     "DEFAULT_HANDLER_COUNT",
+    "EarlyAcknowledger",
     "RPC_METHODS",
     "HandlerSlots",
     "JournalNodeRpcServer",
@@ -218,20 +220,27 @@ class QJournalProtocolDispatcher:
             return self._queued
 
     def process(
-        self, payload: bytes, remote_ip: str | None = None, remote_user: str | None = None
+        self,
+        payload: bytes,
+        remote_ip: str | None = None,
+        remote_user: str | None = None,
+        early: EarlyAcknowledger | None = None,
     ) -> bytes:
         """The reply payload for the request ``payload``.
 
         ``remote_user`` is the caller's verified identity (default: the
         connection's, :func:`remote_user`). Raises ProtocolError if ``payload``
         is not one well-formed call; the connection it came from should then be
-        dropped.
+        dropped. With ``early``, a writer's next batch (the one-pass path) is
+        acknowledged through it the moment the batch is durable, from inside the
+        Journal's lock and before the metrics count it; the reply returned is then
+        the same acknowledgement, for :meth:`EarlyAcknowledger.finish` to drop.
         """
         if self._one_pass is not None:
             # Most calls are a writer's next batch: read and written in one pass.
             call = parse_journal_call(payload)
             if call is not None:
-                reply = self._journal_in_order(call, remote_ip)
+                reply = self._journal_in_order(call, remote_ip, early)
                 if reply is not None:
                     return reply
         name, mtype, seqid, body_offset = read_message_header(payload)
@@ -288,23 +297,28 @@ class QJournalProtocolDispatcher:
             # Includes a result the handler returned that cannot be encoded.
             return self._failure_reply(rpc, name, seqid, remote_ip, exc)
 
-    def _journal_in_order(self, call: JournalCall, remote_ip: str | None) -> bytes | None:
+    def _journal_in_order(
+        self, call: JournalCall, remote_ip: str | None, early: EarlyAcknowledger | None
+    ) -> bytes | None:
         """The reply to ``call`` if the handler took it in one pass; None (nothing done)
         if it must take the general path: not the in-order case, or every handler busy."""
         slots = self._slots
         if slots is not None and not slots.acquire(blocking=False):
             return None  # the general path queues it
+        reply = encode_void_reply("journal", call.seqid)
         # No remote_ip() for this call: only checkRequest's promise of a newer epoch
         # logs it, which is never the in-order case.
         try:
-            if not self._one_pass(call):  # type: ignore[misc]
+            if not self._one_pass(  # type: ignore[misc]
+                call, None if early is None else early.prepare(reply)
+            ):
                 return None
         except Exception as exc:  # the write failed: the usual error reply
             return self._failure_reply(self._rpcs["journal"], "journal", call.seqid, remote_ip, exc)
         finally:
             if slots is not None:
                 slots.release()
-        return encode_void_reply("journal", call.seqid)
+        return reply
 
     def _failure_reply(
         self, rpc: _Rpc, name: str, seqid: int, remote_ip: str | None, exc: Exception
@@ -352,6 +366,62 @@ class QJournalProtocolDispatcher:
             LOG.info("%s from %s failed: %s: %s", rpc_name, remote_ip, type(exc).__name__, exc)
         else:
             LOG.error("Unexpected error in %s from %s", rpc_name, remote_ip, exc_info=exc)
+
+
+class EarlyAcknowledger:
+    """Sends a connection's early acknowledgements (see :meth:`QJournalProtocolDispatcher.process`).
+
+    For each call, :meth:`prepare` frames the acknowledgement ahead of the write
+    and returns what sends it, which runs inside the Journal's lock: so it never
+    blocks — one non-blocking ``send``; what did not fit in the socket's buffer (a
+    client not reading its replies), or an error, waits for :meth:`finish`. The
+    connection's thread calls :meth:`finish` with the call's reply once the call is
+    over, outside every lock: it sends the reply, or the rest of the early
+    acknowledgement and nothing else.
+    """
+
+    __slots__ = ("_error", "_frame", "_sent", "_sock", "_unsent")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._frame = b""
+        self._sent = False  # the prepared acknowledgement went out (or failed to)
+        self._unsent: bytes | memoryview = b""
+        self._error: OSError | None = None
+
+    def prepare(self, reply: bytes) -> Callable[[], None]:
+        """Frame ``reply`` (the call's success); the returned function sends it."""
+        self._frame = frame(reply)
+        return self._acknowledge
+
+    def _acknowledge(self) -> None:
+        data = self._frame
+        self._sent = True
+        try:
+            sent = self._sock.send(data, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            sent = 0
+        except OSError as e:
+            self._error = e
+            return
+        if sent < len(data):
+            self._unsent = memoryview(data)[sent:]
+
+    def finish(self, reply: bytes) -> None:
+        """Send ``reply`` unless the call was acknowledged early; then send the rest of
+        the acknowledgement, and drop ``reply`` (logged if it is an error that came
+        after). Raises the early send's OSError, if it had one."""
+        if not self._sent:
+            write_frame(self._sock, reply)
+            return
+        acknowledgement, unsent, error = self._frame[4:], self._unsent, self._error
+        self._sent, self._frame, self._unsent, self._error = False, b"", b"", None
+        if reply != acknowledgement:  # e.g. the metrics failed after the write
+            LOG.error("Call failed after its acknowledgement was sent; dropping its reply")
+        if error is not None:
+            raise error
+        if unsent:
+            self._sock.sendall(unsent)
 
 
 @dataclass
@@ -533,14 +603,27 @@ class JournalNodeRpcServer:
             identify = getattr(self._socket_factory, "peer_identity", None)
             _call_context.remote_user = identify(wrapped) if identify is not None else None
             reader = FrameReader(wrapped, self.max_frame_size)
+            # The reader thread runs the call itself (holding a handler slot inside
+            # process()): no hand-off to a handler thread and back.
             process = self.dispatcher.process
-            while True:
-                payload = reader.read_frame()
-                if payload is None:
-                    break
-                # The reader thread runs the call itself (holding a handler slot
-                # inside process()): no hand-off to a handler thread and back.
-                write_frame(wrapped, process(payload, client_ip))
+            # A writer's batches are acknowledged early (EarlyAcknowledger), but not over
+            # TLS: that must send without blocking, which an SSLSocket cannot. (The
+            # NameNode's server reuses this one with a dispatcher of its own.)
+            if type(wrapped) is socket.socket and isinstance(
+                self.dispatcher, QJournalProtocolDispatcher
+            ):
+                early = EarlyAcknowledger(wrapped)
+                while True:
+                    payload = reader.read_frame()
+                    if payload is None:
+                        break
+                    early.finish(process(payload, client_ip, None, early))
+            else:
+                while True:
+                    payload = reader.read_frame()
+                    if payload is None:
+                        break
+                    write_frame(wrapped, process(payload, client_ip))
         except ProtocolError as e:
             LOG.warning("Dropping connection from %s: %s", conn.peer, e)
         except OSError as e:

@@ -8,6 +8,7 @@ and encodes the results.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hadoop_qjm.common.constants import INVALID_TXID
@@ -105,10 +106,12 @@ class QJournalProtocolHandler:
         req, journal = self._request_journal(req_info)
         journal.journal(req, segment_txn_id, first_txn_id, num_txns, records)
 
-    def journal_in_order(self, call: JournalCall) -> bool:
+    def journal_in_order(
+        self, call: JournalCall, acknowledge: Callable[[], None] | None = None
+    ) -> bool:
         """Write ``call`` if it is the open segment's writer's next batch (see
-        ``Journal.journal_in_order``); False, having changed nothing, otherwise
-        (also when the journal is not loaded or the node is stopping)."""
+        ``Journal.journal_in_order``, also for ``acknowledge``); False, having changed
+        nothing, otherwise (also when the journal is not loaded or the node is stopping)."""
         journal = self.journal_node.open_journal(call.journal_id)
         committed = call.committed_txid
         return journal is not None and journal.journal_in_order(
@@ -119,6 +122,7 @@ class QJournalProtocolHandler:
             call.first_txid,
             call.num_txns,
             call.records,
+            acknowledge,
         )
 
     def heartbeat(self, req_info: Any) -> None:
