@@ -170,8 +170,11 @@ def test_a_writer_that_does_not_read_its_acknowledgements_holds_up_only_itself(c
     records = [create_txn_data(1 + i, 1) for i in range(batches)]
     with JournalNodeRpcServer(node, "127.0.0.1", 0, socket_factory=_SmallSendBuffers()) as srv:
         srv.start()
-        with socket.create_connection(srv.address, timeout=30) as client:
+        with socket.socket() as client:
+            # Small before connecting, so that the window offered is small from the start.
             client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            client.settimeout(30)
+            client.connect(srv.address)
             stop = threading.Event()
 
             def send_batches() -> None:
