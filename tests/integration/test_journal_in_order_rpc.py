@@ -147,9 +147,12 @@ class _SmallSendBuffers(PlainSocketFactory):
 
 
 def _blocked_in_finish() -> bool:
-    """Whether some thread is sending the rest of an acknowledgement (outside every lock)."""
+    """Whether some thread is sending what did not fit of an early acknowledgement (in
+    ``EarlyAcknowledger.finish``, outside every lock)."""
     return any(
-        frame_.f_code.co_name == "finish" and "journal_node_rpc_server" in frame_.f_code.co_filename
+        frame_.f_code.co_name == "finish"
+        and frame_.f_code.co_filename.endswith("early_acknowledger.py")
+        and frame_.f_locals.get("unsent")
         for top in sys._current_frames().values()
         for frame_ in _stack(top)
     )
@@ -167,7 +170,6 @@ def test_a_writer_that_does_not_read_its_acknowledgements_holds_up_only_itself(c
     (outside the lock) while every other call on that journal is served."""
     node = cluster.journal_node(0)
     batches = 20_000
-    records = [create_txn_data(1 + i, 1) for i in range(batches)]
     with JournalNodeRpcServer(node, "127.0.0.1", 0, socket_factory=_SmallSendBuffers()) as srv:
         srv.start()
         with socket.socket() as client:
@@ -184,7 +186,7 @@ def test_a_writer_that_does_not_read_its_acknowledgements_holds_up_only_itself(c
                         if stop.is_set():
                             return
                         head = encode_journal_head(i + 1, JID, 1, i + 2, batches, None)
-                        body = encode_journal_body(1 + i, 1, records[i], 1, None)
+                        body = encode_journal_body(1 + i, 1, create_txn_data(1 + i, 1), 1, None)
                         client.sendall(frame(head + body))
 
             sender = threading.Thread(target=send_batches, daemon=True)
@@ -202,4 +204,35 @@ def test_a_writer_that_does_not_read_its_acknowledgements_holds_up_only_itself(c
             reader = FrameReader(client, 1 << 20)
             for i in range(written):
                 assert reader.read_frame() == encode_void_reply("journal", i + 1)
+            client.shutdown(socket.SHUT_RDWR)  # ends a sender still stuck in sendall
             sender.join(30)
+            assert not sender.is_alive()
+
+
+class _TimeoutSockets(PlainSocketFactory):
+    """Accepted sockets with a timeout: Python waits for one to be writable before a send."""
+
+    def wrap_accepted(self, conn: socket.socket) -> socket.socket:
+        conn = super().wrap_accepted(conn)
+        conn.settimeout(60)
+        return conn
+
+
+def test_a_socket_with_a_timeout_is_acknowledged_after_the_call(cluster, proxy, monkeypatch):
+    """No early acknowledgement where a send could wait (for the socket's timeout) inside
+    the Journal's lock: the reply goes out after the call, as over TLS."""
+    given: list[object] = []
+    real = Journal.journal_in_order
+
+    def spy(self, *args):
+        given.append(args[-1])
+        return real(self, *args)
+
+    monkeypatch.setattr(Journal, "journal_in_order", spy)
+    node = cluster.journal_node(0)
+    with JournalNodeRpcServer(node, "127.0.0.1", 0, socket_factory=_TimeoutSockets()) as srv:
+        srv.start()
+        with QJournalProtocolProxy(*srv.address, timeout_s=30) as p:
+            p.journal(make_request(2), 1, 1, 2, create_txn_data(1, 2))
+    assert given == [None]
+    assert node.get_or_create_journal(JID).highest_written_txid == 2

@@ -9,7 +9,7 @@ import socket
 import pytest
 
 from hadoop_qjm.qjournal.protocol.wire import encode_void_reply, frame
-from hadoop_qjm.qjournal.server.journal_node_rpc_server import EarlyAcknowledger
+from hadoop_qjm.qjournal.server.early_acknowledger import EarlyAcknowledger
 
 ACK = encode_void_reply("journal", 7)
 
@@ -92,3 +92,13 @@ def test_an_error_after_the_acknowledgement_is_logged_not_sent(caplog):
         early.finish(b"an error reply for the same call")
     assert sock.sent_all == [frame(ACK)[2:]]  # the acknowledgement, whole; nothing else
     assert "after its acknowledgement" in caplog.text
+
+
+def test_an_unexpected_error_in_the_early_send_still_leaves_the_acknowledgement_to_finish():
+    sock = FakeSocket(accept=RuntimeError("not a socket error"))
+    early = EarlyAcknowledger(sock)  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError):
+        early.prepare(ACK)()
+    sock.accept = 1 << 20
+    early.finish(b"the error reply of the failed call")  # logged, not sent
+    assert sock.sent_all == [frame(ACK)]  # the batch is durable: the writer hears so

@@ -391,9 +391,10 @@ def test_a_batch_that_fails_to_sync_is_never_acknowledged(tmp_path, monkeypatch)
 def test_a_metrics_reader_that_saw_the_acknowledgement_sees_the_batch_counted(tmp_path):
     """A /jmx or /metrics read that starts once the writer has its acknowledgement waits
     out the few lines of counting: it never sees the batch acknowledged but uncounted."""
-    journal = Journal(Configuration(), tmp_path / JID, JID)
+    journal = Journal(Configuration(), tmp_path / JID, JID, clock=lambda: 1234.5)
     try:
         _setup(journal)
+        journal.last_journal_timestamp_ms = 0
         before = journal.metrics.as_hadoop_bean()
         beans: list[dict[str, object]] = []
         reader = threading.Thread(target=lambda: beans.append(journal.metrics.as_hadoop_bean()))
@@ -411,6 +412,28 @@ def test_a_metrics_reader_that_saw_the_acknowledgement_sees_the_batch_counted(tm
         assert bean["BatchesWritten"] == before["BatchesWritten"] + 1
         assert bean["TxnsWritten"] == before["TxnsWritten"] + 2
         assert bean["LastWrittenTxId"] == 5
-        assert bean["LastJournalTimestamp"] >= before["LastJournalTimestamp"]
+        assert bean["LastJournalTimestamp"] == 1234500 != before["LastJournalTimestamp"]
+    finally:
+        journal.close()
+
+
+def test_the_edit_cache_has_the_batch_before_it_is_acknowledged(tmp_path):
+    """getJournaledEdits reads the highest written txid without the lock, then the cache:
+    by the acknowledgement, both have the batch."""
+    conf = Configuration()
+    conf.set("dfs.ha.tail-edits.in-progress", "true")
+    journal = Journal(conf, tmp_path / JID, JID)
+    try:
+        _setup(journal)
+        seen = []
+
+        def acknowledge():
+            seen.append(journal.get_journaled_edits(4, 10))
+
+        records = create_txn_data(4, 2)
+        req = RequestInfo(JID, 2, 3, 3)
+        assert journal.journal_in_order(*request_numbers(req), 1, 4, 2, records, acknowledge)
+        ((count, data),) = [(r.txn_count, r.edit_log) for r in seen]
+        assert count == 2 and data.endswith(records)
     finally:
         journal.close()

@@ -294,19 +294,10 @@ class JournalMetrics:
         self._synced.inc()
 
     # ---- reads (for /jmx and tests) -------------------------------------------------------------
-    def written_gauges(self) -> dict[str, int]:
-        """LastWrittenTxId, CurrentLagTxns and LastJournalTimestamp, as recorded with the
-        counts (under :attr:`batch_lock`, see the module doc)."""
+    def last_journal_timestamp_ms(self) -> int:
+        """LastJournalTimestamp: set with the counts (under :attr:`batch_lock`)."""
         with self.batch_lock:
-            return self._written_gauges_locked()
-
-    def _written_gauges_locked(self) -> dict[str, int]:
-        j = self.journal
-        return {
-            "LastWrittenTxId": j.highest_written_txid,
-            "CurrentLagTxns": j.current_lag_txns(),
-            "LastJournalTimestamp": j.last_journal_timestamp_ms,
-        }
+            return self.journal.last_journal_timestamp_ms
 
     def as_hadoop_bean(self) -> dict[str, object]:
         """The attributes of ``Hadoop:service=JournalNode,name=Journal-<jid>``."""
@@ -318,7 +309,7 @@ class JournalMetrics:
                 "TxnsWritten": counts.txns,
                 "BytesWritten": counts.bytes,
                 "BatchesWrittenWhileLagging": counts.lagging,
-                **self._written_gauges_locked(),
+                "LastJournalTimestamp": j.last_journal_timestamp_ms,
             }
         # The quantiles describe whole past windows: the latest batch is in none yet.
         syncs = {s: q.snapshot() for s, q in self.sync_quantiles.items()}
@@ -336,6 +327,9 @@ class JournalMetrics:
             "NumEditLogsSynced": int(self._synced._value.get()),
             "LastWriterEpoch": j.metric_last_writer_epoch(),
             "LastPromisedEpoch": j.metric_last_promised_epoch(),
+            # Set before the acknowledgement, like the rest of the journal's state.
+            "LastWrittenTxId": j.highest_written_txid,
+            "CurrentLagTxns": j.current_lag_txns(),
         }
         for interval, (count, values) in syncs.items():
             bean[f"Syncs{interval}sNumOps"] = count
@@ -407,26 +401,19 @@ class _GaugeCollector:
         gauges = {
             "last_writer_epoch": ("LastWriterEpoch", lambda j: j.metric_last_writer_epoch()),
             "last_promised_epoch": ("LastPromisedEpoch", lambda j: j.metric_last_promised_epoch()),
+            "last_written_txid": ("LastWrittenTxId", lambda j: j.highest_written_txid),
+            "current_lag_txns": ("CurrentLagTxns", lambda j: j.current_lag_txns()),
+            "last_journal_timestamp_ms": (
+                "LastJournalTimestamp",
+                lambda j: j.metrics.last_journal_timestamp_ms(),
+            ),
         }
-        written = {
-            "last_written_txid": "LastWrittenTxId",
-            "current_lag_txns": "CurrentLagTxns",
-            "last_journal_timestamp_ms": "LastJournalTimestamp",
-        }
-        journals = [(metrics, metrics.written_gauges()) for metrics in self.node.journals()]
         for name, (hadoop_name, read) in gauges.items():
             family = GaugeMetricFamily(
                 f"journalnode_{name}", f"Hadoop's {hadoop_name}", labels=["journal_id"]
             )
-            for metrics, _ in journals:
+            for metrics in self.node.journals():
                 family.add_metric([metrics.journal_id], float(read(metrics.journal)))
-            yield family
-        for name, hadoop_name in written.items():
-            family = GaugeMetricFamily(
-                f"journalnode_{name}", f"Hadoop's {hadoop_name}", labels=["journal_id"]
-            )
-            for metrics, values in journals:
-                family.add_metric([metrics.journal_id], float(values[hadoop_name]))
             yield family
         yield from self._process_metrics()
 

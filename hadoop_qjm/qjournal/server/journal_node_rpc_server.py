@@ -64,9 +64,9 @@ from hadoop_qjm.qjournal.protocol.wire import (
     decode_message_header,
     encode_message,
     encode_void_reply,
-    frame,
     read_message_header,
 )
+from hadoop_qjm.qjournal.server.early_acknowledger import EarlyAcknowledger
 from hadoop_qjm.qjournal.server.qjournal_protocol_handler import (
     RPC_METHODS,
     QJournalProtocolHandler,
@@ -74,7 +74,6 @@ from hadoop_qjm.qjournal.server.qjournal_protocol_handler import (
 
 __all__ = [
     "DEFAULT_HANDLER_COUNT",
-    "EarlyAcknowledger",
     "RPC_METHODS",
     "HandlerSlots",
     "JournalNodeRpcServer",
@@ -209,7 +208,7 @@ class QJournalProtocolDispatcher:
         self._queued = 0
         # The one-pass path for a writer's next batch: only for a handler that has one,
         # and not with an authorizer (every call is then authorized first).
-        self._one_pass: Callable[[JournalCall], bool] | None = (
+        self._one_pass: Callable[[JournalCall, Callable[[], None] | None], bool] | None = (
             getattr(handler, "journal_in_order", None) if authorizer is None else None
         )
 
@@ -305,13 +304,14 @@ class QJournalProtocolDispatcher:
         slots = self._slots
         if slots is not None and not slots.acquire(blocking=False):
             return None  # the general path queues it
+        # (The slot is given back after an early acknowledgement: a writer's next call
+        # on another connection may find none free for an instant, and queue.)
         reply = encode_void_reply("journal", call.seqid)
+        acknowledge = None if early is None else early.prepare(reply)
         # No remote_ip() for this call: only checkRequest's promise of a newer epoch
         # logs it, which is never the in-order case.
         try:
-            if not self._one_pass(  # type: ignore[misc]
-                call, None if early is None else early.prepare(reply)
-            ):
+            if not self._one_pass(call, acknowledge):  # type: ignore[misc]
                 return None
         except Exception as exc:  # the write failed: the usual error reply
             return self._failure_reply(self._rpcs["journal"], "journal", call.seqid, remote_ip, exc)
@@ -366,62 +366,6 @@ class QJournalProtocolDispatcher:
             LOG.info("%s from %s failed: %s: %s", rpc_name, remote_ip, type(exc).__name__, exc)
         else:
             LOG.error("Unexpected error in %s from %s", rpc_name, remote_ip, exc_info=exc)
-
-
-class EarlyAcknowledger:
-    """Sends a connection's early acknowledgements (see :meth:`QJournalProtocolDispatcher.process`).
-
-    For each call, :meth:`prepare` frames the acknowledgement ahead of the write
-    and returns what sends it, which runs inside the Journal's lock: so it never
-    blocks — one non-blocking ``send``; what did not fit in the socket's buffer (a
-    client not reading its replies), or an error, waits for :meth:`finish`. The
-    connection's thread calls :meth:`finish` with the call's reply once the call is
-    over, outside every lock: it sends the reply, or the rest of the early
-    acknowledgement and nothing else.
-    """
-
-    __slots__ = ("_error", "_frame", "_sent", "_sock", "_unsent")
-
-    def __init__(self, sock: socket.socket) -> None:
-        self._sock = sock
-        self._frame = b""
-        self._sent = False  # the prepared acknowledgement went out (or failed to)
-        self._unsent: bytes | memoryview = b""
-        self._error: OSError | None = None
-
-    def prepare(self, reply: bytes) -> Callable[[], None]:
-        """Frame ``reply`` (the call's success); the returned function sends it."""
-        self._frame = frame(reply)
-        return self._acknowledge
-
-    def _acknowledge(self) -> None:
-        data = self._frame
-        self._sent = True
-        try:
-            sent = self._sock.send(data, socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            sent = 0
-        except OSError as e:
-            self._error = e
-            return
-        if sent < len(data):
-            self._unsent = memoryview(data)[sent:]
-
-    def finish(self, reply: bytes) -> None:
-        """Send ``reply`` unless the call was acknowledged early; then send the rest of
-        the acknowledgement, and drop ``reply`` (logged if it is an error that came
-        after). Raises the early send's OSError, if it had one."""
-        if not self._sent:
-            write_frame(self._sock, reply)
-            return
-        acknowledgement, unsent, error = self._frame[4:], self._unsent, self._error
-        self._sent, self._frame, self._unsent, self._error = False, b"", b"", None
-        if reply != acknowledgement:  # e.g. the metrics failed after the write
-            LOG.error("Call failed after its acknowledgement was sent; dropping its reply")
-        if error is not None:
-            raise error
-        if unsent:
-            self._sock.sendall(unsent)
 
 
 @dataclass
@@ -606,18 +550,22 @@ class JournalNodeRpcServer:
             # The reader thread runs the call itself (holding a handler slot inside
             # process()): no hand-off to a handler thread and back.
             process = self.dispatcher.process
-            # A writer's batches are acknowledged early (EarlyAcknowledger), but not over
-            # TLS: that must send without blocking, which an SSLSocket cannot. (The
-            # NameNode's server reuses this one with a dispatcher of its own.)
-            if type(wrapped) is socket.socket and isinstance(
-                self.dispatcher, QJournalProtocolDispatcher
+            # A writer's batches are acknowledged early (EarlyAcknowledger) on a plain,
+            # blocking socket only: the acknowledgement must go out without waiting, which
+            # neither an SSLSocket nor a socket with a timeout (Python waits for it to be
+            # writable first) can do. (The NameNode's server reuses this one with a
+            # dispatcher of its own.)
+            if (
+                type(wrapped) is socket.socket
+                and wrapped.gettimeout() is None
+                and isinstance(self.dispatcher, QJournalProtocolDispatcher)
             ):
                 early = EarlyAcknowledger(wrapped)
                 while True:
                     payload = reader.read_frame()
                     if payload is None:
                         break
-                    early.finish(process(payload, client_ip, None, early))
+                    early.finish(process(payload, client_ip, early=early))
             else:
                 while True:
                     payload = reader.read_frame()
