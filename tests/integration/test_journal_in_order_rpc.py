@@ -117,9 +117,9 @@ def test_a_pipelined_proxys_journal_connects_like_every_other_call(cluster):
 
 
 # ---- early acknowledgements ---------------------------------------------------------------------
-def test_in_order_batches_are_acknowledged_as_soon_as_they_are_durable(cluster, proxy, monkeypatch):
-    """Over plain TCP the RPC server hands the journal an acknowledgement to send the
-    moment the batch is durable; the reply the writer then gets is that one, once."""
+@pytest.fixture
+def acknowledgements(monkeypatch):
+    """What the RPC server passed as each one-pass call's ``acknowledge`` (None: none)."""
     given: list[object] = []
     real = Journal.journal_in_order
 
@@ -128,9 +128,17 @@ def test_in_order_batches_are_acknowledged_as_soon_as_they_are_durable(cluster, 
         return real(self, *args)
 
     monkeypatch.setattr(Journal, "journal_in_order", spy)
+    return given
+
+
+def test_in_order_batches_are_acknowledged_as_soon_as_they_are_durable(
+    cluster, proxy, acknowledgements
+):
+    """Over plain TCP the RPC server hands the journal an acknowledgement to send the
+    moment the batch is durable; the reply the writer then gets is that one, once."""
     for i in range(3):
         proxy.journal(make_request(2 + i), 1, 1 + i, 1, create_txn_data(1 + i, 1))
-    assert len(given) == 3 and all(callable(a) for a in given)
+    assert len(acknowledgements) == 3 and all(callable(a) for a in acknowledgements)
     # One reply per call: the next call's reply is its own (the proxy checks the seqid).
     assert proxy.get_journal_state(JID).last_promised_epoch == 1
     assert cluster.journal_node(0).get_or_create_journal(JID).highest_written_txid == 3
@@ -218,21 +226,13 @@ class _TimeoutSockets(PlainSocketFactory):
         return conn
 
 
-def test_a_socket_with_a_timeout_is_acknowledged_after_the_call(cluster, proxy, monkeypatch):
+def test_a_socket_with_a_timeout_is_acknowledged_after_the_call(cluster, proxy, acknowledgements):
     """No early acknowledgement where a send could wait (for the socket's timeout) inside
     the Journal's lock: the reply goes out after the call, as over TLS."""
-    given: list[object] = []
-    real = Journal.journal_in_order
-
-    def spy(self, *args):
-        given.append(args[-1])
-        return real(self, *args)
-
-    monkeypatch.setattr(Journal, "journal_in_order", spy)
     node = cluster.journal_node(0)
     with JournalNodeRpcServer(node, "127.0.0.1", 0, socket_factory=_TimeoutSockets()) as srv:
         srv.start()
         with QJournalProtocolProxy(*srv.address, timeout_s=30) as p:
             p.journal(make_request(2), 1, 1, 2, create_txn_data(1, 2))
-    assert given == [None]
+    assert acknowledgements == [None]
     assert node.get_or_create_journal(JID).highest_written_txid == 2
