@@ -294,7 +294,7 @@ def _segment_bytes(journal: Journal) -> bytes:
     return (journal.storage.current_dir / "edits_inprogress_0000000000000000001").read_bytes()
 
 
-def test_the_acknowledgement_comes_once_the_batch_is_durable_and_before_it_is_recorded(
+def test_the_acknowledgement_comes_once_the_batch_is_durable_and_before_it_is_counted(
     tmp_path, monkeypatch
 ):
     """The writer's acknowledgement goes out right after the fdatasync and the journal's
