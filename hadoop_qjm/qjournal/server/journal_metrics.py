@@ -303,7 +303,7 @@ class JournalMetrics:
         """The attributes of ``Hadoop:service=JournalNode,name=Journal-<jid>``."""
         j = self.journal
         counts = self.counts
-        with counts.lock:
+        with self.batch_lock:
             written = {
                 "BatchesWritten": counts.batches,
                 "TxnsWritten": counts.txns,
