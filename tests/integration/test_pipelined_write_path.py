@@ -247,8 +247,11 @@ def test_journal_goes_out_directly_and_stays_behind_earlier_calls(
     first.result(10)
     start.result(10)
     # Nothing waits in the executor now: these go out from this thread.
+    submitted: list[object] = []
+    submit = channel._submit
+    channel._submit = lambda fn: submitted.append(fn) or submit(fn)  # type: ignore[method-assign]
     futures = [channel.send_edits(1, 4 + 3 * i, 3, ops(4 + 3 * i, 3)) for i in range(20)]
-    assert channel._last_direct is futures[-1]
+    assert submitted == []
     for future in futures:
         future.result(10)
     assert channel.highest_acked_txid == 63
@@ -256,6 +259,53 @@ def test_journal_goes_out_directly_and_stays_behind_earlier_calls(
     assert channel.next_ipc_serial == 22  # serials 0..21: the start and 21 journals
     channel.set_committed_txid(63)
     channel.finalize_log_segment(1, 63).result(10)
+
+
+def test_a_batch_sent_directly_is_answered_through_its_callback(
+    channel: IPCLoggerChannel,
+) -> None:
+    """The writer's fan-out (AsyncLoggerSet.send_edits) gets no future: the thread that
+    reads the reply answers — here the background reply reader, as nobody waits."""
+    channel.start_log_segment(1, CURRENT_LAYOUT_VERSION).result(10)
+    answered = threading.Event()
+    answers: list[tuple[object, BaseException | None]] = []
+
+    def on_answer(result: object, error: BaseException | None) -> None:
+        answers.append((result, error))
+        answered.set()
+
+    assert channel.send_edits_directly(1, 1, 3, ops(1, 3), on_answer)
+    assert answered.wait(10)
+    assert answers == [(None, None)]
+    assert channel.highest_acked_txid == 3
+    assert channel.queued_edits_size == 0
+
+
+def test_waiting_for_pending_calls_waits_for_the_batches_sent_directly(
+    channel: IPCLoggerChannel,
+) -> None:
+    channel.start_log_segment(1, CURRENT_LAYOUT_VERSION).result(10)
+    errors: list[BaseException | None] = []
+    for txid in range(1, 21):
+        assert channel.send_edits_directly(
+            1, txid, 1, ops(txid, 1), lambda _, error: errors.append(error)
+        )
+    channel.wait_for_all_pending_calls()
+    assert errors == [None] * 20
+    assert channel.highest_acked_txid == 20
+
+
+def test_the_shortcut_declines_a_node_out_of_sync(channel: IPCLoggerChannel) -> None:
+    """Out of sync, a batch must fail after a heartbeat (the executor path): the shortcut
+    sends nothing and reserves nothing, and the caller falls back to send_edits."""
+    channel.start_log_segment(1, CURRENT_LAYOUT_VERSION).result(10)
+    with pytest.raises(JournalOutOfSyncException):
+        channel.send_edits(1, 5, 1, ops(5, 1)).result(10)  # a gap: refused
+    assert channel.is_out_of_sync
+    answers: list[object] = []
+    assert not channel.send_edits_directly(1, 1, 1, ops(1, 1), lambda *a: answers.append(a))
+    assert answers == []
+    assert channel.queued_edits_size == 0
 
 
 def test_calls_in_flight_behind_a_failed_one_fail_too(channel: IPCLoggerChannel) -> None:
@@ -303,7 +353,10 @@ def test_a_direct_executor_keeps_every_call_in_the_callers_thread(
         future = ch.send_edits(1, 1, 2, ops(1, 2))
         assert future.done()  # ran in this thread
         future.result()
-        assert ch._last_direct is None
+        answers: list[object] = []
+        assert not ch.send_edits_directly(1, 3, 1, ops(3, 1), lambda *a: answers.append(a))
+        assert answers == []
+        assert ch.queued_edits_size == 0
     finally:
         ch.close()
 

@@ -212,8 +212,8 @@ def test_waiting_for_all_pending_calls_asks_every_logger_that_can_tell() -> None
 
 
 class _CountingCondition(threading.Condition):
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, lock: object) -> None:
+        super().__init__(lock)  # type: ignore[arg-type]
         self.notified = 0
 
     def notify_all(self) -> None:
@@ -227,7 +227,7 @@ def test_waiter_is_woken_only_by_the_answer_that_ends_its_wait() -> None:
     needed successes must not wake the waiter; the second must."""
     futures: dict[str, Future] = {"a": Future(), "b": Future(), "c": Future()}
     q = QuorumCall(futures)
-    q._cond = cond = _CountingCondition()
+    q._cond = cond = _CountingCondition(q._lock)  # the one a sleeping waiter uses
 
     def answer() -> None:
         with cond:  # acquired only once the waiter sleeps in wait(), which releases it
@@ -324,3 +324,80 @@ def test_an_assist_that_cannot_run_falls_back_to_waiting() -> None:
     q.wait_for(2, 0, 0, 10_000, "test")
     assert q.count_successes() == 2
     assert tries  # tried, then slept on the call's condition until the answers came
+
+
+# ---- answers without futures (the writer's fan-out) ---------------------------------------------
+
+
+def test_an_expected_key_counts_as_a_call_before_it_answers() -> None:
+    q: QuorumCall = QuorumCall.expecting(["a", "b", "c"])
+    assert q.count_calls() == 3
+    assert q.count_responses() == 0
+    q.answerer("a")("ok", None)
+    q.answerer("b")(None, IOException("boom"))
+    assert q.successes == {"a": "ok"}
+    assert list(q.exceptions) == ["b"]
+    with pytest.raises(TimeoutError):
+        q.wait_for(3, 0, -1, 10, "test")  # "c" never answered
+
+
+def test_a_key_answered_through_a_future_instead_is_counted_once() -> None:
+    """A logger that cannot take the shortcut gives its future for its key."""
+    q: QuorumCall = QuorumCall.expecting(["a", "b"])
+    q.answerer("a")(1, None)
+    late: Future = Future()
+    q.watch("b", late)
+    assert q.count_calls() == 2
+    late.set_result(2)
+    q.wait_for(2, 0, -1, 1000, "test")
+    assert q.successes == {"a": 1, "b": 2}
+
+
+def test_an_answerer_does_not_keep_the_call_alive() -> None:
+    """A frozen node's channel holds the answerer of every batch it missed: only weakly."""
+    q: QuorumCall = QuorumCall.expecting(["a", "frozen"])
+    answer = q.answerer("frozen")
+    ref = weakref.ref(q)
+    del q
+    gc.collect()
+    assert ref() is None
+    answer(None, IOException("too late"))  # nobody to tell: ignored
+
+
+def test_the_write_fan_out_takes_the_shortcut_where_a_logger_offers_it() -> None:
+    """AsyncLoggerSet.send_edits: a logger with send_edits_directly that takes the batch
+    answers the call itself; one that declines, or has no shortcut, gives a future; one
+    that raises counts as a failed call."""
+
+    class Direct(FakeLogger):
+        def __init__(self, name: str, take: bool) -> None:
+            super().__init__(name)
+            self.take = take
+            self.answers: list = []
+
+        def send_edits_directly(self, segment_txid, first_txid, num_txns, data, on_answer):
+            self.calls.append(("send_edits_directly", (segment_txid, first_txid, num_txns)))
+            if self.take:
+                self.answers.append(on_answer)
+            return self.take
+
+    class Broken(FakeLogger):
+        def send_edits_directly(self, *args):
+            raise IOException("cannot encode")
+
+    taker, decliner, plain = Direct("taker", True), Direct("decliner", False), FakeLogger("p")
+    broken = Broken("broken")
+    loggers = AsyncLoggerSet([taker, decliner, plain, broken])
+    call = loggers.send_edits(1, 5, 2, b"xy")
+    assert call.count_calls() == 4
+    assert taker.calls_to("send_edits") == []  # no future for it
+    assert decliner.calls_to("send_edits") == [(1, 5, 2, b"xy")]
+    assert plain.calls_to("send_edits") == [(1, 5, 2, b"xy")]
+    assert call.successes == {decliner: None, plain: None}
+    assert list(call.exceptions) == [broken]
+    taker.answers[0](None, None)
+    assert loggers.wait_for_write_quorum(call, 1000, "sendEdits") == {
+        taker: None,
+        decliner: None,
+        plain: None,
+    }

@@ -2,7 +2,9 @@
 
 One generic fan-out, :meth:`AsyncLoggerSet.call`, sends any AsyncLogger
 method to every logger and returns a :class:`QuorumCall` (STYLE.md habit 10;
-Hadoop has one wrapper per RPC). :meth:`wait_for_write_quorum` is the rule
+Hadoop has one wrapper per RPC). The writer's batches alone have their own,
+:meth:`AsyncLoggerSet.send_edits`, which makes no future for a node that takes the
+batch directly (its answer goes straight to the QuorumCall). :meth:`wait_for_write_quorum` is the rule
 every quorum step uses: a majority of successes (``rules.majority``).
 
 One step beyond Hadoop: the wait ends as soon as a majority of successes has
@@ -108,6 +110,31 @@ class AsyncLoggerSet:
                 failed.set_exception(e)
                 futures[logger] = failed
         return QuorumCall(futures, clock=self._clock, assist=self._assist)
+
+    def send_edits(
+        self, segment_txid: int, first_txid: int, num_txns: int, data: bytes
+    ) -> QuorumCall[AsyncLogger, Any]:
+        """``call("send_edits", …)`` for the writer's hot path: a logger that can send
+        the batch straight away (``send_edits_directly``, IPCLoggerChannel's shortcut)
+        answers the QuorumCall itself, with no future per node; any other logger, or
+        one that cannot take the shortcut now, goes through its ``send_edits``.
+        """
+        call: QuorumCall[AsyncLogger, Any] = QuorumCall.expecting(
+            self.loggers, clock=self._clock, assist=self._assist
+        )
+        for logger in self.loggers:
+            try:
+                direct = getattr(logger, "send_edits_directly", None)
+                if direct is not None and direct(
+                    segment_txid, first_txid, num_txns, data, call.answerer(logger)
+                ):
+                    continue
+                future = logger.send_edits(segment_txid, first_txid, num_txns, data)
+            except Exception as e:  # noqa: BLE001 - becomes that logger's answer
+                future = Future()
+                future.set_exception(e)
+            call.watch(logger, future)
+        return call
 
     def wait_for_write_quorum(
         self, call: QuorumCall[AsyncLogger, Any], timeout_ms: int, operation_name: str

@@ -37,7 +37,7 @@ thread), the clock, and the Prometheus registry of the client metrics
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import logging
 import socket
 import threading
@@ -122,6 +122,18 @@ def _java_url_encode(text: str) -> str:
     return quote_plus(text, safe="*").replace("~", "%7E")
 
 
+def _settle(future: Future[None]) -> Callable[[BaseException | None], None]:
+    """``answer(error)`` completing ``future``: its result None, or ``error``."""
+
+    def answer(error: BaseException | None) -> None:
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(error)
+
+    return answer
+
+
 def _failed(error: BaseException) -> Future[Any]:
     future: Future[Any] = Future()
     future.set_exception(error)
@@ -189,8 +201,11 @@ class IPCLoggerChannel(AsyncLogger):
         # journal directly, so a direct send never overtakes a call still in the executor.
         self._order_lock = threading.Lock()
         self._in_executor = 0  # calls submitted to the executor and not done (_order_lock)
-        self._last_direct: Future[None] | None = None  # the last journal sent directly
         self._lock = threading.Lock()
+        # Journal calls sent directly and not answered yet (_lock): what
+        # wait_for_all_pending_calls waits for, woken by each answer.
+        self._direct_in_flight = self._direct_waiters = 0
+        self._direct_idle = threading.Condition(self._lock)
         self._proxy: Any = None
         self._closed = False
         limit_mb = conf.get_int(
@@ -341,13 +356,16 @@ class IPCLoggerChannel(AsyncLogger):
 
     def _create_request(self) -> RequestInfo:
         with self._lock:
-            if self._epoch <= 0:
-                raise IllegalStateException(f"bad epoch: {self._epoch}")
-            serial = self._ipc_serial
-            self._ipc_serial += 1
-            return RequestInfo(
-                self.journal_id, self._epoch, serial, self._committed_txid, self.name_service_id
-            )
+            return self._create_request_locked()
+
+    def _create_request_locked(self) -> RequestInfo:
+        if self._epoch <= 0:
+            raise IllegalStateException(f"bad epoch: {self._epoch}")
+        serial = self._ipc_serial
+        self._ipc_serial += 1
+        return RequestInfo(
+            self.journal_id, self._epoch, serial, self._committed_txid, self.name_service_id
+        )
 
     def _get_proxy(self) -> Any:
         # Only executor threads call this; the lock guards against close().
@@ -412,11 +430,14 @@ class IPCLoggerChannel(AsyncLogger):
 
     def wait_for_all_pending_calls(self) -> None:
         """Block until every state-changing call made so far has been answered."""
-        with self._order_lock:
-            last_direct = self._last_direct
-        if last_direct is not None:
-            with contextlib.suppress(Exception):
-                last_direct.exception()
+        with self._lock:
+            self._direct_waiters += 1
+            try:
+                # The process's reply reader answers them (this thread reads none).
+                while self._direct_in_flight:
+                    self._direct_idle.wait()
+            finally:
+                self._direct_waiters -= 1
         self._submit(lambda: None).result()
 
     # ---- calls without an epoch ----------------------------------------------------------------
@@ -491,34 +512,79 @@ class IPCLoggerChannel(AsyncLogger):
         # The lag is measured from when the batch was handed to us.
         submit_time = self._clock()
         try:
-            future = self._send_directly(segment_txid, first_txid, num_txns, data, submit_time)
-            if future is None:
-                future = self._submit(
-                    lambda: self._do_send_edits(
-                        segment_txid, first_txid, num_txns, data, submit_time
-                    )
-                )
-                # Released however the call ends (at once if it already ran).
-                future.add_done_callback(lambda _: self._unreserve_queue_space(size, num_txns))
+            future: Future[None] = Future()
+            future.set_running_or_notify_cancel()  # sent at once, if at all: not cancellable
+            if self._send_directly(
+                segment_txid, first_txid, num_txns, data, submit_time, _settle(future)
+            ):
+                return future
+            future = self._submit(
+                lambda: self._do_send_edits(segment_txid, first_txid, num_txns, data, submit_time)
+            )
+            # Released however the call ends (at once if it already ran).
+            future.add_done_callback(lambda _: self._unreserve_queue_space(size, num_txns))
         except BaseException:
             self._unreserve_queue_space(size, num_txns)
             raise
         return future
 
+    def send_edits_directly(
+        self,
+        segment_txid: int,
+        first_txid: int,
+        num_txns: int,
+        data: bytes,
+        on_answer: Callable[[None, BaseException | None], None],
+    ) -> bool:
+        """:meth:`send_edits` by the shortcut only, with no future: ``on_answer(None,
+        None)`` or ``on_answer(None, error)`` runs when the node answered (in the
+        thread reading its reply). False, with nothing sent, when the shortcut may
+        not be taken (see :meth:`_send_directly`) or the queue is full: the caller
+        then uses :meth:`send_edits`. Raises what :meth:`send_edits` raises.
+        """
+        size = len(data)
+        try:
+            self._reserve_queue_space(size, num_txns)
+        except LoggerTooFarBehindException:
+            return False
+        try:
+            sent = self._send_directly(
+                segment_txid,
+                first_txid,
+                num_txns,
+                data,
+                self._clock(),
+                functools.partial(on_answer, None),
+            )
+        except BaseException:
+            self._unreserve_queue_space(size, num_txns)
+            raise
+        if not sent:
+            self._unreserve_queue_space(size, num_txns)
+        return sent
+
     def _send_directly(
-        self, segment_txid: int, first_txid: int, num_txns: int, data: bytes, submit_time: float
-    ) -> Future[None] | None:
-        """Send the journal call from this thread, without the executor; None if it may not.
+        self,
+        segment_txid: int,
+        first_txid: int,
+        num_txns: int,
+        data: bytes,
+        submit_time: float,
+        on_answer: Callable[[BaseException | None], None],
+    ) -> bool:
+        """Send the journal call from this thread, without the executor; False (nothing
+        sent) if it may not. ``on_answer(error)`` (None: done) runs once, when the node
+        answered or the call failed.
 
         The shortcut of the write path (docs/quorum-client.md, "The write path"):
         the request is written to the socket here and the shared reply reader
-        completes the future — no thread hand-off either way. Only when nothing
-        is waiting in the executor (calls stay in order), the node is in sync
-        (out of sync, the executor path fails the batch and heartbeats) and
-        the connection is open (connecting could block the writer).
+        answers — no thread hand-off either way. Only when nothing is waiting in
+        the executor (calls stay in order), the node is in sync (out of sync, the
+        executor path fails the batch and heartbeats) and the connection is open
+        (connecting could block the writer).
         """
         if not self._may_send_directly:
-            return None
+            return False
         proxy = self._proxy
         if (
             proxy is None
@@ -526,31 +592,39 @@ class IPCLoggerChannel(AsyncLogger):
             or not proxy.connected
             or self._out_of_sync
         ):
-            return None
+            return False
         body = journal_body(segment_txid, first_txid, num_txns, data, self.name_service_id)
         with self._order_lock:
             if self._in_executor:
-                return None
+                return False
             with self._lock:
                 if self._out_of_sync or self._closed or self._epoch <= 0:
-                    return None  # the executor path fails the call as it should
+                    return False  # the executor path fails the call as it should
                 sync_epoch = self._sync_epoch
-            request = self._create_request()
-            future: Future[None] = Future()
-            future.set_running_or_notify_cancel()
+                request = self._create_request_locked()
+                self._direct_in_flight += 1
 
             def on_reply(error: BaseException | None) -> None:
                 self._direct_journal_done(
-                    future, error, sync_epoch, first_txid, num_txns, len(data), submit_time
+                    on_answer, error, sync_epoch, first_txid, num_txns, len(data), submit_time
                 )
 
-            proxy.journal_async(request, body, on_reply)
-            self._last_direct = future
-        return future
+            try:
+                proxy.journal_async(request, body, on_reply)
+            except BaseException:  # not sent (it raises before, or answers instead)
+                self._direct_call_ended()
+                raise
+        return True
+
+    def _direct_call_ended(self) -> None:
+        with self._lock:
+            self._direct_in_flight -= 1
+            if self._direct_waiters:
+                self._direct_idle.notify_all()
 
     def _direct_journal_done(
         self,
-        future: Future[None],
+        on_answer: Callable[[BaseException | None], None],
         error: BaseException | None,
         sync_epoch: int,
         first_txid: int,
@@ -576,13 +650,13 @@ class IPCLoggerChannel(AsyncLogger):
             self._queued_txns -= num_txns
         if went_out_of_sync:  # the calls in flight behind it fail with it, unlogged
             self._log_journal_failure(first_txid, num_txns, error)
-        if error is None:
-            future.set_result(None)
-        else:
-            future.set_exception(error)
-        self._record_journal_latency(
-            first_txid, num_txns, size, now - submit_time, now - submit_time
-        )
+        try:
+            on_answer(error)
+        finally:
+            self._direct_call_ended()
+            self._record_journal_latency(
+                first_txid, num_txns, size, now - submit_time, now - submit_time
+            )
 
     def _log_journal_failure(self, first_txid: int, num_txns: int, error: BaseException) -> None:
         LOG.warning(

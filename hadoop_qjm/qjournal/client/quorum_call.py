@@ -1,7 +1,9 @@
 """QuorumCall: wait for a quorum of answers to one fanned-out call (design paper §5.1.2).
 
-A QuorumCall watches one future per key (a logger). Callbacks on the futures
-record each success or exception; :meth:`wait_for` sleeps until enough answers
+A QuorumCall watches one future per key (a logger), or — for the writer's
+batches, which make no future — is told each key's answer by the thread that
+read it (:meth:`QuorumCall.expecting`, :meth:`QuorumCall.answerer`). Each
+success or exception is recorded as it comes; :meth:`wait_for` sleeps until enough answers
 are in, too many failed, or the timeout passes — whichever comes first. There
 is no polling: the waiter wakes when an answer completes what it waits for
 (or on any exception, which it must inspect), to log progress, or at the
@@ -23,7 +25,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from concurrent.futures import Future
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -84,6 +86,14 @@ def _deliver(call_ref: weakref.ref[QuorumCall[Any, Any]], key: Any, future: Futu
         call._on_done(key, future)
 
 
+def _answer(
+    call_ref: weakref.ref[QuorumCall[Any, Any]], key: Any, result: Any, error: BaseException | None
+) -> None:
+    call = call_ref()
+    if call is not None:
+        call._add(key, result, error)
+
+
 class QuorumCall(Generic[K, V]):
     """The answers so far to one call sent to several keys (loggers).
 
@@ -100,22 +110,60 @@ class QuorumCall(Generic[K, V]):
         self._clock = clock
         self._assist = assist
         self._assisting: int | None = None  # the thread doing the assist's work, if any
-        self._cond = threading.Condition()
+        # State under the lock, taken on every answer (reentrant: an answer may come in
+        # the waiting thread, e.g. from its clock); the condition on it is made only when
+        # a waiter has to sleep on it (no assist, or the assist could not run).
+        self._lock = threading.RLock()
+        self._cond: threading.Condition | None = None
         self._successes: dict[K, V] = {}
         self._exceptions: dict[K, BaseException] = {}
         self._answers = 0  # bumped on every answer, so a waiter never misses one
         # What each waiting thread waits for: (min_responses, min_successes, max_exceptions).
         self._wanted: list[tuple[int, int, int]] = []
-        self._futures: dict[K, Future[V]] = dict(calls)
-        # The futures refer to this call only weakly: a node that never answers (frozen)
-        # must not keep every call it missed — and the others' answers — alive. Whoever
-        # can still read the answers holds the call, so none is lost to a reader.
-        this = weakref.ref(self)
-        for key, future in self._futures.items():
-            if future is None:
-                raise ValueError(f"null future for key: {key}")
-            # Runs at once if the future is already done (a direct executor).
-            future.add_done_callback(functools.partial(_deliver, this, key))
+        self._keys: list[K] = []  # every call's key: the calls' count
+        self._futures: dict[K, Future[V]] = {}
+        # The futures and answer callbacks refer to this call only weakly: a node that
+        # never answers (frozen) must not keep every call it missed — and the others'
+        # answers — alive. Whoever can still read the answers holds the call, so none is
+        # lost to a reader.
+        self._ref = weakref.ref(self)
+        for key, future in calls.items():
+            self.watch(key, future)
+
+    @classmethod
+    def expecting(
+        cls,
+        keys: Iterable[K],
+        clock: Callable[[], float] = time.monotonic,
+        assist: Assist | None = None,
+    ) -> QuorumCall[K, V]:
+        """A call to each of ``keys`` that has no answer yet: each key's answer comes
+        through :meth:`answerer` or a future given to :meth:`watch`.
+
+        The writer's fan-out (``AsyncLoggerSet.send_edits``): a batch sent straight
+        to a node is answered by the thread reading its reply, with no future in
+        between.
+        """
+        call: QuorumCall[K, V] = cls({}, clock, assist)
+        call._keys.extend(keys)
+        return call
+
+    def watch(self, key: K, future: Future[V]) -> None:
+        """``future`` is ``key``'s call: its outcome is that key's answer."""
+        if future is None:
+            raise ValueError(f"null future for key: {key}")
+        if key not in self._keys:
+            self._keys.append(key)
+        self._futures[key] = future
+        # Runs at once if the future is already done (a direct executor).
+        future.add_done_callback(functools.partial(_deliver, self._ref, key))
+
+    def answerer(self, key: K) -> Callable[[Any, BaseException | None], None]:
+        """``answer(result, None)`` or ``answer(None, error)``: ``key``'s answer, once.
+
+        For a key of :meth:`expecting`; refers to this call weakly.
+        """
+        return functools.partial(_answer, self._ref, key)
 
     def _on_done(self, key: K, future: Future[V]) -> None:
         try:
@@ -126,7 +174,7 @@ class QuorumCall(Generic[K, V]):
             self._add(key, result, None)
 
     def _add(self, key: K, result: Any, error: BaseException | None) -> None:
-        with self._cond:
+        with self._lock:
             if error is None:
                 self._successes[key] = result
             else:
@@ -141,7 +189,8 @@ class QuorumCall(Generic[K, V]):
                         wake = True
                         break
             if wake and self._wanted:
-                self._cond.notify_all()
+                if self._cond is not None:
+                    self._cond.notify_all()
                 assisting = self._assisting
                 if assisting is not None and assisting != threading.get_ident():
                     # The waiter polls for replies, not on the condition: interrupt it.
@@ -185,7 +234,7 @@ class QuorumCall(Generic[K, V]):
         # jump beyond that is a pause of this process.
         wait_began, wait_len = start, 0.0
         wanted = (min_responses, min_successes, max_exceptions)
-        with self._cond:
+        with self._lock:
             self._wanted.append(wanted)  # tells _add when to wake us
             try:
                 while True:
@@ -219,18 +268,24 @@ class QuorumCall(Generic[K, V]):
                     wait_len = max(min(deadline, next_log) - now, 0.001)
                     wait_began = now
                     if self._assist is None:
-                        self._cond.wait(wait_len)
+                        self._condition().wait(wait_len)
                     else:
                         self._assisting = threading.get_ident()
                         try:
-                            assisted = self._assist(wait_len, self._cond)
+                            assisted = self._assist(wait_len, self._lock)
                         finally:
                             self._assisting = None
                         if not assisted:
                             # Someone else reads the replies: ours wake us, or we try again.
-                            self._cond.wait(min(wait_len, ASSIST_RETRY_S))
+                            self._condition().wait(min(wait_len, ASSIST_RETRY_S))
             finally:
                 self._wanted.remove(wanted)
+
+    def _condition(self) -> threading.Condition:
+        """The condition a waiter sleeps on (the lock is held)."""
+        if self._cond is None:
+            self._cond = threading.Condition(self._lock)
+        return self._cond
 
     def _log_progress(self, waited_s: float, timeout_ms: int, operation_name: str) -> None:
         msg = (
@@ -263,36 +318,36 @@ class QuorumCall(Generic[K, V]):
     # ---- results -------------------------------------------------------------------------------
     def count_calls(self) -> int:
         """How many calls this QuorumCall is waiting on (answered or not)."""
-        return len(self._futures)
+        return len(self._keys)
 
     def count_responses(self) -> int:
         """Answers received so far, successes and exceptions alike."""
-        with self._cond:
+        with self._lock:
             return len(self._successes) + len(self._exceptions)
 
     def count_successes(self) -> int:
-        with self._cond:
+        with self._lock:
             return len(self._successes)
 
     def count_exceptions(self) -> int:
-        with self._cond:
+        with self._lock:
             return len(self._exceptions)
 
     @property
     def successes(self) -> dict[K, V]:
         """A snapshot of the successful answers (Hadoop's ``getResults``)."""
-        with self._cond:
+        with self._lock:
             return dict(self._successes)
 
     @property
     def exceptions(self) -> dict[K, BaseException]:
         """A snapshot of the failures."""
-        with self._cond:
+        with self._lock:
             return dict(self._exceptions)
 
     def rethrow_exception(self, msg: str) -> None:
         """Raise QuorumException listing every success and failure (there must be one)."""
-        with self._cond:
+        with self._lock:
             if not self._exceptions:
                 raise RuntimeError("rethrow_exception called without any exception")
             raise QuorumException.create(msg, dict(self._successes), dict(self._exceptions))
@@ -303,8 +358,8 @@ class QuorumCall(Generic[K, V]):
             future.cancel()
 
     def __repr__(self) -> str:
-        with self._cond:
+        with self._lock:
             return (
-                f"QuorumCall({len(self._futures)} calls, {len(self._successes)} succeeded, "
+                f"QuorumCall({len(self._keys)} calls, {len(self._successes)} succeeded, "
                 f"{len(self._exceptions)} failed)"
             )

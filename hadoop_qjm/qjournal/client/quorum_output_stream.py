@@ -89,7 +89,7 @@ class QuorumOutputStream:
         sent: list[bytes] = []
         buf.flush_to(lambda view: sent.append(bytes(view)))
         data = sent[0]
-        call = self.loggers.call("send_edits", self.segment_txid, first_txid, num_txns, data)
+        call = self.loggers.send_edits(self.segment_txid, first_txid, num_txns, data)
         self.loggers.wait_for_write_quorum(call, self.write_timeout_ms, "sendEdits")
         # Every logger learns it, even one that is behind: the next call carries it.
         self.loggers.set_committed_txid(first_txid + num_txns - 1)
