@@ -32,6 +32,7 @@ from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import journal_body
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.qjournal.protocol.exceptions import (
     JournalOutOfSyncException,
+    LoggerTooFarBehindException,
     SocketTimeoutException,
 )
 from hadoop_qjm.qjournal.protocol.sockets import FrameReader, write_frame
@@ -306,6 +307,81 @@ def test_the_shortcut_declines_a_node_out_of_sync(channel: IPCLoggerChannel) -> 
     assert not channel.send_edits_directly(1, 1, 1, ops(1, 1), lambda *a: answers.append(a))
     assert answers == []
     assert channel.queued_edits_size == 0
+
+
+def test_batches_sent_directly_that_fail_in_flight_release_all_they_held(
+    cluster: MiniJournalCluster, channel: IPCLoggerChannel
+) -> None:
+    """Batches in flight when the connection goes (here: the channel closed while the
+    JournalNode is held up) are each answered once, with the error; their queue space
+    and in-flight count are released, so waiting for pending calls returns."""
+    channel.start_log_segment(1, CURRENT_LAYOUT_VERSION).result(10)
+    journal = cluster.journal_node(0).get_or_create_journal(JID)
+    answers: list[tuple[int, BaseException | None]] = []
+    with journal._lock:  # the node reads the first batch, then waits for its journal
+        for txid in range(1, 6):
+            assert channel.send_edits_directly(
+                1, txid, 1, ops(txid, 1), lambda _, error, t=txid: answers.append((t, error))
+            )
+        assert channel.queued_edits_size > 0
+        channel.close()
+        assert [t for t, _ in answers] == [1, 2, 3, 4, 5]
+        assert all(isinstance(error, IOException) for _, error in answers)
+    assert channel.queued_edits_size == 0
+    assert channel._direct_in_flight == 0  # what wait_for_all_pending_calls waits for
+
+
+def test_the_shortcut_declines_a_batch_over_the_queue_limit(cluster: MiniJournalCluster) -> None:
+    """With batches queued (the node is held up), one more that would pass
+    dfs.qjournal.queued-edits.limit.mb is not sent: send_edits then fails it with
+    LoggerTooFarBehindException, and nothing more is reserved."""
+    conf = Configuration()
+    conf.set("dfs.qjournal.queued-edits.limit.mb", "1")
+    ch = IPCLoggerChannel(conf, FAKE_NSINFO, JID, cluster.rpc_address(0))
+    try:
+        ch.format(FAKE_NSINFO).result(10)
+        ch.new_epoch(1).result(10)
+        ch.set_epoch(1)
+        ch.start_log_segment(1, CURRENT_LAYOUT_VERSION).result(10)
+        journal = cluster.journal_node(0).get_or_create_journal(JID)
+        big = ops(1, 1) + b"\0" * (700 * 1024)
+        answers: list[object] = []
+        with journal._lock:
+            assert ch.send_edits_directly(1, 1, 1, big, lambda *a: answers.append(a))
+            queued = ch.queued_edits_size
+            assert not ch.send_edits_directly(1, 2, 1, big, lambda *a: answers.append(a))
+            assert ch.queued_edits_size == queued
+            with pytest.raises(LoggerTooFarBehindException):
+                ch.send_edits(1, 2, 1, big).result(10)
+            assert ch.queued_edits_size == queued
+        ch.wait_for_all_pending_calls()
+        assert len(answers) == 1
+        assert ch.queued_edits_size == 0
+    finally:
+        ch.close()
+
+
+def test_a_flush_sends_every_batch_directly(cluster: MiniJournalCluster) -> None:
+    """The writer's batches take the shortcut end to end: no node's executor runs one."""
+    qjm = QuorumJournalManager(Configuration(), cluster.quorum_journal_uri(JID), FAKE_NSINFO)
+    try:
+        qjm.format(FAKE_NSINFO)
+        qjm.recover_unfinalized_segments()
+        stream = qjm.start_log_segment(1, CURRENT_LAYOUT_VERSION)
+        submitted: list[object] = []
+        for logger in qjm.loggers.loggers:
+            submit = logger._submit
+            logger._submit = lambda fn, submit=submit: submitted.append(fn) or submit(fn)
+        for txid in range(1, 11):
+            stream.write_raw(ops(txid, 1), 1, txid)
+            stream.set_ready_to_flush()
+            stream.flush()
+        assert submitted == []
+        acked = [lg.highest_acked_txid for lg in qjm.loggers.loggers]
+        assert acked.count(10) >= qjm.loggers.majority_size
+        stream.close()
+    finally:
+        qjm.close()
 
 
 def test_calls_in_flight_behind_a_failed_one_fail_too(channel: IPCLoggerChannel) -> None:

@@ -401,3 +401,13 @@ def test_the_write_fan_out_takes_the_shortcut_where_a_logger_offers_it() -> None
         decliner: None,
         plain: None,
     }
+
+
+def test_a_second_answer_from_a_key_is_ignored() -> None:
+    q: QuorumCall = QuorumCall.expecting(["a", "b"])
+    answer = q.answerer("a")
+    answer("ok", None)
+    answer(None, IOException("again"))
+    assert q.successes == {"a": "ok"}
+    assert q.exceptions == {}
+    assert q.count_responses() == 1

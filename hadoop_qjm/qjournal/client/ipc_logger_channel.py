@@ -7,9 +7,11 @@
   (``dfs.qjournal.parallel-read.num-threads``).
 * The write path's exception: a ``journal`` call is written to the socket by
   the writer's own thread when nothing waits in the executor (so it cannot
-  overtake an earlier call), and its reply completes the future in the
-  shared reply reader (``pipelined_channel.py``) — no thread hand-off on the
-  writer's critical path. Calls may then be in flight together on the
+  overtake an earlier call), and its reply is answered by the shared reply
+  reader (``pipelined_channel.py``): it completes the call's future, or, for the
+  writer's fan-out (:meth:`IPCLoggerChannel.send_edits_directly`), hands the
+  answer straight to the batch's QuorumCall — no thread hand-off on the writer's
+  critical path. Calls may then be in flight together on the
   connection; an answer that comes back after an earlier call of the node
   failed counts as failed ("Journal disabled until next roll"), as Hadoop's
   executor would never have sent it. Plain TCP or our TLS factory (driven
@@ -54,6 +56,7 @@ from hadoop_qjm.common.exceptions import (
     IllegalArgumentException,
     IllegalStateException,
     IOException,
+    always_assert,
     register_exception,
 )
 from hadoop_qjm.common.remote_edit_log import RemoteEditLogManifest
@@ -434,7 +437,7 @@ class IPCLoggerChannel(AsyncLogger):
             self._direct_waiters += 1
             try:
                 # The process's reply reader answers them (this thread reads none).
-                while self._direct_in_flight:
+                while self._direct_in_flight > 0:
                     self._direct_idle.wait()
             finally:
                 self._direct_waiters -= 1
@@ -504,6 +507,10 @@ class IPCLoggerChannel(AsyncLogger):
     def send_edits(
         self, segment_txid: int, first_txid: int, num_txns: int, data: bytes
     ) -> Future[None]:
+        future: Future[None] = Future()
+        future.set_running_or_notify_cancel()  # sent at once, if at all: not cancellable
+        if self._send_directly(segment_txid, first_txid, num_txns, data, _settle(future)):
+            return future
         size = len(data)
         try:
             self._reserve_queue_space(size, num_txns)
@@ -512,12 +519,6 @@ class IPCLoggerChannel(AsyncLogger):
         # The lag is measured from when the batch was handed to us.
         submit_time = self._clock()
         try:
-            future: Future[None] = Future()
-            future.set_running_or_notify_cancel()  # sent at once, if at all: not cancellable
-            if self._send_directly(
-                segment_txid, first_txid, num_txns, data, submit_time, _settle(future)
-            ):
-                return future
             future = self._submit(
                 lambda: self._do_send_edits(segment_txid, first_txid, num_txns, data, submit_time)
             )
@@ -537,31 +538,14 @@ class IPCLoggerChannel(AsyncLogger):
         on_answer: Callable[[None, BaseException | None], None],
     ) -> bool:
         """:meth:`send_edits` by the shortcut only, with no future: ``on_answer(None,
-        None)`` or ``on_answer(None, error)`` runs when the node answered (in the
-        thread reading its reply). False, with nothing sent, when the shortcut may
-        not be taken (see :meth:`_send_directly`) or the queue is full: the caller
-        then uses :meth:`send_edits`. Raises what :meth:`send_edits` raises.
+        None)`` or ``on_answer(None, error)`` runs once, when the node answered (in
+        the thread reading its reply). False, with nothing sent or reserved, when
+        the shortcut may not be taken (see :meth:`_send_directly`): the caller then
+        uses :meth:`send_edits`. Raises what :meth:`send_edits` raises.
         """
-        size = len(data)
-        try:
-            self._reserve_queue_space(size, num_txns)
-        except LoggerTooFarBehindException:
-            return False
-        try:
-            sent = self._send_directly(
-                segment_txid,
-                first_txid,
-                num_txns,
-                data,
-                self._clock(),
-                functools.partial(on_answer, None),
-            )
-        except BaseException:
-            self._unreserve_queue_space(size, num_txns)
-            raise
-        if not sent:
-            self._unreserve_queue_space(size, num_txns)
-        return sent
+        return self._send_directly(
+            segment_txid, first_txid, num_txns, data, functools.partial(on_answer, None)
+        )
 
     def _send_directly(
         self,
@@ -569,19 +553,19 @@ class IPCLoggerChannel(AsyncLogger):
         first_txid: int,
         num_txns: int,
         data: bytes,
-        submit_time: float,
         on_answer: Callable[[BaseException | None], None],
     ) -> bool:
         """Send the journal call from this thread, without the executor; False (nothing
-        sent) if it may not. ``on_answer(error)`` (None: done) runs once, when the node
-        answered or the call failed.
+        sent or reserved) if it may not. ``on_answer(error)`` (None: done) runs once,
+        when the node answered or the call failed.
 
         The shortcut of the write path (docs/quorum-client.md, "The write path"):
         the request is written to the socket here and the shared reply reader
         answers — no thread hand-off either way. Only when nothing is waiting in
         the executor (calls stay in order), the node is in sync (out of sync, the
-        executor path fails the batch and heartbeats) and the connection is open
-        (connecting could block the writer).
+        executor path fails the batch and heartbeats), the connection is open
+        (connecting could block the writer) and the batch fits the queue limit
+        (the executor path fails it with LoggerTooFarBehindException).
         """
         if not self._may_send_directly:
             return False
@@ -593,37 +577,64 @@ class IPCLoggerChannel(AsyncLogger):
             or self._out_of_sync
         ):
             return False
+        # The lag is measured from when the batch was handed to us.
+        submit_time = self._clock()
         body = journal_body(segment_txid, first_txid, num_txns, data, self.name_service_id)
+        size = len(data)
         with self._order_lock:
             if self._in_executor:
                 return False
             with self._lock:
-                if self._out_of_sync or self._closed or self._epoch <= 0:
-                    return False  # the executor path fails the call as it should
+                if (
+                    self._out_of_sync
+                    or self._closed
+                    or self._epoch <= 0  # the executor path fails the call as it should
+                    or not self._fits_queue_locked(size)
+                ):
+                    return False
                 sync_epoch = self._sync_epoch
                 request = self._create_request_locked()
+                self._queued_bytes += size
+                self._queued_txns += num_txns
                 self._direct_in_flight += 1
+            # Whichever ends the call first — its answer, or the send failing — releases
+            # what it holds (queue space, the in-flight count); the other does nothing.
+            ended = [False]
 
             def on_reply(error: BaseException | None) -> None:
                 self._direct_journal_done(
-                    on_answer, error, sync_epoch, first_txid, num_txns, len(data), submit_time
+                    ended, on_answer, error, sync_epoch, first_txid, num_txns, size, submit_time
                 )
 
             try:
                 proxy.journal_async(request, body, on_reply)
-            except BaseException:  # not sent (it raises before, or answers instead)
-                self._direct_call_ended()
+            except BaseException:  # the caller counts the call as failed
+                self._end_direct_call(ended, size, num_txns)
                 raise
         return True
+
+    def _end_direct_call(self, ended: list[bool], size: int, num_txns: int) -> None:
+        """A direct call that could not be sent: release what it held, unless its answer
+        (a failure while it was being sent) already did."""
+        with self._lock:
+            if ended[0]:
+                return
+            ended[0] = True
+            self._queued_bytes -= size
+            self._queued_txns -= num_txns
+        self._direct_call_ended()
 
     def _direct_call_ended(self) -> None:
         with self._lock:
             self._direct_in_flight -= 1
+            if self._direct_in_flight < 0:  # (not always_assert: no message built per call)
+                always_assert(False, f"{self}: a direct call ended twice")
             if self._direct_waiters:
                 self._direct_idle.notify_all()
 
     def _direct_journal_done(
         self,
+        ended: list[bool],
         on_answer: Callable[[BaseException | None], None],
         error: BaseException | None,
         sync_epoch: int,
@@ -632,10 +643,16 @@ class IPCLoggerChannel(AsyncLogger):
         size: int,
         submit_time: float,
     ) -> None:
-        """The answer to a journal call sent directly (in the thread reading replies)."""
+        """The answer to a journal call sent directly (in the thread reading replies).
+
+        Never raises: it runs in whichever thread read the reply (or failed the call).
+        """
         now = self._clock()
         went_out_of_sync = False
         with self._lock:
+            if ended[0]:
+                return  # its send failed and the caller was told so
+            ended[0] = True
             if error is None and (self._out_of_sync or self._sync_epoch != sync_epoch):
                 # An earlier call failed after this one went out. Hadoop would not have
                 # sent this one at all (its executor runs one call at a time): so it fails.
@@ -648,15 +665,24 @@ class IPCLoggerChannel(AsyncLogger):
                 self._sync_epoch += 1
             self._queued_bytes -= size
             self._queued_txns -= num_txns
-        if went_out_of_sync:  # the calls in flight behind it fail with it, unlogged
-            self._log_journal_failure(first_txid, num_txns, error)
         try:
-            on_answer(error)
+            try:
+                if went_out_of_sync:  # the calls in flight behind it fail with it, unlogged
+                    self._log_journal_failure(first_txid, num_txns, error)  # type: ignore[arg-type]
+                on_answer(error)
+            finally:
+                self._record_journal_latency(
+                    first_txid, num_txns, size, now - submit_time, now - submit_time
+                )
+        except Exception:  # noqa: BLE001 - a caller's bug must not break the reply reader
+            LOG.exception(
+                "Unexpected error handling the answer of %s to txns %d-%d",
+                self,
+                first_txid,
+                first_txid + num_txns - 1,
+            )
         finally:
             self._direct_call_ended()
-            self._record_journal_latency(
-                first_txid, num_txns, size, now - submit_time, now - submit_time
-            )
 
     def _log_journal_failure(self, first_txid: int, num_txns: int, error: BaseException) -> None:
         LOG.warning(
@@ -737,11 +763,15 @@ class IPCLoggerChannel(AsyncLogger):
     def heartbeat_if_necessary(self) -> Future[None]:
         return self._submit(self._heartbeat_if_necessary)
 
+    def _fits_queue_locked(self, size: int) -> bool:
+        """Whether a batch of ``size`` bytes may be queued (always, if none is)."""
+        return self._queued_bytes + size <= self._queue_limit_bytes or self._queued_bytes == 0
+
     def _reserve_queue_space(self, size: int, num_txns: int) -> None:
         if size < 0:
             raise IllegalArgumentException(f"negative batch size {size}")
         with self._lock:
-            if self._queued_bytes + size > self._queue_limit_bytes and self._queued_bytes > 0:
+            if not self._fits_queue_locked(size):
                 raise LoggerTooFarBehindException(
                     f"{self} is too far behind: {self._queued_bytes} bytes of edits are queued "
                     f"and {size} more would pass the limit of {self._queue_limit_bytes} bytes"

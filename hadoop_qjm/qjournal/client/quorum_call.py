@@ -175,6 +175,10 @@ class QuorumCall(Generic[K, V]):
 
     def _add(self, key: K, result: Any, error: BaseException | None) -> None:
         with self._lock:
+            if key in self._successes or key in self._exceptions:
+                # A key answers once (a bug elsewhere if not): the first answer stands.
+                LOG.warning("Ignoring a second answer from %s: %r", key, error or result)
+                return
             if error is None:
                 self._successes[key] = result
             else:
