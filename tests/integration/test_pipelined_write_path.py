@@ -331,6 +331,50 @@ def test_batches_sent_directly_that_fail_in_flight_release_all_they_held(
     assert channel._direct_in_flight == 0  # what wait_for_all_pending_calls waits for
 
 
+def test_a_batch_failing_while_it_is_sent_is_answered_in_the_writers_thread(
+    channel: IPCLoggerChannel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection drops between the shortcut's check and the send: the channel fails
+    the call at once, in the writer's own thread (send_async(connect=False)). The batch
+    was still sent directly; its answer is the error, given once, and nothing stays held."""
+    channel.start_log_segment(1, CURRENT_LAYOUT_VERSION).result(10)
+    proxy = channel._proxy
+
+    def dropped(request, body, callback, *, connect=False):
+        callback(IOException("Call to the node failed: not connected"))
+
+    monkeypatch.setattr(proxy, "journal_async", dropped)
+    answers: list[tuple[object, BaseException | None]] = []
+    assert channel.send_edits_directly(1, 1, 1, ops(1, 1), lambda r, e: answers.append((r, e)))
+    assert len(answers) == 1 and isinstance(answers[0][1], IOException)
+    assert channel.queued_edits_size == 0
+    assert channel._direct_in_flight == 0
+
+
+def test_a_send_that_raises_after_answering_releases_once(
+    channel: IPCLoggerChannel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A send that fails its call and then raises (a bug below the channel): the caller
+    gets the exception, the answer is not given again, and the queue space and the
+    in-flight count are released once, not twice."""
+    channel.start_log_segment(1, CURRENT_LAYOUT_VERSION).result(10)
+    proxy = channel._proxy
+
+    def answers_then_raises(request, body, callback, *, connect=False):
+        callback(IOException("reset"))
+        raise RuntimeError("bug after the answer")
+
+    monkeypatch.setattr(proxy, "journal_async", answers_then_raises)
+    answers: list[object] = []
+    with pytest.raises(RuntimeError, match="bug after the answer"):
+        channel.send_edits_directly(1, 1, 1, ops(1, 1), lambda *a: answers.append(a))
+    assert len(answers) == 1
+    assert channel.queued_edits_size == 0
+    assert channel._direct_in_flight == 0
+    monkeypatch.undo()  # the real send again: the channel works on
+    channel.wait_for_all_pending_calls()
+
+
 def test_the_shortcut_declines_a_batch_over_the_queue_limit(cluster: MiniJournalCluster) -> None:
     """With batches queued (the node is held up), one more that would pass
     dfs.qjournal.queued-edits.limit.mb is not sent: send_edits then fails it with

@@ -432,7 +432,8 @@ class IPCLoggerChannel(AsyncLogger):
         return self._parallel_executor.submit(fn)
 
     def wait_for_all_pending_calls(self) -> None:
-        """Block until every state-changing call made so far has been answered."""
+        """Block until every state-changing call made so far has been answered (and any
+        batch sent directly meanwhile: for a caller that has stopped writing)."""
         with self._lock:
             self._direct_waiters += 1
             try:
