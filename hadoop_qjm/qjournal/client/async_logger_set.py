@@ -3,9 +3,10 @@
 One generic fan-out, :meth:`AsyncLoggerSet.call`, sends any AsyncLogger
 method to every logger and returns a :class:`QuorumCall` (STYLE.md habit 10;
 Hadoop has one wrapper per RPC). The writer's batches alone have their own,
-:meth:`AsyncLoggerSet.send_edits`, which makes no future for a node that takes the
-batch directly (its answer goes straight to the QuorumCall). :meth:`wait_for_write_quorum` is the rule
-every quorum step uses: a majority of successes (``rules.majority``).
+:meth:`AsyncLoggerSet.send_edits`, which makes no future for a node that takes
+the batch directly (its answer goes straight to the QuorumCall).
+:meth:`wait_for_write_quorum` is the rule every quorum step uses: a majority of
+successes (``rules.majority``).
 
 One step beyond Hadoop: the wait ends as soon as a majority of successes has
 become impossible — more than ``n - majority`` failures — instead of waiting

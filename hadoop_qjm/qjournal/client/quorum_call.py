@@ -3,12 +3,13 @@
 A QuorumCall watches one future per key (a logger), or — for the writer's
 batches, which make no future — is told each key's answer by the thread that
 read it (:meth:`QuorumCall.expecting`, :meth:`QuorumCall.answerer`). Each
-success or exception is recorded as it comes; :meth:`wait_for` sleeps until enough answers
-are in, too many failed, or the timeout passes — whichever comes first. There
-is no polling: the waiter wakes when an answer completes what it waits for
-(or on any exception, which it must inspect), to log progress, or at the
-deadline. An answer that completes nothing wakes nobody: each wake-up of a
-waiting thread costs a context switch on the writer's critical path.
+success or exception is recorded as it comes; :meth:`wait_for` sleeps until
+enough answers are in, too many failed, or the timeout passes — whichever
+comes first. There is no polling: the waiter wakes when an answer completes
+what it waits for (or on any exception, which it must inspect), to log
+progress, or at the deadline. An answer that completes nothing wakes nobody:
+each wake-up of a waiting thread costs a context switch on the writer's
+critical path.
 
 The clock is a parameter (seconds, monotonic). A pause of the whole process
 (a long GC in Java, a SIGSTOP or an overloaded host here) that the clock shows
