@@ -238,6 +238,14 @@ def ops(first: int, count: int) -> bytes:
     return create_txn_data(first, count)
 
 
+def start_segment(channel: IPCLoggerChannel, txid: int = 1) -> None:
+    """startLogSegment, then wait until its executor call is counted done: the future's
+    waiter can wake before the executor's done-callback has run, and until then the
+    shortcut (rightly) leaves a journal to the executor."""
+    channel.start_log_segment(txid, CURRENT_LAYOUT_VERSION).result(10)
+    wait_until(lambda: channel._in_executor == 0)
+
+
 def test_journal_goes_out_directly_and_stays_behind_earlier_calls(
     channel: IPCLoggerChannel,
 ) -> None:
@@ -267,7 +275,7 @@ def test_a_batch_sent_directly_is_answered_through_its_callback(
 ) -> None:
     """The writer's fan-out (AsyncLoggerSet.send_edits) gets no future: the thread that
     reads the reply answers — here the background reply reader, as nobody waits."""
-    channel.start_log_segment(1, CURRENT_LAYOUT_VERSION).result(10)
+    start_segment(channel)
     answered = threading.Event()
     answers: list[tuple[object, BaseException | None]] = []
 
@@ -285,7 +293,7 @@ def test_a_batch_sent_directly_is_answered_through_its_callback(
 def test_waiting_for_pending_calls_waits_for_the_batches_sent_directly(
     channel: IPCLoggerChannel,
 ) -> None:
-    channel.start_log_segment(1, CURRENT_LAYOUT_VERSION).result(10)
+    start_segment(channel)
     errors: list[BaseException | None] = []
     for txid in range(1, 21):
         assert channel.send_edits_directly(
@@ -315,7 +323,7 @@ def test_batches_sent_directly_that_fail_in_flight_release_all_they_held(
     """Batches in flight when the connection goes (here: the channel closed while the
     JournalNode is held up) are each answered once, with the error; their queue space
     and in-flight count are released, so waiting for pending calls returns."""
-    channel.start_log_segment(1, CURRENT_LAYOUT_VERSION).result(10)
+    start_segment(channel)
     journal = cluster.journal_node(0).get_or_create_journal(JID)
     answers: list[tuple[int, BaseException | None]] = []
     with journal._lock:  # the node reads the first batch, then waits for its journal
@@ -337,7 +345,7 @@ def test_a_batch_failing_while_it_is_sent_is_answered_in_the_writers_thread(
     """The connection drops between the shortcut's check and the send: the channel fails
     the call at once, in the writer's own thread (send_async(connect=False)). The batch
     was still sent directly; its answer is the error, given once, and nothing stays held."""
-    channel.start_log_segment(1, CURRENT_LAYOUT_VERSION).result(10)
+    start_segment(channel)
     proxy = channel._proxy
 
     def dropped(request, body, callback, *, connect=False):
@@ -357,7 +365,7 @@ def test_a_send_that_raises_after_answering_releases_once(
     """A send that fails its call and then raises (a bug below the channel): the caller
     gets the exception, the answer is not given again, and the queue space and the
     in-flight count are released once, not twice."""
-    channel.start_log_segment(1, CURRENT_LAYOUT_VERSION).result(10)
+    start_segment(channel)
     proxy = channel._proxy
 
     def answers_then_raises(request, body, callback, *, connect=False):
@@ -375,6 +383,63 @@ def test_a_send_that_raises_after_answering_releases_once(
     channel.wait_for_all_pending_calls()
 
 
+def test_a_failing_answer_or_log_still_ends_the_call(
+    channel: IPCLoggerChannel, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The reply reader must go on whatever the answer's receiver or the failure log do:
+    a log that raises does not keep the answer back, an answer that raises is logged,
+    and either way the call ends (its queue space and in-flight count released)."""
+    start_segment(channel)
+    proxy = channel._proxy
+    monkeypatch.setattr(
+        proxy, "journal_async", lambda request, body, callback, **_: callback(IOException("gone"))
+    )
+
+    def broken_log(*args: object) -> None:
+        raise RuntimeError("the log is broken")
+
+    monkeypatch.setattr(channel, "_log_journal_failure", broken_log)
+    answers: list[BaseException | None] = []
+    assert channel.send_edits_directly(1, 1, 1, ops(1, 1), lambda _, e: answers.append(e))
+    assert len(answers) == 1 and isinstance(answers[0], IOException)  # given all the same
+
+    def broken_answer(result: object, error: BaseException | None) -> None:
+        raise RuntimeError("the receiver is broken")
+
+    # Out of sync now: the shortcut declines, so let the node be in sync again.
+    channel._out_of_sync = False
+    with caplog.at_level("ERROR"):
+        assert channel.send_edits_directly(1, 1, 1, ops(1, 1), broken_answer)
+    assert "Unexpected error giving the answer" in caplog.text
+    assert "Unexpected error logging the failure" in caplog.text
+    assert channel.queued_edits_size == 0
+    assert channel._direct_in_flight == 0
+
+
+def test_a_batch_over_the_limit_goes_directly_when_nothing_is_queued(
+    cluster: MiniJournalCluster,
+) -> None:
+    """As in Hadoop, the limit never refuses a batch when nothing is queued (a batch
+    bigger than the limit could otherwise never be written)."""
+    conf = Configuration()
+    conf.set("dfs.qjournal.queued-edits.limit.mb", "1")
+    ch = IPCLoggerChannel(conf, FAKE_NSINFO, JID, cluster.rpc_address(0))
+    try:
+        ch.format(FAKE_NSINFO).result(10)
+        ch.new_epoch(1).result(10)
+        ch.set_epoch(1)
+        start_segment(ch)
+        big = ops(1, 1) + b"\0" * (1536 * 1024)
+        answers: list[object] = []
+        assert ch.send_edits_directly(1, 1, 1, big, lambda *a: answers.append(a))
+        ch.wait_for_all_pending_calls()
+        assert answers == [(None, None)]  # written
+        assert ch.highest_acked_txid == 1
+        assert ch.queued_edits_size == 0
+    finally:
+        ch.close()
+
+
 def test_the_shortcut_declines_a_batch_over_the_queue_limit(cluster: MiniJournalCluster) -> None:
     """With batches queued (the node is held up), one more that would pass
     dfs.qjournal.queued-edits.limit.mb is not sent: send_edits then fails it with
@@ -386,7 +451,7 @@ def test_the_shortcut_declines_a_batch_over_the_queue_limit(cluster: MiniJournal
         ch.format(FAKE_NSINFO).result(10)
         ch.new_epoch(1).result(10)
         ch.set_epoch(1)
-        ch.start_log_segment(1, CURRENT_LAYOUT_VERSION).result(10)
+        start_segment(ch)
         journal = cluster.journal_node(0).get_or_create_journal(JID)
         big = ops(1, 1) + b"\0" * (700 * 1024)
         answers: list[object] = []

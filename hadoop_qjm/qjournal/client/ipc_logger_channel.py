@@ -310,7 +310,9 @@ class IPCLoggerChannel(AsyncLogger):
 
     @property
     def queued_edits_size(self) -> int:
-        """Bytes of edits sent to the executor and not answered yet."""
+        """Bytes of edits handed to this channel (sent directly, or waiting in or sent by
+        the executor) and not answered yet: what ``dfs.qjournal.queued-edits.limit.mb``
+        bounds."""
         with self._lock:
             return self._queued_bytes
 
@@ -647,8 +649,9 @@ class IPCLoggerChannel(AsyncLogger):
         """The answer to a journal call sent directly (in the thread reading replies).
 
         Never raises: it runs in whichever thread read the reply (or failed the call).
+        Each step after the bookkeeping is guarded on its own, so that the answer is
+        given and the call ended whatever the logging or the metrics do.
         """
-        now = self._clock()
         went_out_of_sync = False
         with self._lock:
             if ended[0]:
@@ -666,24 +669,35 @@ class IPCLoggerChannel(AsyncLogger):
                 self._sync_epoch += 1
             self._queued_bytes -= size
             self._queued_txns -= num_txns
+        # (Plain try blocks: free when nothing raises, and this runs for every reply.)
         try:
-            try:
-                if went_out_of_sync:  # the calls in flight behind it fail with it, unlogged
+            now = self._clock()
+            if went_out_of_sync:  # the calls in flight behind it fail with it, unlogged
+                try:
                     self._log_journal_failure(first_txid, num_txns, error)  # type: ignore[arg-type]
+                except Exception:  # noqa: BLE001 - the answer must still be given
+                    self._log_unexpected("logging the failure", first_txid, num_txns)
+            try:
                 on_answer(error)
-            finally:
+            except Exception:  # noqa: BLE001 - a caller's bug must not break the reply reader
+                self._log_unexpected("giving the answer", first_txid, num_txns)
+            try:
                 self._record_journal_latency(
                     first_txid, num_txns, size, now - submit_time, now - submit_time
                 )
-        except Exception:  # noqa: BLE001 - a caller's bug must not break the reply reader
-            LOG.exception(
-                "Unexpected error handling the answer of %s to txns %d-%d",
-                self,
-                first_txid,
-                first_txid + num_txns - 1,
-            )
+            except Exception:  # noqa: BLE001 - metrics must not break the reply reader
+                self._log_unexpected("recording the latency", first_txid, num_txns)
         finally:
             self._direct_call_ended()
+
+    def _log_unexpected(self, step: str, first_txid: int, num_txns: int) -> None:
+        LOG.exception(
+            "Unexpected error %s of %s for txns %d-%d",
+            step,
+            self,
+            first_txid,
+            first_txid + num_txns - 1,
+        )
 
     def _log_journal_failure(self, first_txid: int, num_txns: int, error: BaseException) -> None:
         LOG.warning(
