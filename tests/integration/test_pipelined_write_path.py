@@ -9,6 +9,7 @@ node out of sync for the calls already in flight behind it.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import socket
 import threading
@@ -416,19 +417,28 @@ def test_a_failing_answer_or_log_still_ends_the_call(
     assert channel._direct_in_flight == 0
 
 
-def test_a_batch_over_the_limit_goes_directly_when_nothing_is_queued(
-    cluster: MiniJournalCluster,
-) -> None:
-    """As in Hadoop, the limit never refuses a batch when nothing is queued (a batch
-    bigger than the limit could otherwise never be written)."""
+@contextlib.contextmanager
+def writing_channel(cluster: MiniJournalCluster, queue_limit_mb: int) -> Iterator[IPCLoggerChannel]:
+    """A channel to node 0 with dfs.qjournal.queued-edits.limit.mb set, writing segment 1."""
     conf = Configuration()
-    conf.set("dfs.qjournal.queued-edits.limit.mb", "1")
+    conf.set("dfs.qjournal.queued-edits.limit.mb", str(queue_limit_mb))
     ch = IPCLoggerChannel(conf, FAKE_NSINFO, JID, cluster.rpc_address(0))
     try:
         ch.format(FAKE_NSINFO).result(10)
         ch.new_epoch(1).result(10)
         ch.set_epoch(1)
         start_segment(ch)
+        yield ch
+    finally:
+        ch.close()
+
+
+def test_a_batch_over_the_limit_goes_directly_when_nothing_is_queued(
+    cluster: MiniJournalCluster,
+) -> None:
+    """As in Hadoop, the limit never refuses a batch when nothing is queued (a batch
+    bigger than the limit could otherwise never be written)."""
+    with writing_channel(cluster, queue_limit_mb=1) as ch:
         big = ops(1, 1) + b"\0" * (1536 * 1024)
         answers: list[object] = []
         assert ch.send_edits_directly(1, 1, 1, big, lambda *a: answers.append(a))
@@ -436,22 +446,13 @@ def test_a_batch_over_the_limit_goes_directly_when_nothing_is_queued(
         assert answers == [(None, None)]  # written
         assert ch.highest_acked_txid == 1
         assert ch.queued_edits_size == 0
-    finally:
-        ch.close()
 
 
 def test_the_shortcut_declines_a_batch_over_the_queue_limit(cluster: MiniJournalCluster) -> None:
     """With batches queued (the node is held up), one more that would pass
     dfs.qjournal.queued-edits.limit.mb is not sent: send_edits then fails it with
     LoggerTooFarBehindException, and nothing more is reserved."""
-    conf = Configuration()
-    conf.set("dfs.qjournal.queued-edits.limit.mb", "1")
-    ch = IPCLoggerChannel(conf, FAKE_NSINFO, JID, cluster.rpc_address(0))
-    try:
-        ch.format(FAKE_NSINFO).result(10)
-        ch.new_epoch(1).result(10)
-        ch.set_epoch(1)
-        start_segment(ch)
+    with writing_channel(cluster, queue_limit_mb=1) as ch:
         journal = cluster.journal_node(0).get_or_create_journal(JID)
         big = ops(1, 1) + b"\0" * (700 * 1024)
         answers: list[object] = []
@@ -466,8 +467,6 @@ def test_the_shortcut_declines_a_batch_over_the_queue_limit(cluster: MiniJournal
         ch.wait_for_all_pending_calls()
         assert len(answers) == 1
         assert ch.queued_edits_size == 0
-    finally:
-        ch.close()
 
 
 def test_a_flush_sends_every_batch_directly(cluster: MiniJournalCluster) -> None:
