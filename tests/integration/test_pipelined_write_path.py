@@ -353,9 +353,12 @@ def test_a_batch_failing_while_it_is_sent_is_answered_in_the_writers_thread(
         callback(IOException("Call to the node failed: not connected"))
 
     monkeypatch.setattr(proxy, "journal_async", dropped)
-    answers: list[tuple[object, BaseException | None]] = []
-    assert channel.send_edits_directly(1, 1, 1, ops(1, 1), lambda r, e: answers.append((r, e)))
+    answers: list[tuple[int, BaseException | None]] = []
+    assert channel.send_edits_directly(
+        1, 1, 1, ops(1, 1), lambda _, e: answers.append((threading.get_ident(), e))
+    )
     assert len(answers) == 1 and isinstance(answers[0][1], IOException)
+    assert answers[0][0] == threading.get_ident()  # before send_edits_directly returned
     assert channel.queued_edits_size == 0
     assert channel._direct_in_flight == 0
 
