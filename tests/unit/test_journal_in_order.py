@@ -210,12 +210,15 @@ def test_a_newer_promise_with_the_segment_still_open_is_declined(tmp_path):
         journal.close()
 
 
-def test_a_failed_journal_is_declined(tmp_path, monkeypatch):
+def test_a_batch_that_fails_to_sync_is_never_acknowledged_and_the_journal_declines_after(
+    tmp_path, monkeypatch
+):
     from hadoop_qjm.namenode import edit_log_file_output_stream as output_module
 
     journal = Journal(Configuration(), tmp_path / JID, JID)
     try:
         _setup(journal)
+        acknowledged = []
 
         def failing_sync(fd):
             raise OSError(5, "Input/output error")
@@ -224,8 +227,14 @@ def test_a_failed_journal_is_declined(tmp_path, monkeypatch):
             m.setattr(output_module.os, "fdatasync", failing_sync)
             with pytest.raises(IOException, match="Failed to write txns 4-4"):
                 journal.journal_in_order(
-                    *request_numbers(RequestInfo(JID, 2, 3, 3)), 1, 4, 1, create_txn_data(4, 1)
+                    *request_numbers(RequestInfo(JID, 2, 3, 3)),
+                    1,
+                    4,
+                    1,
+                    create_txn_data(4, 1),
+                    lambda: acknowledged.append(1),
                 )
+        assert acknowledged == []
         _declines(journal, RequestInfo(JID, 2, 4, 3), 4)
     finally:
         journal.close()
@@ -357,33 +366,6 @@ def test_a_failing_acknowledgement_still_leaves_the_batch_recorded(tmp_path):
         assert journal.metrics.counts.batches == batches + 1
         req = RequestInfo(JID, 2, 4, 5)
         assert journal.journal_in_order(*request_numbers(req), 1, 6, 1, create_txn_data(6, 1))
-    finally:
-        journal.close()
-
-
-def test_a_batch_that_fails_to_sync_is_never_acknowledged(tmp_path, monkeypatch):
-    from hadoop_qjm.namenode import edit_log_file_output_stream as output_module
-
-    journal = Journal(Configuration(), tmp_path / JID, JID)
-    try:
-        _setup(journal)
-        acknowledged = []
-
-        def failing_sync(fd):
-            raise OSError(5, "Input/output error")
-
-        monkeypatch.setattr(output_module.os, "fdatasync", failing_sync)
-        req = RequestInfo(JID, 2, 3, 3)
-        with pytest.raises(IOException, match="Failed to write txns 4-4"):
-            journal.journal_in_order(
-                *request_numbers(req),
-                1,
-                4,
-                1,
-                create_txn_data(4, 1),
-                lambda: acknowledged.append(1),
-            )
-        assert acknowledged == []
     finally:
         journal.close()
 

@@ -35,6 +35,13 @@ LOG = logging.getLogger("hadoop_qjm.qjournal.client.quorum_journal_manager")
 INVALID_EPOCH = -1
 
 
+def _failed(error: BaseException) -> Future[Any]:
+    """A call that raised instead of returning its future: a failed one."""
+    future: Future[Any] = Future()
+    future.set_exception(error)
+    return future
+
+
 class AsyncLoggerSet:
     """The loggers of one journal, plus the writer's epoch once established."""
 
@@ -107,9 +114,7 @@ class AsyncLoggerSet:
             try:
                 futures[logger] = getattr(logger, method_name)(*args)
             except Exception as e:  # noqa: BLE001 - becomes that logger's answer
-                failed: Future[Any] = Future()
-                failed.set_exception(e)
-                futures[logger] = failed
+                futures[logger] = _failed(e)
         return QuorumCall(futures, clock=self._clock, assist=self._assist)
 
     def send_edits(
@@ -132,8 +137,7 @@ class AsyncLoggerSet:
                     continue
                 future = logger.send_edits(segment_txid, first_txid, num_txns, data)
             except Exception as e:  # noqa: BLE001 - becomes that logger's answer
-                future = Future()
-                future.set_exception(e)
+                future = _failed(e)
             call.watch(logger, future)
         return call
 

@@ -39,7 +39,6 @@ thread), the clock, and the Prometheus registry of the client metrics
 
 from __future__ import annotations
 
-import functools
 import logging
 import socket
 import threading
@@ -125,10 +124,15 @@ def _java_url_encode(text: str) -> str:
     return quote_plus(text, safe="*").replace("~", "%7E")
 
 
-def _settle(future: Future[None]) -> Callable[[BaseException | None], None]:
-    """``answer(error)`` completing ``future``: its result None, or ``error``."""
+#: ``on_answer(None, None)`` (done) or ``on_answer(None, error)``: a direct journal
+#: call's answer (the QuorumCall's answerer's signature; the result is always None).
+Answer = Callable[[None, BaseException | None], None]
 
-    def answer(error: BaseException | None) -> None:
+
+def _settle(future: Future[None]) -> Answer:
+    """``answer(None, error)`` completing ``future``: its result None, or ``error``."""
+
+    def answer(_: None, error: BaseException | None) -> None:
         if error is None:
             future.set_result(None)
         else:
@@ -512,7 +516,7 @@ class IPCLoggerChannel(AsyncLogger):
     ) -> Future[None]:
         future: Future[None] = Future()
         future.set_running_or_notify_cancel()  # sent at once, if at all: not cancellable
-        if self._send_directly(segment_txid, first_txid, num_txns, data, _settle(future)):
+        if self.send_edits_directly(segment_txid, first_txid, num_txns, data, _settle(future)):
             return future
         size = len(data)
         try:
@@ -538,29 +542,14 @@ class IPCLoggerChannel(AsyncLogger):
         first_txid: int,
         num_txns: int,
         data: bytes,
-        on_answer: Callable[[None, BaseException | None], None],
+        on_answer: Answer,
     ) -> bool:
-        """:meth:`send_edits` by the shortcut only, with no future: ``on_answer(None,
-        None)`` or ``on_answer(None, error)`` runs once, when the node answered (in
-        the thread reading its reply). False, with nothing sent or reserved, when
-        the shortcut may not be taken (see :meth:`_send_directly`): the caller then
-        uses :meth:`send_edits`. Raises what :meth:`send_edits` raises.
-        """
-        return self._send_directly(
-            segment_txid, first_txid, num_txns, data, functools.partial(on_answer, None)
-        )
-
-    def _send_directly(
-        self,
-        segment_txid: int,
-        first_txid: int,
-        num_txns: int,
-        data: bytes,
-        on_answer: Callable[[BaseException | None], None],
-    ) -> bool:
-        """Send the journal call from this thread, without the executor; False (nothing
-        sent or reserved) if it may not. ``on_answer(error)`` (None: done) runs once,
-        when the node answered or the call failed.
+        """:meth:`send_edits` by the shortcut only, with no future: the journal call is
+        sent from this thread, without the executor, and ``on_answer(None, None)`` or
+        ``on_answer(None, error)`` runs once, when the node answered or the call failed
+        (in the thread reading its reply). False, with nothing sent or reserved, when
+        the shortcut may not be taken: the caller then uses :meth:`send_edits`. Raises
+        what :meth:`send_edits` raises.
 
         The shortcut of the write path (docs/quorum-client.md, "The write path"):
         the request is written to the socket here and the shared reply reader
@@ -638,7 +627,7 @@ class IPCLoggerChannel(AsyncLogger):
     def _direct_journal_done(
         self,
         ended: list[bool],
-        on_answer: Callable[[BaseException | None], None],
+        on_answer: Answer,
         error: BaseException | None,
         sync_epoch: int,
         first_txid: int,
@@ -678,7 +667,7 @@ class IPCLoggerChannel(AsyncLogger):
                 except Exception:  # noqa: BLE001 - the answer must still be given
                     self._log_unexpected("logging the failure", first_txid, num_txns)
             try:
-                on_answer(error)
+                on_answer(None, error)
             except Exception:  # noqa: BLE001 - a caller's bug must not break the reply reader
                 self._log_unexpected("giving the answer", first_txid, num_txns)
             try:
