@@ -48,6 +48,11 @@ small machine the writer and every JournalNode share the cores), and the
 "flush-bound" rate — txns over the time spent in ``flush()`` alone, i.e.
 without encoding the ops, which the baseline does not do either.
 
+The configuration given (``hdfs-py --config DIR -D key=value bench qjm``; default: the
+defaults and ``$HADOOP_CONF_DIR``) configures the writer and every JournalNode of every
+phase; the run sets only each node's directory and ports (127.0.0.1, chosen by the OS),
+the busy-poll phase's ``dfs.qjournal.busy-poll.us`` and, with ``--secure``, the TLS keys.
+
 Goals are printed beside the figures, never asserted: ≥ 0.8× the ideal's
 txns/s at batch 1, 100 and 1000 (the pre-encoded phase against the ideal, which
 does not encode either; the ratio with each op made and encoded in the loop is
@@ -404,23 +409,25 @@ def run_interleaved(
     five: bool,
     frozen: bool,
     busy_poll_us: int = 0,
+    conf: Configuration | None = None,
 ) -> list[PhaseResult]:
     """The default run (see the module docstring): for each batch size, rounds of one
     slice of each phase compared — the ideal, 3 JNs, 3 JNs pre-encoded, 5 JNs, and with
     ``busy_poll_us`` 3 JNs pre-encoded with that busy poll — in an order that rotates from
     round to round; then the frozen phases. Every cluster runs from start to end. Every
-    process is stopped on return."""
+    process is stopped on return. ``conf`` (default: the defaults) configures the writer
+    and the JournalNodes of every phase; the busy-poll phase's sets its busy poll on top."""
     rounds = max(1, round(seconds / slice_s))
     slice_s = seconds / rounds
     cap = max(1, max_ops // rounds)  # --max-ops is per phase
     results: list[PhaseResult] = []
-    conf = Configuration()
+    conf = Configuration() if conf is None else conf
     with contextlib.ExitStack() as stack:
         three = _Writer(stack, base / "three", 3, conf)
         fives = _Writer(stack, base / "five", 5, conf) if five else None
         busy = None
         if busy_poll_us > 0:
-            busy_conf = Configuration()
+            busy_conf = conf.copy()
             busy_conf.set(keys.DFS_QJOURNAL_BUSY_POLL_KEY, str(busy_poll_us))
             busy = _Writer(stack, base / "three-busy-poll", 3, busy_conf)
         for batch in batches:
@@ -738,7 +745,7 @@ def run(argv: Sequence[str], conf) -> int:
     if not 0 <= args.busy_poll_us <= MAX_BUSY_POLL_US:
         parser.error(f"--busy-poll-us must be between 0 and {MAX_BUSY_POLL_US}")
     if args.secure:
-        return run_secure(batches, args.seconds, args.max_ops, args.rounds, args.dir)
+        return run_secure(batches, args.seconds, args.max_ops, args.rounds, args.dir, conf)
 
     base = Path(tempfile.mkdtemp(prefix="bench-qjm-", dir=args.dir))
     try:
@@ -765,6 +772,7 @@ def run(argv: Sequence[str], conf) -> int:
             five=not args.skip_five,
             frozen=not args.skip_frozen,
             busy_poll_us=args.busy_poll_us,
+            conf=conf,
         )
         print()
         report(results, batches, args.busy_poll_us)
@@ -778,11 +786,12 @@ def run(argv: Sequence[str], conf) -> int:
 PLAIN, TLS = "3 JNs, plain", "3 JNs, TLS"
 
 
-def secure_conf(directory: Path) -> Configuration:
-    """A Configuration with mutual TLS on RPC and HTTPS only, over a test PKI in ``directory``."""
+def secure_conf(directory: Path, base: Configuration | None = None) -> Configuration:
+    """``base`` (default: the defaults) with mutual TLS on RPC and HTTPS, over a test PKI
+    in ``directory``."""
     from hadoop_qjm.common.security.certs import secure_conf_properties
 
-    conf = Configuration()
+    conf = Configuration() if base is None else base.copy()
     for key, value in secure_conf_properties(directory).items():
         conf.set(key, value)
     return conf
@@ -835,12 +844,19 @@ def report_secure(results: list[PhaseResult], batches: Sequence[int]) -> None:
 
 
 def run_secure(
-    batches: Sequence[int], seconds: float, max_ops: int, rounds: int, directory: str | None
+    batches: Sequence[int],
+    seconds: float,
+    max_ops: int,
+    rounds: int,
+    directory: str | None,
+    conf: Configuration | None = None,
 ) -> int:
-    """``bench qjm --secure``: see the module docstring."""
+    """``bench qjm --secure``: see the module docstring; ``conf`` as in
+    :func:`run_interleaved`, TLS set on top of it for the TLS runs."""
+    plain_conf = Configuration() if conf is None else conf
     base = Path(tempfile.mkdtemp(prefix="bench-qjm-secure-", dir=directory))
     try:
-        tls_conf = secure_conf(base / "pki")
+        tls_conf = secure_conf(base / "pki", plain_conf)
         print(f"ops: MKDIR, {len(encode_op(_op(1)))} bytes each; batches {batches}; {seconds:g} s")
         print(
             f"directory: {base}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; "
@@ -852,9 +868,7 @@ def run_secure(
             secure = (i % 2 == 1) != (i // 2 % 2 == 1)
             name = TLS if secure else PLAIN
             with contextlib.ExitStack() as stack:
-                writer = _Writer(
-                    stack, base / f"run-{i}", 3, tls_conf if secure else Configuration()
-                )
+                writer = _Writer(stack, base / f"run-{i}", 3, tls_conf if secure else plain_conf)
                 for batch in batches:
                     result = writer.measure(name, batch, seconds, max_ops)
                     _print_progress(result)
