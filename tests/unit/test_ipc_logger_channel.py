@@ -4,6 +4,7 @@ channel's other rules from digest §5: RequestInfo, heartbeats, lag, URLs, metri
 from __future__ import annotations
 
 import threading
+from concurrent.futures import Future
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -323,3 +324,51 @@ def test_direct_executor_runs_in_the_callers_thread() -> None:
     executor.shutdown()
     with pytest.raises(RuntimeError):
         executor.submit(lambda: None)
+
+
+def test_an_executor_call_is_counted_done_by_the_time_its_answer_is(
+    proxy, registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shortcut of send_edits waits for nothing in the executor: a call is counted done
+    before its future is, so whoever its answer wakes finds the channel free (a journal
+    sent then cannot overtake it: the node has answered it). Failures count the same."""
+    ch = make_channel(proxy, registry)
+    ch.set_epoch(1)
+    proxy.fail["new_epoch"] = lambda *args: IOException("injected")
+    counted_when_answered: list[int] = []
+
+    def answer(set_answer):
+        def record(future, value):
+            counted_when_answered.append(ch._in_executor)
+            set_answer(future, value)
+
+        return record
+
+    monkeypatch.setattr(Future, "set_result", answer(Future.set_result))
+    monkeypatch.setattr(Future, "set_exception", answer(Future.set_exception))
+    try:
+        ch.get_journal_state().result(timeout=60)
+        assert isinstance(ch.new_epoch(2).exception(timeout=60), IOException)
+    finally:
+        ch.close()
+    assert counted_when_answered == [0, 0]
+
+
+def test_a_cancelled_executor_call_is_counted_done(proxy, registry) -> None:
+    ch = make_channel(proxy, registry)
+    ch.set_epoch(1)
+    release = threading.Event()
+    proxy.gate["get_journal_state"] = release
+    try:
+        running = ch.get_journal_state()
+        waiting = ch.is_formatted()
+        assert ch._in_executor == 2
+        assert waiting.cancel()  # not started: the running call holds the executor
+        assert ch._in_executor == 1
+        release.set()
+        running.result(timeout=60)
+        assert ch._in_executor == 0
+        assert proxy.calls_to("is_formatted") == []
+    finally:
+        release.set()
+        ch.close()

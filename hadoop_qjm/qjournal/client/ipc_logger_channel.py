@@ -207,7 +207,7 @@ class IPCLoggerChannel(AsyncLogger):
         # Orders the calls to this node: taken to submit to the executor and to send a
         # journal directly, so a direct send never overtakes a call still in the executor.
         self._order_lock = threading.Lock()
-        self._in_executor = 0  # calls submitted to the executor and not done (_order_lock)
+        self._in_executor = 0  # calls submitted to the real executor, not done (_order_lock)
         self._lock = threading.Lock()
         # Journal calls sent directly and not answered yet (_lock): what
         # wait_for_all_pending_calls waits for, woken by each answer.
@@ -424,15 +424,31 @@ class IPCLoggerChannel(AsyncLogger):
 
     # ---- submitting ----------------------------------------------------------------------------
     def _submit(self, fn: Callable[[], T]) -> Future[T]:
+        if not self._may_send_directly:
+            # An injected executor: no direct send to keep behind its calls (and a
+            # DirectExecutor runs the call here, under the lock the count would take).
+            return self._executor.submit(fn)
+
+        def run() -> T:
+            try:
+                return fn()
+            finally:
+                # Counted done before the future is: whoever its answer wakes finds
+                # the channel free for the shortcut (the node has answered the call).
+                with self._order_lock:
+                    self._in_executor -= 1
+
         with self._order_lock:
-            future = self._executor.submit(fn)
+            future = self._executor.submit(run)
             self._in_executor += 1
-        future.add_done_callback(self._executor_call_done)  # cancelled ones too
+        future.add_done_callback(self._executor_call_cancelled)
         return future
 
-    def _executor_call_done(self, _: Future[Any]) -> None:
-        with self._order_lock:
-            self._in_executor -= 1
+    def _executor_call_cancelled(self, future: Future[Any]) -> None:
+        """A call cancelled before it ran (the executor shut down) is done too."""
+        if future.cancelled():
+            with self._order_lock:
+                self._in_executor -= 1
 
     def _submit_parallel(self, fn: Callable[[], T]) -> Future[T]:
         return self._parallel_executor.submit(fn)
