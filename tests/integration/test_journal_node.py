@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import time
 import urllib.error
@@ -256,14 +257,22 @@ def test_startup_fails_cleanly_when_the_port_is_in_use(tmp_path):
     blocker = socket.socket()
     blocker.bind(("127.0.0.1", 0))
     blocker.listen()
+    port = blocker.getsockname()[1]
     try:
         conf = node_conf(tmp_path / "jn")
-        conf.set("dfs.journalnode.rpc-address", f"127.0.0.1:{blocker.getsockname()[1]}")
+        conf.set("dfs.journalnode.rpc-address", f"127.0.0.1:{port}")
         node = JournalNode(conf)
-        with pytest.raises(IOException):
+        # The message names the address and its key (the HTTP one was bound already).
+        address = f"127.0.0.1:{port} (dfs.journalnode.rpc-address)"
+        with pytest.raises(IOException, match=f"^Port in use: {re.escape(address)}: "):
             node.start()
         assert node.is_stopped
         assert node.http_server is None or node.http_server.port  # the HTTP server was stopped too
+        conf = node_conf(tmp_path / "jn2")
+        conf.set("dfs.journalnode.http-address", f"127.0.0.1:{port}")
+        address = f"127.0.0.1:{port} (dfs.journalnode.http-address)"
+        with pytest.raises(IOException, match=f"^Port in use: {re.escape(address)}: "):
+            JournalNode(conf).start()
     finally:
         blocker.close()
 

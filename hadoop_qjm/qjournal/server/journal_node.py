@@ -165,13 +165,16 @@ class JournalNode:
         handlers = self.conf.get_int("dfs.journalnode.handler.count", 5)
         max_frame = self.conf.get_int("ipc.maximum.data.length", 64 * 1024 * 1024)
         transfer_authorizer = self.authorizer if policy.https_enabled else None
+        binding = ""  # the address being bound, for the error if it is in use
         try:
             if policy.http_enabled:
+                binding = f"{http_host}:{http_port} (dfs.journalnode.http-address)"
                 self.http_server = JournalNodeHttpServer(
                     self, http_host, http_port, transfer_authorizer=transfer_authorizer
                 )
                 self.http_server.start()
             if policy.https_enabled:
+                binding = f"{https_host}:{https_port} (dfs.journalnode.https-address)"
                 self.https_server = JournalNodeHttpServer(
                     self,
                     https_host,
@@ -181,6 +184,7 @@ class JournalNode:
                     transfer_authorizer=transfer_authorizer,
                 )
                 self.https_server.start()
+            binding = f"{rpc_host}:{rpc_port} (dfs.journalnode.rpc-address)"
             self.rpc_server = JournalNodeRpcServer(
                 self,
                 rpc_host,
@@ -197,7 +201,7 @@ class JournalNode:
             if isinstance(e, OSError) and (
                 getattr(e, "errno", None) == 98 or "in use" in str(e).lower()
             ):
-                raise IOException(f"Port in use: {e}") from None
+                raise IOException(f"Port in use: {binding}: {e}") from None
             raise
         LOG.info(
             "JournalNode started: RPC %s:%d, %s, edits dir %s",
