@@ -123,14 +123,25 @@ def configure_logging(level: str | None = None, log_file: str | None = None) -> 
     root.setLevel(getattr(logging, level, logging.WARNING))
 
 
+def _user_name() -> str:
+    """The current user's name (``id -un``), else the uid."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
+
+
 def daemon_log_file(daemon: str) -> str | None:
     """``$HADOOP_LOG_DIR/hadoop-<ident>-<daemon>-<host>.log`` (Hadoop's name), or None when
-    ``HADOOP_LOG_DIR`` is unset. ``<ident>`` is ``$HADOOP_IDENT_STRING``, else ``$USER``."""
+    ``HADOOP_LOG_DIR`` is unset. ``<ident>`` is ``$HADOOP_IDENT_STRING``, else ``$USER``, else
+    the user's name (as ``sbin/hadoop-daemon-py.sh`` names its ``.out`` file)."""
     log_dir = os.environ.get("HADOOP_LOG_DIR")
     if not log_dir:
         return None
     os.makedirs(log_dir, exist_ok=True)
-    ident = os.environ.get("HADOOP_IDENT_STRING") or os.environ.get("USER") or str(os.getuid())
+    ident = os.environ.get("HADOOP_IDENT_STRING") or os.environ.get("USER") or _user_name()
     return os.path.join(log_dir, f"hadoop-{ident}-{daemon}-{socket.gethostname()}.log")
 
 
@@ -145,7 +156,7 @@ def load_configuration(conf_dir: str | None, overrides: Sequence[tuple[str, str]
             raise UsageError(f"configuration directory {conf_dir} does not exist")
         conf.add_conf_dir(conf_dir)
     for key, value in overrides:
-        conf.set(key, value)
+        conf.set(key, value, "from command line")  # Hadoop's GenericOptionsParser's source
     return conf
 
 

@@ -185,11 +185,13 @@ class Configuration:
         return Configuration(other=self)
 
     # ---- raw access -----------------------------------------------------------------------------
-    def set(self, key: str, value: object) -> None:
+    def set(self, key: str, value: object, source: str = "programmatically") -> None:
+        """Set ``key`` (as Hadoop's ``set``, ignoring ``final``); ``source`` is where the value
+        came from, as Hadoop's ``set(name, value, source)``: ``-D`` gives "from command line"."""
         if isinstance(value, bool):
             value = "true" if value else "false"
         self._props[key] = str(value)
-        self._sources[key] = "programmatically"
+        self._sources[key] = source
 
     def set_if_unset(self, key: str, value: object) -> None:
         if key not in self._props:
@@ -277,7 +279,7 @@ class Configuration:
         except (ValueError, TypeError, KeyError):
             raise ConfigurationError(
                 f"Invalid value for {key}: '{value}' is not {kind}"
-                + (f" (set at {self._sources[key]})" if key in self._sources else "")
+                + (f" ({_describe_source(self._sources[key])})" if key in self._sources else "")
             ) from None
 
     def get_int(self, key: str, default: int | None = None) -> int:
@@ -379,3 +381,12 @@ def _system_property(name: str) -> str | None:
     if name == "user.home":
         return os.path.expanduser("~")
     return None
+
+
+def _describe_source(source: str) -> str:
+    """Where a value came from, for an error: "set at FILE:LINE", "set from command line"…"""
+    if source == "defaults":
+        return "the default"
+    if source == "programmatically" or source.startswith("from "):
+        return f"set {source}"
+    return f"set at {source}"

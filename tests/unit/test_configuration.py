@@ -169,6 +169,29 @@ def test_bad_value_names_key_and_value(getter, value):
         assert value in str(info.value)
 
 
+def test_bad_value_says_where_it_was_set(tmp_path):
+    from hadoop_qjm.cli import load_configuration
+
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    (conf_dir / "hdfs-site.xml").write_text(
+        "<configuration>\n<property><name>in.file</name><value>x</value></property>\n"
+        "</configuration>\n"
+    )
+    conf = load_configuration(str(conf_dir), [("on.command.line", "five")])
+    conf.set("in.code", "y")
+    assert conf.source("on.command.line") == "from command line"  # Hadoop's -D source
+    expected = {
+        "in.file": f"(set at {conf_dir / 'hdfs-site.xml'}:2)",
+        "on.command.line": "(set from command line)",
+        "in.code": "(set programmatically)",
+    }
+    for key, where in expected.items():
+        with pytest.raises(ConfigurationError) as info:
+            conf.get_int(key)
+        assert str(info.value).endswith(f"is not an integer {where}"), str(info.value)
+
+
 @pytest.mark.parametrize(
     "text,line",
     [
