@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Start or stop a hadoop-qjm-py daemon in the background, as Hadoop's hadoop-daemon.sh does.
 #
-#   sbin/hadoop-daemon-py.sh [--config DIR] (start|stop|status) (journalnode|namenode) [-D key=value ...]
+#   sbin/hadoop-daemon-py.sh [--config DIR] (start|stop|status) (journalnode|namenode) [-D key=value ...] [ARGS ...]
+#
+# start: each -D goes to hdfs-py before the command, the other ARGS after it
+# (e.g. `start namenode -nnid nn1`).
 #
 # Environment (Hadoop's names):
 #   HADOOP_CONF_DIR      configuration directory (or --config DIR)
 #   HADOOP_LOG_DIR       where the .out and .log files go       (default: <project>/logs)
 #   HADOOP_PID_DIR       where the pid file goes                 (default: /tmp)
-#   HADOOP_IDENT_STRING  names the pid and log files             (default: $USER)
+#   HADOOP_IDENT_STRING  names the pid and log files    (default: $USER, else the user name)
 #   HADOOP_STOP_TIMEOUT  seconds to wait after SIGTERM before SIGKILL (default: 30)
 set -u
-usage="Usage: hadoop-daemon-py.sh [--config DIR] (start|stop|status) (journalnode|namenode) [-D key=value ...]"
+usage="Usage: hadoop-daemon-py.sh [--config DIR] (start|stop|status) (journalnode|namenode) [-D key=value ...] [ARGS ...]"
 bin=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 if [ "${1:-}" = "--config" ]; then
@@ -46,9 +49,25 @@ case "$action" in
     mkdir -p "$log_dir" "$pid_dir" || exit 1
     conf_args=()
     [ -n "${HADOOP_CONF_DIR:-}" ] && conf_args=(--config "$HADOOP_CONF_DIR")
+    # hdfs-py takes -D before the command, the command's own arguments after it.
+    generic_args=()
+    command_args=()
+    while [ $# -gt 0 ]; do
+      case "$1" in
+        -D)
+          [ $# -ge 2 ] || { echo "-D needs key=value" >&2; exit 2; }
+          generic_args+=("$1" "$2")
+          shift 2
+          ;;
+        -D*) generic_args+=("$1"); shift ;;
+        *) command_args+=("$1"); shift ;;
+      esac
+    done
     echo "starting $command, logging to $out_file"
-    HADOOP_LOG_DIR=$log_dir HADOOP_ROOT_LOGGER=${HADOOP_ROOT_LOGGER:-INFO,RFA} \
-      nohup "$python" "$bin/bin/hdfs-py" "${conf_args[@]}" "$@" "$command" >"$out_file" 2>&1 </dev/null &
+    HADOOP_IDENT_STRING=$ident HADOOP_LOG_DIR=$log_dir HADOOP_ROOT_LOGGER=${HADOOP_ROOT_LOGGER:-INFO,RFA} \
+      nohup "$python" "$bin/bin/hdfs-py" ${conf_args[@]+"${conf_args[@]}"} \
+      ${generic_args[@]+"${generic_args[@]}"} "$command" ${command_args[@]+"${command_args[@]}"} \
+      >"$out_file" 2>&1 </dev/null &
     pid=$!
     echo "$pid" >"$pid_file"
     # Wait until the daemon says it is serving, or has died.

@@ -228,8 +228,21 @@ def test_daemon_script_starts_and_stops_a_namenode(tmp_path, mjc) -> None:
     script = str(PROJECT / "sbin" / "hadoop-daemon-py.sh")
     pid_file = tmp_path / "pids" / "hadoop-qjmtest-namenode.pid"
     try:
+        # The command's own arguments reach it (after the command; -D before it): here
+        # -nnid without HA, refused by the NameNode itself.
+        refused = subprocess.run(
+            [script, "--config", str(conf_dir), "start", "namenode", "-nnid", "nn1"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert refused.returncode == 1
+        assert "-nnid nn1 given but HA is not configured" in refused.stderr, refused.stderr
+        assert not pid_file.exists()
         start = subprocess.run(
-            [script, "--config", str(conf_dir), "start", "namenode"],
+            [script, "--config", str(conf_dir), "start", "namenode"]
+            + ["-D", "dfs.namenode.handler.count=3", "-Ddfs.ls.limit=50"],
             capture_output=True,
             text=True,
             env=env,
