@@ -445,7 +445,7 @@ class IPCLoggerChannel(AsyncLogger):
         return future
 
     def _executor_call_cancelled(self, future: Future[Any]) -> None:
-        """A call cancelled before it ran (the executor shut down) is done too."""
+        """A call cancelled before it ran (QuorumCall.cancel_calls) never runs: done here."""
         if future.cancelled():
             with self._order_lock:
                 self._in_executor -= 1
