@@ -3,6 +3,7 @@ channel's other rules from digest §5: RequestInfo, heartbeats, lag, URLs, metri
 
 from __future__ import annotations
 
+import logging
 import threading
 from concurrent.futures import Future
 
@@ -372,3 +373,25 @@ def test_a_cancelled_executor_call_is_counted_done(proxy, registry) -> None:
     finally:
         release.set()
         ch.close()
+
+
+def test_a_batch_our_close_ends_is_no_warning(registry, caplog: pytest.LogCaptureFixture) -> None:
+    """The writer got its quorum and closed the journal while this node was behind (e.g.
+    at the end of initializeSharedEdits): the batch it never sent is an INFO, not the
+    WARNING of a node that failed."""
+    proxy = FakeProxy()
+    release = threading.Event()
+    proxy.gate["journal"] = release
+    ch = make_channel(proxy, registry)
+    ch.set_epoch(1)
+    first = ch.send_edits(1, 1, 1, FAKE_DATA)
+    queued = ch.send_edits(1, 2, 1, FAKE_DATA)
+    caplog.set_level(logging.INFO, logger="hadoop_qjm")
+    ch.close()
+    release.set()
+    first.result(timeout=60)
+    assert isinstance(queued.exception(timeout=60), IOException)
+    records = [r for r in caplog.records if "2-2" in r.getMessage()]
+    assert [r.levelno for r in records] == [logging.INFO], caplog.text
+    assert "the journal was closed first" in records[0].getMessage()
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text

@@ -705,6 +705,18 @@ class IPCLoggerChannel(AsyncLogger):
         )
 
     def _log_journal_failure(self, first_txid: int, num_txns: int, error: BaseException) -> None:
+        if self._closed:
+            # Our own close() ended it (the writer got its quorum and closed the journal
+            # while this node was behind): nothing for an operator to act on, so no WARNING.
+            # The node catches up at the next segment or the next writer's recovery.
+            LOG.info(
+                "Txns %d-%d not written to %s: the journal was closed first (%s)",
+                first_txid,
+                first_txid + num_txns - 1,
+                self,
+                error,
+            )
+            return
         LOG.warning(
             "Remote journal %s failed to write txns %d-%d. Will try to write to this JN "
             "again after the next log roll: %s",
