@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import math
 import os
 import socket
 import sys
@@ -79,10 +80,49 @@ USAGE = "usage: hdfs-py [--config DIR] [-D key=value ...] COMMAND [ARGS...]"
 
 
 class CommandParser(argparse.ArgumentParser):
-    """An ArgumentParser that raises :class:`UsageError` instead of exiting."""
+    """An ArgumentParser that raises :class:`UsageError` instead of exiting, and names an
+    unknown argument first (argparse would report a missing required one instead)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: {message}")
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        try:
+            return super().parse_args(args, namespace)
+        except UsageError:
+            unknown = self._unknown_arguments(args)
+            if unknown:
+                self.error(f"unrecognized arguments: {' '.join(unknown)}")
+            raise
+
+    def _unknown_arguments(self, args) -> list[str]:
+        """What is left of ``args`` once every known option is taken, nothing required."""
+        required = [(a, a.required) for a in self._actions]
+        groups = [(g, g.required) for g in self._mutually_exclusive_groups]
+        for action, _ in required:
+            action.required = False
+        for group, _ in groups:
+            group.required = False
+        try:
+            return super().parse_known_args(args)[1]
+        except UsageError:
+            return []
+        finally:
+            for action, was in required:
+                action.required = was
+            for group, was in groups:
+                group.required = was
+
+
+def finite_float(text: str) -> float:
+    """An argparse type: a float that is a number (not nan, not ±inf)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"'{text}' is not a finite number")
+    return value
 
 
 def _help_text() -> str:
@@ -171,11 +211,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(_help_text())
                 return 0
             if opt in ("--config", "-config"):
-                if not args:
+                if not args or not args[0]:
                     raise UsageError("--config needs a directory")
                 conf_dir = args.pop(0)
             elif opt.startswith("--config="):
                 conf_dir = opt.split("=", 1)[1]
+                if not conf_dir:
+                    raise UsageError("--config needs a directory")
             elif opt == "-D" or (opt.startswith("-D") and len(opt) > 2):
                 prop = opt[2:] if len(opt) > 2 else (args.pop(0) if args else "")
                 key, sep, value = prop.partition("=")

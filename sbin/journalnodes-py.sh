@@ -3,12 +3,17 @@
 set -u
 sbin=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 project=$(cd "$sbin/.." && pwd)
-action=$1; shift
+case "${1:-}" in
+  start|stop) action=$1; shift ;;
+  *) echo "Usage: journalnodes-py.sh (start|stop) [--config DIR]" >&2; exit 2 ;;
+esac
+usage="Usage: $action-journalnodes.sh [--config DIR]"
 if [ "${1:-}" = "--config" ]; then
-  [ $# -ge 2 ] || { echo "Usage: $action-journalnodes.sh [--config DIR]" >&2; exit 2; }
+  [ $# -ge 2 ] && [ -n "$2" ] || { echo "$usage" >&2; exit 2; }
   export HADOOP_CONF_DIR=$2
   shift 2
 fi
+[ $# -eq 0 ] || { echo "$action-journalnodes.sh: unknown argument $1; $usage" >&2; exit 2; }
 python=${PYTHON:-python3}
 conf_args=()
 [ -n "${HADOOP_CONF_DIR:-}" ] && conf_args=(--config "$HADOOP_CONF_DIR")

@@ -358,7 +358,7 @@ def summary_text(report: CampaignReport) -> str:
 
 
 def _parser():
-    from hadoop_qjm.cli import CommandParser
+    from hadoop_qjm.cli import CommandParser, finite_float
     from hadoop_qjm.testing.randomized import PLANTED_BUGS
 
     parser = CommandParser(
@@ -401,7 +401,7 @@ def _parser():
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     parser.add_argument(
         "--progress-interval",
-        type=float,
+        type=finite_float,
         default=5.0,
         help="seconds between progress lines on stderr (0: none; default 5)",
     )
@@ -447,6 +447,8 @@ def run(argv: Sequence[str], conf=None) -> int:
         parser.error("--iterations must be at least 1")
     if args.partitions is not None and args.partitions < 1:
         parser.error("--partitions must be at least 1")
+    if args.progress_interval < 0:
+        parser.error("--progress-interval must be 0 (none) or positive")
     seeds, first = _seeds(args, parser)
     try:
         spark_conf = parse_conf_pairs(args.conf)

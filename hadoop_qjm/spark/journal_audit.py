@@ -404,7 +404,7 @@ def summary_text(report: AuditReport) -> str:
 
 
 def _parser():
-    from hadoop_qjm.cli import CommandParser
+    from hadoop_qjm.cli import CommandParser, finite_float
 
     parser = CommandParser(
         prog="hdfs-py journal-audit",
@@ -428,7 +428,7 @@ def _parser():
     parser.add_argument("--out", required=True, help="output directory (local path or URI)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     parser.add_argument(
-        "--timeout", type=float, default=HTTP_TIMEOUT_S, help="seconds per RPC or download"
+        "--timeout", type=finite_float, default=HTTP_TIMEOUT_S, help="seconds per RPC or download"
     )
     parser.add_argument(
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting"
@@ -466,6 +466,8 @@ def run(argv: Sequence[str], conf=None) -> int:
 
     parser = _parser()
     args = parser.parse_args(list(argv))
+    if args.timeout <= 0:
+        parser.error("--timeout must be positive")
     nodes, jid = _nodes(args, parser)
     try:
         spark_conf = parse_conf_pairs(args.conf)

@@ -140,7 +140,7 @@ def _reason(error: BaseException) -> str:
 
 def run(argv, conf) -> int:
     """``hdfs-py logtester``."""
-    from hadoop_qjm.cli import CommandParser
+    from hadoop_qjm.cli import CommandParser, finite_float
     from hadoop_qjm.qjournal.client.qjournal_uri import parse_qjournal_uri
 
     parser = CommandParser(prog="hdfs-py logtester", description=__doc__.split("\n\n")[1])
@@ -153,7 +153,7 @@ def run(argv, conf) -> int:
     parser.add_argument(
         "--format", action="store_true", help="format the journal first if it has no data"
     )
-    parser.add_argument("--duration", type=float, default=60.0, help="seconds to run (60)")
+    parser.add_argument("--duration", type=finite_float, default=60.0, help="seconds to run (60)")
     parser.add_argument("--max-txns", type=int, default=1_000_000, help="stop after this many txns")
     parser.add_argument("--batch", type=int, default=10, help="ops per flush (10)")
     parser.add_argument("--roll-every", type=int, default=1000, help="txns per segment (1000)")

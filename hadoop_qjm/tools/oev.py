@@ -15,6 +15,7 @@ broken bytes.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections import Counter
@@ -177,6 +178,8 @@ def run(argv: Sequence[str], conf) -> int:
         "-r", "--recover", action="store_true", help="skip over broken parts of the log"
     )
     args = parser.parse_args(list(argv))
+    if os.path.isdir(args.inputFile):
+        raise IOException(f"Cannot read {args.inputFile}: it is a directory, not an edits file")
     max_op_size = DEFAULT_MAX_OP_SIZE
     if conf is not None:
         max_op_size = conf.get_int("dfs.namenode.max.op.size", DEFAULT_MAX_OP_SIZE)

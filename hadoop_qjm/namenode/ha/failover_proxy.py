@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-from hadoop_qjm.common.exceptions import ConfigurationError, IOException
+from hadoop_qjm.common.exceptions import ConfigurationError, IllegalArgumentException, IOException
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.ha.ha_util import NameNodeAddress, get_namenode_ids, ha_namenodes
 from hadoop_qjm.namenode.protocol.client import (
@@ -169,6 +169,13 @@ class FailoverNameNodeProxy:
             keys.DFS_CLIENT_FAILOVER_SLEEPTIME_MAX_KEY,
             keys.DFS_CLIENT_FAILOVER_SLEEPTIME_MAX_DEFAULT,
         )
+        for key, value in (
+            (keys.DFS_CLIENT_FAILOVER_MAX_ATTEMPTS_KEY, self.max_failovers),
+            (keys.DFS_CLIENT_FAILOVER_SLEEPTIME_BASE_KEY, self.sleep_base_ms),
+            (keys.DFS_CLIENT_FAILOVER_SLEEPTIME_MAX_KEY, self.sleep_max_ms),
+        ):
+            if value < 0:
+                raise ConfigurationError(f"Invalid value for {key}: {value} is negative")
         if "socket_factory" not in proxy_kwargs:
             # The RPC transport the configuration asks for: TCP, or mutual TLS.
             proxy_kwargs["socket_factory"] = client_socket_factory(conf)
@@ -300,7 +307,10 @@ def ha_nameservice_of_uri(conf: Any, uri: str) -> str | None:
     """The nameservice an ``hdfs://<nameservice>[/path]`` URI names, if it is an HA
     nameservice of ``conf`` (HAUtil.isLogicalUri: no port, listed in ``dfs.nameservices``,
     two or more NameNodes); else None (the URI names a host)."""
-    parts = urlsplit(uri)
+    try:
+        parts = urlsplit(uri)
+    except ValueError as e:  # e.g. "Invalid IPv6 URL"
+        raise IllegalArgumentException(f"Invalid URI {uri}: {e}") from None
     if parts.scheme != "hdfs":
         return None
     authority = parts.netloc.rpartition("@")[2]  # the host as written (netloc keeps case)

@@ -58,7 +58,10 @@ _client_ids_lock = threading.Lock()
 
 def parse_hdfs_uri(uri: str) -> tuple[str, int]:
     """``(host, port)`` of an ``hdfs://host[:port][/path]`` URI (port default 8020)."""
-    parts = urlsplit(uri)
+    try:
+        parts = urlsplit(uri)
+    except ValueError as e:  # e.g. "Invalid IPv6 URL"
+        raise IllegalArgumentException(f"Invalid URI {uri}: {e}") from None
     if parts.scheme != "hdfs":
         raise IllegalArgumentException(f"{uri} is not an hdfs:// URI")
     if not parts.hostname:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 from collections.abc import Sequence
 
 from hadoop_qjm.common.exceptions import UsageError
@@ -29,7 +30,10 @@ def _usage() -> str:
 def run(argv: Sequence[str], conf) -> int:
     """Dispatch to ``hadoop_qjm.tools.bench.<argv[0]>.run(argv[1:], conf)``."""
     args = list(argv)
-    if not args or args[0] in ("-h", "--help", "-help"):
+    if not args:  # a malformed command line: the usage, on stderr, exit 2
+        print(_usage(), file=sys.stderr)
+        return 2
+    if args[0] in ("-h", "--help", "-help"):
         print(_usage())
         print("Run 'hdfs-py bench SUBCOMMAND --help' for its options.")
         return 0

@@ -79,6 +79,8 @@ def run(argv: Sequence[str], conf) -> int:
     args = parser.parse_args(list(argv))
     if args.seeds < 1 or args.iterations < 1:
         parser.error("--seeds and --iterations must be positive")
+    if args.partitions is not None and args.partitions < 1:
+        parser.error("--partitions must be at least 1")
 
     from hadoop_qjm.spark.session import PysparkMissingError, require_pyspark
 

@@ -359,7 +359,7 @@ def _verdict(ok: bool) -> str:
 
 
 def run(argv: Sequence[str], conf: Configuration | None) -> int:
-    from hadoop_qjm.cli import CommandParser
+    from hadoop_qjm.cli import CommandParser, finite_float
 
     parser = CommandParser(prog="hdfs-py bench failover", description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -368,10 +368,10 @@ def run(argv: Sequence[str], conf: Configuration | None) -> int:
         help="unfinalized txns before each failover, comma-separated (0,10000,1000000)",
     )
     parser.add_argument("--batch", type=int, default=5000, help="mkdirs per log_sync (5000)")
-    parser.add_argument("--lag-seconds", type=float, default=5.0, help="per lag phase (5)")
+    parser.add_argument("--lag-seconds", type=finite_float, default=5.0, help="per lag phase (5)")
     parser.add_argument("--lag-ops", type=int, default=5000, help="cap per lag phase (5000)")
     parser.add_argument(
-        "--timeout", type=float, default=900.0, help="bound on each wait and call, s (900)"
+        "--timeout", type=finite_float, default=900.0, help="bound on each wait and call, s (900)"
     )
     parser.add_argument(
         "--quick", action="store_true", help="--txns 0,1000 --lag-seconds 1.5 --lag-ops 300"

@@ -278,13 +278,15 @@ class _PreEncodedWriter:
 
 
 def run(argv, conf) -> int:
-    from hadoop_qjm.cli import CommandParser
+    from hadoop_qjm.cli import CommandParser, finite_float
 
     parser = CommandParser(prog="hdfs-py bench journalnode", description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=100, help="ops per journal() call (100)")
-    parser.add_argument("--seconds", type=float, default=5.0, help="duration of each phase (5)")
     parser.add_argument(
-        "--slice", type=float, default=0.5, help="length of each alternating slice (0.5)"
+        "--seconds", type=finite_float, default=5.0, help="duration of each phase (5)"
+    )
+    parser.add_argument(
+        "--slice", type=finite_float, default=0.5, help="length of each alternating slice (0.5)"
     )
     parser.add_argument("--max-batches", type=int, default=200000, help="cap per phase (200000)")
     parser.add_argument("--dir", default=None, help="where the JournalNode and baseline write")

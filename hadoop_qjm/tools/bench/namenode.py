@@ -160,13 +160,15 @@ def _format_namenode(base: Path, conf_dir: Path) -> None:
 
 
 def run(argv: Sequence[str], conf) -> int:
-    from hadoop_qjm.cli import CommandParser
+    from hadoop_qjm.cli import CommandParser, finite_float
 
     parser = CommandParser(prog="hdfs-py bench namenode", description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--clients", default="1,8,64", help="comma-separated client thread counts (1,8,64)"
     )
-    parser.add_argument("--seconds", type=float, default=5.0, help="duration of each phase (5)")
+    parser.add_argument(
+        "--seconds", type=finite_float, default=5.0, help="duration of each phase (5)"
+    )
     parser.add_argument("--max-ops", type=int, default=1_000_000, help="cap per phase (1000000)")
     parser.add_argument("--handlers", type=int, default=None, help="dfs.namenode.handler.count")
     parser.add_argument("--dir", default=None, help="where the NameNode and JournalNodes write")

@@ -87,7 +87,7 @@ from pathlib import Path
 
 import psutil
 
-from hadoop_qjm.cli import CommandParser
+from hadoop_qjm.cli import CommandParser, finite_float
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.security import SSLFactory
 from hadoop_qjm.conf import Configuration
@@ -699,10 +699,12 @@ def run(argv: Sequence[str], conf) -> int:
     parser.add_argument(
         "--batches", default="1,10,100,1000", help="batch sizes, ops per flush (1,10,100,1000)"
     )
-    parser.add_argument("--seconds", type=float, default=3.0, help="duration of each phase (3)")
+    parser.add_argument(
+        "--seconds", type=finite_float, default=3.0, help="duration of each phase (3)"
+    )
     parser.add_argument(
         "--slice",
-        type=float,
+        type=finite_float,
         default=DEFAULT_SLICE_S,
         help=f"length of the interleaved slices ({DEFAULT_SLICE_S:g}; --seconds or more: none)",
     )

@@ -1,0 +1,125 @@
+"""Bad input on the command line: one sentence on stderr naming what was wrong, exit 2 for a
+malformed command line and 1 otherwise, and nothing started (from a sweep of every command)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hadoop_qjm.cli import main
+
+pytestmark = pytest.mark.timeout(60)
+
+PROJECT = Path(__file__).resolve().parents[2]
+HA = [
+    "-D", "dfs.nameservices=mycluster", "-D", "dfs.ha.namenodes.mycluster=nn1,nn2",
+    "-D", "dfs.namenode.rpc-address.mycluster.nn1=127.0.0.1:1",
+    "-D", "dfs.namenode.rpc-address.mycluster.nn2=127.0.0.1:2",
+    "-D", "fs.defaultFS=hdfs://mycluster",
+]  # fmt: skip
+
+
+def one_line(capsys: pytest.CaptureFixture) -> str:
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "Traceback" not in err and "internal error" not in err, err
+    return err
+
+
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (["getconf", "-bogus"], "unrecognized arguments: -bogus"),
+        (["security", "-bogus"], "unrecognized arguments: -bogus"),
+        (["logtester", "--bogus"], "unrecognized arguments: --bogus"),
+        (["logtester-verify", "--bogus"], "unrecognized arguments: --bogus"),
+        (["bench", "journalnode", "--seconds", "nan"], "'nan' is not a finite number"),
+        (["bench", "qjm", "--seconds", "inf"], "'inf' is not a finite number"),
+        (["bench", "qjm", "--slice", "x"], "'x' is not a number"),
+        (["bench", "campaign", "--partitions", "0"], "--partitions must be at least 1"),
+        (
+            ["logtester", "--shared-edits", "qjournal://127.0.0.1:1/j", "--local-dir", "d"]
+            + ["--duration", "nan"],
+            "'nan' is not a finite number",
+        ),
+        (
+            ["security", "-generateCerts", "pki", "--days", "99999999"],
+            "--days must be between 1 and 36500",
+        ),
+        (["--config", "", "getconf", "-journalNodes"], "--config needs a directory"),
+        (["--config=", "getconf", "-journalNodes"], "--config needs a directory"),
+    ],
+)
+def test_a_malformed_command_line_is_one_line_and_exit_2(
+    args: list[str], expected: str, capsys: pytest.CaptureFixture, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(args) == 2
+    assert expected in one_line(capsys)
+    assert list(tmp_path.iterdir()) == []  # nothing made
+
+
+def test_bench_without_a_benchmark_is_a_usage_error(capsys: pytest.CaptureFixture) -> None:
+    assert main(["bench"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("usage: hdfs-py bench {")
+    assert main(["bench", "--help"]) == 0  # asked for: on stdout, exit 0
+
+
+def test_spark_jobs_check_their_numbers_before_starting_spark(
+    capsys: pytest.CaptureFixture, tmp_path: Path
+) -> None:
+    out = str(tmp_path / "out")
+    campaign = ["fault-campaign", "--seeds", "1", "--out", out, "--progress-interval", "-1"]
+    assert main(campaign) == 2
+    assert "--progress-interval must be 0 (none) or positive" in one_line(capsys)
+    audit = ["journal-audit", "--journal-dirs", str(tmp_path), "--out", out, "--timeout", "-1"]
+    assert main(audit) == 2
+    assert "--timeout must be positive" in one_line(capsys)
+    assert not Path(out).exists()
+
+
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (
+            ["-D", "fs.defaultFS=hdfs://[::1", "dfs", "-ls", "/"],
+            "Invalid URI hdfs://[::1: Invalid IPv6 URL",
+        ),
+        (
+            [*HA, "-D", "dfs.client.failover.sleep.base.millis=-100", "dfs", "-ls", "/"],
+            "Invalid value for dfs.client.failover.sleep.base.millis: -100 is negative",
+        ),
+    ],
+)
+def test_a_bad_address_or_setting_is_one_line_and_exit_1(
+    args: list[str], expected: str, capsys: pytest.CaptureFixture
+) -> None:
+    assert main(args) == 1
+    assert expected in one_line(capsys)
+
+
+def test_oev_names_a_directory_given_as_its_input(
+    capsys: pytest.CaptureFixture, tmp_path: Path
+) -> None:
+    assert main(["oev", "-i", str(tmp_path), "-o", "-"]) == 1
+    assert f"Cannot read {tmp_path}: it is a directory, not an edits file" in one_line(capsys)
+
+
+@pytest.mark.parametrize(
+    "script,args,expected",
+    [
+        ("journalnodes-py.sh", [], "Usage: journalnodes-py.sh (start|stop) [--config DIR]"),
+        ("start-journalnodes.sh", ["--bogus"], "start-journalnodes.sh: unknown argument --bogus"),
+        ("stop-journalnodes.sh", ["--config"], "Usage: stop-journalnodes.sh [--config DIR]"),
+    ],
+)
+def test_journalnode_scripts_refuse_bad_arguments(script, args, expected) -> None:
+    result = subprocess.run(
+        [str(PROJECT / "sbin" / script), *args], capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()]
+    assert expected in result.stderr
