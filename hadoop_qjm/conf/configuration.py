@@ -270,6 +270,16 @@ class Configuration:
         return self._props.get(var)
 
     # ---- typed getters --------------------------------------------------------------------------
+    def invalid_value(self, key: str, expected: str) -> ConfigurationError:
+        """The error for a value of ``key`` that is not ``expected``, in one sentence:
+        ``Invalid value for KEY: 'VALUE' is not EXPECTED (set at FILE:LINE)``."""
+        value = self.get_trimmed(key, "")
+        source = self._sources.get(key)
+        return ConfigurationError(
+            f"Invalid value for {key}: '{value}' is not {expected}"
+            + (f" ({_describe_source(source)})" if source is not None else "")
+        )
+
     def _typed(self, key: str, default, parse, kind: str):
         value = self.get_trimmed(key)
         if value is None:
@@ -277,10 +287,7 @@ class Configuration:
         try:
             return parse(value)
         except (ValueError, TypeError, KeyError):
-            raise ConfigurationError(
-                f"Invalid value for {key}: '{value}' is not {kind}"
-                + (f" ({_describe_source(self._sources[key])})" if key in self._sources else "")
-            ) from None
+            raise self.invalid_value(key, kind) from None
 
     def get_int(self, key: str, default: int | None = None) -> int:
         return self._typed(key, default, _parse_int, "an integer")

@@ -45,6 +45,7 @@ from hadoop_qjm.qjournal.protocol.messages import (
 from hadoop_qjm.qjournal.server.jn_storage import JNStorage
 from hadoop_qjm.qjournal.server.journal_metrics import JournalMetrics, JournalNodeMetrics
 from hadoop_qjm.qjournal.server.journal_node_rpc_server import remote_ip
+from hadoop_qjm.qjournal.server.journal_node_settings import edits_dir_permission
 from hadoop_qjm.qjournal.server.journal_recovery import JournalRecovery, segment_md5
 from hadoop_qjm.qjournal.server.journaled_edits_cache import JournaledEditsCache
 from hadoop_qjm.qjournal.server.paxos_record import read_paxos_record
@@ -109,8 +110,7 @@ class Journal(JournalRecovery):
         self._fault = fault_injector or JournalFaultInjector()
         self._fetch = fetcher
         self._clock = clock
-        perm = int(conf.get("dfs.journalnode.edits.dir.perm", "700"), 8) if conf else 0o700
-        self.storage = JNStorage(conf, log_dir, perm)
+        self.storage = JNStorage(conf, log_dir, edits_dir_permission(conf))
         self.fjm = self.storage.fjm
         self._cur_segment = None
         self.cur_segment_txid = INVALID_TXID

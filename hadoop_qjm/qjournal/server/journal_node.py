@@ -33,19 +33,26 @@ from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.server.journal import Journal
 from hadoop_qjm.qjournal.server.journal_metrics import JournalNodeMetrics
+from hadoop_qjm.qjournal.server.journal_node_settings import JournalNodeSettings
 
 __all__ = ["JournalNode", "run"]
 
 LOG = logging.getLogger(__name__)
 
 
-def validate_and_create_journal_dir(directory: str) -> Path:
-    """The edits dir must be absolute, a directory, and creatable (Hadoop's checks and messages)."""
+def check_journal_dir(directory: str) -> Path:
+    """The edits dir must be absolute and, if it exists, a directory (Hadoop's checks and
+    messages); nothing is created."""
     path = Path(directory.strip())
     if not path.is_absolute():
         raise IllegalArgumentException(f"Journal dir '{directory}' should be an absolute path")
     if path.exists() and not path.is_dir():
         raise IOException(f"Not a directory: {path}")
+    return path
+
+
+def create_journal_dir(path: Path) -> None:
+    """Create a checked edits dir (and its parents); it must end up usable."""
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -54,7 +61,6 @@ def validate_and_create_journal_dir(directory: str) -> Path:
         raise IOException(f"Cannot create directory: {path}")
     if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
         raise IOException(f"Directory is not readable, writable and executable: {path}")
-    return path
 
 
 class JournalNode:
@@ -62,13 +68,16 @@ class JournalNode:
 
     ``fault_injector`` and ``fetcher`` are passed to every Journal (tests only);
     ``socket_factory`` replaces the RPC server's (default: the SSLFactory's, plain TCP
-    unless ``hadoop.security.authentication=certificate``). A bad security setting raises
-    ConfigurationError here; a missing key or certificate file, in :meth:`start`.
+    unless ``hadoop.security.authentication=certificate``). Every other setting is read
+    and checked here too, once (:class:`JournalNodeSettings`): a bad value raises
+    ConfigurationError naming the key; an unresolvable host, a bad edits dir or a missing
+    key or certificate file raises in :meth:`start`, before anything is created or bound.
     """
 
     def __init__(self, conf, *, fault_injector=None, fetcher=None, socket_factory=None) -> None:
         self.conf = conf
         self.ssl_factory = SSLFactory(conf)
+        self.settings = JournalNodeSettings.from_conf(conf)
         #: Who may write and download (None: security off, everyone).
         self.authorizer: ServiceAuthorizer | None = None
         self.metrics = JournalNodeMetrics()
@@ -149,21 +158,32 @@ class JournalNode:
             raise
 
     def start(self) -> None:
-        """Validate the edits dirs and the security settings, then start the HTTP(S) and RPC
-        servers."""
+        """Check the addresses, the edits dirs and the security settings, then create the
+        edits dirs and start the HTTP(S) and RPC servers.
+
+        Every check comes before the first directory is created or port bound, so a bad
+        setting changes nothing on disk.
+        """
         from hadoop_qjm.qjournal.server.journal_node_http_server import JournalNodeHttpServer
         from hadoop_qjm.qjournal.server.journal_node_rpc_server import JournalNodeRpcServer
 
-        for directory in self._all_edits_dirs():
-            validate_and_create_journal_dir(directory)
-        self._start_security()
+        settings = self.settings
         ssl_factory = self.ssl_factory
         policy = ssl_factory.http_policy
-        http_host, http_port = self._configured_address("http", 8480)
-        https_host, https_port = self._configured_address("https", 8481)
-        rpc_host, rpc_port = self._configured_address("rpc", 8485)
-        handlers = self.conf.get_int("dfs.journalnode.handler.count", 5)
-        max_frame = self.conf.get_int("ipc.maximum.data.length", 64 * 1024 * 1024)
+        for address, used in (
+            (settings.http, policy.http_enabled),
+            (settings.https, policy.https_enabled),
+            (settings.rpc, True),
+        ):
+            if used:
+                address.check_resolvable()
+        edits_dirs = [check_journal_dir(d) for d in self._all_edits_dirs()]
+        self._start_security()
+        for path in edits_dirs:
+            create_journal_dir(path)
+        http_host, http_port = settings.http.host, settings.http.port
+        https_host, https_port = settings.https.host, settings.https.port
+        rpc_host, rpc_port = settings.rpc.host, settings.rpc.port
         transfer_authorizer = self.authorizer if policy.https_enabled else None
         binding = ""  # the address being bound, for the error if it is in use
         try:
@@ -189,8 +209,8 @@ class JournalNode:
                 self,
                 rpc_host,
                 rpc_port,
-                handler_count=handlers if handlers > 0 else 5,
-                max_frame_size=max_frame,
+                handler_count=settings.handler_count,
+                max_frame_size=settings.max_frame_size,
                 socket_factory=self._socket_factory,
                 authorizer=self.authorize_rpc if ssl_factory.rpc_tls else None,
             )
@@ -244,35 +264,21 @@ class JournalNode:
         return self._stopped.wait(timeout)
 
     # ---- addresses ------------------------------------------------------------------------------
-    def _configured_address(self, kind: str, default_port: int) -> tuple[str, int]:
-        return self.conf.get_socket_address(
-            f"dfs.journalnode.{kind}-address",
-            f"0.0.0.0:{default_port}",
-            default_port,
-            bind_host_key=f"dfs.journalnode.{kind}-bind-host",
-        )
-
     @property
     def rpc_address(self) -> tuple[str, int]:
         """The configured RPC host and the port actually bound (0 before start)."""
-        return self._configured_address("rpc", 8485)[
-            0
-        ], self.rpc_server.port if self.rpc_server else 0
+        return self.settings.rpc.host, self.rpc_server.port if self.rpc_server else 0
 
     @property
     def http_address(self) -> tuple[str, int]:
         """The configured HTTP host and the port actually bound (0 before start, and when
         no plain HTTP listener runs)."""
-        return self._configured_address("http", 8480)[
-            0
-        ], self.http_server.port if self.http_server else 0
+        return self.settings.http.host, self.http_server.port if self.http_server else 0
 
     @property
     def https_address(self) -> tuple[str, int]:
         """The configured HTTPS host and the port actually bound (0 when none runs)."""
-        return self._configured_address("https", 8481)[
-            0
-        ], self.https_server.port if self.https_server else 0
+        return self.settings.https.host, self.https_server.port if self.https_server else 0
 
     @property
     def http_port(self) -> int:
@@ -364,7 +370,7 @@ class JournalNode:
         return infos
 
     def _maybe_start_syncer(self, journal: Journal, name_service_id: str | None) -> None:
-        if not self.conf.get_bool("dfs.journalnode.enable.sync", True) or self.rpc_server is None:
+        if not self.settings.enable_sync or self.rpc_server is None:
             return
         from hadoop_qjm.qjournal.server.journal_node_syncer import JournalNodeSyncer
 

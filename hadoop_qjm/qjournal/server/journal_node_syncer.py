@@ -116,9 +116,9 @@ class JournalNodeSyncer:
         self.uri = uri
         self.peers = list(peers)
         self.name_service_id = name_service_id
-        conf = journal_node.conf
-        self.interval_s = conf.get_int("dfs.journalnode.sync.interval", 120000) / 1000.0
-        self.transfer_timeout_s = conf.get_int("dfs.edit.log.transfer.timeout", 30000) / 1000.0
+        settings = journal_node.settings  # read and checked when the JournalNode was made
+        self.interval_s = settings.sync_interval_ms / 1000.0
+        self.transfer_timeout_s = settings.edit_log_transfer_timeout_ms / 1000.0
         self._next_peer = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

@@ -1,0 +1,207 @@
+"""Every setting a JournalNode reads, read and checked once, before it touches disk or network.
+
+:meth:`JournalNodeSettings.from_conf` reads each key the daemon, its journals, their
+syncers and its servers use, and checks its range; a bad value is one
+:class:`~hadoop_qjm.common.exceptions.ConfigurationError` naming the key, the value,
+what is expected and where it was set (the CLI prints it as one line, exit 1). A
+value that does not parse and one out of range give the same sentence. The ranges
+are Hadoop's where Hadoop has one (FsPermission's octal digits, the edits cache's
+fraction in (0, 1)); an interval, a timeout or a size must be positive, except where
+0 or less has a documented meaning (``dfs.journalnode.handler.count`` ≤ 0 means 5,
+``hadoop.http.max.threads`` ≤ 0 the default, ``dfs.image.transfer.bandwidthPerSec``
+0 no throttle). :meth:`BindAddress.check_resolvable` is the one check that needs
+the network (a DNS lookup); the JournalNode makes it in ``start()``, before it
+creates a directory or binds a port.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from dataclasses import dataclass
+
+from hadoop_qjm.common.exceptions import ConfigurationError
+from hadoop_qjm.conf import dfs_config_keys as keys
+
+__all__ = ["BindAddress", "JournalNodeSettings", "edits_dir_permission"]
+
+#: Hadoop's FsPermission in octal: rwx for user, group, other, and an optional leading
+#: sticky/setuid/setgid digit.
+_OCTAL_PERMISSION = re.compile(r"[0-7]{3,4}")
+
+HTTP_MAX_THREADS_KEY = "hadoop.http.max.threads"
+
+_POSITIVE_MS = "a positive number of milliseconds"
+_POSITIVE_BYTES = "a positive number of bytes"
+
+
+def edits_dir_permission(conf) -> int:
+    """``dfs.journalnode.edits.dir.perm`` as a mode: 3 or 4 octal digits (Hadoop's
+    FsPermission), the permission a journal's directories are created with."""
+    key = keys.DFS_JOURNALNODE_EDITS_DIR_PERMISSION_KEY
+    default = keys.DFS_JOURNALNODE_EDITS_DIR_PERMISSION_DEFAULT
+    text = conf.get_trimmed(key, default) if conf is not None else default
+    if not _OCTAL_PERMISSION.fullmatch(text):
+        raise conf.invalid_value(key, "an octal permission of 3 or 4 digits 0-7, such as 700")
+    return int(text, 8)
+
+
+def _int_at_least(conf, key: str, default: int, minimum: int, expected: str) -> int:
+    try:
+        value = conf.get_int(key, default)
+    except ConfigurationError:
+        raise conf.invalid_value(key, expected) from None
+    if value < minimum:
+        raise conf.invalid_value(key, expected)
+    return value
+
+
+def _edit_cache_bytes(conf) -> int | None:
+    key = keys.DFS_JOURNALNODE_EDIT_CACHE_SIZE_KEY
+    if not conf.get_trimmed(key):
+        return None  # unset: the fraction decides
+    expected = "a positive size in bytes, such as 1048576 or 1m"
+    try:
+        value = conf.get_storage_size(key, None)
+    except ConfigurationError:
+        raise conf.invalid_value(key, expected) from None
+    if value <= 0:
+        raise conf.invalid_value(key, expected)
+    return value
+
+
+def _edit_cache_fraction(conf) -> float:
+    # Checked whether or not the cache is on, as Hadoop's JournaledEditsCache does, so a
+    # typo does not wait for the day dfs.ha.tail-edits.in-progress is turned on.
+    key = keys.DFS_JOURNALNODE_EDIT_CACHE_SIZE_FRACTION_KEY
+    expected = "a number above 0 and below 1, such as 0.5"
+    try:
+        value = conf.get_float(key, keys.DFS_JOURNALNODE_EDIT_CACHE_SIZE_FRACTION_DEFAULT)
+    except ConfigurationError:
+        raise conf.invalid_value(key, expected) from None
+    if not 0.0 < value < 1.0:  # also refuses nan and inf
+        raise conf.invalid_value(key, expected)
+    return value
+
+
+@dataclass(frozen=True)
+class BindAddress:
+    """A listener's configured address and the key its host was read from (the
+    ``*-bind-host`` key when that overrides the ``*-address`` key's host)."""
+
+    host: str
+    port: int
+    key: str
+
+    @classmethod
+    def from_conf(cls, conf, kind: str, default_port: int) -> BindAddress:
+        """``dfs.journalnode.<kind>-address``, its host overridden by ``<kind>-bind-host``."""
+        key = f"dfs.journalnode.{kind}-address"
+        bind_host_key = f"dfs.journalnode.{kind}-bind-host"
+        host, port = conf.get_socket_address(
+            key, f"0.0.0.0:{default_port}", default_port, bind_host_key=bind_host_key
+        )
+        return cls(host, port, bind_host_key if conf.get_trimmed(bind_host_key) else key)
+
+    def check_resolvable(self) -> None:
+        """Raise ConfigurationError, naming the key, if the host does not resolve."""
+        try:
+            socket.getaddrinfo(
+                self.host, self.port, socket.AF_UNSPEC, socket.SOCK_STREAM, 0, socket.AI_PASSIVE
+            )
+        except (OSError, UnicodeError) as e:  # UnicodeError: a label longer than 63
+            reason = getattr(e, "strerror", None) or str(e)
+            raise ConfigurationError(
+                f"Unable to resolve {self.key} {self.host}:{self.port}: {reason}"
+            ) from None
+
+
+@dataclass(frozen=True)
+class JournalNodeSettings:
+    """The JournalNode's configuration, read once (see the module doc)."""
+
+    rpc: BindAddress
+    http: BindAddress
+    https: BindAddress
+    #: RPC calls executed at once; ≤ 0 configured means 5 (documented).
+    handler_count: int
+    max_frame_size: int
+    edits_dir_permission: int
+    enable_sync: bool
+    sync_interval_ms: int
+    edit_log_transfer_timeout_ms: int
+    image_transfer_timeout_ms: int
+    tail_edits_in_progress: bool
+    #: None: unset, the cache's size is ``edit_cache_fraction`` of a notional heap.
+    edit_cache_bytes: int | None
+    edit_cache_fraction: float
+    max_op_size: int
+    http_max_threads: int
+    image_transfer_bandwidth_per_sec: int
+
+    @classmethod
+    def from_conf(cls, conf) -> JournalNodeSettings:
+        """Read and check every key; the first bad one raises ConfigurationError."""
+        handler_count = conf.get_int(
+            keys.DFS_JOURNALNODE_HANDLER_COUNT_KEY, keys.DFS_JOURNALNODE_HANDLER_COUNT_DEFAULT
+        )
+        return cls(
+            rpc=BindAddress.from_conf(conf, "rpc", keys.DFS_JOURNALNODE_RPC_PORT_DEFAULT),
+            http=BindAddress.from_conf(conf, "http", keys.DFS_JOURNALNODE_HTTP_PORT_DEFAULT),
+            https=BindAddress.from_conf(conf, "https", keys.DFS_JOURNALNODE_HTTPS_PORT_DEFAULT),
+            handler_count=(
+                handler_count if handler_count > 0 else keys.DFS_JOURNALNODE_HANDLER_COUNT_DEFAULT
+            ),
+            max_frame_size=_int_at_least(
+                conf,
+                keys.IPC_MAXIMUM_DATA_LENGTH_KEY,
+                keys.IPC_MAXIMUM_DATA_LENGTH_DEFAULT,
+                1,
+                _POSITIVE_BYTES,
+            ),
+            edits_dir_permission=edits_dir_permission(conf),
+            enable_sync=conf.get_bool(
+                keys.DFS_JOURNALNODE_ENABLE_SYNC_KEY, keys.DFS_JOURNALNODE_ENABLE_SYNC_DEFAULT
+            ),
+            sync_interval_ms=_int_at_least(
+                conf,
+                keys.DFS_JOURNALNODE_SYNC_INTERVAL_KEY,
+                keys.DFS_JOURNALNODE_SYNC_INTERVAL_DEFAULT,
+                1,
+                _POSITIVE_MS,
+            ),
+            edit_log_transfer_timeout_ms=_int_at_least(
+                conf,
+                keys.DFS_EDIT_LOG_TRANSFER_TIMEOUT_KEY,
+                keys.DFS_EDIT_LOG_TRANSFER_TIMEOUT_DEFAULT,
+                1,
+                _POSITIVE_MS,
+            ),
+            image_transfer_timeout_ms=_int_at_least(
+                conf,
+                keys.DFS_IMAGE_TRANSFER_TIMEOUT_KEY,
+                keys.DFS_IMAGE_TRANSFER_TIMEOUT_DEFAULT,
+                1,
+                _POSITIVE_MS,
+            ),
+            tail_edits_in_progress=conf.get_bool(
+                keys.DFS_HA_TAILEDITS_INPROGRESS_KEY, keys.DFS_HA_TAILEDITS_INPROGRESS_DEFAULT
+            ),
+            edit_cache_bytes=_edit_cache_bytes(conf),
+            edit_cache_fraction=_edit_cache_fraction(conf),
+            max_op_size=_int_at_least(
+                conf,
+                keys.DFS_NAMENODE_MAX_OP_SIZE_KEY,
+                keys.DFS_NAMENODE_MAX_OP_SIZE_DEFAULT,
+                1,
+                _POSITIVE_BYTES,
+            ),
+            http_max_threads=conf.get_int(HTTP_MAX_THREADS_KEY, -1),  # ≤ 0: the default
+            image_transfer_bandwidth_per_sec=_int_at_least(
+                conf,
+                keys.DFS_IMAGE_TRANSFER_RATE_KEY,
+                keys.DFS_IMAGE_TRANSFER_RATE_DEFAULT,
+                0,
+                "a number of bytes per second, 0 or more (0: no throttle)",
+            ),
+        )
