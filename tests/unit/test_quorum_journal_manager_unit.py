@@ -9,6 +9,7 @@ import pytest
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import (
+    ConfigurationError,
     HadoopAssertionError,
     IllegalArgumentException,
     IllegalStateException,
@@ -306,6 +307,25 @@ def test_timeouts_are_read_once_from_config() -> None:
     assert timeouts.start_segment_ms == 20000
     assert timeouts.new_epoch_ms == 120000
     assert timeouts.operations_ms == 60000
+
+
+@pytest.mark.parametrize(
+    "key,value",
+    [
+        ("dfs.qjournal.write-txns.timeout.ms", "-1"),
+        ("dfs.qjournal.start-segment.timeout.ms", "0"),
+        ("dfs.qjm.operations.timeout", "-5s"),
+    ],
+)
+def test_a_timeout_that_is_not_positive_names_its_key(key: str, value: str) -> None:
+    conf = Configuration()
+    conf.set(key, value, "from command line")
+    with pytest.raises(ConfigurationError) as info:
+        QuorumJournalTimeouts.from_conf(conf)
+    assert str(info.value) == (
+        f"Invalid value for {key}: '{value}' is not a positive number of milliseconds"
+        " (set from command line)"
+    )
 
 
 def test_to_string_and_close(loggers) -> None:

@@ -87,34 +87,31 @@ class QuorumJournalTimeouts:
 
     @classmethod
     def from_conf(cls, conf: Configuration) -> QuorumJournalTimeouts:
+        """Read every timeout; one that is not a positive number of milliseconds raises
+        ConfigurationError naming its key (a writer with a zero or negative timeout could
+        never get a quorum)."""
         d = cls()
-        return cls(
-            start_segment_ms=conf.get_int(
-                keys.DFS_QJOURNAL_START_SEGMENT_TIMEOUT_KEY, d.start_segment_ms
-            ),
-            prepare_recovery_ms=conf.get_int(
-                keys.DFS_QJOURNAL_PREPARE_RECOVERY_TIMEOUT_KEY, d.prepare_recovery_ms
-            ),
-            accept_recovery_ms=conf.get_int(
-                keys.DFS_QJOURNAL_ACCEPT_RECOVERY_TIMEOUT_KEY, d.accept_recovery_ms
-            ),
-            finalize_segment_ms=conf.get_int(
-                keys.DFS_QJOURNAL_FINALIZE_SEGMENT_TIMEOUT_KEY, d.finalize_segment_ms
-            ),
-            select_input_streams_ms=conf.get_int(
-                keys.DFS_QJOURNAL_SELECT_INPUT_STREAMS_TIMEOUT_KEY, d.select_input_streams_ms
-            ),
-            get_journal_state_ms=conf.get_int(
-                keys.DFS_QJOURNAL_GET_JOURNAL_STATE_TIMEOUT_KEY, d.get_journal_state_ms
-            ),
-            new_epoch_ms=conf.get_int(keys.DFS_QJOURNAL_NEW_EPOCH_TIMEOUT_KEY, d.new_epoch_ms),
-            write_txns_ms=conf.get_int(keys.DFS_QJOURNAL_WRITE_TXNS_TIMEOUT_KEY, d.write_txns_ms),
-            operations_ms=conf.get_time_duration(
-                keys.DFS_QJM_OPERATIONS_TIMEOUT_KEY, keys.DFS_QJM_OPERATIONS_TIMEOUT_DEFAULT, "ms"
-            ),
-            http_open_ms=conf.get_int(keys.DFS_QJOURNAL_HTTP_OPEN_TIMEOUT_KEY, d.http_open_ms),
-            http_read_ms=conf.get_int(keys.DFS_QJOURNAL_HTTP_READ_TIMEOUT_KEY, d.http_read_ms),
+        read = {
+            "start_segment_ms": keys.DFS_QJOURNAL_START_SEGMENT_TIMEOUT_KEY,
+            "prepare_recovery_ms": keys.DFS_QJOURNAL_PREPARE_RECOVERY_TIMEOUT_KEY,
+            "accept_recovery_ms": keys.DFS_QJOURNAL_ACCEPT_RECOVERY_TIMEOUT_KEY,
+            "finalize_segment_ms": keys.DFS_QJOURNAL_FINALIZE_SEGMENT_TIMEOUT_KEY,
+            "select_input_streams_ms": keys.DFS_QJOURNAL_SELECT_INPUT_STREAMS_TIMEOUT_KEY,
+            "get_journal_state_ms": keys.DFS_QJOURNAL_GET_JOURNAL_STATE_TIMEOUT_KEY,
+            "new_epoch_ms": keys.DFS_QJOURNAL_NEW_EPOCH_TIMEOUT_KEY,
+            "write_txns_ms": keys.DFS_QJOURNAL_WRITE_TXNS_TIMEOUT_KEY,
+            "http_open_ms": keys.DFS_QJOURNAL_HTTP_OPEN_TIMEOUT_KEY,
+            "http_read_ms": keys.DFS_QJOURNAL_HTTP_READ_TIMEOUT_KEY,
+        }
+        values = {field: conf.get_int(key, getattr(d, field)) for field, key in read.items()}
+        read["operations_ms"] = keys.DFS_QJM_OPERATIONS_TIMEOUT_KEY
+        values["operations_ms"] = conf.get_time_duration(
+            keys.DFS_QJM_OPERATIONS_TIMEOUT_KEY, keys.DFS_QJM_OPERATIONS_TIMEOUT_DEFAULT, "ms"
         )
+        for field, value in values.items():
+            if value <= 0:
+                raise conf.invalid_value(read[field], "a positive number of milliseconds")
+        return cls(**values)
 
 
 class QuorumJournalManager(JournalManager):
