@@ -49,17 +49,18 @@ case "$action" in
     mkdir -p "$log_dir" "$pid_dir" || exit 1
     conf_args=()
     [ -n "${HADOOP_CONF_DIR:-}" ] && conf_args=(--config "$HADOOP_CONF_DIR")
-    # hdfs-py takes -D before the command, the command's own arguments after it.
+    # hdfs-py takes -D (and --config) before the command, the command's own arguments
+    # after it.
     generic_args=()
     command_args=()
     while [ $# -gt 0 ]; do
       case "$1" in
-        -D)
-          [ $# -ge 2 ] || { echo "-D needs key=value" >&2; exit 2; }
+        -D|--config)
+          [ $# -ge 2 ] || { echo "$1 needs a value; $usage" >&2; exit 2; }
           generic_args+=("$1" "$2")
           shift 2
           ;;
-        -D*) generic_args+=("$1"); shift ;;
+        -D*|--config=*) generic_args+=("$1"); shift ;;
         *) command_args+=("$1"); shift ;;
       esac
     done

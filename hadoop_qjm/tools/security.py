@@ -13,10 +13,6 @@ from hadoop_qjm.common.exceptions import IllegalArgumentException
 __all__ = ["run"]
 
 
-#: The longest validity --days accepts (100 years).
-MAX_DAYS = 36500
-
-
 def run(argv: Sequence[str], conf) -> int:
     from hadoop_qjm.cli import CommandParser
 
@@ -45,8 +41,6 @@ def run(argv: Sequence[str], conf) -> int:
         help="subject CN of the NameNodes' and tools' certificate (namenode)",
     )
     args = parser.parse_args(list(argv))
-    if not 0 < args.days <= MAX_DAYS:
-        parser.error(f"--days must be between 1 and {MAX_DAYS}, got {args.days}")
     hosts = [h.strip() for h in args.hosts.split(",") if h.strip()]
     if not hosts:
         parser.error("--hosts needs at least one host name")

@@ -240,6 +240,18 @@ def test_daemon_script_starts_and_stops_a_namenode(tmp_path, mjc) -> None:
         assert refused.returncode == 1
         assert "-nnid nn1 given but HA is not configured" in refused.stderr, refused.stderr
         assert not pid_file.exists()
+        # -D reaches hdfs-py (before the command): a bad value is refused, naming its source.
+        refused = subprocess.run(
+            [script, "--config", str(conf_dir), "start", "namenode"]
+            + ["-D", "dfs.namenode.handler.count=abc"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert refused.returncode == 1
+        assert "'abc' is not an integer (set from command line)" in refused.stderr
+        assert not pid_file.exists()
         start = subprocess.run(
             [script, "--config", str(conf_dir), "start", "namenode"]
             + ["-D", "dfs.namenode.handler.count=3", "-Ddfs.ls.limit=50"],

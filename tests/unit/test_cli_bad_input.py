@@ -90,7 +90,8 @@ def test_spark_jobs_check_their_numbers_before_starting_spark(
         ),
         (
             [*HA, "-D", "dfs.client.failover.sleep.base.millis=-100", "dfs", "-ls", "/"],
-            "Invalid value for dfs.client.failover.sleep.base.millis: -100 is negative",
+            "Invalid value for dfs.client.failover.sleep.base.millis: '-100' is not 0 or more"
+            " (set from command line)",
         ),
     ],
 )

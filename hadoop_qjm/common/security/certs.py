@@ -47,6 +47,10 @@ _NAME = re.compile(r"[A-Za-z0-9_:][A-Za-z0-9._:-]*")
 _LOOPBACK_SANS = ("localhost", "127.0.0.1")
 
 
+#: The longest validity ``days`` may ask for (100 years; the CA gets twice that).
+MAX_DAYS = 36500
+
+
 def _utcnow() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
@@ -236,8 +240,8 @@ def generate_test_pki(
     already holds a ``ca.pem``; bad names or ``days`` raise IllegalArgumentException.
     Either way nothing is written.
     """
-    if days <= 0:
-        raise IllegalArgumentException(f"--days must be positive: {days}")
+    if not 0 < days <= MAX_DAYS:
+        raise IllegalArgumentException(f"--days must be between 1 and {MAX_DAYS}: {days}")
     names = _check_names(hosts, client)
     directory = Path(directory).absolute()
     if (directory / "ca.pem").exists():

@@ -175,7 +175,7 @@ class FailoverNameNodeProxy:
             (keys.DFS_CLIENT_FAILOVER_SLEEPTIME_MAX_KEY, self.sleep_max_ms),
         ):
             if value < 0:
-                raise ConfigurationError(f"Invalid value for {key}: {value} is negative")
+                raise conf.invalid_value(key, "0 or more")
         if "socket_factory" not in proxy_kwargs:
             # The RPC transport the configuration asks for: TCP, or mutual TLS.
             proxy_kwargs["socket_factory"] = client_socket_factory(conf)

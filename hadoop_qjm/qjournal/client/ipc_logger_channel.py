@@ -427,6 +427,8 @@ class IPCLoggerChannel(AsyncLogger):
         if not self._may_send_directly:
             # An injected executor: no direct send to keep behind its calls (and a
             # DirectExecutor runs the call here, under the lock the count would take).
+            # Its calls are ordered by that executor alone: the fault harness's, which
+            # makes every call from one thread.
             return self._executor.submit(fn)
 
         def run() -> T:

@@ -102,12 +102,16 @@ class QuorumJournalTimeouts:
             "write_txns_ms": keys.DFS_QJOURNAL_WRITE_TXNS_TIMEOUT_KEY,
             "http_open_ms": keys.DFS_QJOURNAL_HTTP_OPEN_TIMEOUT_KEY,
             "http_read_ms": keys.DFS_QJOURNAL_HTTP_READ_TIMEOUT_KEY,
+            "operations_ms": keys.DFS_QJM_OPERATIONS_TIMEOUT_KEY,  # a duration: "60s"
         }
-        values = {field: conf.get_int(key, getattr(d, field)) for field, key in read.items()}
-        read["operations_ms"] = keys.DFS_QJM_OPERATIONS_TIMEOUT_KEY
-        values["operations_ms"] = conf.get_time_duration(
-            keys.DFS_QJM_OPERATIONS_TIMEOUT_KEY, keys.DFS_QJM_OPERATIONS_TIMEOUT_DEFAULT, "ms"
-        )
+        values = {
+            field: (
+                conf.get_time_duration(key, keys.DFS_QJM_OPERATIONS_TIMEOUT_DEFAULT, "ms")
+                if field == "operations_ms"
+                else conf.get_int(key, getattr(d, field))
+            )
+            for field, key in read.items()
+        }
         for field, value in values.items():
             if value <= 0:
                 raise conf.invalid_value(read[field], "a positive number of milliseconds")

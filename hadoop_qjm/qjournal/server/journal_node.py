@@ -181,34 +181,32 @@ class JournalNode:
         self._start_security()
         for path in edits_dirs:
             create_journal_dir(path)
-        http_host, http_port = settings.http.host, settings.http.port
-        https_host, https_port = settings.https.host, settings.https.port
-        rpc_host, rpc_port = settings.rpc.host, settings.rpc.port
+        http, https, rpc = settings.http, settings.https, settings.rpc
         transfer_authorizer = self.authorizer if policy.https_enabled else None
         binding = ""  # the address being bound, for the error if it is in use
         try:
             if policy.http_enabled:
-                binding = f"{http_host}:{http_port} (dfs.journalnode.http-address)"
+                binding = str(http)
                 self.http_server = JournalNodeHttpServer(
-                    self, http_host, http_port, transfer_authorizer=transfer_authorizer
+                    self, http.host, http.port, transfer_authorizer=transfer_authorizer
                 )
                 self.http_server.start()
             if policy.https_enabled:
-                binding = f"{https_host}:{https_port} (dfs.journalnode.https-address)"
+                binding = str(https)
                 self.https_server = JournalNodeHttpServer(
                     self,
-                    https_host,
-                    https_port,
+                    https.host,
+                    https.port,
                     ssl_context=ssl_factory.https_server_context(),
                     handshake_timeout_s=ssl_factory.security.handshake_timeout_s,
                     transfer_authorizer=transfer_authorizer,
                 )
                 self.https_server.start()
-            binding = f"{rpc_host}:{rpc_port} (dfs.journalnode.rpc-address)"
+            binding = str(rpc)
             self.rpc_server = JournalNodeRpcServer(
                 self,
-                rpc_host,
-                rpc_port,
+                rpc.host,
+                rpc.port,
                 handler_count=settings.handler_count,
                 max_frame_size=settings.max_frame_size,
                 socket_factory=self._socket_factory,

@@ -103,6 +103,10 @@ class BindAddress:
         )
         return cls(host, port, bind_host_key if conf.get_trimmed(bind_host_key) else key)
 
+    def __str__(self) -> str:
+        """``host:port (key)``, as errors name it."""
+        return f"{self.host}:{self.port} ({self.key})"
+
     def check_resolvable(self) -> None:
         """Raise ConfigurationError, naming the key, if the host does not resolve."""
         try:
@@ -118,39 +122,31 @@ class BindAddress:
 
 @dataclass(frozen=True)
 class JournalNodeSettings:
-    """The JournalNode's configuration, read once (see the module doc)."""
+    """The JournalNode's own settings, read once (see the module doc).
+
+    The keys that the journals, the edits cache and the HTTP server read where they use
+    them (from the same configuration) are only checked here.
+    """
 
     rpc: BindAddress
     http: BindAddress
     https: BindAddress
-    #: RPC calls executed at once; ≤ 0 configured means 5 (documented).
+    #: RPC calls executed at once, as configured (the RPC server takes ≤ 0 as 5).
     handler_count: int
     max_frame_size: int
-    edits_dir_permission: int
     enable_sync: bool
     sync_interval_ms: int
     edit_log_transfer_timeout_ms: int
-    image_transfer_timeout_ms: int
-    tail_edits_in_progress: bool
-    #: None: unset, the cache's size is ``edit_cache_fraction`` of a notional heap.
-    edit_cache_bytes: int | None
-    edit_cache_fraction: float
-    max_op_size: int
-    http_max_threads: int
-    image_transfer_bandwidth_per_sec: int
 
     @classmethod
     def from_conf(cls, conf) -> JournalNodeSettings:
         """Read and check every key; the first bad one raises ConfigurationError."""
-        handler_count = conf.get_int(
-            keys.DFS_JOURNALNODE_HANDLER_COUNT_KEY, keys.DFS_JOURNALNODE_HANDLER_COUNT_DEFAULT
-        )
-        return cls(
+        settings = cls(
             rpc=BindAddress.from_conf(conf, "rpc", keys.DFS_JOURNALNODE_RPC_PORT_DEFAULT),
             http=BindAddress.from_conf(conf, "http", keys.DFS_JOURNALNODE_HTTP_PORT_DEFAULT),
             https=BindAddress.from_conf(conf, "https", keys.DFS_JOURNALNODE_HTTPS_PORT_DEFAULT),
-            handler_count=(
-                handler_count if handler_count > 0 else keys.DFS_JOURNALNODE_HANDLER_COUNT_DEFAULT
+            handler_count=conf.get_int(
+                keys.DFS_JOURNALNODE_HANDLER_COUNT_KEY, keys.DFS_JOURNALNODE_HANDLER_COUNT_DEFAULT
             ),
             max_frame_size=_int_at_least(
                 conf,
@@ -159,7 +155,6 @@ class JournalNodeSettings:
                 1,
                 _POSITIVE_BYTES,
             ),
-            edits_dir_permission=edits_dir_permission(conf),
             enable_sync=conf.get_bool(
                 keys.DFS_JOURNALNODE_ENABLE_SYNC_KEY, keys.DFS_JOURNALNODE_ENABLE_SYNC_DEFAULT
             ),
@@ -177,31 +172,36 @@ class JournalNodeSettings:
                 1,
                 _POSITIVE_MS,
             ),
-            image_transfer_timeout_ms=_int_at_least(
-                conf,
-                keys.DFS_IMAGE_TRANSFER_TIMEOUT_KEY,
-                keys.DFS_IMAGE_TRANSFER_TIMEOUT_DEFAULT,
-                1,
-                _POSITIVE_MS,
-            ),
-            tail_edits_in_progress=conf.get_bool(
-                keys.DFS_HA_TAILEDITS_INPROGRESS_KEY, keys.DFS_HA_TAILEDITS_INPROGRESS_DEFAULT
-            ),
-            edit_cache_bytes=_edit_cache_bytes(conf),
-            edit_cache_fraction=_edit_cache_fraction(conf),
-            max_op_size=_int_at_least(
-                conf,
-                keys.DFS_NAMENODE_MAX_OP_SIZE_KEY,
-                keys.DFS_NAMENODE_MAX_OP_SIZE_DEFAULT,
-                1,
-                _POSITIVE_BYTES,
-            ),
-            http_max_threads=conf.get_int(HTTP_MAX_THREADS_KEY, -1),  # ≤ 0: the default
-            image_transfer_bandwidth_per_sec=_int_at_least(
-                conf,
-                keys.DFS_IMAGE_TRANSFER_RATE_KEY,
-                keys.DFS_IMAGE_TRANSFER_RATE_DEFAULT,
-                0,
-                "a number of bytes per second, 0 or more (0: no throttle)",
-            ),
         )
+        _check_keys_read_elsewhere(conf)
+        return settings
+
+
+def _check_keys_read_elsewhere(conf) -> None:
+    """Check the keys the journals, the edits cache and the HTTP server read themselves."""
+    edits_dir_permission(conf)
+    _int_at_least(
+        conf,
+        keys.DFS_IMAGE_TRANSFER_TIMEOUT_KEY,
+        keys.DFS_IMAGE_TRANSFER_TIMEOUT_DEFAULT,
+        1,
+        _POSITIVE_MS,
+    )
+    conf.get_bool(keys.DFS_HA_TAILEDITS_INPROGRESS_KEY, keys.DFS_HA_TAILEDITS_INPROGRESS_DEFAULT)
+    _edit_cache_bytes(conf)
+    _edit_cache_fraction(conf)
+    _int_at_least(
+        conf,
+        keys.DFS_NAMENODE_MAX_OP_SIZE_KEY,
+        keys.DFS_NAMENODE_MAX_OP_SIZE_DEFAULT,
+        1,
+        _POSITIVE_BYTES,
+    )
+    conf.get_int(HTTP_MAX_THREADS_KEY, -1)  # ≤ 0: the server's default
+    _int_at_least(
+        conf,
+        keys.DFS_IMAGE_TRANSFER_RATE_KEY,
+        keys.DFS_IMAGE_TRANSFER_RATE_DEFAULT,
+        0,
+        "a number of bytes per second, 0 or more (0: no throttle)",
+    )
