@@ -3,6 +3,7 @@ malformed command line and 1 otherwise, and nothing started (from a sweep of eve
 
 from __future__ import annotations
 
+import socket
 import subprocess
 from pathlib import Path
 
@@ -124,3 +125,30 @@ def test_journalnode_scripts_refuse_bad_arguments(script, args, expected) -> Non
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [result.stderr.strip()]
     assert expected in result.stderr
+
+
+def _closed_ports(count: int) -> list[int]:
+    """Ports the OS chose and nothing listens on any more (connections are refused)."""
+    socks = [socket.create_server(("127.0.0.1", 0)) for _ in range(count)]
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def test_a_quorum_error_is_one_line_naming_each_node(
+    capsys: pytest.CaptureFixture, tmp_path: Path
+) -> None:
+    """A QuorumException lists each node on a line of its own; the user sees one line."""
+    uri = "qjournal://" + ";".join(f"127.0.0.1:{p}" for p in _closed_ports(3)) + "/lt"
+    args = ["logtester", "--shared-edits", uri, "--local-dir", str(tmp_path / "lt")]
+    assert main([*args, "--max-txns", "5", "--format"]) == 1
+    line = one_line(capsys)
+    assert "Unable to check if JNs are ready for formatting" in line
+    assert "exceptions thrown: 127.0.0.1:" in line and "Connection refused" in line
+    assert main([*args, "--max-txns", "5"]) == 3  # LogTester's "fenced or out of quorum"
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith("logtester: lost the quorum: Got too many exceptions")
+    assert line.count("Connection refused") >= 2
