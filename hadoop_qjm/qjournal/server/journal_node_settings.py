@@ -56,6 +56,14 @@ def _int_at_least(conf, key: str, default: int, minimum: int, expected: str) -> 
     return value
 
 
+def _positive_ms(conf, key: str, default: int) -> int:
+    return _int_at_least(conf, key, default, 1, _POSITIVE_MS)
+
+
+def _positive_bytes(conf, key: str, default: int) -> int:
+    return _int_at_least(conf, key, default, 1, _POSITIVE_BYTES)
+
+
 def _edit_cache_bytes(conf) -> int | None:
     key = keys.DFS_JOURNALNODE_EDIT_CACHE_SIZE_KEY
     if not conf.get_trimmed(key):
@@ -148,29 +156,21 @@ class JournalNodeSettings:
             handler_count=conf.get_int(
                 keys.DFS_JOURNALNODE_HANDLER_COUNT_KEY, keys.DFS_JOURNALNODE_HANDLER_COUNT_DEFAULT
             ),
-            max_frame_size=_int_at_least(
-                conf,
-                keys.IPC_MAXIMUM_DATA_LENGTH_KEY,
-                keys.IPC_MAXIMUM_DATA_LENGTH_DEFAULT,
-                1,
-                _POSITIVE_BYTES,
+            max_frame_size=_positive_bytes(
+                conf, keys.IPC_MAXIMUM_DATA_LENGTH_KEY, keys.IPC_MAXIMUM_DATA_LENGTH_DEFAULT
             ),
             enable_sync=conf.get_bool(
                 keys.DFS_JOURNALNODE_ENABLE_SYNC_KEY, keys.DFS_JOURNALNODE_ENABLE_SYNC_DEFAULT
             ),
-            sync_interval_ms=_int_at_least(
+            sync_interval_ms=_positive_ms(
                 conf,
                 keys.DFS_JOURNALNODE_SYNC_INTERVAL_KEY,
                 keys.DFS_JOURNALNODE_SYNC_INTERVAL_DEFAULT,
-                1,
-                _POSITIVE_MS,
             ),
-            edit_log_transfer_timeout_ms=_int_at_least(
+            edit_log_transfer_timeout_ms=_positive_ms(
                 conf,
                 keys.DFS_EDIT_LOG_TRANSFER_TIMEOUT_KEY,
                 keys.DFS_EDIT_LOG_TRANSFER_TIMEOUT_DEFAULT,
-                1,
-                _POSITIVE_MS,
             ),
         )
         _check_keys_read_elsewhere(conf)
@@ -180,23 +180,11 @@ class JournalNodeSettings:
 def _check_keys_read_elsewhere(conf) -> None:
     """Check the keys the journals, the edits cache and the HTTP server read themselves."""
     edits_dir_permission(conf)
-    _int_at_least(
-        conf,
-        keys.DFS_IMAGE_TRANSFER_TIMEOUT_KEY,
-        keys.DFS_IMAGE_TRANSFER_TIMEOUT_DEFAULT,
-        1,
-        _POSITIVE_MS,
-    )
+    _positive_ms(conf, keys.DFS_IMAGE_TRANSFER_TIMEOUT_KEY, keys.DFS_IMAGE_TRANSFER_TIMEOUT_DEFAULT)
     conf.get_bool(keys.DFS_HA_TAILEDITS_INPROGRESS_KEY, keys.DFS_HA_TAILEDITS_INPROGRESS_DEFAULT)
     _edit_cache_bytes(conf)
     _edit_cache_fraction(conf)
-    _int_at_least(
-        conf,
-        keys.DFS_NAMENODE_MAX_OP_SIZE_KEY,
-        keys.DFS_NAMENODE_MAX_OP_SIZE_DEFAULT,
-        1,
-        _POSITIVE_BYTES,
-    )
+    _positive_bytes(conf, keys.DFS_NAMENODE_MAX_OP_SIZE_KEY, keys.DFS_NAMENODE_MAX_OP_SIZE_DEFAULT)
     conf.get_int(HTTP_MAX_THREADS_KEY, -1)  # ≤ 0: the server's default
     _int_at_least(
         conf,
