@@ -17,7 +17,7 @@ import socket
 import sys
 from collections.abc import Sequence
 
-from hadoop_qjm.common.exceptions import HadoopException, UsageError
+from hadoop_qjm.common.exceptions import HadoopException, UsageError, one_line_message
 
 __all__ = ["main", "CommandParser", "COMMANDS", "configure_logging", "daemon_log_file"]
 
@@ -251,21 +251,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except (HadoopException, OSError) as e:
         _debug_traceback()
-        print(f"hdfs-py: {_one_line(e)}", file=sys.stderr)
+        print(f"hdfs-py: {one_line_message(e)}", file=sys.stderr)
         return 1
     except Exception as e:  # noqa: BLE001 - the user sees one line, never a bare traceback
         _debug_traceback()
-        print(f"hdfs-py: internal error: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
+        print(
+            f"hdfs-py: internal error: {type(e).__name__}: {one_line_message(e)}", file=sys.stderr
+        )
         return 1
-
-
-def _one_line(error: BaseException) -> str:
-    """``error``'s message on one line: a QuorumException lists each node on a line of its
-    own ("… 2 exceptions thrown:" then "host:port: error"), joined here with "; "."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    if len(lines) <= 1:
-        return lines[0] if lines else type(error).__name__
-    return f"{lines[0]} {'; '.join(lines[1:])}"
 
 
 def _debug_traceback() -> None:

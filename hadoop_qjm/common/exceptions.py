@@ -175,6 +175,19 @@ class AuthorizationException(IOException):
     java_name = "org.apache.hadoop.security.authorize.AuthorizationException"
 
 
+def one_line_message(error: BaseException) -> str:
+    """``error``'s message on one line, for a command line: its lines joined with "; ",
+    or with a space after a line that ends in ":" (a QuorumException's "… 2 exceptions
+    thrown:" before each node's line); the class name if it has no message."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    text = lines[0]
+    for line in lines[1:]:
+        text += (" " if text.endswith(":") else "; ") + line
+    return text
+
+
 def always_assert(condition: object, message: str) -> None:
     """Check an invariant; unlike ``assert`` this survives ``python -O`` (STYLE.md habit 7)."""
     if not condition:

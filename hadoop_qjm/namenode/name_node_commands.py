@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TextIO
 
-from hadoop_qjm.common.exceptions import HadoopException, IOException, UsageError
+from hadoop_qjm.common.exceptions import HadoopException, IOException, UsageError, one_line_message
 from hadoop_qjm.conf import Configuration
 
 __all__ = [
@@ -200,8 +200,7 @@ def prompt_confirm(
 def one_line(error: BaseException) -> IOException:
     """``error`` as an IOException whose message is one line (a QuorumException lists each
     JournalNode's error on its own line): what the command line prints."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return IOException("; ".join(lines) or type(error).__name__)
+    return IOException(one_line_message(error))
 
 
 def run_command(option: StartupOption, conf: Configuration) -> int:

@@ -44,6 +44,7 @@ from hadoop_qjm.common.exceptions import (
     HadoopException,
     IllegalArgumentException,
     UsageError,
+    one_line_message,
     register_exception,
 )
 from hadoop_qjm.conf import dfs_config_keys as keys
@@ -131,11 +132,6 @@ def _default_proxy_factory(conf: Any) -> ProxyFactory:
     )
 
 
-def _one_line(error: BaseException) -> str:
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return "; ".join(lines) or type(error).__name__
-
-
 class HAAdmin:
     """The commands over the NameNodes of ``conf``'s nameservice (or ``nameservice``)."""
 
@@ -213,7 +209,7 @@ class HAAdmin:
                 except (HadoopException, OSError) as e:
                     self._error(
                         f"transitionToActive: Unable to determine the state of {other.nnid} "
-                        f"({_one_line(e)}); --forceactive skips this check"
+                        f"({one_line_message(e)}); --forceactive skips this check"
                     )
                     return 1
                 if status.state is HAServiceState.ACTIVE:
@@ -243,7 +239,7 @@ class HAAdmin:
                 status = self._call(target, self.check_timeout_s, "get_service_status")
                 state = status.state.name.lower()
             except (HadoopException, OSError) as e:
-                state = f"Failed to connect: {_one_line(e)}"
+                state = f"Failed to connect: {one_line_message(e)}"
             print(f"{address:<50} {state:<10}".rstrip(), file=self.out)
         return 0
 
@@ -251,7 +247,7 @@ class HAAdmin:
         try:
             self._call(self.resolve_target(nnid), self.check_timeout_s, "monitor_health")
         except HealthCheckFailedException as e:
-            self._error(f"Health check failed: {_one_line(e)}")
+            self._error(f"Health check failed: {one_line_message(e)}")
             return 1
         return 0
 
@@ -263,7 +259,7 @@ class HAAdmin:
         try:
             self._failover(source, dest, force_fence, force_active)
         except FailoverFailedException as e:
-            self._error(f"Failover failed: {_one_line(e)}")
+            self._error(f"Failover failed: {one_line_message(e)}")
             return 1
         print(f"Failover from {from_nnid} to {to_nnid} successful", file=self.out)
         return 0
@@ -284,18 +280,18 @@ class HAAdmin:
             graceful = False
             if not force_fence:
                 raise FailoverFailedException(
-                    f"Unable to make {source} standby ({_one_line(e)}). Once {dest.nnid} is "
+                    f"Unable to make {source} standby ({one_line_message(e)}). Once {dest.nnid} is "
                     f"active its new epoch on the JournalNodes fences {source.nnid}; rerun "
                     "with --forcefence to go ahead on that fence alone"
                 ) from e
             self._error(
-                f"Unable to make {source} standby ({_one_line(e)}); going ahead "
+                f"Unable to make {source} standby ({one_line_message(e)}); going ahead "
                 f"(--forcefence): {dest.nnid}'s new epoch on the JournalNodes fences it"
             )
         try:
             self._call(dest, self.new_active_timeout_s, "transition_to_active", False)
         except (HadoopException, OSError) as e:
-            message = f"Unable to failover to {dest} ({_one_line(e)})"
+            message = f"Unable to failover to {dest} ({one_line_message(e)})"
             if graceful:
                 # The old active stepped down cleanly: put it back (FailoverController's
                 # failback, which first makes sure the new one is not half active).
@@ -307,7 +303,7 @@ class HAAdmin:
                     self._call(source, self.new_active_timeout_s, "transition_to_active", False)
                     message += f". Failed back to {source}"
                 except (HadoopException, OSError) as fe:
-                    message += f". Failback to {source} failed ({_one_line(fe)})"
+                    message += f". Failback to {source} failed ({one_line_message(fe)})"
             raise FailoverFailedException(message) from e
 
     def _pre_failover_checks(
@@ -319,7 +315,7 @@ class HAAdmin:
             status = self._call(dest, self.check_timeout_s, "get_service_status")
         except (HadoopException, OSError) as e:
             raise FailoverFailedException(
-                f"Unable to get service state for {dest}: {_one_line(e)}"
+                f"Unable to get service state for {dest}: {one_line_message(e)}"
             ) from e
         if status.state is not HAServiceState.STANDBY:
             raise FailoverFailedException(
@@ -334,10 +330,10 @@ class HAAdmin:
             self._call(dest, self.check_timeout_s, "monitor_health")
         except HealthCheckFailedException as e:
             raise FailoverFailedException(
-                f"Can't failover to an unhealthy service: {_one_line(e)}"
+                f"Can't failover to an unhealthy service: {one_line_message(e)}"
             ) from e
         except (HadoopException, OSError) as e:
-            raise FailoverFailedException(f"Got an IO exception: {_one_line(e)}") from e
+            raise FailoverFailedException(f"Got an IO exception: {one_line_message(e)}") from e
 
     def _error(self, line: str) -> None:
         print(line, file=self.err)
@@ -357,9 +353,9 @@ class HAAdmin:
         except UsageError:
             raise
         except IllegalArgumentException as e:
-            self._error(f"Illegal argument: {_one_line(e)}")
+            self._error(f"Illegal argument: {one_line_message(e)}")
         except (HadoopException, OSError) as e:
-            self._error(f"Operation failed: {_one_line(e)}")
+            self._error(f"Operation failed: {one_line_message(e)}")
         return 1
 
     def _run(self, command: str, rest: list[str]) -> int:

@@ -27,7 +27,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
-from hadoop_qjm.common.exceptions import HadoopException
+from hadoop_qjm.common.exceptions import HadoopException, one_line_message
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.namenode.edit_log_file_input_stream import EditLogFileInputStream
 from hadoop_qjm.namenode.file_journal_manager import FileJournalManager, match_edit_logs
@@ -136,10 +136,7 @@ def _reason(error: BaseException) -> str:
     for line in lines:
         if "epoch" in line:
             return f"fenced by a newer writer: {line}"
-    if not lines:
-        return f"lost the quorum: {type(error).__name__}"
-    # A QuorumException's first line ("... 2 exceptions thrown:") and then each node's.
-    return "lost the quorum: " + " ".join([lines[0], "; ".join(lines[1:])]).strip()
+    return f"lost the quorum: {one_line_message(error)}"
 
 
 def run(argv, conf) -> int:

@@ -32,7 +32,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
-from hadoop_qjm.common.exceptions import HadoopException, IllegalArgumentException, IOException
+from hadoop_qjm.common.exceptions import (
+    HadoopException,
+    IllegalArgumentException,
+    IOException,
+    one_line_message,
+)
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
@@ -104,11 +109,6 @@ def _default_proxy_factory(conf: Configuration) -> ProxyFactory:
     return lambda nn: NameNodeProxy(
         *nn.client_rpc, RPC_TIMEOUT_S, connect_timeout_s=20.0, socket_factory=socket_factory
     )
-
-
-def _one_line(error: BaseException) -> str:
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return "; ".join(lines) or type(error).__name__
 
 
 def bootstrap_standby(
@@ -238,7 +238,7 @@ def _ask_other_namenodes(
         try:
             proxy = proxy_factory(nn)
         except (HadoopException, OSError) as e:
-            errors.append(f"{nn.nnid} ({nn.rpc_text}): {_one_line(e)}")
+            errors.append(f"{nn.nnid} ({nn.rpc_text}): {one_line_message(e)}")
             continue
         try:
             ns_info = proxy.version_request()
@@ -246,7 +246,7 @@ def _ask_other_namenodes(
             cur_txid = proxy.get_transaction_id()
         except (HadoopException, OSError) as e:
             LOG.info("Unable to fetch namespace information from %s: %s", nn.rpc_text, e)
-            errors.append(f"{nn.nnid} ({nn.rpc_text}): {_one_line(e)}")
+            errors.append(f"{nn.nnid} ({nn.rpc_text}): {one_line_message(e)}")
             continue
         finally:
             proxy.close()
@@ -290,13 +290,13 @@ def _check_logs_available_for_read(
             try:
                 streams.extend(jas.manager.select_input_streams(first_txid, True, False))
             except (HadoopException, OSError) as e:
-                errors.append(f"{jas.manager}: {_one_line(e)}")
+                errors.append(f"{jas.manager}: {one_line_message(e)}")
         # Closing the members (below) is closing these: they hold nothing else.
         chained = chain_and_make_redundant_streams(streams, first_txid)
         try:
             check_for_gaps(chained, first_txid, last_txid)
         except IOException as e:
-            raise unavailable("; ".join([_one_line(e), *errors])) from e
+            raise unavailable("; ".join([one_line_message(e), *errors])) from e
     finally:
         for stream in streams:
             try:
