@@ -37,6 +37,7 @@ from hadoop_qjm.qjournal.protocol.exceptions import (
     SocketTimeoutException,
 )
 from hadoop_qjm.qjournal.protocol.sockets import FrameReader, write_frame
+from hadoop_qjm.qjournal.protocol.wire import FRAME_HEADER
 from hadoop_qjm.testing.in_process_ha import wait_until
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, create_txn_data
@@ -164,6 +165,41 @@ def test_a_lost_connection_fails_every_call_in_flight_then_reconnects() -> None:
     finally:
         channel.close()
         listener.close()
+
+
+def test_a_reply_read_from_a_connection_dropped_meanwhile_answers_no_new_call() -> None:
+    """The reader checked the connection, then read a reply from it; meanwhile another
+    thread failed that connection (its call had its error) and connected anew, with a
+    new call waiting. The old reply must not be taken as the new call's answer."""
+    channel = PipelinedChannel("127.0.0.1", 1, None, 5.0, MAX_FRAME)
+    old_answers: list = []
+    new_answers: list = []
+    new_sock, peer_end = socket.socketpair()
+
+    class DroppedWhileRead(socket.socket):
+        def recv_into(self, buffer, nbytes=0, flags=0):
+            frame = FRAME_HEADER.pack(len(b"old reply")) + b"old reply"
+            buffer[: len(frame)] = frame
+            # What the other thread did while this one read: fail, reconnect, send.
+            channel._fail(self, IOException("dropped"))
+            with channel._lock:
+                channel._sock = new_sock
+            channel._pending.append(lambda r, e: new_answers.append((r, e)))
+            return len(frame)
+
+    old_sock = DroppedWhileRead(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        channel._sock = old_sock
+        channel._pending.append(lambda r, e: old_answers.append((r, e)))
+        channel._on_readable(old_sock, bytearray(), memoryview(bytearray(64)))
+        assert len(old_answers) == 1 and isinstance(old_answers[0][1], IOException)
+        assert new_answers == []
+        assert len(channel._pending) == 1  # the new call still waits for its own reply
+    finally:
+        with channel._lock:
+            channel._sock = None
+        for sock in (old_sock, new_sock, peer_end):
+            sock.close()
 
 
 def test_no_reply_within_the_timeout_fails_the_calls(peer: ScriptedPeer) -> None:

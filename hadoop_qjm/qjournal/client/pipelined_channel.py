@@ -684,9 +684,16 @@ class PipelinedChannel:
 
     def _on_readable(self, sock: socket.socket, buf: bytearray, rx: memoryview) -> None:
         """Read what ``sock`` has (into ``rx``, the reactor's buffer), add it to the
-        connection's ``buf`` and hand each complete reply to its call's callback."""
-        if self._sock is not sock:
-            return
+        connection's ``buf`` and hand each complete reply to its call's callback.
+
+        ``sock`` is looked at again, under the lock, before replies are matched:
+        another thread may have failed it (and connected anew, with new calls
+        waiting) while this one read, and the old connection's bytes answer no call
+        of the new one."""
+        with self._lock:
+            if self._sock is not sock:
+                return
+            tls = self._tls  # the session of this very connection
         try:
             received = sock.recv_into(rx)
             chunk = rx[:received]
@@ -703,7 +710,6 @@ class PipelinedChannel:
                 ),
             )
             return
-        tls = self._tls
         if tls is not None:
             try:
                 chunk, closed = tls.decrypt(bytes(chunk))
@@ -737,11 +743,13 @@ class PipelinedChannel:
                 )
                 return
         buf += chunk
-        self._last_progress = time.monotonic()
         start, end = 0, len(buf)
         replies: list[tuple[ReplyCallback, bytes]] = []
         error: BaseException | None = None
         with self._lock:
+            if self._sock is not sock:
+                return  # failed while we read: its calls have had their answer
+            self._last_progress = time.monotonic()
             while end - start >= _HEADER:
                 (size,) = FRAME_HEADER.unpack_from(buf, start)
                 if size < 0 or size > self.max_frame_size:
