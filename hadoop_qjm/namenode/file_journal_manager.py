@@ -191,7 +191,11 @@ class FileJournalManager(JournalManager):
         """Rename ``edits_inprogress_<first>`` to ``edits_<first>-<last>``.
 
         ``truncate_to`` (the validated length) first cuts the file to exactly its
-        transactions, so a finalized segment never carries padding or a torn tail.
+        transactions, so a finalized segment never carries padding or a torn tail, and
+        fsyncs it whether or not it had to cut: the file may hold bytes never synced (a
+        lagging JournalNode's batches, a segment aborted by a new writer), and a
+        finalized name must only ever name durable contents. A failure here is an
+        :class:`IllegalStateException` whose cause is the ``OSError``.
         """
         src = self.current_dir / inprogress_edits_file_name(first_txid)
         dst = self.current_dir / finalized_edits_file_name(first_txid, last_txid)
@@ -201,9 +205,10 @@ class FileJournalManager(JournalManager):
                 f"Can't finalize edits file {src} since finalized file {dst} already exists"
             )
         try:
-            if truncate_to is not None and truncate_to >= 0 and src.stat().st_size != truncate_to:
+            if truncate_to is not None and truncate_to >= 0:
                 with open(src, "r+b") as f:
-                    f.truncate(truncate_to)
+                    if os.fstat(f.fileno()).st_size != truncate_to:
+                        f.truncate(truncate_to)
                     os.fsync(f.fileno())
             os.rename(src, dst)
             fsync_dir(self.current_dir)

@@ -568,6 +568,72 @@ def test_storage_failure_stops_the_journal(journal, monkeypatch):
     assert journal.highest_written_txid == 1
 
 
+def _aborted_segment(journal) -> None:
+    """Segment 1 holds txns 1-3 and is left in progress: writer 2 took over (new_epoch
+    aborts the open segment), so finalizing it validates the file on disk."""
+    journal.new_epoch(FAKE_NSINFO, 1)
+    journal.start_log_segment(make_request(1), 1, LV)
+    journal.journal(make_request(2), 1, 1, 3, create_txn_data(1, 3))
+    journal.new_epoch(FAKE_NSINFO, 2)
+
+
+def test_a_failed_fsync_while_finalizing_stops_the_journal(journal, monkeypatch):
+    _aborted_segment(journal)
+
+    def failing_fsync(fd):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(IllegalStateException, match="Input/output error"):
+        journal.finalize_log_segment(make_request(1, epoch=2), 1, 3)
+    monkeypatch.undo()
+    assert journal.storage.in_progress_edit_log(1).exists()
+    assert not journal.storage.finalized_edit_log(1, 3).exists()
+    with pytest.raises(IOException, match="stopped accepting writes"):
+        journal.start_log_segment(make_request(2, epoch=2), 4, LV)
+
+
+def test_finalizing_a_segment_already_cut_to_length_still_fsyncs_it(journal, monkeypatch):
+    """A retried finalize (or a lagging node's unsynced segment that happens to end on its
+    preallocation boundary) finds nothing to cut; the file is fsynced all the same before
+    the finalized name appears."""
+    _aborted_segment(journal)
+    path = journal.storage.in_progress_edit_log(1)
+    log = journal.fjm.get_log_file(1)
+    log.scan_log()
+    os.truncate(path, log.valid_length)  # what the first, failed attempt had done
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd):
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    journal.finalize_log_segment(make_request(1, epoch=2), 1, 3)
+    assert str(path) in synced
+    assert journal.storage.finalized_edit_log(1, 3).stat().st_size == log.valid_length
+
+
+@pytest.mark.parametrize(
+    "header",
+    [b"\xff\xff\xff\xff", (-16).to_bytes(4, "big", signed=True)],
+    ids=["layout -1", "a layout too old to scan"],
+)
+def test_start_log_segment_refuses_a_file_whose_header_hides_its_txns(journal, header):
+    """Hadoop refuses any in-progress file that does not hold just its first txn; we also
+    take one with a whole header and no txn (§2.10.5), but not one whose header we cannot
+    read: txns may follow it."""
+    _aborted_segment(journal)
+    path = journal.storage.in_progress_edit_log(1)
+    with open(path, "r+b") as f:
+        f.write(header)
+    before = path.read_bytes()
+    with pytest.raises(IllegalStateException, match="seems to contain valid transactions"):
+        journal.start_log_segment(make_request(1, epoch=2), 1, LV)
+    assert path.read_bytes() == before
+
+
 def test_discard_segments(journal):
     journal.new_epoch(FAKE_NSINFO, 1)
     for i, start in enumerate((1, 4, 7)):

@@ -4,8 +4,11 @@ Every mutation has the same shape (STYLE.md habit 3): take the journal's lock,
 check the journal is formatted, apply the protocol rule (``rules.py``), then do
 the disk I/O and fsync before returning. A storage failure (a failed write or
 fsync) stops the journal: every later mutation fails until the JournalNode is
-restarted and has re-read its disk, because after a failed fsync the state of
-the file is unknown and acknowledging anything more could lose an edit.
+restarted, because after a failed fsync the state of the file is unknown and
+acknowledging anything more could lose an edit. (A restart re-reads the files
+through the page cache, which may still hold bytes the failed fsync did not make
+durable: only a reboot clears that. Such bytes are never acknowledged; in recovery
+they are at most a proposal, and every node that takes a copy fsyncs it first.)
 """
 
 from __future__ import annotations
@@ -28,6 +31,11 @@ from hadoop_qjm.common.exceptions import (
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog, RemoteEditLogManifest
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.namenode.file_journal_manager import EditLogFile
+from hadoop_qjm.namenode.fs_edit_log_op import (
+    EDITLOG_LENGTH_LAYOUT_VERSION,
+    HEADER_LENGTH,
+    parse_edit_log_header,
+)
 from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.protocol.exceptions import (
     CacheMissException,
@@ -81,6 +89,29 @@ class JournalFaultInjector:
 
     def before_write_edits(self) -> None:
         """Called before a journal() batch is written (HDFS-17710's writeEdits hook)."""
+
+
+def _holds_no_transactions(log: EditLogFile) -> bool:
+    """Whether a new startLogSegment may replace the in-progress file ``log``.
+
+    It may hold at most the START_LOG_SEGMENT txn, written alone. One with no
+    transaction at all after a whole, readable header (a start that reached only
+    this node) holds nothing acknowledged either: unlike Hadoop, accept it, so
+    the node rejoins at once (design paper 2.10.5: "all JNs will again succeed").
+    But a damaged header (or a layout too old to scan) hides whatever follows it:
+    refused, as in Hadoop; a restart moves such a file aside if it is the latest.
+    """
+    log.scan_log()
+    if log.last_txid == log.first_txid:
+        return True
+    if log.last_txid != INVALID_TXID or log.has_corrupt_header:
+        return False
+    try:
+        with open(log.path, "rb") as f:
+            layout_version = parse_edit_log_header(f.read(HEADER_LENGTH))
+    except (OSError, IOException):
+        return False
+    return layout_version <= EDITLOG_LENGTH_LAYOUT_VERSION
 
 
 class Journal(JournalRecovery):
@@ -456,12 +487,7 @@ class Journal(JournalRecovery):
                     raise IllegalStateException(
                         f"Already have a finalized segment {existing} beginning at {txid}"
                     )
-                # An in-progress file may hold at most the START_LOG_SEGMENT txn, written alone.
-                # One with no transaction at all (a start that reached only this node, never
-                # rescanned since) holds nothing acknowledged either: unlike Hadoop, accept it,
-                # so the node rejoins at once (design paper 2.10.5: "all JNs will again succeed").
-                existing.scan_log()
-                if existing.last_txid not in (existing.first_txid, INVALID_TXID):
+                if not _holds_no_transactions(existing):
                     raise IllegalStateException(
                         f"The log file {existing} seems to contain valid transactions"
                     )
@@ -541,7 +567,12 @@ class Journal(JournalRecovery):
                     # A segment installed by recovery still carries its source's padding; the
                     # finalized copies of one segment must be byte-identical everywhere.
                     truncate_to = elf.valid_length
-                self.fjm.finalize_log_segment(start_txid, end_txid, truncate_to=truncate_to)
+                try:
+                    self.fjm.finalize_log_segment(start_txid, end_txid, truncate_to=truncate_to)
+                except IllegalStateException as e:
+                    if isinstance(e.__cause__, OSError):  # the disk failed, not the request
+                        self._fail_storage(f"finalizing segment {start_txid}: {e}")
+                    raise
             elif end_txid != elf.last_txid:
                 raise IllegalArgumentException(
                     f"Trying to re-finalize already finalized log {elf} with different endTxId {end_txid}"
