@@ -421,6 +421,8 @@ class FSEditLog:
             try:
                 stream.flush()  # the lock is not held: others keep logging meanwhile
                 flushed = True
+                with self._cond:
+                    self._check_alive()
             except OSError as e:
                 with self._cond:
                     self._die(
@@ -433,8 +435,10 @@ class FSEditLog:
             with self._cond:
                 if sync:
                     # Only a flush that succeeded advances synctxid: a waiter must never
-                    # take a failed sync for a durable one.
-                    if flushed and sync_start > self._synctxid:
+                    # take a failed sync for a durable one. Nor one that ended after the
+                    # log died in another thread (its flush may have skipped the journals
+                    # that thread aborted).
+                    if flushed and self._fatal is None and sync_start > self._synctxid:
                         self._synctxid = sync_start
                         self._num_syncs += 1
                     self._is_sync_running = False

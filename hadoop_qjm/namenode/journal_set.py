@@ -252,11 +252,17 @@ class JournalSetOutputStream:
     def __init__(self, journal_set: JournalSet) -> None:
         self.journal_set = journal_set
 
-    def _each_active(self, action: Callable[[Any], None], status: str) -> None:
+    def _each_active(
+        self, action: Callable[[Any], None], status: str, *, reach_required: bool = False
+    ) -> None:
         def apply(jas: JournalAndStream) -> None:
             stream = jas.stream  # read once: a concurrent failure may abort it
             if stream is not None:
                 action(stream)
+            elif reach_required and jas.required:
+                # Another thread's failure aborted every stream while this call went
+                # round: what it carried never reached a journal it must reach.
+                raise IOException(f"{jas} was aborted during the {status}: it got nothing")
 
         self.journal_set.map_journals_and_report_errors(apply, status)
 
@@ -267,7 +273,7 @@ class JournalSetOutputStream:
         self._each_active(lambda s: s.set_ready_to_flush(), "setReadyToFlush")
 
     def flush(self, durable: bool = True) -> None:
-        self._each_active(lambda s: s.flush(), "flush")
+        self._each_active(lambda s: s.flush(), "flush", reach_required=True)
 
     @property
     def has_active(self) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
@@ -101,6 +102,8 @@ class _FakeStream:
         self.ready, self.buffered = self.buffered, []
 
     def flush(self, durable: bool = True) -> None:
+        if self.journal.on_flush is not None:
+            self.journal.on_flush()
         if self.journal.fail_flush:
             raise IOException("injected flush failure")
         self.journal.txids.extend(self.ready)
@@ -123,6 +126,7 @@ class FakeJournal(JournalManager):
         self.uri = uri
         self.fail_write = False
         self.fail_flush = False
+        self.on_flush: Callable[[], None] | None = None  # runs first in every flush
         self.txids: list[int] = []
         self.segments: list[tuple[int, int]] = []
         self.aborts = 0

@@ -178,6 +178,32 @@ def test_a_failed_required_journal_terminates_even_with_local_copies(tmp_path) -
         nn.abort()
 
 
+def test_a_required_journal_aborted_during_a_flush_acknowledges_nothing(tmp_path) -> None:
+    """Another thread's failure of a required journal aborts every stream; if that lands
+    while this thread's flush is going round the journals, the flush skips the required
+    one — and that must not count as a sync."""
+    fakes = {uri: FakeJournal(uri) for uri in ("fake://first", "fake://required")}
+    conf = nn_conf(
+        tmp_path,
+        edits=("name", "fake://first", "fake://required"),
+        **{"dfs.namenode.edits.dir.required": "fake://required"},
+    )
+    format_namenode(conf, journal_factory=lambda c, u, n: FakeJournal(u))
+    terminations = Terminations()
+    nn = start_nn(conf, terminations, journal_factory=lambda c, u, n: fakes[u])
+    try:
+        nn.namesystem.mkdirs("/ok")
+        synced = nn.edit_log.synced_txid
+        fakes["fake://first"].on_flush = nn.edit_log.journal_set.abort_all_journals
+        with pytest.raises(ExitException, match="was aborted during the flush"):
+            nn.namesystem.mkdirs("/lost")
+        assert nn.edit_log.synced_txid == synced
+        assert max(fakes["fake://required"].txids) == synced
+        assert len(terminations.calls) == 1
+    finally:
+        nn.abort()
+
+
 def test_roll_edit_log(cluster, tmp_path) -> None:
     jid = "roll"
     conf = nn_conf(tmp_path, shared=cluster.quorum_journal_uri(jid))
