@@ -13,9 +13,11 @@ When nothing has been loaded for ``dfs.ha.log-roll.period`` but new txns were lo
 the last roll, the tailer asks the active to roll its edit log (rollEditLog on each other
 NameNode in turn; a standby answers StandbyException and the next is tried).
 
-An error reading the journals (an IOException) is logged and retried next round; any
-other error means the namespace may no longer match the log, and the standby terminates
-(Hadoop: "Unknown error encountered while tailing edits. Shutting down standby NN.").
+An error reading the journals (an IOException) is logged and retried next round. An op
+that cannot be applied (EditLogApplyException), or any other error, means the namespace
+may no longer match the log, and the standby terminates (Hadoop: "Unknown error
+encountered while tailing edits. Shutting down standby NN."; only a read error,
+EditLogInputException, is retried there).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.common.exceptions import IOException
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.namenode.fs_edit_log_loader import EditLogApplyException
 
 __all__ = ["EditLogTailer", "TailerSettings"]
 
@@ -161,19 +164,25 @@ class EditLogTailer:
             try:
                 self.maybe_trigger_roll()
                 loaded = self.do_tail_edits()
+            except EditLogApplyException as e:  # before IOException, which it is
+                self._shut_down(e)
+                return
             except IOException as e:
                 LOG.warning("Error while reading edits from disk. Will try again.: %s", e)
                 loaded = 0
             except Exception as e:  # noqa: BLE001 - anything else: the namespace is suspect
-                message = (
-                    f"Unknown error encountered while tailing edits. Shutting down standby NN: {e}"
-                )
-                LOG.critical(message, exc_info=True)
-                if self._terminate is not None:
-                    self._terminate(1, message)
+                self._shut_down(e)
                 return
             if loaded == 0 and self.settings.backoff_max_s > 0:
                 delay = min(max(delay, self.settings.period_s) * 2, self.settings.backoff_max_s)
             else:
                 delay = self.settings.period_s
             self._stop.wait(delay)
+
+    def _shut_down(self, error: BaseException) -> None:
+        message = (
+            f"Unknown error encountered while tailing edits. Shutting down standby NN: {error}"
+        )
+        LOG.critical(message, exc_info=error)
+        if self._terminate is not None:
+            self._terminate(1, message)

@@ -1,0 +1,68 @@
+"""EditLogTailer's thread: which errors it retries and which stop the standby."""
+
+from __future__ import annotations
+
+import pytest
+
+from hadoop_qjm.common.exceptions import IOException
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.namenode.fs_edit_log_loader import EditLogApplyException
+from hadoop_qjm.namenode.ha.edit_log_tailer import EditLogTailer
+from hadoop_qjm.testing.in_process_ha import wait_until
+
+pytestmark = pytest.mark.timeout(30)
+
+
+class FailingCore:
+    """A standby whose every tailing round raises ``error``."""
+
+    last_applied_txid = 0
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+        self.rounds = 0
+
+    def tail_edits(self, in_progress: bool, max_txns: int | None) -> int:
+        self.rounds += 1
+        raise self.error
+
+
+def run_tailer(error: BaseException) -> tuple[FailingCore, EditLogTailer, list]:
+    conf = Configuration()
+    conf.set("dfs.ha.tail-edits.period", "1ms")
+    core = FailingCore(error)
+    terminations: list = []
+
+    def terminate(status: int, message: str) -> None:
+        terminations.append((status, message))
+
+    tailer = EditLogTailer(core, conf, terminate=terminate)
+    tailer.start()
+    return core, tailer, terminations
+
+
+def test_a_read_error_is_retried() -> None:
+    core, tailer, terminations = run_tailer(IOException("a JournalNode is down"))
+    try:
+        wait_until(lambda: core.rounds >= 3)
+        assert tailer.running and terminations == []
+    finally:
+        tailer.stop()
+
+
+@pytest.mark.parametrize(
+    "error",
+    [EditLogApplyException("Cannot rename /a to /b (txid 7)"), KeyError("inode")],
+    ids=["an op that does not apply", "anything else"],
+)
+def test_an_error_that_leaves_the_namespace_suspect_stops_the_standby(error) -> None:
+    core, tailer, terminations = run_tailer(error)
+    try:
+        wait_until(lambda: terminations != [])
+        wait_until(lambda: not tailer.running)
+        assert core.rounds == 1
+        status, message = terminations[0]
+        assert status == 1
+        assert message.startswith("Unknown error encountered while tailing edits")
+    finally:
+        tailer.stop()
