@@ -681,6 +681,60 @@ def test_accept_recovery_compares_content_not_just_length(tmp_path, conf):
         journal.close()
 
 
+def test_the_edit_cache_never_serves_a_copy_that_recovery_replaced(tmp_path, conf):
+    """Writer 1's txns 1-3 reached this node only; writer 2 recovered the segment with its
+    own copy of 1-3 (same txids, other bytes), finalized it, and went on at txid 4, which
+    follows on from the cached 3. A reader asking from txid 1 must never get writer 1's
+    bytes (Hadoop's cache serves them): it misses, and reads the finalized file instead."""
+    import hashlib
+
+    journal = Journal(conf, tmp_path / JID, JID, fetcher=_copy_fetcher)
+    try:
+        journal.format(FAKE_NSINFO)
+        journal.new_epoch(FAKE_NSINFO, 1)
+        journal.start_log_segment(make_request(1), 1, LV)
+        journal.journal(make_request(2), 1, 1, 3, create_txn_data(1, 3))
+        theirs = create_gabage_txns(1, 3)
+        src = tmp_path / "theirs"
+        src.write_bytes(edit_log_header(LV) + theirs)
+        digest = hashlib.md5(src.read_bytes()).hexdigest()
+        journal.new_epoch(FAKE_NSINFO, 2)
+        journal.accept_recovery(
+            make_request(1, epoch=2), SegmentState(1, 3, True, digest), f"file://{src}"
+        )
+        journal.finalize_log_segment(make_request(2, epoch=2), 1, 3)
+        journal.start_log_segment(make_request(3, epoch=2), 4, LV)
+        journal.journal(make_request(4, epoch=2), 4, 4, 1, create_txn_data(4, 1))
+        with pytest.raises(CacheMissException):
+            journal.get_journaled_edits(1, 10)
+        served = journal.get_journaled_edits(4, 10)
+        assert served.txn_count == 1
+        assert served.edit_log == edit_log_header(LV) + create_txn_data(4, 1)
+    finally:
+        journal.close()
+
+
+def test_a_newer_promise_hides_the_superseded_writers_open_segment(journal):
+    """Writer 1's open segment 1-3, then writer 2's heartbeat (epoch 2, committed txid 3
+    of *its* history): neither the cache nor the manifest may offer writer 1's unsettled
+    tail as durable; a finalized segment is still listed."""
+    journal.new_epoch(FAKE_NSINFO, 1)
+    journal.start_log_segment(make_request(1), 1, LV)
+    journal.journal(make_request(2), 1, 1, 2, create_txn_data(1, 2))
+    journal.finalize_log_segment(make_request(3), 1, 2)
+    journal.start_log_segment(make_request(4), 3, LV)
+    journal.journal(make_request(5), 3, 3, 3, create_txn_data(3, 3))
+    manifest = journal.get_edit_log_manifest(1, in_progress_ok=True)
+    assert [(log.start_txid, log.end_txid) for log in manifest.logs] == [(1, 2), (3, 5)]
+    assert journal.get_journaled_edits(3, 10).txn_count == 3
+
+    journal.heartbeat(make_request(1, epoch=2, committed_txid=5))
+    manifest = journal.get_edit_log_manifest(1, in_progress_ok=True)
+    assert [(log.start_txid, log.end_txid) for log in manifest.logs] == [(1, 2)]
+    with pytest.raises(CacheMissException):
+        journal.get_journaled_edits(3, 10)
+
+
 def test_a_negative_number_of_transactions_changes_nothing(journal):
     journal.new_epoch(FAKE_NSINFO, 1)
     journal.start_log_segment(make_request(1), 1, LV)

@@ -282,6 +282,7 @@ class Journal(JournalRecovery):
             )
             self.last_promised_epoch.set(decision.promise_epoch)
             self.current_epoch_ipc_serial = rules.INITIAL_IPC_SERIAL
+            self._drop_edits_cache()
         if decision.ipc_serial is not None:
             self.current_epoch_ipc_serial = decision.ipc_serial
         committed = decision.committed_txid
@@ -315,8 +316,7 @@ class Journal(JournalRecovery):
             self._update_highest_written_txid(0)
             self.current_epoch_ipc_serial = -1
             self._storage_failure = None
-            if self.cache is not None:
-                self.cache = JournaledEditsCache(self.conf)
+            self._drop_edits_cache()
 
     def new_epoch(self, ns_info: NamespaceInfo, epoch: int) -> NewEpochResponse:
         """Promise never to accept an epoch below ``epoch``; report the latest segment."""
@@ -329,6 +329,7 @@ class Journal(JournalRecovery):
             )
             self.last_promised_epoch.set(epoch)
             self.current_epoch_ipc_serial = -1
+            self._drop_edits_cache()
             self._abort_cur_segment()
             latest = self.scan_storage_for_latest_edits()
             return NewEpochResponse(latest.first_txid if latest is not None else None)
@@ -596,10 +597,18 @@ class Journal(JournalRecovery):
             self._check_formatted()
             logs = self.fjm.get_remote_edit_logs(since_txid, in_progress_ok)
             if in_progress_ok:
+                # An in-progress segment whose writer has been superseded by a newer promise
+                # is left out: its tail is not settled until that writer's recovery, and the
+                # committed txid sent with the manifest is the new writer's, not a bound on
+                # this copy (unlike Hadoop, which would let a reader take it as durable).
+                superseded = self.last_writer_epoch.get() != self.last_promised_epoch.get()
                 for i, log in enumerate(logs):
                     if log.is_in_progress:
                         del logs[i]
-                        logs.append(RemoteEditLog(log.start_txid, self.highest_written_txid, True))
+                        if not superseded:
+                            logs.append(
+                                RemoteEditLog(log.start_txid, self.highest_written_txid, True)
+                            )
                         break
             return RemoteEditLogManifest(tuple(logs), self.committed_txn_id.get())
 
@@ -660,6 +669,7 @@ class Journal(JournalRecovery):
             self._check_formatted()
             self.fjm.discard_segments(start_txid)
             self.committed_txn_id.set(start_txid - 1)
+            self._drop_edits_cache()
 
     # ---- helpers --------------------------------------------------------------------------------
     def scan_storage_for_latest_edits(self) -> EditLogFile | None:
@@ -693,6 +703,17 @@ class Journal(JournalRecovery):
         self.cur_segment_txid = INVALID_TXID
         self.cur_segment_layout_version = 0
         self.next_txid = INVALID_TXID
+
+    def _drop_edits_cache(self) -> None:
+        """Forget every cached batch (lock held). Done whenever what the cache holds may no
+        longer be this node's committed history: a newer writer's promise (the open
+        segment's tail may be cut or replaced by its recovery), a segment installed by
+        acceptRecovery (another writer's copy), a discard, a format. The cache then
+        refills from the next writer's batches; a reader asking for older txns misses and
+        reads the segment files instead. (Hadoop keeps the cache across all of these, so
+        a standby could be served a fenced writer's uncommitted txns.)"""
+        if self.cache is not None:
+            self.cache = JournaledEditsCache(self.conf)
 
     def _fail_storage(self, what: str) -> None:
         """After a failed write or fsync nothing more may be acknowledged (see the module doc)."""

@@ -60,7 +60,7 @@ class JournalRecovery:
     JournalFaultInjector), ``_fetch``, ``committed_txn_id``, ``last_writer_epoch``,
     ``highest_written_txid``, ``cur_segment_txid``; and these methods:
     ``_check_formatted``, ``_check_writable``, ``_check_request``,
-    ``_abort_cur_segment``, ``_update_highest_written_txid``,
+    ``_abort_cur_segment``, ``_drop_edits_cache``, ``_update_highest_written_txid``,
     ``_get_persisted_paxos_data`` (the last two are shared with the write path).
     """
 
@@ -210,6 +210,7 @@ class JournalRecovery:
             self._install(tmp, dst)
 
     def _install(self, tmp: Path, dst: Path) -> None:
+        self._drop_edits_cache()  # it may hold this segment as another writer wrote it
         try:
             os.replace(tmp, dst)
             fsync_dir(dst.parent)
