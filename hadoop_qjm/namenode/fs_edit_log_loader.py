@@ -288,8 +288,10 @@ class FSEditLogLoader:
         """Apply every op of ``streams`` (in order) from ``expected_start_txid`` on.
 
         Returns the last txid applied (``expected_start_txid - 1`` when there was none).
-        Ops below the expected txid are skipped (a stream may start earlier); a txid
-        above it is a gap and raises IOException naming both txids.
+        A txid above the expected one is a gap, and one below it an out-of-order edit:
+        either raises IOException naming both txids, as Hadoop does outside recovery
+        mode (streams are positioned at their first wanted txid, so a txid seen again
+        means two copies of the log disagree, and neither may be applied silently).
         """
         expected = expected_start_txid
         for stream in streams:
@@ -300,7 +302,10 @@ class FSEditLogLoader:
                     break
                 txid = op.txid
                 if txid < expected:
-                    continue  # already applied (from the image or an earlier stream)
+                    raise IOException(
+                        "There appears to be an out-of-order edit in the edit log.  We "
+                        f"expected txid {expected}, but got txid {txid}."
+                    )
                 if txid > expected:
                     raise IOException(
                         "There appears to be a gap in the edit log.  We expected txid "

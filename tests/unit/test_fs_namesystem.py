@@ -456,8 +456,14 @@ def test_load_edits_checks_contiguity(ns, log) -> None:
     ):
         fresh.load_edits([ListStream([ops[0], ops[2]])], 1)
     fresh = FSNamesystem(fs_owner="hdfs")
-    # Ops already applied (below the expected txid) are skipped, e.g. a stream starting early.
-    assert fresh.load_edits([ListStream(ops[:2]), ListStream(ops)], 1) == 3
+    # A txid seen again (two copies that overlap) is refused, as in Hadoop, not skipped:
+    # the second copy's txn 1 might not be the first's.
+    with pytest.raises(
+        IOException, match="out-of-order edit in the edit log.  We expected txid 3, but got txid 1"
+    ):
+        fresh.load_edits([ListStream(ops[:2]), ListStream(ops)], 1)
+    fresh = FSNamesystem(fs_owner="hdfs")
+    assert fresh.load_edits([ListStream(ops[:2]), ListStream(ops[2:])], 1) == 3
     assert fresh.snapshot() == ns.snapshot()
 
 
