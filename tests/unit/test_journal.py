@@ -726,13 +726,16 @@ def test_a_newer_promise_hides_the_superseded_writers_open_segment(journal):
     journal.journal(make_request(5), 3, 3, 3, create_txn_data(3, 3))
     manifest = journal.get_edit_log_manifest(1, in_progress_ok=True)
     assert [(log.start_txid, log.end_txid) for log in manifest.logs] == [(1, 2), (3, 5)]
-    assert journal.get_journaled_edits(3, 10).txn_count == 3
+    served = journal.get_journaled_edits(3, 10)
+    assert (served.txn_count, served.writer_epoch) == (3, 1)
 
     journal.heartbeat(make_request(1, epoch=2, committed_txid=5))
     manifest = journal.get_edit_log_manifest(1, in_progress_ok=True)
     assert [(log.start_txid, log.end_txid) for log in manifest.logs] == [(1, 2)]
     with pytest.raises(CacheMissException):
         journal.get_journaled_edits(3, 10)
+    # "Nothing past txid 5" now speaks for writer 2: the client sets writer 1's answers aside.
+    assert journal.get_journaled_edits(6, 10).writer_epoch == 2
 
 
 def test_a_negative_number_of_transactions_changes_nothing(journal):

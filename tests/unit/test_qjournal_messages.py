@@ -90,6 +90,7 @@ EXAMPLES = [
     GetEditLogManifestResponse(RemoteEditLogManifest((), INVALID_TXID), 8480, None),
     GetJournaledEditsResponse(0, b""),
     GetJournaledEditsResponse(3, b"\x00\xff" * 100),
+    GetJournaledEditsResponse(3, b"\x00\xff" * 100, 7),
 ]
 
 

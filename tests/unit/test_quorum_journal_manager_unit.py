@@ -16,7 +16,7 @@ from hadoop_qjm.common.exceptions import (
     IOException,
 )
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, edit_log_header
+from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, edit_log_header, encode_op
 from hadoop_qjm.qjournal.client.quorum_journal_manager import (
     QuorumJournalManager,
     QuorumJournalTimeouts,
@@ -388,6 +388,41 @@ def test_read_rpc_input_streams_no_new_edits(loggers, qjm) -> None:
     assert qjm.select_input_streams(1, True, True) == []
     # "Nothing new" is an answer: no fall-back to streaming.
     assert not any(logger.calls_to("get_edit_log_manifest") for logger in loggers)
+
+
+def fenced_edits(start: int, num: int, writer_epoch: int) -> GetJournaledEditsResponse:
+    """A fenced writer's own txns ``start..start+num-1`` (MKDIR "fenced <txid>")."""
+    ops = b"".join(encode_op(MkdirOp.create(t, f"fenced {t}")) for t in range(start, start + num))
+    return GetJournaledEditsResponse(num, edit_log_header() + ops, writer_epoch)
+
+
+def newer_edits(start: int, num: int, writer_epoch: int) -> GetJournaledEditsResponse:
+    return GetJournaledEditsResponse(
+        num, edit_log_header() + create_txn_data(start, num), writer_epoch
+    )
+
+
+def read_paths(streams) -> list[str]:
+    paths = []
+    for stream in streams:
+        while (op := stream.read_op()) is not None:
+            paths.append(op.path)
+    return paths
+
+
+def test_rpc_reads_take_only_the_newest_writers_answers(loggers, qjm) -> None:
+    """jn0 never heard of writer 2 and still caches writer 1's tail for txids 1-3; jn1 and
+    jn2 hold writer 2's. Equal counts, but only writer 2's copies may be read."""
+    answer_edits(loggers, fenced_edits(1, 3, 1), newer_edits(1, 3, 2), newer_edits(1, 3, 2))
+    streams = qjm.select_input_streams(1, True, True)
+    assert read_paths(streams) == ["tx 1", "tx 2", "tx 3"]
+
+
+def test_rpc_reads_need_a_majority_of_the_newest_writers_answers(loggers, qjm) -> None:
+    """Two answers, one of them from a node behind the newest writer: writer 2's txns are
+    on one node only as far as this call can tell, so none are durable yet."""
+    answer_edits(loggers, fenced_edits(1, 3, 1), newer_edits(1, 3, 2), Future())
+    assert qjm.select_input_streams(1, True, True) == []
 
 
 def test_rpc_failure_falls_back_to_streaming(loggers, qjm) -> None:

@@ -441,7 +441,14 @@ class QuorumJournalManager(JournalManager):
             len(responses) >= self.loggers.majority_size,
             "Quorum call returned without a majority",
         )
+        # Only the newest writer's answers count (not in Hadoop): a node that has not heard
+        # of that writer may still cache a fenced writer's tail for the same txids, and a
+        # node that promised an even newer one (its cache emptied) says that tail may yet
+        # be cut. The others' answers count as holding nothing.
+        newest = max(r.writer_epoch for r in responses.values())
+        responses = {logger: r for logger, r in responses.items() if r.writer_epoch == newest}
         counts = sorted(r.txn_count for r in responses.values())
+        counts = [0] * (self.loggers.majority_size - len(counts)) + counts
         highest = counts[-1]
         if highest < 0:
             raise IOException(f"Did not get any valid JournaledEdits responses: {counts}")

@@ -128,10 +128,12 @@ class GetEditLogManifestResponse:
 
 @dataclass(frozen=True)
 class GetJournaledEditsResponse:
-    """Edits served from the JournalNode's cache: file header plus whole ops."""
+    """Edits served from the JournalNode's cache: file header plus whole ops, and the
+    epoch of the writer that wrote them (0: not known)."""
 
     txn_count: int
     edit_log: bytes = b""
+    writer_epoch: int = 0
 
 
 # --------------------------------------------------------------- to Thrift
@@ -224,7 +226,9 @@ def _manifest_response_to(r: GetEditLogManifestResponse) -> Any:
 
 
 def _journaled_edits_to(r: GetJournaledEditsResponse) -> Any:
-    return _t.GetJournaledEditsResponse(txnCount=r.txn_count, editLog=bytes(r.edit_log))
+    return _t.GetJournaledEditsResponse(
+        txnCount=r.txn_count, editLog=bytes(r.edit_log), writerEpoch=r.writer_epoch
+    )
 
 
 # ------------------------------------------------------------- from Thrift
@@ -306,7 +310,11 @@ def _manifest_response_from(t: Any) -> GetEditLogManifestResponse:
 
 
 def _journaled_edits_from(t: Any) -> GetJournaledEditsResponse:
-    return GetJournaledEditsResponse(t.txnCount, b"" if t.editLog is None else bytes(t.editLog))
+    return GetJournaledEditsResponse(
+        t.txnCount,
+        b"" if t.editLog is None else bytes(t.editLog),
+        t.writerEpoch or 0,
+    )
 
 
 # Exact types: NamespaceInfo is a StorageInfo subclass with its own struct.

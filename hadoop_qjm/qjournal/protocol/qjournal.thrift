@@ -119,6 +119,13 @@ struct GetJournaledEditsResponse {
   1: required i32 txnCount,
   /** The 8-byte edit-log file header followed by whole serialized ops. */
   2: optional binary editLog,
+  /**
+   * Not in Hadoop: the epoch of the writer whose txns the cache holds (the epoch this
+   * node had promised when its cache was last emptied). The client takes edits only
+   * from the answers of the newest writer, so a node that never heard of that writer
+   * cannot pass off a fenced writer's tail as durable.
+   */
+  3: optional i64 writerEpoch,
 }
 
 struct PrepareRecoveryResponse {

@@ -154,6 +154,7 @@ class Journal(JournalRecovery):
         in_progress = conf.get_bool("dfs.ha.tail-edits.in-progress", False) if conf else False
         self.cache = JournaledEditsCache(conf) if in_progress else None
         self._refresh_cached_data()
+        self._drop_edits_cache()  # tagged with the promise just read
         latest = self.scan_storage_for_latest_edits()
         if latest is not None:
             self._update_highest_written_txid(latest.last_txid)
@@ -623,7 +624,7 @@ class Journal(JournalRecovery):
         highest = self.highest_written_txid
         if since_txid == highest + 1:
             self.metrics.rpc_empty_response()
-            return GetJournaledEditsResponse(0, b"")
+            return GetJournaledEditsResponse(0, b"", cache.writer_epoch)
         if since_txid > highest + 1:
             self.metrics.rpc_empty_response()
             raise NewerTxnIdException(
@@ -639,7 +640,7 @@ class Journal(JournalRecovery):
             self.metrics.cache_miss(e.cache_miss_amount)
             raise
         self.metrics.rpc_served(count, len(data))
-        return GetJournaledEditsResponse(count, data)
+        return GetJournaledEditsResponse(count, data, cache.writer_epoch)
 
     # ---- upgrade and rollback (HDFS-5138): not supported yet ------------------------------------
     def _upgrade_unsupported(self, operation: str):
@@ -713,7 +714,8 @@ class Journal(JournalRecovery):
         reads the segment files instead. (Hadoop keeps the cache across all of these, so
         a standby could be served a fenced writer's uncommitted txns.)"""
         if self.cache is not None:
-            self.cache = JournaledEditsCache(self.conf)
+            epoch = self.last_promised_epoch.get() if self.storage.is_formatted() else 0
+            self.cache = JournaledEditsCache(self.conf, writer_epoch=epoch)
 
     def _fail_storage(self, what: str) -> None:
         """After a failed write or fsync nothing more may be acknowledged (see the module doc)."""

@@ -50,8 +50,11 @@ def cache_capacity(conf) -> int:
 class JournaledEditsCache:
     """A bounded map ``first txid -> batch bytes`` over one contiguous txid range."""
 
-    def __init__(self, conf=None, capacity: int | None = None) -> None:
+    def __init__(self, conf=None, capacity: int | None = None, writer_epoch: int = 0) -> None:
         self.capacity = cache_capacity(conf) if capacity is None else capacity
+        # The journal empties its cache (makes a new one) whenever it promises a newer
+        # epoch, so every batch this one ever holds comes from the writer of this epoch.
+        self.writer_epoch = writer_epoch
         self._lock = threading.RLock()
         self._starts: list[int] = []  # batch first txids, ascending
         self._batches: dict[int, tuple[int, bytes]] = {}  # first -> (last, data)
