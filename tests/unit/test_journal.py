@@ -73,13 +73,18 @@ def test_scan_edit_log_future_layout_version(journal, conf):
     assert info.segment_state == SegmentState(1, 5, False)
 
 
-def test_empty_edits_in_progress_moved_aside(journal, conf):
+def finalized_1_2_then_open_from_3(journal: Journal, open_txns: int) -> None:
+    """Writer 1: segment 1-2 finalized, then segment 3 open holding ``open_txns`` txns."""
     journal.new_epoch(FAKE_NSINFO, 1)
     journal.start_log_segment(make_request(1), 1, LV)
     journal.journal(make_request(2), 1, 1, 2, create_txn_data(1, 2))
     journal.finalize_log_segment(make_request(3), 1, 2)
     journal.start_log_segment(make_request(4), 3, LV)
-    journal.journal(make_request(5), 3, 3, 1, create_txn_data(3, 1))
+    journal.journal(make_request(5), 3, 3, open_txns, create_txn_data(3, open_txns))
+
+
+def test_empty_edits_in_progress_moved_aside(journal, conf):
+    finalized_1_2_then_open_from_3(journal, 1)
     path = journal.storage.in_progress_edit_log(3)
     journal.close()
     size = path.stat().st_size
@@ -718,12 +723,7 @@ def test_a_newer_promise_hides_the_superseded_writers_open_segment(journal):
     """Writer 1's open segment 1-3, then writer 2's heartbeat (epoch 2, committed txid 3
     of *its* history): neither the cache nor the manifest may offer writer 1's unsettled
     tail as durable; a finalized segment is still listed."""
-    journal.new_epoch(FAKE_NSINFO, 1)
-    journal.start_log_segment(make_request(1), 1, LV)
-    journal.journal(make_request(2), 1, 1, 2, create_txn_data(1, 2))
-    journal.finalize_log_segment(make_request(3), 1, 2)
-    journal.start_log_segment(make_request(4), 3, LV)
-    journal.journal(make_request(5), 3, 3, 3, create_txn_data(3, 3))
+    finalized_1_2_then_open_from_3(journal, 3)
     manifest = journal.get_edit_log_manifest(1, in_progress_ok=True)
     assert [(log.start_txid, log.end_txid) for log in manifest.logs] == [(1, 2), (3, 5)]
     served = journal.get_journaled_edits(3, 10)
