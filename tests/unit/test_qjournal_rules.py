@@ -342,3 +342,50 @@ def test_a_negative_number_of_transactions_is_illegal() -> None:
     rules.check_num_txns(0, JID)
     with pytest.raises(IllegalArgumentException, match="Negative number of transactions -1"):
         rules.check_num_txns(-1, JID)
+
+
+# ---- rpc_readable_txn_count ------------------------------------------------------------------------
+
+
+def _readable_by_brute_force(answers, majority_size, only_durable):
+    """The rule read literally: the newest writer's answers (all, when an epoch is
+    unknown); nothing decided without a majority of them; durable = the most txns that
+    at least a majority of them hold, else the most any holds."""
+    if any(epoch == 0 for _, epoch in answers):
+        newest, group = 0, [count for count, _ in answers]
+    else:
+        newest = max(epoch for _, epoch in answers)
+        group = [count for count, epoch in answers if epoch == newest]
+        if len(group) < majority_size:
+            return None
+    if not only_durable:
+        return max(group), newest
+    held = [k for k in range(max(group) + 1) if sum(c >= k for c in group) >= majority_size]
+    return max(held), newest
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    nodes=st.sampled_from([3, 5]),
+    data=st.data(),
+    only_durable=st.booleans(),
+)
+def test_rpc_readable_txn_count_matches_the_rule_read_literally(nodes, data, only_durable):
+    majority_size = rules.majority(nodes)
+    answered = data.draw(st.integers(min_value=majority_size, max_value=nodes))
+    answers = data.draw(
+        st.lists(
+            st.tuples(st.integers(0, 6), st.integers(0, 3)),
+            min_size=answered,
+            max_size=answered,
+        )
+    )
+    assert rules.rpc_readable_txn_count(
+        answers, majority_size, only_durable
+    ) == _readable_by_brute_force(answers, majority_size, only_durable)
+
+
+def test_a_fenced_writers_longer_tail_is_never_readable():
+    # jn0 still caches writer 1's txns 1-5; writer 2's 1-3 are on jn1 and jn2.
+    assert rules.rpc_readable_txn_count([(5, 1), (3, 2), (3, 2)], 2, True) == (3, 2)
+    assert rules.rpc_readable_txn_count([(5, 1), (3, 2), (3, 2)], 2, False) == (3, 2)

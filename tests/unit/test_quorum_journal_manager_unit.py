@@ -418,11 +418,28 @@ def test_rpc_reads_take_only_the_newest_writers_answers(loggers, qjm) -> None:
     assert read_paths(streams) == ["tx 1", "tx 2", "tx 3"]
 
 
-def test_rpc_reads_need_a_majority_of_the_newest_writers_answers(loggers, qjm) -> None:
-    """Two answers, one of them from a node behind the newest writer: writer 2's txns are
-    on one node only as far as this call can tell, so none are durable yet."""
-    answer_edits(loggers, fenced_edits(1, 3, 1), newer_edits(1, 3, 2), Future())
+@pytest.mark.parametrize(
+    "answers",
+    [
+        # One node behind the newest writer, one not answering: writer 2's txns are on one
+        # node only as far as this call can tell.
+        lambda: (fenced_edits(1, 3, 1), newer_edits(1, 3, 2), Future()),
+        # A takeover that failed: jn0 promised epoch 3 (its cache emptied) while writer 2
+        # goes on with jn1 and jn2. "Nothing new" here would stall the reader for good.
+        lambda: (GetJournaledEditsResponse(0, b"", 3), newer_edits(1, 3, 2), newer_edits(1, 3, 2)),
+    ],
+    ids=["newest writer on a minority", "a failed takeover's promise"],
+)
+def test_rpc_answers_that_decide_nothing_fall_back_to_the_segment_files(
+    loggers, qjm, answers
+) -> None:
+    from hadoop_qjm.common.remote_edit_log import RemoteEditLogManifest
+
+    answer_edits(loggers, *answers())
+    for logger in loggers:
+        logger.when("get_edit_log_manifest", result=RemoteEditLogManifest((), 0))
     assert qjm.select_input_streams(1, True, True) == []
+    assert all(logger.calls_to("get_edit_log_manifest") for logger in loggers[1:])
 
 
 def test_rpc_failure_falls_back_to_streaming(loggers, qjm) -> None:

@@ -61,6 +61,7 @@ from hadoop_qjm.qjournal.client.qjournal_uri import QJournalURI, parse_qjournal_
 from hadoop_qjm.qjournal.client.quorum_call import QuorumCall, map_to_string
 from hadoop_qjm.qjournal.client.quorum_output_stream import QuorumOutputStream
 from hadoop_qjm.qjournal.client.segment_recovery_comparator import best_recovery_source
+from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.protocol.messages import NewEpochResponse
 
 __all__ = ["QuorumJournalManager", "QuorumJournalTimeouts"]
@@ -441,19 +442,21 @@ class QuorumJournalManager(JournalManager):
             len(responses) >= self.loggers.majority_size,
             "Quorum call returned without a majority",
         )
-        # Only the newest writer's answers count (not in Hadoop): a node that has not heard
-        # of that writer may still cache a fenced writer's tail for the same txids, and a
-        # node that promised an even newer one (its cache emptied) says that tail may yet
-        # be cut. The others' answers count as holding nothing.
-        newest = max(r.writer_epoch for r in responses.values())
-        responses = {logger: r for logger, r in responses.items() if r.writer_epoch == newest}
-        counts = sorted(r.txn_count for r in responses.values())
-        counts = [0] * (self.loggers.majority_size - len(counts)) + counts
-        highest = counts[-1]
-        if highest < 0:
-            raise IOException(f"Did not get any valid JournaledEdits responses: {counts}")
-        # Durable: what a majority of the answers hold.
-        allowed = counts[len(counts) - self.loggers.majority_size] if only_durable_txns else highest
+        decision = rules.rpc_readable_txn_count(
+            [(r.txn_count, r.writer_epoch) for r in responses.values()],
+            self.loggers.majority_size,
+            only_durable_txns,
+        )
+        if decision is None:
+            raise IOException(
+                "Fewer than a majority of the JournaledEdits answers come from the newest "
+                f"writer: {map_to_string(responses)}"
+            )
+        allowed, writer_epoch = decision
+        if allowed < 0:
+            raise IOException(
+                f"Did not get any valid JournaledEdits responses: {map_to_string(responses)}"
+            )
         if allowed == 0:
             LOG.debug("No new edits available in logs; requested starting from ID %d", from_txid)
             return []
@@ -468,7 +471,8 @@ class QuorumJournalManager(JournalManager):
                 name=f"{logger}: journaled edits [{from_txid}, {from_txid - 1 + r.txn_count}]",
             )
             for logger, r in responses.items()
-            if r.txn_count > 0  # an empty answer holds not even the header
+            # An empty answer holds not even the header; another writer's is not read.
+            if r.txn_count > 0 and (writer_epoch == 0 or r.writer_epoch == writer_epoch)
         ]
         return chain_and_make_redundant_streams(streams, from_txid)
 

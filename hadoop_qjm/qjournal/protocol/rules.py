@@ -19,6 +19,7 @@ an older leader").
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -50,6 +51,7 @@ __all__ = [
     "is_in_order_batch",
     "request_numbers",
     "check_finalize_current",
+    "rpc_readable_txn_count",
 ]
 
 #: ``currentEpochIpcSerial`` after a new promise: any serial (≥ 0) is accepted next.
@@ -390,3 +392,34 @@ def check_finalize_current(
             f"Trying to finalize in-progress log segment {start_txid} to end at txid "
             f"{end_txid} but only written up to txid {next_txid - 1}{_jid(journal_id)}"
         )
+
+
+def rpc_readable_txn_count(
+    answers: Sequence[tuple[int, int]], majority_size: int, only_durable: bool
+) -> tuple[int, int] | None:
+    """How many txns a reader may take from getJournaledEdits answers, and from whose.
+
+    ``answers`` are ``(txn_count, writer_epoch)``, at least ``majority_size`` of them.
+    Returns ``(count, writer_epoch)``: read ``count`` txns (0: nothing new) from the
+    answers of that writer; or None when the answers cannot say, and the reader must
+    read the segment files instead.
+
+    Only the newest writer's answers count (not in Hadoop, whose answers carry no
+    epoch): a node that never heard of that writer may cache a fenced writer's tail
+    for the same txids. If fewer than a majority answered for the newest writer, say
+    a node promised a writer whose takeover failed while the old one goes on with
+    the others, the answers decide nothing: None, never "nothing new", which would
+    stall the reader until the next takeover. Durable: what a majority of the
+    answers hold; otherwise the most any answer holds. An epoch of 0 is unknown (a
+    JournalNode that does not send it): then every answer counts, as in Hadoop.
+    """
+    if any(epoch == 0 for _, epoch in answers):
+        newest, counts = 0, sorted(count for count, _ in answers)
+    else:
+        newest = max(epoch for _, epoch in answers)
+        counts = sorted(count for count, epoch in answers if epoch == newest)
+        if len(counts) < majority_size:
+            return None
+    if not only_durable:
+        return counts[-1], newest
+    return counts[len(counts) - majority_size], newest
