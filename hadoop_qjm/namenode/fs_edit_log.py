@@ -421,8 +421,6 @@ class FSEditLog:
             try:
                 stream.flush()  # the lock is not held: others keep logging meanwhile
                 flushed = True
-                with self._cond:
-                    self._check_alive()
             except OSError as e:
                 with self._cond:
                     self._die(
@@ -443,6 +441,8 @@ class FSEditLog:
                         self._num_syncs += 1
                     self._is_sync_running = False
                 self._cond.notify_all()
+                if flushed:  # no exception is on its way out: report the log's death
+                    self._check_alive()
 
     def _done_with_auto_sync_scheduling(self) -> None:
         if self._auto_sync_scheduled:

@@ -6,6 +6,7 @@ local edits are FileJournalManagers in a temp dir.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 
@@ -174,6 +175,44 @@ def test_a_failed_required_journal_terminates_even_with_local_copies(tmp_path) -
             nn.namesystem.mkdirs("/a")
         assert len(terminations.calls) == 1
         assert fake.aborts >= 1  # every stream was aborted
+    finally:
+        nn.abort()
+
+
+def _die_in_another_thread(edit_log: FSEditLog) -> None:
+    """What another thread's failed required journal does: the log dies (terminate, every
+    stream aborted); returns once it has."""
+
+    def die() -> None:
+        with edit_log._cond, contextlib.suppress(ExitException):
+            edit_log._die("a required journal failed in another thread")
+
+    thread = threading.Thread(target=die)
+    thread.start()
+    thread.join(10)
+
+
+def test_a_flush_that_outlived_the_log_acknowledges_nothing(tmp_path) -> None:
+    """The log died in another thread just as this flush reached the required journal,
+    which still took the batch: the flush returns normally, but the sync must not count."""
+    fake = FakeJournal("fake://required")
+    conf = nn_conf(
+        tmp_path,
+        edits=("name", "fake://required"),
+        **{"dfs.namenode.edits.dir.required": "fake://required"},
+    )
+    format_namenode(conf, journal_factory=lambda c, u, n: FakeJournal(u))
+    terminations = Terminations()
+    nn = start_nn(conf, terminations, journal_factory=lambda c, u, n: fake)
+    try:
+        nn.namesystem.mkdirs("/ok")
+        synced = nn.edit_log.synced_txid
+        fake.on_flush = lambda: _die_in_another_thread(nn.edit_log)
+        with pytest.raises(ExitException, match="failed in another thread"):
+            nn.namesystem.mkdirs("/lost")
+        assert max(fake.txids) == synced + 1  # the journal has it; nobody was told so
+        assert nn.edit_log.synced_txid == synced
+        assert len(terminations.calls) == 1
     finally:
         nn.abort()
 

@@ -189,12 +189,14 @@ class ReplyReactor:
             self.wake()
 
     # ---- called by the role holder (through run_soon) -----------------------------------------
-    def _register(self, sock: socket.socket, channel: PipelinedChannel) -> None:
+    def _register(
+        self, sock: socket.socket, channel: PipelinedChannel, tls: TlsSession | None
+    ) -> None:
         if channel._sock is not sock:
             return  # already dropped: its unregister (queued after this) closes it
-        # Each connection has its own read buffer: nothing of an old one can leak into
-        # the next.
-        self._selector.register(sock, selectors.EVENT_READ, (channel, bytearray()))
+        # Each connection has its own read buffer and TLS session: nothing of an old one
+        # can leak into the next.
+        self._selector.register(sock, selectors.EVENT_READ, (channel, bytearray(), tls))
         self._channels.add(channel)
         self._next_deadline = -math.inf  # its timeout may be shorter than the others'
 
@@ -254,12 +256,12 @@ class ReplyReactor:
             if key.data is None:
                 self._drain_wake_pipe()
                 continue
-            channel, buf = key.data
+            channel, buf, tls = key.data
             try:
                 if mask & selectors.EVENT_WRITE:
                     channel._on_writable(key.fileobj)
                 if mask & selectors.EVENT_READ:
-                    channel._on_readable(key.fileobj, buf, self._rx)
+                    channel._on_readable(key.fileobj, buf, self._rx, tls)
             except Exception as e:  # noqa: BLE001 - one channel's failure is that channel's
                 LOG.warning("Failing the connection to %s:%s: %s", channel.host, channel.port, e)
                 channel._fail(
@@ -504,7 +506,7 @@ class PipelinedChannel:
             if self._reactor is None:
                 self._reactor = ReplyReactor.shared()
             reactor = self._reactor
-            reactor.run_soon(lambda: reactor._register(sock, self))
+            reactor.run_soon(lambda: reactor._register(sock, self, tls))
             return sock
 
     def send_async(
@@ -682,18 +684,19 @@ class PipelinedChannel:
             always_assert(self._reactor is not None, f"{self} is connected without a reactor")
             self._reactor._want_write(sock, False)
 
-    def _on_readable(self, sock: socket.socket, buf: bytearray, rx: memoryview) -> None:
+    def _on_readable(
+        self, sock: socket.socket, buf: bytearray, rx: memoryview, tls: TlsSession | None
+    ) -> None:
         """Read what ``sock`` has (into ``rx``, the reactor's buffer), add it to the
-        connection's ``buf`` and hand each complete reply to its call's callback.
+        connection's ``buf`` (``tls``: its session) and hand each complete reply to its
+        call's callback.
 
         ``sock`` is looked at again, under the lock, before replies are matched:
         another thread may have failed it (and connected anew, with new calls
         waiting) while this one read, and the old connection's bytes answer no call
         of the new one."""
-        with self._lock:
-            if self._sock is not sock:
-                return
-            tls = self._tls  # the session of this very connection
+        if self._sock is not sock:
+            return
         try:
             received = sock.recv_into(rx)
             chunk = rx[:received]

@@ -615,13 +615,16 @@ class Journal(JournalRecovery):
 
     def get_journaled_edits(self, since_txid: int, max_txns: int) -> GetJournaledEditsResponse:
         """Edits from the in-memory cache (``dfs.ha.tail-edits.in-progress``), header included."""
+        # The highest txid first: a cache emptied (and replaced) in between then only
+        # misses, where the other order could pair a fenced writer's cache with a newer
+        # highest txid.
+        highest = self.highest_written_txid
         cache = self.cache
         if cache is None:
             raise IOException(
                 "The journal edits cache is not enabled, which is a requirement to fetch journaled "
                 "edits via RPC. Please enable it via dfs.ha.tail-edits.in-progress"
             )
-        highest = self.highest_written_txid
         if since_txid == highest + 1:
             self.metrics.rpc_empty_response()
             return GetJournaledEditsResponse(0, b"", cache.writer_epoch)

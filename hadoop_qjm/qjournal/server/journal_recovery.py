@@ -165,6 +165,9 @@ class JournalRecovery:
             write_paxos_record(self.storage.paxos_file(seg_txid), new)
             self._fault.after_persist_paxos_data()
             if synced_file is not None:
+                # The cache may hold this segment as another writer wrote it (the promise
+                # before this accept emptied it already; the install does not rely on that).
+                self._drop_edits_cache()
                 self._install(synced_file, self.storage.in_progress_edit_log(seg_txid))
             self.log.info("Accepted recovery for segment %d: %s", seg_txid, new)
 
@@ -207,10 +210,10 @@ class JournalRecovery:
             self.log.info(
                 "Rolling forward previously half-completed synchronization: %s -> %s", tmp, dst
             )
+            self._drop_edits_cache()
             self._install(tmp, dst)
 
     def _install(self, tmp: Path, dst: Path) -> None:
-        self._drop_edits_cache()  # it may hold this segment as another writer wrote it
         try:
             os.replace(tmp, dst)
             fsync_dir(dst.parent)
