@@ -21,7 +21,7 @@ from hadoop_qjm.namenode.fs_edit_log_op import (
     StartLogSegmentOp,
 )
 from hadoop_qjm.namenode.journal_set import JournalSet, are_resources_available
-from hadoop_qjm.namenode.name_node_core import format_namenode
+from hadoop_qjm.namenode.name_node_core import NameNodeCore, format_namenode
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from tests.integration.namenode_support import (
     FakeJournal,
@@ -159,16 +159,22 @@ def test_a_failed_optional_journal_is_disabled_until_the_next_roll(tmp_path) -> 
         nn.close()
 
 
-def test_a_failed_required_journal_terminates_even_with_local_copies(tmp_path) -> None:
-    fake = FakeJournal("fake://required")
+def nn_with_fake_journals(tmp_path, *fakes: FakeJournal) -> tuple[NameNodeCore, Terminations]:
+    """A NameNode writing to its local edits dir and to ``fakes``; the last one required."""
     conf = nn_conf(
         tmp_path,
-        edits=("name", "fake://required"),
-        **{"dfs.namenode.edits.dir.required": "fake://required"},
+        edits=("name", *(fake.uri for fake in fakes)),
+        **{"dfs.namenode.edits.dir.required": fakes[-1].uri},
     )
     format_namenode(conf, journal_factory=lambda c, u, n: FakeJournal(u))
     terminations = Terminations()
-    nn = start_nn(conf, terminations, journal_factory=lambda c, u, n: fake)
+    by_uri = {fake.uri: fake for fake in fakes}
+    return start_nn(conf, terminations, journal_factory=lambda c, u, n: by_uri[u]), terminations
+
+
+def test_a_failed_required_journal_terminates_even_with_local_copies(tmp_path) -> None:
+    fake = FakeJournal("fake://required")
+    nn, terminations = nn_with_fake_journals(tmp_path, fake)
     try:
         fake.fail_flush = True
         with pytest.raises(ExitException, match="Could not sync enough journals"):
@@ -196,14 +202,7 @@ def test_a_flush_that_outlived_the_log_acknowledges_nothing(tmp_path) -> None:
     """The log died in another thread just as this flush reached the required journal,
     which still took the batch: the flush returns normally, but the sync must not count."""
     fake = FakeJournal("fake://required")
-    conf = nn_conf(
-        tmp_path,
-        edits=("name", "fake://required"),
-        **{"dfs.namenode.edits.dir.required": "fake://required"},
-    )
-    format_namenode(conf, journal_factory=lambda c, u, n: FakeJournal(u))
-    terminations = Terminations()
-    nn = start_nn(conf, terminations, journal_factory=lambda c, u, n: fake)
+    nn, terminations = nn_with_fake_journals(tmp_path, fake)
     try:
         nn.namesystem.mkdirs("/ok")
         synced = nn.edit_log.synced_txid
@@ -222,14 +221,7 @@ def test_a_required_journal_aborted_during_a_flush_acknowledges_nothing(tmp_path
     while this thread's flush is going round the journals, the flush skips the required
     one — and that must not count as a sync."""
     fakes = {uri: FakeJournal(uri) for uri in ("fake://first", "fake://required")}
-    conf = nn_conf(
-        tmp_path,
-        edits=("name", "fake://first", "fake://required"),
-        **{"dfs.namenode.edits.dir.required": "fake://required"},
-    )
-    format_namenode(conf, journal_factory=lambda c, u, n: FakeJournal(u))
-    terminations = Terminations()
-    nn = start_nn(conf, terminations, journal_factory=lambda c, u, n: fakes[u])
+    nn, terminations = nn_with_fake_journals(tmp_path, *fakes.values())
     try:
         nn.namesystem.mkdirs("/ok")
         synced = nn.edit_log.synced_txid
