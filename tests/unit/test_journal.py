@@ -620,23 +620,33 @@ def test_finalizing_a_segment_already_cut_to_length_still_fsyncs_it(journal, mon
     assert journal.storage.finalized_edit_log(1, 3).stat().st_size == log.valid_length
 
 
-@pytest.mark.parametrize(
-    "header",
-    [b"\xff\xff\xff\xff", (-16).to_bytes(4, "big", signed=True)],
-    ids=["layout -1", "a layout too old to scan"],
-)
-def test_start_log_segment_refuses_a_file_whose_header_hides_its_txns(journal, header):
+def test_start_log_segment_refuses_a_file_whose_header_hides_its_txns(journal):
     """Hadoop refuses any in-progress file that does not hold just its first txn; we also
-    take one with a whole header and no txn (§2.10.5), but not one whose header we cannot
-    read: txns may follow it."""
+    take one with no txn (§2.10.5), but not one whose whole header names a layout too old
+    to scan: txns may follow it."""
     _aborted_segment(journal)
     path = journal.storage.in_progress_edit_log(1)
     with open(path, "r+b") as f:
-        f.write(header)
+        f.write((-16).to_bytes(4, "big", signed=True))
     before = path.read_bytes()
     with pytest.raises(IllegalStateException, match="seems to contain valid transactions"):
         journal.start_log_segment(make_request(1, epoch=2), 1, LV)
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("content", [b"", b"\xff" * 1024], ids=["empty", "preallocated: layout -1"])
+def test_start_log_segment_takes_over_a_file_whose_header_never_landed(journal, content):
+    """The node died creating segment 1 (the header cut short, or still the
+    preallocation's -1): no txn can be in it, so the writer's retry takes it over."""
+    journal.new_epoch(FAKE_NSINFO, 1)
+    path = journal.storage.in_progress_edit_log(1)
+    path.write_bytes(content)
+    journal.start_log_segment(make_request(1), 1, LV)
+    journal.journal(make_request(2), 1, 1, 2, create_txn_data(1, 2))
+    journal.finalize_log_segment(make_request(3), 1, 2)
+    assert journal.storage.finalized_edit_log(1, 2).read_bytes() == edit_log_header(
+        LV
+    ) + create_txn_data(1, 2)
 
 
 def test_discard_segments(journal):

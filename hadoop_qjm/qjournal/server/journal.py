@@ -95,17 +95,21 @@ def _holds_no_transactions(log: EditLogFile) -> bool:
     """Whether a new startLogSegment may replace the in-progress file ``log``.
 
     It may hold at most the START_LOG_SEGMENT txn, written alone. One with no
-    transaction at all after a whole, readable header (a start that reached only
-    this node) holds nothing acknowledged either: unlike Hadoop, accept it, so
-    the node rejoins at once (design paper 2.10.5: "all JNs will again succeed").
-    But a damaged header (or a layout too old to scan) hides whatever follows it:
-    refused, as in Hadoop; a restart moves such a file aside if it is the latest.
+    transaction at all (a start that reached only this node) holds nothing
+    acknowledged either: unlike Hadoop, accept it, so the node rejoins at once
+    (design paper 2.10.5: "all JNs will again succeed"). That includes a header
+    that never landed whole (cut short, or still the preallocation's -1: the node
+    died creating the file), which Hadoop too takes for a file with no
+    transactions when it sidelines it. But a whole header of a layout too old to
+    scan may hide txns: refused, as in Hadoop.
     """
     log.scan_log()
     if log.last_txid == log.first_txid:
         return True
-    if log.last_txid != INVALID_TXID or log.has_corrupt_header:
+    if log.last_txid != INVALID_TXID:
         return False
+    if log.has_corrupt_header:
+        return True
     try:
         with open(log.path, "rb") as f:
             layout_version = parse_edit_log_header(f.read(HEADER_LENGTH))
