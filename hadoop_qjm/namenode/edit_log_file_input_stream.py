@@ -61,12 +61,14 @@ _DECODABLE = bytes(
 @dataclass(frozen=True)
 class EditLogValidation:
     """What a scan found: the end of the last good op, the first and last txids in the
-    segment (INVALID_TXID when none), and whether the header was unusable."""
+    segment (INVALID_TXID when none), whether the header was unusable, and whether a
+    whole header named a layout too old to scan (its ops, if any, were not read)."""
 
     valid_length: int
     first_txid: int
     last_txid: int
     has_corrupt_header: bool
+    unscannable_layout: bool = False
 
     @property
     def end_txid(self) -> int:
@@ -240,7 +242,7 @@ def _scan(window: _Window, name: str, max_txid: int | None, max_op_size: int) ->
     if layout_version > EDITLOG_LENGTH_LAYOUT_VERSION:
         # Hadoop would fall back to a pre-length-prefix reader and find nothing it can use.
         LOG.warning("Log file %s has layout version %d: cannot scan it", name, layout_version)
-        return EditLogValidation(HEADER_LENGTH, INVALID_TXID, INVALID_TXID, False)
+        return EditLogValidation(HEADER_LENGTH, INVALID_TXID, INVALID_TXID, False, True)
     pos = HEADER_LENGTH  # always the end of the last good op (or of the header)
     first = last = INVALID_TXID
     num_valid = 0

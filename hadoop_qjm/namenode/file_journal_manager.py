@@ -66,6 +66,7 @@ class EditLogFile:
     is_in_progress: bool
     has_corrupt_header: bool = False
     valid_length: int = -1
+    unscannable_layout: bool = False  # a whole header of a layout too old to scan
 
     @property
     def name(self) -> str:
@@ -78,11 +79,13 @@ class EditLogFile:
         return self.path.stat().st_size
 
     def scan_log(self, max_txid_to_scan: int | None = None) -> None:
-        """Validate the file; sets ``last_txid``, ``has_corrupt_header`` and ``valid_length``."""
+        """Validate the file; sets ``last_txid``, ``has_corrupt_header``, ``valid_length``
+        and ``unscannable_layout``."""
         validation = scan_edit_log(self.path, max_txid_to_scan)
         self.last_txid = validation.last_txid
         self.has_corrupt_header = validation.has_corrupt_header
         self.valid_length = validation.valid_length
+        self.unscannable_layout = validation.unscannable_layout
 
     def move_aside_corrupt_file(self) -> None:
         self._rename_self(".corrupt")

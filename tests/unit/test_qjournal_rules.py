@@ -389,3 +389,16 @@ def test_a_fenced_writers_longer_tail_is_never_readable():
     # jn0 still caches writer 1's txns 1-5; writer 2's 1-3 are on jn1 and jn2.
     assert rules.rpc_readable_txn_count([(5, 1), (3, 2), (3, 2)], 2, True) == (3, 2)
     assert rules.rpc_readable_txn_count([(5, 1), (3, 2), (3, 2)], 2, False) == (3, 2)
+
+
+@pytest.mark.parametrize(
+    ("last_txid", "unscannable_layout", "allowed"),
+    [
+        (5, False, True),  # only START_LOG_SEGMENT (the first txid), written alone
+        (INVALID_TXID, False, True),  # no txn: a start that reached only this node (§2.10.5)
+        (6, False, False),  # txns after the first one
+        (INVALID_TXID, True, False),  # a layout too old to scan may hide txns
+    ],
+)
+def test_may_replace_in_progress_segment(last_txid, unscannable_layout, allowed):
+    assert rules.may_replace_in_progress_segment(5, last_txid, unscannable_layout) is allowed

@@ -52,6 +52,7 @@ __all__ = [
     "request_numbers",
     "check_finalize_current",
     "rpc_readable_txn_count",
+    "may_replace_in_progress_segment",
 ]
 
 #: ``currentEpochIpcSerial`` after a new promise: any serial (≥ 0) is accepted next.
@@ -423,3 +424,23 @@ def rpc_readable_txn_count(
     if not only_durable:
         return counts[-1], newest
     return counts[len(counts) - majority_size], newest
+
+
+def may_replace_in_progress_segment(
+    first_txid: int, last_txid: int, unscannable_layout: bool
+) -> bool:
+    """Whether a new startLogSegment may replace an in-progress file at ``first_txid``
+    whose scan found txns up to ``last_txid`` (INVALID_TXID: none).
+
+    It may hold at most the START_LOG_SEGMENT txn, written alone. One with no
+    transaction at all (a start that reached only this node) holds nothing
+    acknowledged either: unlike Hadoop, accept it, so the node rejoins at once
+    (design paper 2.10.5: "all JNs will again succeed"). That includes a header
+    that never landed whole (cut short, or still the preallocation's -1: the node
+    died creating the file), which Hadoop too takes for a file with no
+    transactions when it sidelines it. But a whole header of a layout too old to
+    scan may hide txns: refused, as in Hadoop.
+    """
+    if last_txid == first_txid:
+        return True
+    return last_txid == INVALID_TXID and not unscannable_layout

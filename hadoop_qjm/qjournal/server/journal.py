@@ -31,11 +31,6 @@ from hadoop_qjm.common.exceptions import (
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog, RemoteEditLogManifest
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.namenode.file_journal_manager import EditLogFile
-from hadoop_qjm.namenode.fs_edit_log_op import (
-    EDITLOG_LENGTH_LAYOUT_VERSION,
-    HEADER_LENGTH,
-    parse_edit_log_header,
-)
 from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.protocol.exceptions import (
     CacheMissException,
@@ -89,33 +84,6 @@ class JournalFaultInjector:
 
     def before_write_edits(self) -> None:
         """Called before a journal() batch is written (HDFS-17710's writeEdits hook)."""
-
-
-def _holds_no_transactions(log: EditLogFile) -> bool:
-    """Whether a new startLogSegment may replace the in-progress file ``log``.
-
-    It may hold at most the START_LOG_SEGMENT txn, written alone. One with no
-    transaction at all (a start that reached only this node) holds nothing
-    acknowledged either: unlike Hadoop, accept it, so the node rejoins at once
-    (design paper 2.10.5: "all JNs will again succeed"). That includes a header
-    that never landed whole (cut short, or still the preallocation's -1: the node
-    died creating the file), which Hadoop too takes for a file with no
-    transactions when it sidelines it. But a whole header of a layout too old to
-    scan may hide txns: refused, as in Hadoop.
-    """
-    log.scan_log()
-    if log.last_txid == log.first_txid:
-        return True
-    if log.last_txid != INVALID_TXID:
-        return False
-    if log.has_corrupt_header:
-        return True
-    try:
-        with open(log.path, "rb") as f:
-            layout_version = parse_edit_log_header(f.read(HEADER_LENGTH))
-    except (OSError, IOException):
-        return False
-    return layout_version <= EDITLOG_LENGTH_LAYOUT_VERSION
 
 
 class Journal(JournalRecovery):
@@ -280,14 +248,7 @@ class Journal(JournalRecovery):
         )
         if decision.promise_epoch is not None:
             # A newer writer has arrived: the promise fences every older one.
-            self.log.info(
-                "Updating lastPromisedEpoch from %d to %d",
-                self.last_promised_epoch.get(),
-                decision.promise_epoch,
-            )
-            self.last_promised_epoch.set(decision.promise_epoch)
-            self.current_epoch_ipc_serial = rules.INITIAL_IPC_SERIAL
-            self._drop_edits_cache()
+            self._promise(decision.promise_epoch)
         if decision.ipc_serial is not None:
             self.current_epoch_ipc_serial = decision.ipc_serial
         committed = decision.committed_txid
@@ -296,6 +257,16 @@ class Journal(JournalRecovery):
             # every COMMITTED_TXID_WRITE_INTERVAL_S (docs/journalnode.md).
             self.committed_txn_id.set_lazily(committed)
         decision.raise_if_rejected()
+
+    def _promise(self, epoch: int) -> None:
+        """Promise ``epoch`` (lock held, already checked to be newer): persist it, accept
+        any serial next, and forget the cache, whose tail the new writer may cut."""
+        self.log.info(
+            "Updating lastPromisedEpoch from %d to %d", self.last_promised_epoch.get(), epoch
+        )
+        self.last_promised_epoch.set(epoch)
+        self.current_epoch_ipc_serial = rules.INITIAL_IPC_SERIAL
+        self._drop_edits_cache()
 
     def _check_write_request(self, req: RequestInfo) -> None:
         self._check_request(req)
@@ -329,12 +300,7 @@ class Journal(JournalRecovery):
             self._check_formatted()
             self.storage.check_consistent_namespace(ns_info)
             rules.check_new_epoch(epoch, self.last_promised_epoch.get(), self.journal_id)
-            self.log.info(
-                "Updating lastPromisedEpoch from %d to %d", self.last_promised_epoch.get(), epoch
-            )
-            self.last_promised_epoch.set(epoch)
-            self.current_epoch_ipc_serial = -1
-            self._drop_edits_cache()
+            self._promise(epoch)
             self._abort_cur_segment()
             latest = self.scan_storage_for_latest_edits()
             return NewEpochResponse(latest.first_txid if latest is not None else None)
@@ -493,7 +459,10 @@ class Journal(JournalRecovery):
                     raise IllegalStateException(
                         f"Already have a finalized segment {existing} beginning at {txid}"
                     )
-                if not _holds_no_transactions(existing):
+                existing.scan_log()
+                if not rules.may_replace_in_progress_segment(
+                    existing.first_txid, existing.last_txid, existing.unscannable_layout
+                ):
                     raise IllegalStateException(
                         f"The log file {existing} seems to contain valid transactions"
                     )
