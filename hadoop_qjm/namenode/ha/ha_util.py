@@ -34,9 +34,11 @@ __all__ = [
     "ha_namenodes",
     "image_transfer_base",
     "initialize_generic_keys",
+    "is_automatic_failover_enabled",
     "is_ha_enabled",
     "resolve_ha_conf",
     "suffixed",
+    "zkfc_address",
 ]
 
 #: Keys a NameNode of an HA pair may set per NameNode (NameNode.NAMENODE_SPECIFIC_KEYS).
@@ -53,6 +55,7 @@ NAMENODE_SPECIFIC_KEYS = (
     "dfs.namenode.http-bind-host",
     "dfs.namenode.https-bind-host",
     "dfs.namenode.servicerpc-address",
+    "dfs.ha.zkfc.port",
 )
 
 #: Keys the whole nameservice may set (NameNode.NAMESERVICE_SPECIFIC_KEYS).
@@ -175,6 +178,33 @@ def ha_namenodes(conf: Configuration, nameservice: str | None = None) -> list[Na
         )
         result.append(NameNodeAddress(nnid, rpc, http, https))
     return result
+
+
+def is_automatic_failover_enabled(conf: Configuration, nameservice: str | None) -> bool:
+    """``dfs.ha.automatic-failover.enabled.<ns>``, else the plain key (default false)."""
+    key = keys.DFS_HA_AUTO_FAILOVER_ENABLED_KEY
+    if nameservice and conf.get_raw(suffixed(key, nameservice)) is not None:
+        return conf.get_bool(suffixed(key, nameservice), False)
+    return conf.get_bool(key, keys.DFS_HA_AUTO_FAILOVER_ENABLED_DEFAULT)
+
+
+def zkfc_address(
+    conf: Configuration, nameservice: str | None, nn: NameNodeAddress
+) -> tuple[str, int]:
+    """Where NameNode ``nn``'s failover controller listens (NNHAServiceTarget): the host of
+    its RPC address and ``dfs.ha.zkfc.port`` (``.<ns>.<nnid>``, ``.<ns>``, plain; 8019)."""
+    port = keys.DFS_HA_ZKFC_PORT_DEFAULT
+    for name in (
+        suffixed(keys.DFS_HA_ZKFC_PORT_KEY, nameservice, nn.nnid),
+        suffixed(keys.DFS_HA_ZKFC_PORT_KEY, nameservice),
+        keys.DFS_HA_ZKFC_PORT_KEY,
+    ):
+        if conf.get_raw(name) is not None:
+            port = conf.get_int(name)
+            break
+    if not 0 <= port <= 65535:
+        raise ConfigurationError(f"{keys.DFS_HA_ZKFC_PORT_KEY} {port} is not a port number")
+    return nn.rpc[0], port
 
 
 def _is_local_address(host: str) -> bool:

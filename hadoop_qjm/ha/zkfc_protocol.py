@@ -1,0 +1,104 @@
+"""ZKFCProtocol: the failover controller's own RPC (Hadoop's ZKFCProtocol, ZKFCRpcServer).
+
+The ZKFC serves two calls on ``dfs.ha.zkfc.port`` (8019) of its NameNode's host:
+``cedeActive(millisToCede)`` and ``gracefulFailover()``. ``haadmin -failover`` calls the
+second on the target's controller when automatic failover is on; a controller doing a
+graceful failover calls the first on the current active's controller. They travel as the
+NameNode's services do (:mod:`hadoop_qjm.namenode.protocol.rpc`): the same frames, the same
+socket server and socket factories (mutual TLS when the configuration asks for it), errors
+as (Java class name, message).
+"""
+
+from __future__ import annotations
+
+import threading
+from importlib import resources
+from types import ModuleType
+from typing import Any
+
+import thriftpy2
+
+from hadoop_qjm.namenode.protocol.rpc import ThriftServiceCaller, ThriftServiceDispatcher
+from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    SocketChannel,
+)
+from hadoop_qjm.qjournal.protocol.sockets import ClientSocketFactoryLike, ServerSocketFactoryLike
+from hadoop_qjm.qjournal.protocol.wire import DEFAULT_MAX_FRAME_SIZE
+from hadoop_qjm.qjournal.server.journal_node_rpc_server import JournalNodeRpcServer
+
+__all__ = ["ZKFCProxy", "ZKFCRpcServer", "zkfc_thrift"]
+
+
+def _load() -> ModuleType:
+    ref = resources.files(__package__).joinpath("zkfc.thrift")
+    with resources.as_file(ref) as path:
+        return thriftpy2.load(str(path), module_name="hadoop_qjm_zkfc_thrift")
+
+
+#: The thriftpy2 module of ``zkfc.thrift``.
+zkfc_thrift = _load()
+_SERVICES = (zkfc_thrift.ZKFCProtocol,)
+
+
+class ZKFCProxy:
+    """Client of one failover controller's RPC port; calls are serialized, never retried."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        timeout_s: float | None,
+        *,
+        connect_timeout_s: float | None = DEFAULT_CONNECT_TIMEOUT_S,
+        socket_factory: ClientSocketFactoryLike | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        channel = SocketChannel(
+            host, port, timeout_s, connect_timeout_s, DEFAULT_MAX_FRAME_SIZE, socket_factory
+        )
+        self._rpc = ThriftServiceCaller(channel, f"{host}:{port}", _SERVICES)
+
+    def cede_active(self, millis_to_cede: int) -> None:
+        self._rpc.call("cedeActive", millisToCede=int(millis_to_cede))
+
+    def graceful_failover(self) -> None:
+        self._rpc.call("gracefulFailover")
+
+    def close(self) -> None:
+        self._rpc.close()
+
+    def __enter__(self) -> ZKFCProxy:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"ZKFCProxy({self.host}:{self.port})"
+
+
+class ZKFCRpcServer(JournalNodeRpcServer):
+    """The controller's RPC server: the JournalNode's socket server with a ZKFCProtocol
+    dispatcher. ``zkfc`` provides ``cede_active(millis)`` and ``graceful_failover()``.
+    Binds in the constructor (BindException if the port is taken), serves after
+    :meth:`start`; :meth:`stop` closes every connection and joins every thread."""
+
+    def __init__(
+        self,
+        zkfc: Any,
+        bind_host: str,
+        port: int,
+        socket_factory: ServerSocketFactoryLike | None = None,
+        handler_count: int = 3,
+    ) -> None:
+        super().__init__(
+            None, bind_host, port, handler_count, DEFAULT_MAX_FRAME_SIZE, socket_factory
+        )
+        self.dispatcher = ThriftServiceDispatcher(  # type: ignore[assignment]
+            _SERVICES,
+            {"cedeActive": zkfc.cede_active, "gracefulFailover": zkfc.graceful_failover},
+            zkfc_thrift.RemoteException,
+            threading.BoundedSemaphore(self.handler_count),
+        )
