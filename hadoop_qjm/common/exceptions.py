@@ -25,6 +25,7 @@ __all__ = [
     "InvalidPathException",
     "PathComponentTooLongException",
     "ExitException",
+    "AccessControlException",
     "AuthorizationException",
     "always_assert",
     "exception_for_name",
@@ -165,7 +166,14 @@ class ExitException(HadoopException, RuntimeError):
         return cls(1, message)
 
 
-class AuthorizationException(IOException):
+class AccessControlException(IOException):
+    """The caller may not do this (Hadoop's AccessControlException): e.g. a manual HA
+    state change on a NameNode whose failover controller manages its state."""
+
+    java_name = "org.apache.hadoop.security.AccessControlException"
+
+
+class AuthorizationException(AccessControlException):
     """The caller is not allowed to make this call (Hadoop's service-level authorization).
 
     The message names the refused identity and what it asked for; a JournalNode raises it
@@ -226,6 +234,7 @@ for _cls in (
     InvalidPathException,
     PathComponentTooLongException,
     ExitException,
+    AccessControlException,
     AuthorizationException,
 ):
     register_exception(_cls)

@@ -26,6 +26,7 @@ from typing import Any
 
 from hadoop_qjm import __version__
 from hadoop_qjm.common.exceptions import (
+    AccessControlException,
     ExitException,
     HadoopException,
     IllegalArgumentException,
@@ -43,6 +44,7 @@ from hadoop_qjm.namenode.ha.ha_util import (
     get_nameservice_id,
     ha_namenodes,
     image_transfer_base,
+    is_automatic_failover_enabled,
     is_ha_enabled,
 )
 from hadoop_qjm.namenode.ha.standby_checkpointer import StandbyCheckpointer
@@ -56,10 +58,11 @@ from hadoop_qjm.namenode.protocol.exceptions import (
 )
 from hadoop_qjm.namenode.protocol.messages import (
     CheckpointSignature,
+    HARequestSource,
     HAServiceState,
     HAServiceStatus,
 )
-from hadoop_qjm.namenode.protocol.rpc import release_handler_slot
+from hadoop_qjm.namenode.protocol.rpc import release_handler_slot, remote_ip
 
 __all__ = ["NameNode", "rpc_bind_address", "run"]
 
@@ -386,10 +389,36 @@ class NameNode:
         if not self.ha_enabled:
             raise ServiceFailedException("HA for namenode is not enabled")
 
-    def transition_to_active(self, source: int = 0) -> None:
+    def check_ha_state_change(self, source: int) -> None:
+        """May ``source`` change this NameNode's HA state? (NameNode.checkHaStateChange)
+
+        With automatic failover on, the failover controllers own the state: a plain user
+        request is refused, a forced one (``haadmin --forcemanual``) is let through with a
+        warning. With it off, a controller's request is refused: a stray ZKFC must not
+        steer a manually managed pair."""
+        automatic = is_automatic_failover_enabled(self.conf, self.nameservice)
+        if source == HARequestSource.REQUEST_BY_USER and automatic:
+            raise AccessControlException(
+                "Manual HA control for this NameNode is disallowed, because automatic HA is "
+                "enabled."
+            )
+        if source == HARequestSource.REQUEST_BY_USER_FORCED and automatic:
+            LOG.warning(
+                "Allowing manual HA control from %s even though automatic HA is enabled, "
+                "because the user specified the force flag",
+                remote_ip() or "a local caller",
+            )
+        if source == HARequestSource.REQUEST_BY_ZKFC and not automatic:
+            raise AccessControlException(
+                f"Request from ZK failover controller at {remote_ip() or 'a local caller'} "
+                "denied since automatic HA is not enabled"
+            )
+
+    def transition_to_active(self, source: int = HARequestSource.REQUEST_BY_USER) -> None:
         """Become the writer (see NameNodeCore.start_active_services): the tailer stops, the
         shared journal is fenced and recovered through a new epoch, the standby catches up
-        and starts a segment. Idempotent."""
+        and starts a segment. Idempotent. ``source`` is checked first (check_ha_state_change)."""
+        self.check_ha_state_change(source)
         self._require_ha()
         with self._ha_lock:
             core = self._running()
@@ -413,8 +442,10 @@ class NameNode:
             self.state = HAServiceState.ACTIVE
             LOG.info("Now active: writing from txid %d", core.last_applied_txid)
 
-    def transition_to_standby(self, source: int = 0) -> None:
-        """Stop writing (ending the segment) and tail the shared journal. Idempotent."""
+    def transition_to_standby(self, source: int = HARequestSource.REQUEST_BY_USER) -> None:
+        """Stop writing (ending the segment) and tail the shared journal. Idempotent.
+        ``source`` is checked first (check_ha_state_change)."""
+        self.check_ha_state_change(source)
         self._require_ha()
         with self._ha_lock:
             core = self._running()

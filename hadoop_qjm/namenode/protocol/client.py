@@ -256,18 +256,27 @@ class NameNodeProxy:
     def monitor_health(self) -> None:
         self._rpc.call("monitorHealth")
 
-    def transition_to_active(self, forced: bool = False) -> None:
-        self._rpc.call("transitionToActive", reqInfo=_state_change_request(forced))
+    def transition_to_active(self, forced: bool = False, *, by_zkfc: bool = False) -> None:
+        """Ask the NameNode to become active: as a user (``haadmin``), a user who insisted
+        (``forced``: ``--forcemanual``) or the failover controller (``by_zkfc``); the
+        NameNode refuses a source that does not match its automatic-failover setting."""
+        self._rpc.call("transitionToActive", reqInfo=_state_change_request(forced, by_zkfc))
 
-    def transition_to_standby(self, forced: bool = False) -> None:
-        self._rpc.call("transitionToStandby", reqInfo=_state_change_request(forced))
+    def transition_to_standby(self, forced: bool = False, *, by_zkfc: bool = False) -> None:
+        """Ask the NameNode to become standby (the sources as for transition_to_active)."""
+        self._rpc.call("transitionToStandby", reqInfo=_state_change_request(forced, by_zkfc))
 
     def get_service_status(self) -> m.HAServiceStatus:
         return m.service_status_from_thrift(self._rpc.call("getServiceStatus"))
 
 
-def _state_change_request(forced: bool):
-    source = (
-        _t.HARequestSource.REQUEST_BY_USER_FORCED if forced else _t.HARequestSource.REQUEST_BY_USER
-    )
-    return _t.HAStateChangeRequestInfo(reqSource=source)
+def _state_change_request(forced: bool, by_zkfc: bool):
+    if forced and by_zkfc:
+        raise IllegalArgumentException("A state change is forced by a user or asked by the ZKFC")
+    if by_zkfc:
+        source = m.HARequestSource.REQUEST_BY_ZKFC
+    elif forced:
+        source = m.HARequestSource.REQUEST_BY_USER_FORCED
+    else:
+        source = m.HARequestSource.REQUEST_BY_USER
+    return _t.HAStateChangeRequestInfo(reqSource=int(source))

@@ -26,6 +26,7 @@ __all__ = [
     "CREATE_FLAG_OVERWRITE",
     "CheckpointSignature",
     "DirectoryListing",
+    "HARequestSource",
     "HAServiceState",
     "HAServiceStatus",
     "checkpoint_signature_from_thrift",
@@ -54,6 +55,15 @@ class HAServiceState(enum.IntEnum):
     ACTIVE = 1
     STANDBY = 2
     OBSERVER = 3
+
+
+class HARequestSource(enum.IntEnum):
+    """Who asks for an HA state change (HARequestSource; values are the wire values):
+    ``haadmin``, ``haadmin --forcemanual``, or the failover controller."""
+
+    REQUEST_BY_USER = 0
+    REQUEST_BY_USER_FORCED = 1
+    REQUEST_BY_ZKFC = 2
 
 
 @dataclass(frozen=True)
