@@ -32,6 +32,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "hadoop_qjm.namenode.name_node",
         "run a NameNode, or -format, -initializeSharedEdits, -bootstrapStandby, ...",
     ),
+    "zkfc": (
+        "hadoop_qjm.namenode.ha.dfs_zk_failover_controller",
+        "run a NameNode's automatic failover controller on ZooKeeper, or -formatZK",
+    ),
     "dfs": ("hadoop_qjm.tools.dfs_shell", "file system commands: -mkdir -ls -rm -mv -touchz ..."),
     "dfsadmin": (
         "hadoop_qjm.tools.dfs_admin",

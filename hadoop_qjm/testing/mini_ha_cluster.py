@@ -21,6 +21,7 @@ chosen by the OS up front: bound to port 0 and released just before the daemons 
 
 from __future__ import annotations
 
+import re
 import shutil
 import signal
 import socket
@@ -32,10 +33,39 @@ from pathlib import Path
 
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy
+from hadoop_qjm.testing.daemon_process import DaemonProcess
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.name_node_process import NameNodeProcess, child_env, write_conf_dir
 
-__all__ = ["MiniHACluster", "NAMESERVICE", "NNIDS", "free_ports"]
+__all__ = ["MiniHACluster", "NAMESERVICE", "NNIDS", "ZKFCProcess", "free_ports"]
+
+_ZKFC_STARTED = re.compile(r"ZKFailoverController started pid=(\d+) rpc=(\S+):(\d+) nn=(\S+)")
+
+#: The controllers' settings in an automatic-failover cluster: Hadoop's defaults, but a
+#: short session (a dead controller's lock goes after it) and a bounded health RPC (a
+#: frozen NameNode counts as not responding after it).
+AUTO_FAILOVER_PROPERTIES: dict[str, object] = {
+    "dfs.ha.automatic-failover.enabled": "true",
+    "dfs.ha.fencing.methods": "shell(/bin/true)",
+    "ha.zookeeper.session-timeout.ms": 3000,
+    "ha.health-monitor.check-interval.ms": 1000,
+    "ha.health-monitor.rpc-timeout.ms": 3000,
+    "ha.failover-controller.graceful-fence.rpc-timeout.ms": 2000,
+}
+
+
+class ZKFCProcess(DaemonProcess):
+    """One ``hdfs-py zkfc -nnid NNID`` process."""
+
+    what = "ZKFailoverController"
+
+    def __init__(self, conf_dir: Path, log_path: Path, nnid: str, start_timeout_s: float = 60.0):
+        super().__init__(
+            conf_dir, log_path, ["zkfc", "-nnid", nnid], _ZKFC_STARTED, start_timeout_s
+        )
+        self.nnid = nnid
+        self.rpc_port = int(self.started_match.group(3))
+
 
 NAMESERVICE = "mycluster"
 NNIDS = ("nn1", "nn2")
@@ -71,6 +101,7 @@ class MiniHACluster:
         num_journal_nodes: int = 3,
         start: bool = True,
         secure: bool = False,
+        zookeeper: str | None = None,
     ) -> None:
         self._own_base_dir = base_dir is None
         self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="miniha-"))
@@ -82,8 +113,14 @@ class MiniHACluster:
             from hadoop_qjm.common.security.certs import secure_conf_properties
 
             self.properties.update(secure_conf_properties(self.base_dir / "pki", ["localhost"]))
+        #: ``ha.zookeeper.quorum`` when automatic failover is on (then start_zkfc(nnid)).
+        self.zookeeper = zookeeper
+        if zookeeper is not None:
+            self.properties.update(AUTO_FAILOVER_PROPERTIES)
+            self.properties["ha.zookeeper.quorum"] = zookeeper
         self.properties.update(properties or {})
         self.namenodes: dict[str, NameNodeProcess | None] = dict.fromkeys(NNIDS)
+        self.zkfcs: dict[str, ZKFCProcess | None] = dict.fromkeys(NNIDS)
         jn_conf = Configuration()
         jn_conf.set("dfs.ha.tail-edits.in-progress", "true")
         for key, value in self.properties.items():
@@ -96,10 +133,11 @@ class MiniHACluster:
             processes=True,
         )
         try:
-            ports = free_ports(6)
+            ports = free_ports(8)
             self.rpc_ports = dict(zip(NNIDS, ports[:2]))
             self.http_ports = dict(zip(NNIDS, ports[2:4]))
-            self.https_ports = dict(zip(NNIDS, ports[4:]))
+            self.https_ports = dict(zip(NNIDS, ports[4:6]))
+            self.zkfc_ports = dict(zip(NNIDS, ports[6:]))
             self._write_conf()
         except BaseException:
             self.shutdown()
@@ -147,6 +185,7 @@ class MiniHACluster:
                 f"127.0.0.1:{self.https_ports[nnid]}"
             )
             props[f"dfs.namenode.name.dir.{NAMESERVICE}.{nnid}"] = str(self.name_dir(nnid))
+            props[f"dfs.ha.zkfc.port.{NAMESERVICE}.{nnid}"] = self.zkfc_ports[nnid]
         props.update(self.properties)
         write_conf_dir(self.conf_dir, props)
 
@@ -202,6 +241,46 @@ class MiniHACluster:
         node.kill(signal.SIGCONT)
         return node.terminate()
 
+    # ---- failover controllers (automatic failover) --------------------------------------------
+    def zkfc_log_path(self, nnid: str) -> Path:
+        return self.base_dir / f"zkfc-{nnid}.log"
+
+    def format_zk(self, *args: str) -> subprocess.CompletedProcess:
+        """``zkfc -formatZK -nonInteractive ARGS`` (as nn1); the completed process."""
+        return self.run_hdfs("zkfc", "-nnid", "nn1", "-formatZK", "-nonInteractive", *args)
+
+    def start_zkfc(self, nnid: str) -> ZKFCProcess:
+        node = self.zkfcs.get(nnid)
+        if node is not None and node.popen.poll() is None:
+            return node
+        node = ZKFCProcess(self.conf_dir, self.zkfc_log_path(nnid), nnid)
+        self.zkfcs[nnid] = node
+        return node
+
+    def stop_zkfc(self, nnid: str) -> int | None:
+        """SIGTERM (SIGKILL if it does not stop); its exit status, or None if not started."""
+        node, self.zkfcs[nnid] = self.zkfcs.get(nnid), None
+        if node is None:
+            return None
+        node.kill(signal.SIGCONT)
+        return node.terminate()
+
+    def zkfc(self, nnid: str) -> ZKFCProcess:
+        node = self.zkfcs.get(nnid)
+        if node is None:
+            raise KeyError(f"ZKFC {nnid} is not running")
+        return node
+
+    def states(self) -> dict[str, str]:
+        """Every running NameNode's HA state as it answers now (``unreachable`` if not)."""
+        result = {}
+        for nnid in NNIDS:
+            try:
+                result[nnid] = self.service_state(nnid)
+            except Exception:  # noqa: BLE001 - a dead or frozen NameNode
+                result[nnid] = "unreachable"
+        return result
+
     def namenode(self, nnid: str) -> NameNodeProcess:
         node = self.namenodes.get(nnid)
         if node is None:
@@ -241,6 +320,11 @@ class MiniHACluster:
     # ---- lifecycle -----------------------------------------------------------------------------
     def shutdown(self) -> None:
         errors: list[BaseException] = []
+        for nnid in NNIDS:
+            try:
+                self.stop_zkfc(nnid)
+            except Exception as e:  # noqa: BLE001 - stop the rest
+                errors.append(e)
         for nnid in NNIDS:
             try:
                 self.stop_namenode(nnid)

@@ -1,0 +1,384 @@
+"""``hdfs-py zkfc``: the failover controller of one NameNode (Hadoop's DFSZKFailoverController).
+
+::
+
+    hdfs-py [--config DIR] [-D k=v] zkfc [-nnid NNID]
+    hdfs-py [--config DIR] [-D k=v] zkfc [-nnid NNID] -formatZK [-force] [-nonInteractive]
+
+The NameNode is the one of this host (``dfs.ha.namenode.id``, ``-nnid``, or the one whose
+RPC address is an address of this host, as for ``namenode``). The daemon checks its
+configuration, that ZooKeeper answers and that the parent znode exists, serves
+ZKFCProtocol on ``dfs.ha.zkfc.port`` (8019) of the NameNode's RPC host, prints
+``ZKFailoverController started pid=… rpc=HOST:PORT nn=NNID``, then monitors and elects
+until SIGTERM (:class:`~hadoop_qjm.ha.zk_failover_controller.ZKFailoverController`).
+
+Exit status, as Hadoop's ZKFailoverController: 0; 1 any other error (one line);
+2 ``-formatZK`` refused (the znode exists and the answer was no, or ``-nonInteractive``);
+3 the parent znode does not exist ("run with -formatZK"); 4 no usable fencing method;
+5 automatic failover is not enabled; 6 ZooKeeper could not be reached.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from hadoop_qjm.common.exceptions import (
+    ConfigurationError,
+    HadoopException,
+    IOException,
+    UsageError,
+    one_line_message,
+)
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.ha.election_rules import ActiveNodeInfo
+from hadoop_qjm.ha.zk_failover_controller import ZKFailoverController, ZKFCSettings
+from hadoop_qjm.namenode.ha.ha_util import (
+    NameNodeAddress,
+    get_nameservice_id,
+    ha_namenodes,
+    is_automatic_failover_enabled,
+    is_ha_enabled,
+    resolve_ha_conf,
+    zkfc_address,
+)
+
+__all__ = [
+    "ERR_CODE_AUTO_FAILOVER_NOT_ENABLED",
+    "ERR_CODE_FORMAT_DENIED",
+    "ERR_CODE_NO_FENCER",
+    "ERR_CODE_NO_PARENT_ZNODE",
+    "ERR_CODE_NO_ZK",
+    "NNHAServiceTarget",
+    "create_controller",
+    "run",
+]
+
+LOG = logging.getLogger(__name__)
+
+# ZKFailoverController's exit codes.
+ERR_CODE_FORMAT_DENIED = 2
+ERR_CODE_NO_PARENT_ZNODE = 3
+ERR_CODE_NO_FENCER = 4
+ERR_CODE_AUTO_FAILOVER_NOT_ENABLED = 5
+ERR_CODE_NO_ZK = 6
+
+USAGE = "Usage: hdfs-py zkfc [-nnid NNID] [-formatZK [-force] [-nonInteractive]]"
+
+
+@dataclass(frozen=True)
+class NNHAServiceTarget:
+    """One NameNode of the nameservice, as a failover controller addresses it."""
+
+    nameservice: str
+    nnid: str
+    address: tuple[str, int]
+    zkfc_address: tuple[str, int]
+
+    @classmethod
+    def of(cls, conf: Configuration, nameservice: str, nn: NameNodeAddress) -> NNHAServiceTarget:
+        return cls(
+            nameservice, nn.nnid, nn.client_rpc, _dialable(zkfc_address(conf, nameservice, nn))
+        )
+
+    def info(self) -> ActiveNodeInfo:
+        return ActiveNodeInfo(self.nameservice, self.nnid, *self.address, self.zkfc_address[1])
+
+    def __str__(self) -> str:
+        return f"NameNode {self.nnid} at {self.address[0]}:{self.address[1]}"
+
+
+def _dialable(address: tuple[str, int]) -> tuple[str, int]:
+    host = address[0]
+    return ("127.0.0.1" if host in ("", "0.0.0.0", "::", "[::]") else host.strip("[]")), address[1]
+
+
+def _targets(conf: Configuration, nameservice: str) -> list[NNHAServiceTarget]:
+    return [NNHAServiceTarget.of(conf, nameservice, nn) for nn in ha_namenodes(conf, nameservice)]
+
+
+def data_to_target(targets: Sequence[NNHAServiceTarget], data: bytes) -> NNHAServiceTarget:
+    """The target the lock or breadcrumb data names (DFSZKFailoverController.dataToTarget):
+    its NameNode id must be configured and its RPC address the one configured for it."""
+    try:
+        info = ActiveNodeInfo.from_bytes(data)
+    except ValueError as e:
+        raise IOException(f"Unreadable data in ZooKeeper ({e}): {data.hex()}") from e
+    for target in targets:
+        if target.nnid == info.namenode_id and target.nameservice == info.nameservice_id:
+            if target.address != (info.hostname, info.port):
+                raise IOException(
+                    f"Mismatched address stored in ZK for {target}: stored {info.hostname}:"
+                    f"{info.port}, our configuration says {target.address[0]}:{target.address[1]}"
+                )
+            return target
+    raise IOException(f"ZooKeeper names {info}, which is not a NameNode of this nameservice")
+
+
+def create_controller(
+    conf: Configuration, nnid: str | None = None
+) -> tuple[ZKFailoverController, Configuration]:
+    """The controller of NameNode ``nnid`` (else this host's) and that NameNode's
+    configuration (its suffixed keys resolved); configuration errors are ConfigurationError
+    (one line). Nothing is started."""
+    from hadoop_qjm.ha.node_fencer import NodeFencer
+    from hadoop_qjm.ha.zkfc_protocol import ZKFCProxy
+    from hadoop_qjm.namenode.protocol.client import NameNodeProxy, client_socket_factory
+
+    nameservice = get_nameservice_id(conf)
+    if not is_ha_enabled(conf, nameservice):
+        raise ConfigurationError(
+            "HA is not enabled for this namenode: set dfs.nameservices and "
+            "dfs.ha.namenodes.<nameservice> to two or more NameNodes"
+        )
+    conf, nameservice, nnid = resolve_ha_conf(conf, nnid)
+    assert nameservice is not None and nnid is not None
+    targets = _targets(conf, nameservice)
+    local = next(t for t in targets if t.nnid == nnid)
+    settings = ZKFCSettings.from_conf(conf, nameservice)
+    fencer = NodeFencer.create(conf)
+    socket_factory = client_socket_factory(conf)
+
+    def proxy(address: tuple[str, int], timeout_s: float) -> NameNodeProxy:
+        return NameNodeProxy(
+            *address,
+            timeout_s=timeout_s,
+            connect_timeout_s=min(timeout_s, 20.0),
+            socket_factory=socket_factory,
+        )
+
+    def zkfc_proxy(address: tuple[str, int], timeout_s: float) -> ZKFCProxy:
+        return ZKFCProxy(
+            *address,
+            timeout_s,
+            connect_timeout_s=min(timeout_s, 20.0),
+            socket_factory=socket_factory,
+        )
+
+    def fence(target: Any) -> bool:
+        return fencer.fence(_fence_target(target))
+
+    controller = ZKFailoverController(
+        settings,
+        local,
+        [t for t in targets if t.nnid != nnid],
+        proxy_factory=proxy,
+        zkfc_proxy_factory=zkfc_proxy,
+        fence=fence,
+        data_to_target=lambda data: data_to_target(targets, data),
+    )
+    return controller, conf
+
+
+def _fence_target(target: NNHAServiceTarget) -> Any:
+    from hadoop_qjm.ha.node_fencer import FenceTarget
+
+    return FenceTarget(target.nameservice, target.nnid, *target.address)
+
+
+# ---- the command line ----------------------------------------------------------------------------
+def _parse(argv: Sequence[str]) -> tuple[str | None, bool, bool, bool]:
+    """``(nnid, format, force, interactive)``; UsageError for anything else."""
+    args = list(argv)
+    nnid = None
+    if "-nnid" in args:
+        i = args.index("-nnid")
+        if i + 1 >= len(args) or args[i + 1].startswith("-"):
+            raise UsageError("-nnid needs a NameNode id")
+        nnid = args[i + 1]
+        del args[i : i + 2]
+    if not args:
+        return nnid, False, False, True
+    if args[0] != "-formatZK":
+        raise UsageError(f"zkfc: unknown option '{args[0]}' ({USAGE})")
+    flags = set(args[1:])
+    unknown = flags - {"-force", "-nonInteractive"}
+    if unknown or len(flags) != len(args) - 1:
+        raise UsageError(
+            f"zkfc -formatZK: unknown option '{sorted(unknown)[0] if unknown else args[1]}' ({USAGE})"
+        )
+    return nnid, True, "-force" in flags, "-nonInteractive" not in flags
+
+
+def _confirm(question: str, stdin: TextIO, stderr: TextIO) -> bool:
+    """Ask ``question`` (Y or N) on stderr, read stdin; end of input is a no."""
+    for _ in range(3):
+        stderr.write(f"{question} (Y or N) ")
+        stderr.flush()
+        line = stdin.readline()
+        if not line:
+            stderr.write("\n")
+            return False
+        answer = line.strip().lower()
+        if answer in ("y", "yes"):
+            return True
+        if answer in ("n", "no"):
+            return False
+        stderr.write(f"Invalid input: {line.strip()}\n")
+    return False
+
+
+def format_zk(
+    controller: ZKFailoverController,
+    force: bool,
+    interactive: bool,
+    stdin: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """ZKFailoverController.formatZK: create the parent znode; if it exists, clear it first
+    — only with ``-force`` or a yes (never with ``-nonInteractive``)."""
+    stdin = stdin or sys.stdin
+    stderr = stderr or sys.stderr
+    elector = controller.elector
+    parent = elector.parent
+    if elector.parent_znode_exists():
+        if not force:
+            if not interactive:
+                print(
+                    f"zkfc -formatZK: the parent znode {parent} already exists; not formatting "
+                    "in non-interactive mode (use -force to clear it)",
+                    file=stderr,
+                )
+                return ERR_CODE_FORMAT_DENIED
+            stderr.write(
+                "===============================================\n"
+                f"The configured parent znode {parent} already exists.\n"
+                "Are you sure you want to clear all failover information from\n"
+                "ZooKeeper?\n"
+                "WARNING: Before proceeding, ensure that all HDFS services and\n"
+                "failover controllers are stopped!\n"
+                "===============================================\n"
+            )
+            if not _confirm(f"Proceed formatting {parent}?", stdin, stderr):
+                return ERR_CODE_FORMAT_DENIED
+        elector.clear_parent_znode()
+    elector.ensure_parent_znode()
+    return 0
+
+
+def _check_startable(
+    controller: ZKFailoverController, conf: Configuration
+) -> tuple[int, str] | None:
+    """Hadoop's checks before the controller runs: (exit status, one line) or None."""
+    nameservice = controller.local.nameservice  # type: ignore[attr-defined]
+    if not is_automatic_failover_enabled(conf, nameservice):
+        return ERR_CODE_AUTO_FAILOVER_NOT_ENABLED, (
+            f"Automatic failover is not enabled for {controller.local}. Please ensure that "
+            f"automatic failover is enabled in the configuration ({keys.DFS_HA_AUTO_FAILOVER_ENABLED_KEY}) "
+            "before running the ZK failover controller."
+        )
+    if not controller.elector.parent_znode_exists():
+        return ERR_CODE_NO_PARENT_ZNODE, (
+            f"Unable to start failover controller. Parent znode {controller.elector.parent} "
+            "does not exist. Run with -formatZK flag to initialize ZooKeeper."
+        )
+    return None
+
+
+def run(argv: Sequence[str], conf: Configuration | None) -> int:
+    """``hdfs-py zkfc [-nnid NNID] [-formatZK [-force] [-nonInteractive]]``."""
+    from hadoop_qjm.ha.node_fencer import BadFencingConfigurationException
+
+    if argv and argv[0] in ("-h", "-help", "--help"):
+        print(USAGE)
+        return 0
+    nnid, formatting, force, interactive = _parse(argv)
+    conf = conf or Configuration()
+    try:
+        controller, conf = create_controller(conf, nnid)
+    except BadFencingConfigurationException as e:
+        print(
+            f"zkfc: fencing is not configured ({one_line_message(e)}); you must configure a "
+            f"fencing method ({keys.DFS_HA_FENCE_METHODS_KEY}) before using automatic failover",
+            file=sys.stderr,
+        )
+        return ERR_CODE_NO_FENCER
+    try:
+        if formatting:
+            return format_zk(controller, force, interactive)
+        problem = _check_startable(controller, conf)
+    except IOException as e:
+        if "Unable to connect to ZooKeeper" in str(e):
+            print(
+                f"zkfc: Unable to start failover controller. {one_line_message(e)}. Please check "
+                f"the configured value for {keys.HA_ZK_QUORUM_KEY} and ensure that ZooKeeper is "
+                "running.",
+                file=sys.stderr,
+            )
+            return ERR_CODE_NO_ZK
+        raise
+    finally:
+        if formatting:
+            controller.elector.terminate()
+    if problem is not None:
+        controller.elector.terminate()
+        print(f"zkfc: {problem[1]}", file=sys.stderr)
+        return problem[0]
+    return _run_daemon(controller, conf)
+
+
+def _run_daemon(controller: ZKFailoverController, conf: Configuration) -> int:
+    from hadoop_qjm.cli import configure_logging, daemon_log_file
+    from hadoop_qjm.common.security import SSLFactory
+    from hadoop_qjm.ha.zkfc_protocol import ZKFCRpcServer
+
+    level = os.environ.get("HADOOP_ROOT_LOGGER", "INFO").split(",", 1)[0]
+    configure_logging(level, daemon_log_file("zkfc"))
+    local = controller.local
+    bind_host = ha_bind_host(conf, local)  # type: ignore[arg-type]
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        LOG.info("Received signal %d, shutting down", signum)
+        stop.set()
+        controller.interrupt()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        server = ZKFCRpcServer(
+            controller,
+            bind_host,
+            local.zkfc_address[1],
+            socket_factory=SSLFactory(conf).rpc_server_socket_factory(),
+        )
+    except (HadoopException, OSError) as e:
+        controller.elector.terminate()
+        raise IOException(
+            f"Unable to start the failover controller's RPC server on {bind_host}:"
+            f"{local.zkfc_address[1]} ({keys.DFS_HA_ZKFC_PORT_KEY}): {one_line_message(e)}"
+        ) from e
+    server.start()
+    controller.start()
+    print(
+        f"ZKFailoverController started pid={os.getpid()} rpc={bind_host}:{server.port} "
+        f"nn={local.nnid}",  # type: ignore[attr-defined]
+        flush=True,
+    )
+    LOG.info("ZKFC for %s serving on %s:%d", local, bind_host, server.port)
+    try:
+        fatal = controller.wait()
+    finally:
+        server.stop()
+        controller.stop()
+    if fatal is not None and not stop.is_set():
+        print(f"zkfc: ZK Failover Controller failed: {fatal}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def ha_bind_host(conf: Configuration, local: NNHAServiceTarget) -> str:
+    """The controller listens on its NameNode's RPC host (the wildcard if that is one)."""
+    host = conf.get_socket_address(
+        keys.DFS_NAMENODE_RPC_ADDRESS_KEY,
+        keys.DFS_NAMENODE_RPC_ADDRESS_DEFAULT,
+        keys.DFS_NAMENODE_RPC_PORT_DEFAULT,
+    )[0]
+    return host or local.address[0]
