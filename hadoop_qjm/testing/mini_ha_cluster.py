@@ -28,6 +28,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -271,12 +272,41 @@ class MiniHACluster:
             raise KeyError(f"ZKFC {nnid} is not running")
         return node
 
-    def states(self) -> dict[str, str]:
-        """Every running NameNode's HA state as it answers now (``unreachable`` if not)."""
+    def start_auto_failover(self, timeout_s: float = 120.0) -> str:
+        """``zkfc -formatZK``, both controllers; waits until they made a NameNode active and
+        the other standby. Returns the active's id."""
+        self._check(self.format_zk(), "zkfc -formatZK")
+        for nnid in NNIDS:
+            self.start_zkfc(nnid)
+        return self.wait_roles(timeout_s=timeout_s)
+
+    def wait_roles(self, active: str | None = None, timeout_s: float = 120.0) -> str:
+        """Wait (bounded) until one NameNode (``active`` if given) is active and every other
+        running one standby; returns the active's id."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            running = [
+                n for n, p in self.namenodes.items() if p is not None and p.popen.poll() is None
+            ]
+            states = {n: s for n, s in self.states(timeout_s=2.0).items() if n in running}
+            actives = [nnid for nnid, state in states.items() if state == "active"]
+            if (
+                len(actives) == 1
+                and (active is None or actives == [active])
+                and all(state in ("active", "standby") for state in states.values())
+            ):
+                return actives[0]
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no single active NameNode within {timeout_s}s: {states}")
+            time.sleep(0.05)
+
+    def states(self, timeout_s: float = 10.0) -> dict[str, str]:
+        """Every NameNode's HA state as it answers now (``unreachable`` if it does not
+        answer within ``timeout_s``)."""
         result = {}
         for nnid in NNIDS:
             try:
-                result[nnid] = self.service_state(nnid)
+                result[nnid] = self.service_state(nnid, timeout_s)
             except Exception:  # noqa: BLE001 - a dead or frozen NameNode
                 result[nnid] = "unreachable"
         return result
@@ -313,8 +343,8 @@ class MiniHACluster:
         with self.proxy(nnid) as proxy:
             proxy.transition_to_standby()
 
-    def service_state(self, nnid: str) -> str:
-        with self.proxy(nnid, timeout_s=10) as proxy:
+    def service_state(self, nnid: str, timeout_s: float = 10.0) -> str:
+        with self.proxy(nnid, timeout_s=timeout_s) as proxy:
             return proxy.get_service_status().state.name.lower()
 
     # ---- lifecycle -----------------------------------------------------------------------------

@@ -15,6 +15,8 @@
 5. Prints the status-page and metrics URLs, stops everything with SIGTERM and removes the
    temporary directory — also on Ctrl-C.
 
+``--auto-failover`` runs the job with automatic failover instead (ZooKeeper, two ``zkfc``
+controllers, kill -9 of the active NameNode): :mod:`hadoop_qjm.tools.quickstart_auto`.
 ``--journal-only`` runs the JournalNode-level job instead (two writers and a reader over
 the quorum client, no NameNode): :mod:`hadoop_qjm.tools.journal_quickstart`.
 """
@@ -49,6 +51,7 @@ class _Load:
         self.cluster = cluster
         self.ops = ops
         self.acked: list[str] = []
+        self.ack_times: list[float] = []
         self.errors: list[str] = []
         self._lock = threading.Lock()
         self._next = 0
@@ -78,6 +81,7 @@ class _Load:
                     if fs.mkdirs(path):
                         with self._lock:
                             self.acked.append(path)
+                            self.ack_times.append(time.monotonic())
                 except (HadoopException, OSError) as e:
                     # Not acknowledged: it may or may not exist; nothing is claimed for it.
                     with self._lock:
@@ -89,6 +93,18 @@ class _Load:
             if time.monotonic() > deadline:
                 raise IOException(f"clients acknowledged only {len(self.acked)} of {count} ops")
             time.sleep(0.01)
+
+    def first_ack_after(self, since: float, timeout_s: float) -> float:
+        """The time of the first acknowledgement after ``since`` (waits for it, bounded)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                later = [t for t in self.ack_times if t > since]
+            if later:
+                return min(later)
+            if time.monotonic() > deadline or not any(t.is_alive() for t in self._threads):
+                raise IOException(f"no mkdir was acknowledged within {timeout_s:.0f}s of the kill")
+            time.sleep(0.005)
 
     def join(self) -> None:
         for t in self._threads:
@@ -287,6 +303,13 @@ def run(argv, conf) -> int:
         help="run every RPC and HTTP channel over mutual TLS with a generated test CA",
     )
     parser.add_argument(
+        "--auto-failover",
+        action="store_true",
+        help="automatic failover on ZooKeeper: two zkfc controllers, and kill -9 of the active "
+        "NameNode instead of haadmin -failover (needs ZooKeeper: apt-get install zookeeper, or "
+        "ha.zookeeper.quorum naming an ensemble)",
+    )
+    parser.add_argument(
         "--keep-running",
         action="store_true",
         help="after the checks, keep the cluster up until Ctrl-C",
@@ -305,4 +328,8 @@ def run(argv, conf) -> int:
     if not os.environ.get("HADOOP_ROOT_LOGGER"):
         # The job narrates itself; the clients' expected failover warnings would repeat it.
         logging.getLogger().setLevel(logging.ERROR)
+    if args.auto_failover:
+        from hadoop_qjm.tools.quickstart_auto import run_auto_failover
+
+        return run_auto_failover(args, conf)
     return _run_ha(args, conf)
