@@ -37,6 +37,7 @@ from hadoop_qjm.common.exceptions import (
     ExitException,
     IllegalStateException,
     IOException,
+    one_line_message,
 )
 from hadoop_qjm.namenode.fs_edit_log_op import EndLogSegmentOp, FSEditLogOp, StartLogSegmentOp
 from hadoop_qjm.namenode.journal_set import JournalSet, JournalSetFailure, JournalSetOutputStream
@@ -165,6 +166,12 @@ class FSEditLog:
     @property
     def last_written_txid(self) -> int:
         return self._txid
+
+    @property
+    def failure(self) -> str | None:
+        """Why the edit log died (it could not make edits durable and terminated the
+        NameNode), else None. A dead log refuses every call."""
+        return self._fatal
 
     @property
     def synced_txid(self) -> int:
@@ -460,13 +467,25 @@ class FSEditLog:
         to_at_least_txid: int = 0,
         in_progress_ok: bool = False,
         only_durable_txns: bool = False,
+        *,
+        require_shared: bool = False,
     ) -> list[RedundantEditLogInputStream]:
         """One stream per segment from ``from_txid`` on, in order, over every journal;
-        IOException if they do not reach ``to_at_least_txid`` without a gap."""
+        IOException if they do not reach ``to_at_least_txid`` without a gap, or, with
+        ``require_shared``, if a shared journal could not list its streams (Hadoop skips
+        it: a standby would then see "nothing new" where it cannot read at all)."""
+        failures: list = []
         streams = self.journal_set.select_input_streams(
-            from_txid, in_progress_ok, only_durable_txns
+            from_txid, in_progress_ok, only_durable_txns, failures=failures
         )
         try:
+            shared_failures = [(jas, e) for jas, e in failures if jas.shared]
+            if require_shared and shared_failures:
+                jas, error = shared_failures[0]
+                uri = getattr(jas.manager, "uri", jas.manager)
+                raise IOException(
+                    f"Unable to read the shared edits {uri}: {one_line_message(error)}"
+                ) from error
             check_for_gaps(streams, from_txid, to_at_least_txid)
         except IOException:
             for s in streams:

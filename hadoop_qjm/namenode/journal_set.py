@@ -15,20 +15,22 @@ Every operation is applied to each journal in turn (Hadoop's mapJournalsAndRepor
   ``dfs.namenode.edits.dir.minimum`` optional journals remain (or, with none configured,
   no required one), :class:`JournalSetFailure` "<status> failed for too many journals".
 
-:func:`are_resources_available` is that rule as a pure function (NameNodeResourcePolicy).
+:func:`are_resources_available` is that rule as a pure function (NameNodeResourcePolicy,
+in :mod:`hadoop_qjm.namenode.name_node_resource_policy`).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.common.exceptions import IOException, always_assert
 from hadoop_qjm.namenode.fs_edit_log_op import FSEditLogOp
 from hadoop_qjm.namenode.journal_manager import JournalManager
+from hadoop_qjm.namenode.name_node_resource_policy import are_resources_available
 from hadoop_qjm.namenode.redundant_edit_log_input_stream import (
     RedundantEditLogInputStream,
     chain_and_make_redundant_streams,
@@ -53,28 +55,6 @@ class JournalSetFailure(IOException):
     def __init__(self, message: str = "", required: bool = False) -> None:
         super().__init__(message)
         self.required = required
-
-
-def are_resources_available(resources: Iterable[tuple[bool, bool]], minimum_redundant: int) -> bool:
-    """NameNodeResourcePolicy.areResourcesAvailable over ``(required, available)`` pairs.
-
-    Every required resource must be available. With optional resources, at least
-    ``minimum_redundant`` of them must be available; with none, at least one required
-    resource must exist.
-    """
-    required_count = redundant_count = redundant_unavailable = 0
-    for required, available in resources:
-        if required:
-            required_count += 1
-            if not available:
-                return False
-        else:
-            redundant_count += 1
-            if not available:
-                redundant_unavailable += 1
-    if redundant_count == 0:
-        return required_count > 0
-    return redundant_count - redundant_unavailable >= minimum_redundant
 
 
 class JournalAndStream:
@@ -213,11 +193,16 @@ class JournalSet:
 
     # ---- reading ---------------------------------------------------------------------------------
     def select_input_streams(
-        self, from_txid: int, in_progress_ok: bool = False, only_durable_txns: bool = False
+        self,
+        from_txid: int,
+        in_progress_ok: bool = False,
+        only_durable_txns: bool = False,
+        *,
+        failures: list[tuple[JournalAndStream, Exception]] | None = None,
     ) -> list[RedundantEditLogInputStream]:
         """Every enabled journal's streams from ``from_txid``, one redundant stream per
         segment, in txid order (JournalSet.selectInputStreams). A journal that cannot
-        list its streams is skipped with a warning."""
+        list its streams is skipped with a warning (and added to ``failures``)."""
         streams: list = []
         for jas in self.journals:
             if jas.disabled:
@@ -231,6 +216,8 @@ class JournalSet:
                 LOG.warning(
                     "Unable to determine input streams from %s. Skipping.", jas.manager, exc_info=e
                 )
+                if failures is not None:
+                    failures.append((jas, e))
         return chain_and_make_redundant_streams(streams, from_txid)
 
     def close(self) -> None:

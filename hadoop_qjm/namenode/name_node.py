@@ -50,6 +50,8 @@ from hadoop_qjm.namenode.ha.ha_util import (
 from hadoop_qjm.namenode.ha.standby_checkpointer import StandbyCheckpointer
 from hadoop_qjm.namenode.name_node_core import JournalFactory, NameNodeCore
 from hadoop_qjm.namenode.name_node_metrics import NameNodeMetrics
+from hadoop_qjm.namenode.name_node_resource_checker import NameNodeResourceChecker
+from hadoop_qjm.namenode.nn_storage import NameNodeDirs
 from hadoop_qjm.namenode.protocol.client import parse_hdfs_uri
 from hadoop_qjm.namenode.protocol.exceptions import (
     HealthCheckFailedException,
@@ -150,6 +152,7 @@ class NameNode:
         self.nnid = conf.get_trimmed(keys.DFS_HA_NAMENODE_ID_KEY) if self.ha_enabled else None
         self._ha_lock = threading.RLock()
         self.tailer: EditLogTailer | None = None
+        self.resource_checker: NameNodeResourceChecker | None = None
         self.checkpointer: StandbyCheckpointer | None = None
 
     def _on_terminate(self, status: int, message: str) -> None:
@@ -204,6 +207,9 @@ class NameNode:
                 journal_factory=self._journal_factory,
                 fs_owner=self._fs_owner,
                 ha_enabled=self.ha_enabled,
+            )
+            self.resource_checker = NameNodeResourceChecker(
+                self.conf, NameNodeDirs.from_conf(self.conf)
             )
             if self.ha_enabled:
                 self.state = HAServiceState.STANDBY
@@ -377,13 +383,46 @@ class NameNode:
 
     # ---- HAServiceProtocol -----------------------------------------------------------------------
     def monitor_health(self) -> None:
-        """Healthy while running (and, for HA, while the edit log is alive)."""
+        """HealthCheckFailedException, one line, unless this NameNode can do its job
+        (NameNode.monitorHealth): it runs; its directories' volumes keep
+        ``dfs.namenode.resource.du.reserved`` free (NameNodeResourceChecker); an active's
+        edit log is open for write (not dead); a standby's tailer runs and its last round
+        could read the shared edits — a standby cut off from a quorum of JournalNodes must
+        not be elected by its failover controller."""
         core = self.core
         if core is None or self._stopped:
             raise HealthCheckFailedException("The NameNode is not running")
-        if self.tailer is not None and self.state is HAServiceState.STANDBY:
-            if not self.tailer.running:
+        if self.resource_checker is not None:
+            verdict = self.resource_checker.check()
+            if not verdict.available:
+                raise HealthCheckFailedException(
+                    f"The NameNode has no resources available: {verdict.reason}"
+                )
+        # The HA state and its edit log or tailer change together under the HA lock; while
+        # a transition holds it, they are between the two states and it reports for itself.
+        if not self._ha_lock.acquire(blocking=False):
+            return
+        try:
+            self._check_role_health(core)
+        finally:
+            self._ha_lock.release()
+
+    def _check_role_health(self, core: NameNodeCore) -> None:
+        if self.state is HAServiceState.ACTIVE:
+            edit_log = core.edit_log
+            if edit_log is None or edit_log.failure is not None or not edit_log.is_open_for_write():
+                reason = edit_log.failure if edit_log is not None else None
+                raise HealthCheckFailedException(
+                    f"The edit log is no longer open for write: {reason or 'it is closed'}"
+                )
+        tailer = self.tailer
+        if self.state is HAServiceState.STANDBY and tailer is not None:
+            if not tailer.running:
                 raise HealthCheckFailedException("The edit log tailer is not running")
+            if tailer.last_error is not None:
+                raise HealthCheckFailedException(
+                    f"The last tailing round could not read the shared edits: {tailer.last_error}"
+                )
 
     def _require_ha(self) -> None:
         if not self.ha_enabled:

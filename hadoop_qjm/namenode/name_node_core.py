@@ -330,8 +330,11 @@ class NameNodeCore:
         # here cannot move before the lock is taken. Selecting talks to the JournalNodes, so
         # it runs without the namesystem lock.
         first = image.last_applied_txid + 1
+        # require_shared: a shared journal that cannot be read (no quorum of JournalNodes
+        # answered) is an error here, not "nothing new" — the standby reports it in
+        # monitorHealth, and a transition to active does not write past edits it missed.
         streams = edit_log.select_input_streams(
-            first, 0, in_progress_ok=in_progress_ok, only_durable_txns=True
+            first, 0, in_progress_ok=in_progress_ok, only_durable_txns=True, require_shared=True
         )
         readers = streams
         if max_txns:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from hadoop_qjm.common.exceptions import ExitException, IllegalStateException
+from hadoop_qjm.common.exceptions import ExitException, IllegalStateException, IOException
 from hadoop_qjm.namenode.file_journal_manager import FileJournalManager
 from hadoop_qjm.namenode.fs_edit_log import FSEditLog
 from hadoop_qjm.namenode.fs_edit_log_op import (
@@ -326,3 +326,41 @@ def test_log_sync_without_edits_returns_at_once(tmp_path) -> None:
 )
 def test_are_resources_available(resources, minimum, available) -> None:
     assert are_resources_available(resources, minimum) is available
+
+
+class UnreadableJournal(FakeJournal):
+    """A journal that cannot list its streams (no quorum of JournalNodes answers)."""
+
+    def select_input_streams(self, from_txid, in_progress_ok=False, only_durable_txns=False):
+        raise IOException("Got too many exceptions to achieve quorum size 2/3")
+
+
+def test_an_unreadable_shared_journal_is_an_error_only_when_required(tmp_path) -> None:
+    local = FileJournalManager(None, tmp_path)
+    writer_set = JournalSet()
+    writer_set.add(local, required=False)
+    writer = FSEditLog(writer_set, terminate=Terminations())
+    writer.init_journals_for_write()
+    writer.open_for_write()
+    writer.close()  # edits_1-2 on disk
+
+    journal_set = JournalSet()
+    journal_set.add(UnreadableJournal("fake://shared"), required=True, shared=True)
+    journal_set.add(FileJournalManager(None, tmp_path), required=False)
+    edit_log = FSEditLog(journal_set, terminate=Terminations())
+    # As in Hadoop, a journal that cannot list its streams is skipped ...
+    streams = edit_log.select_input_streams(1)
+    assert [(s.first_txid, s.last_txid) for s in streams] == [(1, 2)]
+    for s in streams:
+        s.close()
+    # ... unless the shared edits must be read (the standby's tailer, the catch-up).
+    with pytest.raises(IOException) as info:
+        edit_log.select_input_streams(1, require_shared=True)
+    assert str(info.value) == (
+        "Unable to read the shared edits fake://shared: "
+        "Got too many exceptions to achieve quorum size 2/3"
+    )
+    # A local journal that cannot be read is skipped either way.
+    optional = JournalSet()
+    optional.add(UnreadableJournal("fake://local"), required=False)
+    assert FSEditLog(optional).select_input_streams(1, require_shared=True) == []

@@ -66,3 +66,38 @@ def test_an_error_that_leaves_the_namespace_suspect_stops_the_standby(error) -> 
         assert message.startswith("Unknown error encountered while tailing edits")
     finally:
         tailer.stop()
+
+
+class FlakyCore:
+    """A standby whose tailing rounds raise the queued errors, then load one txn each."""
+
+    last_applied_txid = 0
+
+    def __init__(self, *errors: BaseException) -> None:
+        self.errors = list(errors)
+
+    def tail_edits(self, in_progress: bool, max_txns: int | None) -> int:
+        if self.errors:
+            raise self.errors.pop(0)
+        return 1
+
+
+def test_the_last_read_error_is_remembered_until_a_round_succeeds() -> None:
+    core = FlakyCore(IOException("no quorum:\nJN1 down\nJN2 down"), IOException("still none"))
+    tailer = EditLogTailer(core, Configuration())
+    assert tailer.last_error is None
+    with pytest.raises(IOException):
+        tailer.do_tail_edits()
+    assert tailer.last_error == "no quorum: JN1 down; JN2 down"  # one line
+    with pytest.raises(IOException):
+        tailer.do_tail_edits()
+    assert tailer.last_error == "still none"
+    assert tailer.do_tail_edits() == 1
+    assert tailer.last_error is None
+
+
+def test_an_op_that_does_not_apply_is_not_a_read_error() -> None:
+    tailer = EditLogTailer(FlakyCore(EditLogApplyException("bad op")), Configuration())
+    with pytest.raises(EditLogApplyException):
+        tailer.do_tail_edits()
+    assert tailer.last_error is None

@@ -13,7 +13,9 @@ When nothing has been loaded for ``dfs.ha.log-roll.period`` but new txns were lo
 the last roll, the tailer asks the active to roll its edit log (rollEditLog on each other
 NameNode in turn; a standby answers StandbyException and the next is tried).
 
-An error reading the journals (an IOException) is logged and retried next round. An op
+An error reading the journals (an IOException) is logged and retried next round; until a
+round succeeds, :attr:`EditLogTailer.last_error` says what failed (monitorHealth reports
+it: a standby that cannot read the shared edits must not be elected active). An op
 that cannot be applied (EditLogApplyException), or any other error, means the namespace
 may no longer match the log, and the standby terminates (Hadoop: "Unknown error
 encountered while tailing edits. Shutting down standby NN."; only a read error,
@@ -28,7 +30,7 @@ import time
 from collections.abc import Callable
 
 from hadoop_qjm.common.constants import INVALID_TXID
-from hadoop_qjm.common.exceptions import IOException
+from hadoop_qjm.common.exceptions import IOException, one_line_message
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.fs_edit_log_loader import EditLogApplyException
@@ -98,11 +100,20 @@ class EditLogTailer:
         self.last_roll_trigger_txid = INVALID_TXID
         self.rounds = 0
         self.txns_loaded = 0
+        #: Why the last round could not read the journals (one line); None once one could.
+        self.last_error: str | None = None
 
     # ---- one round -------------------------------------------------------------------------------
     def do_tail_edits(self) -> int:
         """Apply everything durable after the last applied txid; returns how many txns."""
-        n = self.core.tail_edits(self.settings.in_progress, self.settings.max_txns_per_lock)
+        try:
+            n = self.core.tail_edits(self.settings.in_progress, self.settings.max_txns_per_lock)
+        except EditLogApplyException:
+            raise  # not a read error: the tailer shuts the standby down
+        except IOException as e:
+            self.last_error = one_line_message(e)
+            raise
+        self.last_error = None
         self.rounds += 1
         if n > 0:
             self.txns_loaded += n
