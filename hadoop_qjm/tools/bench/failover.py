@@ -377,7 +377,44 @@ def run(argv: Sequence[str], conf: Configuration | None) -> int:
         "--quick", action="store_true", help="--txns 0,1000 --lag-seconds 1.5 --lag-ops 300"
     )
     parser.add_argument("--dir", default=None, help="where the NameNodes and JournalNodes write")
+    auto = parser.add_argument_group(
+        "automatic failover (--auto): ZooKeeper, NameNode and zkfc processes; kill -9 and "
+        "frozen-host rounds, signal -> first acknowledged mkdirs"
+    )
+    auto.add_argument("--auto", action="store_true", help="measure automatic failover instead")
+    auto.add_argument("--rounds", type=int, default=10, help="rounds of each kind (10)")
+    auto.add_argument(
+        "--check-interval-ms",
+        type=int,
+        default=1000,
+        help="ha.health-monitor.check-interval.ms (1000)",
+    )
+    auto.add_argument(
+        "--session-timeout-ms",
+        type=int,
+        default=10000,
+        help="ha.zookeeper.session-timeout.ms (10000)",
+    )
+    auto.add_argument(
+        "--graceful-fence-ms",
+        type=int,
+        default=1000,
+        help="ha.failover-controller.graceful-fence.rpc-timeout.ms (1000 here; Hadoop's 5000)",
+    )
     args = parser.parse_args(argv)
+    if args.auto:
+        if args.quick:
+            args.rounds, args.session_timeout_ms = 2, 3000
+        if (
+            min(
+                args.rounds, args.check_interval_ms, args.session_timeout_ms, args.graceful_fence_ms
+            )
+            <= 0
+        ):
+            parser.error("--rounds and the --*-ms settings must be positive")
+        from hadoop_qjm.tools.bench._failover_auto import run_auto
+
+        return run_auto(args)
     if args.quick:
         args.txns, args.lag_seconds, args.lag_ops = "0,1000", 1.5, 300
     try:
