@@ -218,17 +218,22 @@ class FSEditLog:
             if self._state is EditLogState.UNINITIALIZED:
                 self._state = EditLogState.OPEN_FOR_READING
 
-    def recover_unclosed_streams(self) -> None:
+    def recover_unclosed_streams(self, terminate_on_failure: bool = True) -> None:
         """Finalize what crashed writers left in progress in every journal.
 
         As in Hadoop, a journal that cannot recover is disabled and the failure is left
         for the next segment start to report; a *required* journal failing terminates.
+        Without ``terminate_on_failure`` (a standby becoming active) a failure that leaves
+        the log unwritable is raised instead (JournalSetFailure): nothing has been written
+        yet, so the NameNode can go on as a standby and be asked again later.
         """
         with self._cond:
             self._check_state(EditLogState.BETWEEN_LOG_SEGMENTS)
             try:
                 self.journal_set.recover_unfinalized_segments()
             except JournalSetFailure as e:
+                if not terminate_on_failure:
+                    raise
                 if e.required:
                     self._die(str(e))
                 LOG.error("Unable to recover unclosed segments: %s", e)

@@ -456,7 +456,10 @@ class NameNode:
     def transition_to_active(self, source: int = HARequestSource.REQUEST_BY_USER) -> None:
         """Become the writer (see NameNodeCore.start_active_services): the tailer stops, the
         shared journal is fenced and recovered through a new epoch, the standby catches up
-        and starts a segment. Idempotent. ``source`` is checked first (check_ha_state_change)."""
+        and starts a segment. Idempotent. ``source`` is checked first (check_ha_state_change).
+        If the journal cannot be recovered or read (no quorum of JournalNodes), nothing was
+        written: the NameNode tails again as a standby and this raises
+        ServiceFailedException."""
         self.check_ha_state_change(source)
         self._require_ha()
         with self._ha_lock:

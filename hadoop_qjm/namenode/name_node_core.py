@@ -358,7 +358,12 @@ class NameNodeCore:
     def start_active_services(self, in_progress_tailed: bool = False) -> int:
         """Become the writer (FSNamesystem.startActiveServices): fence the old writer and
         finish its segment (QJM recovery through a new epoch), catch up on every finalized
-        edit, then start a segment at the next txid. Returns that txid."""
+        edit, then start a segment at the next txid. Returns that txid.
+
+        A failure of the recovery or of the catch-up is raised (the caller returns to
+        standby): this NameNode has written nothing yet. Hadoop's NameNode exits there; a
+        standby that stays up lets its failover controller retry once the JournalNodes are
+        back. From the segment start on, a journal failure terminates, as in Hadoop."""
         namesystem = self.namesystem
         if namesystem is None or self.edit_log is None:
             raise IOException("The NameNode is not running")
@@ -368,7 +373,7 @@ class NameNodeCore:
             self.edit_log.close()
             self.edit_log = self._new_edit_log()
             self.edit_log.init_journals_for_write()
-            self.edit_log.recover_unclosed_streams()
+            self.edit_log.recover_unclosed_streams(terminate_on_failure=False)
             # catchupDuringFailover: everything is finalized now; read until nothing is new.
             while self.tail_edits(in_progress_ok=False, catching_up=True) > 0:
                 pass

@@ -1,12 +1,14 @@
 """HAServiceProtocol on an in-process pair: idempotent transitions, monitorHealth,
 getServiceStatus, StandbyException for every category, and a transition to active that
-cannot reach a quorum of JournalNodes (the NameNode terminates, nothing is written)."""
+cannot reach a quorum of JournalNodes (the NameNode stays standby, nothing is written)."""
 
 from __future__ import annotations
 
 import pytest
 
-from hadoop_qjm.common.exceptions import HadoopException
+from hadoop_qjm.common.exceptions import ExitException, IOException
+from hadoop_qjm.namenode.journal_set import JournalSetFailure
+from hadoop_qjm.namenode.name_node_core import format_namenode
 from hadoop_qjm.namenode.protocol.exceptions import (
     HealthCheckFailedException,
     ServiceFailedException,
@@ -15,8 +17,9 @@ from hadoop_qjm.namenode.protocol.exceptions import (
 from hadoop_qjm.namenode.protocol.messages import HAServiceState, HAServiceStatus
 from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf, journal_node_conf, wait_until
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+from tests.integration.namenode_support import FakeJournal, Terminations, nn_conf, start_nn
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(120)
 
 JID = "transitions"
 
@@ -140,20 +143,72 @@ def test_a_standby_refuses_every_client_operation(pair, category, call):
             )
 
 
-def test_transition_to_active_without_a_quorum_terminates_and_writes_nothing(mjc, pair):
+def test_transition_to_active_without_a_quorum_stays_standby_and_writes_nothing(mjc, pair):
+    """Hadoop's NameNode exits here; ours stays standby so that its failover controller can
+    retry: it had written nothing, and its new epoch (if a JournalNode took it) only fences.
+
+    ::
+
+        JN0 up, JN1 down, JN2 down
+        nn1.transitionToActive: newEpoch reaches 1/3 -> ServiceFailedException, standby
+        JN1, JN2 back: nn1.transitionToActive -> active, writes
+    """
     before = [segment_files(mjc, i) for i in range(3)]
     assert before == [set()] * 3
     mjc.stop_journal_node(1)
     mjc.stop_journal_node(2)
-    with pytest.raises((ServiceFailedException, HadoopException)):
-        pair["nn1"].transition_to_active()
-    assert pair["nn1"].state is not HAServiceState.ACTIVE
-    assert pair.terminations["nn1"], "nn1 did not terminate"
-    status, message = pair.terminations["nn1"][0]
-    assert status == 1
-    assert "quorum" in message.lower() or "journals" in message.lower(), message
+    nn1 = pair["nn1"]
+    with pytest.raises(ServiceFailedException) as info:
+        nn1.transition_to_active()
+    message = str(info.value)
+    assert message.startswith("Failed to become active: ") and "quorum" in message, message
+    assert nn1.state is HAServiceState.STANDBY and nn1.tailer.running
+    assert not pair.terminations["nn1"], "nn1 terminated"
     assert segment_files(mjc, 0) == set()
     assert not (mjc.current_dir(0, JID) / "last-writer-epoch").exists()
-    # The standby is untouched and still tails (its errors are retried).
+    with pair.proxy("nn1") as p1, pytest.raises(StandbyException):
+        p1.mkdirs("/refused")
+    # The other standby is untouched and still tails (its errors are retried).
     assert pair["nn2"].state is HAServiceState.STANDBY and pair["nn2"].tailer.running
     assert not pair.terminations["nn2"]
+    # The JournalNodes are back: the same NameNode becomes active and writes.
+    mjc.restart_journal_node(1)
+    mjc.restart_journal_node(2)
+    nn1.transition_to_active()
+    with pair.proxy("nn1") as p1:
+        assert p1.mkdirs("/after")
+    wait_until(lambda: pair["nn2"].core.namesystem.dir.get_inode("/after") is not None)
+    assert not pair.terminations["nn1"] and not pair.terminations["nn2"]
+
+
+def test_a_failure_before_the_first_write_is_survivable_after_it_terminates(tmp_path):
+    """Recovery failing is raised (no termination); the segment start failing its first
+    sync terminates, as in Hadoop — from there on an edit may be half-written."""
+    conf = nn_conf(tmp_path, shared="fake://shared")
+    format_namenode(conf, journal_factory=lambda c, u, n: FakeJournal(u))
+    shared = RecoveryFailingJournal("fake://shared")
+    terminations = Terminations()
+    core = start_nn(conf, terminations, journal_factory=lambda c, u, n: shared, ha_enabled=True)
+    try:
+        shared.fail_recovery = True
+        with pytest.raises(JournalSetFailure, match="recoverUnfinalizedSegments failed"):
+            core.start_active_services()
+        assert terminations.calls == [] and shared.txids == []
+        core.start_standby_services()  # what the NameNode does next
+        shared.fail_recovery = False
+        shared.fail_flush = True
+        with pytest.raises(ExitException, match="Could not sync enough journals"):
+            core.start_active_services()
+        assert len(terminations.calls) == 1
+    finally:
+        core.abort()
+
+
+class RecoveryFailingJournal(FakeJournal):
+    def __init__(self, uri: str) -> None:
+        super().__init__(uri)
+        self.fail_recovery = False
+
+    def recover_unfinalized_segments(self) -> None:
+        if self.fail_recovery:
+            raise IOException("Got too many exceptions to achieve quorum size 2/3")
