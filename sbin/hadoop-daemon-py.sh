@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Start or stop a hadoop-qjm-py daemon in the background, as Hadoop's hadoop-daemon.sh does.
 #
-#   sbin/hadoop-daemon-py.sh [--config DIR] (start|stop|status) (journalnode|namenode) [-D key=value ...] [ARGS ...]
+#   sbin/hadoop-daemon-py.sh [--config DIR] (start|stop|status) (journalnode|namenode|zkfc) [-D key=value ...] [ARGS ...]
 #
 # start: each -D goes to hdfs-py before the command, the other ARGS after it
 # (e.g. `start namenode -nnid nn1`).
@@ -13,7 +13,7 @@
 #   HADOOP_IDENT_STRING  names the pid and log files    (default: $USER, else the user name)
 #   HADOOP_STOP_TIMEOUT  seconds to wait after SIGTERM before SIGKILL (default: 30)
 set -u
-usage="Usage: hadoop-daemon-py.sh [--config DIR] (start|stop|status) (journalnode|namenode) [-D key=value ...] [ARGS ...]"
+usage="Usage: hadoop-daemon-py.sh [--config DIR] (start|stop|status) (journalnode|namenode|zkfc) [-D key=value ...] [ARGS ...]"
 bin=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 if [ "${1:-}" = "--config" ]; then
@@ -23,7 +23,7 @@ if [ "${1:-}" = "--config" ]; then
 fi
 [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
 action=$1; command=$2; shift 2
-case "$command" in journalnode|namenode) ;; *) echo "$usage" >&2; exit 2 ;; esac
+case "$command" in journalnode|namenode|zkfc) ;; *) echo "$usage" >&2; exit 2 ;; esac
 
 ident=${HADOOP_IDENT_STRING:-${USER:-$(id -un)}}
 log_dir=${HADOOP_LOG_DIR:-$bin/logs}
