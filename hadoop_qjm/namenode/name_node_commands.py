@@ -26,6 +26,7 @@ __all__ = [
     "StartupOption",
     "one_line",
     "parse_startup_option",
+    "confirm_prompt",
     "prompt_confirm",
     "run_command",
 ]
@@ -166,33 +167,41 @@ def _parse_command(args: list[str]) -> StartupOption:
     raise UsageError(f"namenode: unknown option '{first}' (run 'hdfs-py namenode -help')")
 
 
+def confirm_prompt(
+    question: str, stdin: TextIO | None = None, stderr: TextIO | None = None
+) -> bool:
+    """Ask ``question`` and " (Y or N) " on stderr, read the answer from stdin
+    (ToolRunner.confirmPrompt): y or yes, n or no, in any case; anything else asks again.
+    End of input, or too many invalid answers, is a no."""
+    reader = stdin if stdin is not None else sys.stdin
+    out = stderr if stderr is not None else sys.stderr
+    for _ in range(MAX_PROMPT_ATTEMPTS):
+        out.write(f"{question} (Y or N) ")
+        out.flush()
+        line = reader.readline()
+        if not line:
+            out.write("\n")
+            return False
+        answer = line.strip().lower()
+        if answer in ("y", "yes"):
+            return True
+        if answer in ("n", "no"):
+            return False
+        out.write(f"Invalid input: {line.strip()}\n")
+    return False
+
+
 def prompt_confirm(
     stdin: TextIO | None = None, stderr: TextIO | None = None
 ) -> Callable[[Sequence[str]], bool]:
     """A ``confirm(locations)`` that asks "Re-format filesystem in X ? (Y or N)" for each
-    location on stderr and reads the answers from stdin (ToolRunner.confirmPrompt). End of
-    input, or too many invalid answers, is a no."""
+    location (:func:`confirm_prompt`) until one answer is no."""
 
     def confirm(locations: Sequence[str]) -> bool:
-        reader = stdin if stdin is not None else sys.stdin
-        out = stderr if stderr is not None else sys.stderr
-        for location in locations:
-            for _ in range(MAX_PROMPT_ATTEMPTS):
-                out.write(f"Re-format filesystem in {location} ? (Y or N) ")
-                out.flush()
-                line = reader.readline()
-                if not line:
-                    out.write("\n")
-                    return False
-                answer = line.strip().lower()
-                if answer in ("y", "yes"):
-                    break
-                if answer in ("n", "no"):
-                    return False
-                out.write(f"Invalid input: {line.strip()}\n")
-            else:
-                return False
-        return True
+        return all(
+            confirm_prompt(f"Re-format filesystem in {location} ?", stdin, stderr)
+            for location in locations
+        )
 
     return confirm
 
