@@ -3,9 +3,9 @@ HAAdmin, DFSHAAdmin and FailoverController).
 
 ::
 
-    hdfs-py haadmin [-ns NS] -transitionToActive [--forceactive] NNID
-    hdfs-py haadmin [-ns NS] -transitionToStandby NNID
-    hdfs-py haadmin [-ns NS] -failover [--forcefence] [--forceactive] FROM_NNID TO_NNID
+    hdfs-py haadmin [-ns NS] -transitionToActive [--forceactive] [--forcemanual] NNID
+    hdfs-py haadmin [-ns NS] -transitionToStandby [--forcemanual] NNID
+    hdfs-py haadmin [-ns NS] -failover [--forcefence] [--forceactive] [--forcemanual] FROM TO
     hdfs-py haadmin [-ns NS] -getServiceState NNID        prints active | standby | ...
     hdfs-py haadmin [-ns NS] -getAllServiceState          "host:port   state" per NameNode
     hdfs-py haadmin [-ns NS] -checkHealth NNID
@@ -27,17 +27,25 @@ refuse every later write of FROM, and FROM then stops. So when FROM cannot be ma
 standby (unreachable, or it refuses), the failover stops unless ``--forcefence`` says to
 rely on the epoch; ``dfs.ha.fencing.methods`` is not run.
 
+*Automatic failover* (``dfs.ha.automatic-failover.enabled[.<ns>]``): the failover
+controllers own the HA state, so ``-transitionToActive`` and ``-transitionToStandby``
+are refused unless ``--forcemanual``, which asks for confirmation on stdin and then sends
+the request as REQUEST_BY_USER_FORCED (HAAdmin.checkManualStateManagementOK,
+confirmForceManual); the NameNode itself refuses a plain user request too.
+``-failover FROM TO`` asks TO's failover controller (``dfs.ha.zkfc.port``) for a graceful
+failover (HAAdmin.gracefulFailoverThroughZKFCs); ``--forcefence`` and ``--forceactive``
+are not supported then.
+
 Output is Hadoop's; every error is one line on stderr and exit status 1 (Hadoop returns
--1, shell status 255), a malformed command line exit 2. There is no automatic failover
-(no ZKFC), so ``dfs.ha.automatic-failover.enabled`` is not consulted and ``--forcemanual``
-does not exist.
+-1, shell status 255), a malformed command line exit 2.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 from hadoop_qjm.common.exceptions import (
@@ -48,18 +56,29 @@ from hadoop_qjm.common.exceptions import (
     register_exception,
 )
 from hadoop_qjm.conf import dfs_config_keys as keys
-from hadoop_qjm.namenode.ha.ha_util import get_nameservice_id, ha_namenodes, suffixed
+from hadoop_qjm.namenode.ha.ha_util import (
+    get_nameservice_id,
+    ha_namenodes,
+    is_automatic_failover_enabled,
+    suffixed,
+    zkfc_address,
+)
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy, client_socket_factory
-from hadoop_qjm.namenode.protocol.exceptions import HealthCheckFailedException
-from hadoop_qjm.namenode.protocol.messages import HAServiceState
+from hadoop_qjm.namenode.protocol.exceptions import (
+    HealthCheckFailedException,
+    ServiceFailedException,
+)
+from hadoop_qjm.namenode.protocol.messages import HARequestSource, HAServiceState
 
 __all__ = ["USAGE", "FailoverFailedException", "HAAdmin", "HAServiceTarget", "run"]
 
+LOG = logging.getLogger(__name__)
+
 USAGE = """\
 Usage: hdfs-py [--config DIR] haadmin [-ns <nameserviceId>]
-    [-transitionToActive [--forceactive] <serviceId>]
-    [-transitionToStandby <serviceId>]
-    [-failover [--forcefence] [--forceactive] <serviceId> <serviceId>]
+    [-transitionToActive [--forceactive] [--forcemanual] <serviceId>]
+    [-transitionToStandby [--forcemanual] <serviceId>]
+    [-failover [--forcefence] [--forceactive] [--forcemanual] <serviceId> <serviceId>]
     [-getServiceState <serviceId>]
     [-getAllServiceState]
     [-checkHealth <serviceId>]
@@ -68,16 +87,23 @@ Usage: hdfs-py [--config DIR] haadmin [-ns <nameserviceId>]
 
 _HELP = {
     "-transitionToActive": (
-        "[--forceactive] <serviceId>",
+        "[--forceactive] [--forcemanual] <serviceId>",
         "Transitions the service into Active state (refused while another NameNode is "
-        "active or cannot be asked, unless --forceactive)",
+        "active or cannot be asked, unless --forceactive). With automatic failover "
+        "enabled, refused unless --forcemanual (dangerous: asks for confirmation)",
     ),
-    "-transitionToStandby": ("<serviceId>", "Transitions the service into Standby state"),
+    "-transitionToStandby": (
+        "[--forcemanual] <serviceId>",
+        "Transitions the service into Standby state. With automatic failover enabled, "
+        "refused unless --forcemanual (dangerous: asks for confirmation)",
+    ),
     "-failover": (
-        "[--forcefence] [--forceactive] <serviceId> <serviceId>",
+        "[--forcefence] [--forceactive] [--forcemanual] <serviceId> <serviceId>",
         "Failover from the first service to the second. --forcefence: go on even if the "
         "first cannot be made standby (the quorum journal's epoch fences it). "
-        "--forceactive: failover even if the second is not ready to become active.",
+        "--forceactive: failover even if the second is not ready to become active. With "
+        "automatic failover enabled, the second's failover controller does a graceful "
+        "failover (neither flag is supported then).",
     ),
     "-getServiceState": ("<serviceId>", "Returns the state of the service"),
     "-getAllServiceState": ("", "Returns the state of all the services"),
@@ -132,6 +158,38 @@ def _default_proxy_factory(conf: Any) -> ProxyFactory:
     )
 
 
+def _default_zkfc_proxy_factory(conf: Any) -> ProxyFactory:
+    """ZKFCProxies (a failover controller's RPC) over the transport ``conf`` asks for."""
+    socket_factory = client_socket_factory(conf)
+
+    def make(host: str, port: int, timeout_s: float) -> Any:
+        from hadoop_qjm.ha.zkfc_protocol import ZKFCProxy  # thriftpy2 loads its IDL
+
+        return ZKFCProxy(
+            host,
+            port,
+            timeout_s,
+            connect_timeout_s=min(timeout_s, 20.0),
+            socket_factory=socket_factory,
+        )
+
+    return make
+
+
+_FORCE_MANUAL_WARNING = """\
+You have specified the --forcemanual flag. This flag is dangerous: the failover
+controllers manage the HA state of this nameservice, and a state changed behind their
+back can leave two NameNodes that each believe they are active (a split brain; the
+quorum journal's epochs stop the older one's writes, but its clients may read stale
+data), or be undone by a controller at once.
+
+It is recommended not to use this flag, but instead to shut down the cluster and
+disable automatic failover if you prefer to manage the HA state by hand.
+
+You may abort safely by answering 'n' or hitting ^C now.
+"""
+
+
 class HAAdmin:
     """The commands over the NameNodes of ``conf``'s nameservice (or ``nameservice``)."""
 
@@ -141,14 +199,21 @@ class HAAdmin:
         nameservice: str | None = None,
         *,
         proxy_factory: ProxyFactory | None = None,
+        zkfc_proxy_factory: ProxyFactory | None = None,
         out: TextIO | None = None,
         err: TextIO | None = None,
+        stdin: TextIO | None = None,
     ) -> None:
         self.conf = conf
         self.nameservice = nameservice
         self._proxy_factory = proxy_factory or _default_proxy_factory(conf)
+        self._zkfc_proxy_factory = zkfc_proxy_factory or _default_zkfc_proxy_factory(conf)
         self.out = out or sys.stdout
         self.err = err or sys.stderr
+        self.stdin = stdin or sys.stdin
+        #: Who the state changes come from: the user, or with --forcemanual a user who
+        #: insisted (the NameNode lets only that through while automatic failover is on).
+        self.request_source = HARequestSource.REQUEST_BY_USER
         self.check_timeout_s = self._timeout(
             CLI_CHECK_RPC_TIMEOUT_KEY, CLI_CHECK_RPC_TIMEOUT_DEFAULT
         )
@@ -197,9 +262,72 @@ class HAAdmin:
         finally:
             proxy.close()
 
+    @property
+    def _forced(self) -> bool:
+        return self.request_source is HARequestSource.REQUEST_BY_USER_FORCED
+
+    def _transition(self, target: HAServiceTarget, timeout_s: float, to_active: bool) -> None:
+        method = "transition_to_active" if to_active else "transition_to_standby"
+        self._call(target, timeout_s, method, self._forced)
+
+    # ---- automatic failover ----------------------------------------------------------------------
+    def automatic_failover(self) -> bool:
+        """Whether the nameservice's failover controllers manage its HA state."""
+        return is_automatic_failover_enabled(self.conf, self._ns())
+
+    def check_manual_state_management_ok(self, target: HAServiceTarget) -> bool:
+        """May this command change ``target``'s state by hand? Not while automatic failover
+        is on, unless --forcemanual (HAAdmin.checkManualStateManagementOK)."""
+        if not self.automatic_failover():
+            return True
+        if not self._forced:
+            self._error(
+                f"Automatic failover is enabled for {target}: refusing to manually manage HA "
+                "state, since it may cause a split-brain scenario or other incorrect state; "
+                "if you are very sure you know what you are doing, specify the --forcemanual "
+                "flag"
+            )
+            return False
+        LOG.warning(
+            "Proceeding with manual HA state management even though automatic failover is "
+            "enabled for %s",
+            target,
+        )
+        return True
+
+    def confirm_force_manual(self) -> bool:
+        """The --forcemanual warning and its question (HAAdmin.confirmForceManual)."""
+        from hadoop_qjm.namenode.name_node_commands import confirm_prompt
+
+        self.err.write(_FORCE_MANUAL_WARNING + "\n")
+        return confirm_prompt("Are you sure you want to continue?", self.stdin, self.err)
+
+    def zkfc_address(self, target: HAServiceTarget) -> tuple[str, int]:
+        """Where ``target``'s failover controller listens (NNHAServiceTarget)."""
+        nameservice = self._ns()
+        nn = next(nn for nn in ha_namenodes(self.conf, nameservice) if nn.nnid == target.nnid)
+        return zkfc_address(self.conf, nameservice, replace(nn, rpc=nn.client_rpc))
+
+    def graceful_failover_through_zkfcs(self, dest: HAServiceTarget) -> int:
+        """Ask ``dest``'s failover controller to make it active: it asks the active's
+        controller to cede, then wins the election (HAAdmin.gracefulFailoverThroughZKFCs)."""
+        host, port = self.zkfc_address(dest)
+        proxy = self._zkfc_proxy_factory(host, port, self.new_active_timeout_s)
+        try:
+            proxy.graceful_failover()
+        except ServiceFailedException as e:
+            self._error(f"Failover failed: {one_line_message(e)}")
+            return 1
+        finally:
+            proxy.close()
+        print(f"Failover to {dest} successful", file=self.out)
+        return 0
+
     # ---- commands --------------------------------------------------------------------------------
     def transition_to_active(self, nnid: str, force_active: bool = False) -> int:
         target = self.resolve_target(nnid)
+        if not self.check_manual_state_management_ok(target):
+            return 1
         if not force_active:
             for other in self.targets():
                 if other.nnid == target.nnid:
@@ -215,12 +343,14 @@ class HAAdmin:
                 if status.state is HAServiceState.ACTIVE:
                     self._error(f"transitionToActive: Node {other.nnid} is already active")
                     return 1
-        self._call(target, self.new_active_timeout_s, "transition_to_active", False)
+        self._transition(target, self.new_active_timeout_s, True)
         return 0
 
     def transition_to_standby(self, nnid: str) -> int:
         target = self.resolve_target(nnid)
-        self._call(target, self.new_active_timeout_s, "transition_to_standby", False)
+        if not self.check_manual_state_management_ok(target):
+            return 1
+        self._transition(target, self.new_active_timeout_s, False)
         return 0
 
     def get_service_state(self, nnid: str) -> int:
@@ -256,6 +386,15 @@ class HAAdmin:
     ) -> int:
         source = self.resolve_target(from_nnid)
         dest = self.resolve_target(to_nnid)
+        if self.automatic_failover():
+            if force_fence or force_active:
+                # --forceactive makes no sense: an unhealthy NameNode's controller would
+                # quit the election again at once; --forcefence has no use (HAAdmin).
+                self._error(
+                    "forcefence and forceactive flags not supported with auto-failover enabled."
+                )
+                return 1
+            return self.graceful_failover_through_zkfcs(dest)
         try:
             self._failover(source, dest, force_fence, force_active)
         except FailoverFailedException as e:
@@ -274,7 +413,7 @@ class HAAdmin:
         self._pre_failover_checks(source, dest, force_active)
         # Graceful fencing: ask the old active to step down.
         try:
-            self._call(source, self.fence_timeout_s, "transition_to_standby", False)
+            self._transition(source, self.fence_timeout_s, False)
             graceful = True
         except (HadoopException, OSError) as e:
             graceful = False
@@ -289,7 +428,7 @@ class HAAdmin:
                 f"(--forcefence): {dest.nnid}'s new epoch on the JournalNodes fences it"
             )
         try:
-            self._call(dest, self.new_active_timeout_s, "transition_to_active", False)
+            self._transition(dest, self.new_active_timeout_s, True)
         except (HadoopException, OSError) as e:
             message = f"Unable to failover to {dest} ({one_line_message(e)})"
             if graceful:
@@ -297,10 +436,10 @@ class HAAdmin:
                 # failback, which first makes sure the new one is not half active).
                 try:
                     try:
-                        self._call(dest, self.fence_timeout_s, "transition_to_standby", False)
+                        self._transition(dest, self.fence_timeout_s, False)
                     except (HadoopException, OSError):
                         pass
-                    self._call(source, self.new_active_timeout_s, "transition_to_active", False)
+                    self._transition(source, self.new_active_timeout_s, True)
                     message += f". Failed back to {source}"
                 except (HadoopException, OSError) as fe:
                     message += f". Failback to {source} failed ({one_line_message(fe)})"
@@ -360,6 +499,13 @@ class HAAdmin:
 
     def _run(self, command: str, rest: list[str]) -> int:
         name = command[1:]
+        if command in _MUTATIVE and "--forcemanual" in rest:
+            rest = [a for a in rest if a != "--forcemanual"]
+            if not self.confirm_force_manual():
+                self._error("Aborted")
+                return 1
+            # The NameNodes honour it even though their controllers manage their state.
+            self.request_source = HARequestSource.REQUEST_BY_USER_FORCED
         if command == "-transitionToActive":
             force_active = "--forceactive" in rest
             ids = [a for a in rest if a != "--forceactive"]
@@ -387,6 +533,10 @@ class HAAdmin:
         if command in ("-help", "-h", "--help"):
             return _help(rest, self.out)
         raise UsageError(f"{name}: Unknown command (run 'hdfs-py haadmin -help')")
+
+
+#: The commands that change a state, and so take --forcemanual (HAAdmin.runCmd).
+_MUTATIVE = ("-transitionToActive", "-transitionToStandby", "-failover")
 
 
 def _help(rest: list[str], out: TextIO) -> int:
