@@ -207,24 +207,6 @@ def _parse(argv: Sequence[str]) -> tuple[str | None, bool, bool, bool]:
     return nnid, True, "-force" in flags, "-nonInteractive" not in flags
 
 
-def _confirm(question: str, stdin: TextIO, stderr: TextIO) -> bool:
-    """Ask ``question`` (Y or N) on stderr, read stdin; end of input is a no."""
-    for _ in range(3):
-        stderr.write(f"{question} (Y or N) ")
-        stderr.flush()
-        line = stdin.readline()
-        if not line:
-            stderr.write("\n")
-            return False
-        answer = line.strip().lower()
-        if answer in ("y", "yes"):
-            return True
-        if answer in ("n", "no"):
-            return False
-        stderr.write(f"Invalid input: {line.strip()}\n")
-    return False
-
-
 def format_zk(
     controller: ZKFailoverController,
     force: bool,
@@ -234,6 +216,8 @@ def format_zk(
 ) -> int:
     """ZKFailoverController.formatZK: create the parent znode; if it exists, clear it first
     — only with ``-force`` or a yes (never with ``-nonInteractive``)."""
+    from hadoop_qjm.namenode.name_node_commands import confirm_prompt
+
     stdin = stdin or sys.stdin
     stderr = stderr or sys.stderr
     elector = controller.elector
@@ -256,7 +240,7 @@ def format_zk(
                 "failover controllers are stopped!\n"
                 "===============================================\n"
             )
-            if not _confirm(f"Proceed formatting {parent}?", stdin, stderr):
+            if not confirm_prompt(f"Proceed formatting {parent}?", stdin, stderr):
                 return ERR_CODE_FORMAT_DENIED
         elector.clear_parent_znode()
     elector.ensure_parent_znode()
