@@ -114,14 +114,6 @@ _HELP = {
     "-help": ("<command>", "Displays help on the specified command"),
 }
 
-# Hadoop's CommonConfigurationKeys for the failover controller's RPC timeouts.
-CLI_CHECK_RPC_TIMEOUT_KEY = "ha.failover-controller.cli-check.rpc-timeout.ms"
-CLI_CHECK_RPC_TIMEOUT_DEFAULT = 20000
-NEW_ACTIVE_RPC_TIMEOUT_KEY = "ha.failover-controller.new-active.rpc-timeout.ms"
-NEW_ACTIVE_RPC_TIMEOUT_DEFAULT = 60000
-GRACEFUL_FENCE_TIMEOUT_KEY = "ha.failover-controller.graceful-fence.rpc-timeout.ms"
-GRACEFUL_FENCE_TIMEOUT_DEFAULT = 5000
-
 
 @register_exception
 class FailoverFailedException(HadoopException):
@@ -215,13 +207,13 @@ class HAAdmin:
         #: insisted (the NameNode lets only that through while automatic failover is on).
         self.request_source = HARequestSource.REQUEST_BY_USER
         self.check_timeout_s = self._timeout(
-            CLI_CHECK_RPC_TIMEOUT_KEY, CLI_CHECK_RPC_TIMEOUT_DEFAULT
+            keys.HA_FC_CLI_CHECK_TIMEOUT_KEY, keys.HA_FC_CLI_CHECK_TIMEOUT_DEFAULT
         )
         self.new_active_timeout_s = self._timeout(
-            NEW_ACTIVE_RPC_TIMEOUT_KEY, NEW_ACTIVE_RPC_TIMEOUT_DEFAULT
+            keys.HA_FC_NEW_ACTIVE_TIMEOUT_KEY, keys.HA_FC_NEW_ACTIVE_TIMEOUT_DEFAULT
         )
         self.fence_timeout_s = self._timeout(
-            GRACEFUL_FENCE_TIMEOUT_KEY, GRACEFUL_FENCE_TIMEOUT_DEFAULT
+            keys.HA_FC_GRACEFUL_FENCE_TIMEOUT_KEY, keys.HA_FC_GRACEFUL_FENCE_TIMEOUT_DEFAULT
         )
 
     def _timeout(self, key: str, default_ms: int) -> float:
