@@ -253,8 +253,8 @@ class ActiveStandbyElector:
         LOG.info("Successfully created %s in ZK.", self.parent)
 
     def clear_parent_znode(self) -> None:
-        """Delete the parent znode and everything under it (refused while someone holds
-        the lock: its session would recreate nothing, but it would think it is active)."""
+        """Delete the parent znode and everything under it — the lock too, if a controller
+        holds it (as Hadoop's): stop the controllers before formatting."""
 
         def clear(client: KazooClient) -> None:
             try:
@@ -355,7 +355,11 @@ class ActiveStandbyElector:
             self._worker.submit(self._join_internal, SLEEP_AFTER_FAILURE_TO_BECOME_ACTIVE_S)
             return
         LOG.info("Created %s: this node won the election", self.lock_path)
-        if not self._become_active():
+        if self._become_active():
+            # Watch our own lock too: if it goes (deleted by hand, a -formatZK -force), we
+            # must notice that we no longer hold it (Hadoop's monitorActiveStatus here).
+            self._monitor_active_status()
+        else:
             self._rejoin(SLEEP_AFTER_FAILURE_TO_BECOME_ACTIVE_S)
 
     def _monitor_active_status(self) -> None:

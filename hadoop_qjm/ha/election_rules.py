@@ -219,7 +219,7 @@ def resolve_conf_indirection(value: str | None, read_file: Callable[[str], str])
     file; anything else is itself. ``read_file`` does the reading."""
     if value is None or not value.startswith("@"):
         return value
-    return read_file(value[1:]).strip()
+    return read_file(value[1:].strip()).strip()
 
 
 @dataclass(frozen=True)

@@ -421,16 +421,19 @@ class ZKFailoverController:
             try:
                 proxy.cede_active(timeout_ms)
             except (HadoopException, OSError) as e:
-                if remote.address == old_active.address:
-                    proxy.close()
-                    raise ServiceFailedException(
-                        f"Unable to ask {remote} to cede: {one_line_message(e)}"
-                    ) from e
-                LOG.warning("Unable to ask %s to cede: %s", remote, one_line_message(e))
+                proxy.close()
+                # Hadoop's cedeRemoteActive: a node we cannot bar could take the lock.
+                for other in ceded:
+                    other.close()
+                raise ServiceFailedException(
+                    f"Unable to ask {remote} to cede: {one_line_message(e)}"
+                ) from e
             ceded.append(proxy)
         try:
             attempt = self._wait_for_active_attempt(started_ns, timeout_ms / 1000 + 60)
-            # Whatever happened, the others may rejoin now (a quick failback if we crash).
+            # Whatever happened, the others may rejoin now: a quick failback if we crash, and
+            # (unlike Hadoop, which leaves them barred until the cede expires when no attempt
+            # was made) no window with nobody allowed to be active.
             for proxy in ceded:
                 try:
                     proxy.cede_active(-1)

@@ -518,11 +518,6 @@ def test_resolve_conf_indirection_lets_the_readers_error_through() -> None:
         resolve_conf_indirection("@/missing", FakeFiles({}))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="election_rules.resolve_conf_indirection does not trim the path after '@' "
-    "(Hadoop: valInConf.substring(1).trim()), so '@ /etc/zk-auth' reads ' /etc/zk-auth'",
-)
 def test_resolve_conf_indirection_trims_the_path_like_hadoop() -> None:
     files = FakeFiles({"/etc/zk-auth": "digest:hdfs-zkfcs:secret\n"})
     assert resolve_conf_indirection("@ /etc/zk-auth ", files) == "digest:hdfs-zkfcs:secret"

@@ -275,6 +275,9 @@ def run(argv: Sequence[str], conf: Configuration | None) -> int:
         return 0
     nnid, formatting, force, interactive = _parse(argv)
     conf = conf or Configuration()
+    # kazoo warns at every failed connection attempt; a command line says one line (below),
+    # the daemon's log gets them all (_run_daemon).
+    logging.getLogger("kazoo").setLevel(logging.ERROR)
     try:
         controller, conf = create_controller(conf, nnid)
     except BadFencingConfigurationException as e:
@@ -315,6 +318,7 @@ def _run_daemon(controller: ZKFailoverController, conf: Configuration) -> int:
 
     level = os.environ.get("HADOOP_ROOT_LOGGER", "INFO").split(",", 1)[0]
     configure_logging(level, daemon_log_file("zkfc"))
+    logging.getLogger("kazoo").setLevel(logging.NOTSET)
     local = controller.local
     bind_host = ha_bind_host(conf, local)  # type: ignore[arg-type]
     stop = threading.Event()
