@@ -1,0 +1,537 @@
+"""Automatic failover with real processes: ZooKeeper JVMs, three JournalNodes, NameNodes
+nn1 and nn2, and a ``hdfs-py zkfc`` beside each NameNode, all on 127.0.0.1.
+
+Nobody types a command (except in the ``haadmin`` test): the controllers elect, fence and
+promote. Clients stream ``mkdirs`` through ``hdfs://mycluster`` (the failover client) and
+the history check (:func:`zkfc_support.check_history`) ends every load test: every
+acknowledged directory is on the active NameNode, none appears that no client tried,
+and each client's next listing showed its acknowledged directory.
+
+::
+
+    kill -9 active NN    nn1 active ──✗                        (its ZKFC: not responding,
+                         nn2 standby ──lock──fence──active──▶   quits, the lock goes)
+    kill -9 active ZKFC  zkfc1 ✗ ·· session expires (3 s) ·· lock goes
+                         zkfc2 ──lock── transitionToStandby(nn1) ── nn2 active
+    SIGSTOP active NN    nn1 frozen ·· health RPC times out (3 s) ·· zkfc1 quits
+    (and its ZKFC)       nn2 active, new epoch; SIGCONT: nn1's writes refused by the JNs
+    2 of 3 JNs killed    active aborts; no quorum, no active; JNs back → standby takes over
+    ZooKeeper servers    1 of 3 lost: nothing changes; 3 of 3 lost: the active serves on,
+                         no second active; back: exactly one active
+
+Every process is stopped by its pid (MiniHACluster.shutdown, the ZooKeeper fixtures);
+waits poll conditions with deadlines; loads are bounded in count and time. On failure
+the tails of the controllers' and NameNodes' logs are appended (``explained``).
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from hadoop_qjm.testing.in_process_ha import wait_until
+from hadoop_qjm.testing.mini_ha_cluster import NNIDS, MiniHACluster
+from tests.system.zkfc_support import (
+    HistoryLoad,
+    PinnedWriter,
+    Sample,
+    StateWatcher,
+    check_history,
+    double_actives,
+    explained,
+    history_violations,
+    journal_log_path,
+    log_offset,
+    log_since,
+    quick_states,
+    start_auto_failover,
+    wait_log,
+    wait_one_active,
+    watch_states,
+)
+
+pytestmark = pytest.mark.timeout(180)
+
+#: Restarts of the active NameNode in the restart loop.
+RESTART_ROUNDS = 10
+#: How long the tests watch for a second active where none may appear (bounded polls).
+NO_ACTIVE_WATCH_S = 10.0
+#: ``ha.zookeeper.session-timeout.ms`` and ``ha.health-monitor.rpc-timeout.ms`` of
+#: MiniHACluster's automatic-failover settings (3000 each): a failover that waits for one
+#: of them cannot come sooner than this (a ping or a check may land up to ~1 s before).
+TIMEOUT_FLOOR_S = 1.5
+EPOCH_REFUSED = re.compile(r"IPC's epoch (\d+) is less than the last promised epoch (\d+)")
+ZK_DISCONNECTED = re.compile(r"Session disconnected|Session expired")
+
+
+@pytest.fixture
+def make_cluster(tmp_path: Path) -> Iterator[Callable[..., MiniHACluster]]:
+    """``make(zookeeper)``: a started automatic-failover MiniHACluster (one NameNode
+    elected); every one is shut down (by pid) after the test. Request the ZooKeeper
+    fixture *before* this one, so that ZooKeeper outlives the controllers."""
+    clusters: list[MiniHACluster] = []
+
+    def make(zookeeper: str, **properties: object) -> MiniHACluster:
+        cluster = start_auto_failover(tmp_path / f"cluster{len(clusters)}", zookeeper, **properties)
+        clusters.append(cluster)
+        return cluster
+
+    try:
+        yield make
+    finally:
+        for cluster in clusters:
+            cluster.shutdown()
+
+
+def becomes_active(cluster: MiniHACluster, nnid: str) -> Callable[[], bool]:
+    return lambda: quick_states(cluster)[nnid] == "active"
+
+
+def assert_history(cluster: MiniHACluster, load: HistoryLoad) -> None:
+    report = check_history(cluster, load)
+    assert report.ok, f"client history violated: {report}"
+    assert report.acked > 0, f"no mkdirs acknowledged at all: {load.last_errors()}"
+    print(f"history: {report}")
+
+
+def journal_logs(cluster: MiniHACluster) -> list[Path]:
+    return [journal_log_path(cluster, i) for i in range(cluster.journal_nodes.num_journal_nodes)]
+
+
+# ---- 9. the history check itself (pure) -----------------------------------------------------------
+# Expected duration: < 0.1 s.
+def test_history_check_finds_lost_phantom_and_unlisted_directories() -> None:
+    tried = ["/load/c0/b0/d0", "/load/c0/b0/d1", "/load/c0/b0/d2"]
+    acked = ["/load/c0/b0/d0", "/load/c0/b0/d1"]
+    parents = ["/load/c0", "/load/c0/b0"]
+    # d2 was tried but not acknowledged: present or not, both are fine.
+    assert history_violations("/load", tried, acked, [*parents, *tried]).ok
+    assert history_violations("/load", tried, acked, [*parents, *acked]).ok
+    report = history_violations(
+        "/load", tried, acked, [*parents, "/load/c0/b0/d0", "/load/c0/b0/d7", "/load/c1"]
+    )
+    assert report.lost == ("/load/c0/b0/d1",)
+    assert report.phantom == ("/load/c0/b0/d7", "/load/c1")
+    missed = history_violations(
+        "/load", tried, acked, [*parents, *acked], ["/load/c0/b0/d1 (listed on nn2)"]
+    )
+    assert not missed.ok and missed.listing_misses == ("/load/c0/b0/d1 (listed on nn2)",)
+
+
+# Expected duration: < 0.1 s.
+def test_state_watcher_reports_only_provable_overlaps() -> None:
+    def samples(*states: tuple[str, str]) -> list[Sample]:
+        return [Sample(nnid, 2 * i, 2 * i + 1, state) for i, (nnid, state) in enumerate(states)]
+
+    # A handover: nn1 steps down, then nn2 steps up — one sweep may see both active.
+    handover = samples(
+        ("nn1", "active"), ("nn2", "standby"), ("nn1", "active"), ("nn2", "active"),
+        ("nn1", "standby"), ("nn2", "active"),
+    )  # fmt: skip
+    assert double_actives(handover) == []
+    # nn2 answered active between two active answers of nn1: both were active at once.
+    overlap = samples(("nn1", "active"), ("nn2", "active"), ("nn1", "active"))
+    assert len(double_actives(overlap)) == 1
+
+
+# ---- 1. kill -9 the active NameNode under load (default run) --------------------------------------
+# Expected duration: ~10 s (ZooKeeper ~1 s, cluster and controllers ~6 s, failover < 1 s).
+def test_kill_active_namenode_fails_over_without_a_command(zk_server, make_cluster) -> None:
+    cluster = make_cluster(zk_server.connect_string)
+    with explained(cluster):
+        active, standby = wait_one_active(cluster)
+        watcher = StateWatcher(cluster)
+        load = HistoryLoad(cluster, threads=2, max_ops=3000, seconds=90)
+        try:
+            load.wait_acks(30, 30, what=f"on {active}")
+            killed_at = time.monotonic()
+            cluster.namenode(active).kill(signal.SIGKILL)
+            wait_until(becomes_active(cluster, standby), 30, f"{standby} to become active")
+            failover_s = time.monotonic() - killed_at
+            load.wait_acks(30, 30, since=time.monotonic(), what=f"on {standby} after failover")
+        finally:
+            load.stop()
+            watcher.stop()
+        assert re.search(
+            rf"Successfully transitioned NameNode {standby} at \S+ to active state",
+            log_since(cluster.zkfc_log_path(standby)),
+        )
+        print(f"failover after {failover_s:.2f}s")
+        assert failover_s < 15, f"failover took {failover_s:.1f}s"
+        assert_history(cluster, load)
+        assert watcher.double_actives() == []
+
+
+# ---- 8. haadmin with automatic failover on (default run) ------------------------------------------
+# Expected duration: ~10 s (cluster ~7 s, two haadmin runs ~2 s).
+def test_haadmin_goes_through_the_controllers(zk_server, make_cluster) -> None:
+    cluster = make_cluster(zk_server.connect_string)
+    with explained(cluster):
+        active, standby = wait_one_active(cluster)
+        before = {active: "active", standby: "standby"}
+        problems = []
+        # The controllers own the HA state: a plain manual transition is refused.
+        manual = cluster.run_hdfs("haadmin", "-transitionToActive", standby)
+        lines = manual.stderr.strip().splitlines()
+        if manual.returncode != 1 or len(lines) != 1 or "--forcemanual" not in manual.stderr:
+            problems.append(
+                f"-transitionToActive {standby} without --forcemanual: expected exit 1 and one "
+                f"line naming --forcemanual, got exit {manual.returncode}, stderr "
+                f"{manual.stderr.strip()!r}"
+            )
+        if (states := quick_states(cluster)) != before:
+            problems.append(f"-transitionToActive changed the states: {states}")
+        # -failover asks the target's controller (gracefulFailover), which has the
+        # active's controller cede, wins the lock and promotes its NameNode.
+        failover = cluster.run_hdfs("haadmin", "-failover", active, standby)
+        if failover.returncode != 0 or not re.search(r"Failover to .+ successful", failover.stdout):
+            problems.append(
+                f"-failover {active} {standby}: expected exit 0 and 'Failover to ... "
+                f"successful', got exit {failover.returncode}, stdout "
+                f"{failover.stdout.strip()!r}, stderr {failover.stderr.strip()!r}"
+            )
+        else:
+            after = quick_states(cluster)
+            if after != {active: "standby", standby: "active"}:
+                problems.append(f"after -failover {active} {standby}: states {after}")
+            with cluster.client(timeout_s=10) as fs:
+                if not fs.mkdirs("/after-failover"):
+                    problems.append("mkdirs after the failover was not acknowledged")
+        assert not problems, "\n".join(problems)
+
+
+# ---- 2. kill -9 the active's controller -----------------------------------------------------------
+# Expected duration: ~15 s (the failover waits ~3 s for the session to expire).
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_kill_active_controller_session_expires_graceful_fence(zk_server, make_cluster) -> None:
+    cluster = make_cluster(zk_server.connect_string)
+    with explained(cluster):
+        active, standby = wait_one_active(cluster)
+        zkfc_off = log_offset(cluster.zkfc_log_path(standby))
+        nn_off = log_offset(cluster.log_path(active))
+        watcher = StateWatcher(cluster)
+        load = HistoryLoad(cluster, threads=2, max_ops=3000, seconds=120)
+        try:
+            load.wait_acks(30, 30, what=f"on {active}")
+            killed_at = time.monotonic()
+            cluster.zkfc(active).kill(signal.SIGKILL)
+            wait_until(becomes_active(cluster, standby), 30, f"{standby} to become active")
+            failover_s = time.monotonic() - killed_at
+            load.wait_acks(30, 30, since=time.monotonic(), what=f"on {standby} after failover")
+        finally:
+            load.stop()
+            watcher.stop()
+        print(f"failover after {failover_s:.2f}s")
+        # The lock outlived its holder's controller until the session expired.
+        assert failover_s >= TIMEOUT_FLOOR_S, f"failover after only {failover_s:.2f}s"
+        # The old active was fenced gracefully: asked to stand down, and it did.
+        fence_log = log_since(cluster.zkfc_log_path(standby), zkfc_off)
+        assert f"Should fence: NameNode {active} " in fence_log
+        assert re.search(
+            rf"Successfully transitioned NameNode {active} at \S+ to standby state without "
+            "fencing",
+            fence_log,
+        )
+        assert "Transitioning to standby" in log_since(cluster.log_path(active), nn_off)
+        assert cluster.namenode(active).popen.poll() is None, f"{active} exited"
+        assert quick_states(cluster) == {active: "standby", standby: "active"}
+        assert watcher.double_actives() == []
+        assert_history(cluster, load)
+        # Its controller restarted joins as a standby candidate; nothing changes.
+        restart_off = log_offset(cluster.zkfc_log_path(active))
+        cluster.start_zkfc(active)
+        wait_log(
+            cluster.zkfc_log_path(active),
+            rf"NameNode {active} at \S+ should become standby",
+            restart_off,
+            30,
+            f"the restarted controller of {active} to join as standby",
+        )
+        assert quick_states(cluster) == {active: "standby", standby: "active"}
+
+
+# ---- 3 and 4. a frozen active (and a frozen host) -------------------------------------------------
+def deposed_active_cannot_write(cluster: MiniHACluster, freeze_controller: bool) -> None:
+    """Freeze the active NameNode (and its controller) past the timeouts under load; the
+    standby takes over; resumed, the old active acknowledges nothing, the JournalNodes
+    refuse its old epoch, and it ends standby or exits."""
+    active, standby = wait_one_active(cluster)
+    jn_logs = journal_logs(cluster)
+    jn_offsets = [log_offset(path) for path in jn_logs]
+    frozen = [cluster.namenode(active)]
+    if freeze_controller:
+        frozen.append(cluster.zkfc(active))
+    load = HistoryLoad(cluster, threads=2, max_ops=3000, seconds=150)
+    pinned: PinnedWriter | None = None
+    try:
+        load.wait_acks(30, 30, what=f"on {active}")
+        frozen_at = time.monotonic()
+        for process in frozen:
+            process.kill(signal.SIGSTOP)
+        try:
+            wait_until(becomes_active(cluster, standby), 45, f"{standby} to become active")
+            failover_s = time.monotonic() - frozen_at
+            load.wait_acks(20, 30, since=time.monotonic(), what=f"on {standby} after failover")
+            # A client of the frozen NameNode alone: its first mkdirs waits in the socket
+            # and is the first thing the old active reads when it resumes.
+            pinned = PinnedWriter(cluster, active)
+            wait_until(pinned.started.is_set, 10, "the pinned client's first call")
+        finally:
+            for process in frozen:
+                process.kill(signal.SIGCONT)
+        resumed_at = time.monotonic()
+        ending: list[str] = []
+
+        def stood_down() -> bool:
+            node = cluster.namenode(active)
+            if node.popen.poll() is not None:
+                ending.append(f"exited with status {node.popen.returncode}")
+            elif quick_states(cluster)[active] == "standby":
+                ending.append("standby")
+            return bool(ending)
+
+        wait_until(stood_down, 60, f"the resumed {active} to become standby or exit")
+        pinned.stop()
+        load.wait_acks(10, 30, since=resumed_at, what=f"on {standby} after the resume")
+    finally:
+        if pinned is not None:
+            pinned.stop()
+        load.stop()
+    print(f"failover after {failover_s:.2f}s; {active} ended {ending}; pinned {pinned.results}")
+    assert failover_s >= TIMEOUT_FLOOR_S, f"failover after only {failover_s:.2f}s"
+    assert pinned.results, "the pinned client made no call"
+    assert pinned.acked == [], f"the deposed {active} acknowledged writes: {pinned.results}"
+    refused = [
+        path.name
+        for path, offset in zip(jn_logs, jn_offsets)
+        if EPOCH_REFUSED.search(log_since(path, offset))
+    ]
+    assert len(refused) >= 2, (
+        f"a majority of JournalNodes should have refused {active}'s old epoch; refused in "
+        f"{refused}; {active} ended {ending}; pinned results {pinned.results}"
+    )
+    assert quick_states(cluster)[standby] == "active"
+    with cluster.proxy(standby, timeout_s=10) as proxy:
+        landed = [path for path, _ in pinned.results if proxy.get_file_info(path) is not None]
+    assert landed == [], f"writes sent to the deposed {active} reached {standby}: {landed}"
+    assert_history(cluster, load)
+
+
+# Expected duration: ~18 s (health RPC timeout 3 s + graceful fence timeout 2 s).
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_frozen_active_namenode_is_fenced(zk_server, make_cluster) -> None:
+    cluster = make_cluster(zk_server.connect_string)
+    with explained(cluster, journal_logs(cluster)):
+        deposed_active_cannot_write(cluster, freeze_controller=False)
+
+
+# Expected duration: ~19 s (session timeout 3 s + graceful fence timeout 2 s).
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_frozen_active_host_is_fenced(zk_server, make_cluster) -> None:
+    cluster = make_cluster(zk_server.connect_string)
+    with explained(cluster, journal_logs(cluster)):
+        deposed_active_cannot_write(cluster, freeze_controller=True)
+
+
+# ---- 5. the active loses its journal quorum ------------------------------------------------------
+# Expected duration: ~27 s (10 s watched without a quorum).
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_journal_quorum_loss_then_standby_takes_over(zk_server, make_cluster) -> None:
+    cluster = make_cluster(zk_server.connect_string)
+    with explained(cluster, journal_logs(cluster)):
+        active, standby = wait_one_active(cluster)
+        load = HistoryLoad(cluster, threads=2, max_ops=3000, seconds=180)
+        try:
+            load.wait_acks(30, 30, what=f"on {active}")
+            cluster.journal_nodes.kill_journal_node(0)
+            cluster.journal_nodes.kill_journal_node(1)
+            node = cluster.namenode(active)
+            wait_until(lambda: node.popen.poll() is not None, 60, f"{active} to abort")
+            # No quorum, no active: watch for a while (bounded).
+            watch_states(
+                cluster,
+                NO_ACTIVE_WATCH_S,
+                lambda s: (
+                    "an active without a quorum"
+                    if "active" in s.values()
+                    else f"{standby} exited"
+                    if cluster.namenode(standby).popen.poll() is not None
+                    else None
+                ),
+            )
+            assert cluster.namenode(standby).popen.poll() is None, f"{standby} exited"
+            restored_at = time.monotonic()
+            cluster.journal_nodes.restart_journal_node(0)
+            cluster.journal_nodes.restart_journal_node(1)
+            wait_until(becomes_active(cluster, standby), 60, f"{standby} to become active")
+            load.wait_acks(20, 60, since=time.monotonic(), what=f"on {standby}")
+        finally:
+            load.stop()
+        assert node.popen.returncode == 1
+        assert "Could not sync enough journals" in log_since(cluster.log_path(active))
+        # Nothing was acknowledged while no quorum existed.
+        assert load.acks_between(restored_at - NO_ACTIVE_WATCH_S, restored_at) == 0
+        assert_history(cluster, load)
+
+
+# ---- 6. ZooKeeper servers lost ---------------------------------------------------------------------
+def zkfc_settled(cluster: MiniHACluster, nnid: str, offset: int) -> bool:
+    """Has ``nnid``'s controller acted on the lock (made its NameNode active or standby)
+    since its last loss of ZooKeeper after ``offset`` — or lost nothing? A controller
+    back in touch re-asserts its role; a test that cuts ZooKeeper again in the middle of
+    that tests something else (see ActiveStandbyElector._become_active)."""
+    text = log_since(cluster.zkfc_log_path(nnid), offset)
+    lost = [m.end() for m in ZK_DISCONNECTED.finditer(text)]
+    acted = [
+        m.end()
+        for m in re.finditer(
+            rf"Successfully transitioned NameNode {nnid} at \S+ to (active|standby) state", text
+        )
+    ]
+    return not lost or (bool(acted) and acted[-1] > lost[-1])
+
+
+def wait_settled(cluster: MiniHACluster, offsets: dict[str, int], what: str) -> None:
+    for nnid in NNIDS:
+        wait_until(
+            lambda nnid=nnid: zkfc_settled(cluster, nnid, offsets[nnid]),
+            60,
+            f"{nnid}'s controller to act on the lock again {what}",
+        )
+
+
+# Expected duration: ~35 s (an ensemble of 3 JVMs, 10 s watched without ZooKeeper).
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_zookeeper_servers_lost(zk_ensemble, make_cluster) -> None:
+    cluster = make_cluster(zk_ensemble.connect_string)
+    zk_logs = [zk_ensemble.log_path(i) for i in range(zk_ensemble.num_servers)]
+    with explained(cluster, zk_logs, extra_lines=8):
+        active, standby = wait_one_active(cluster)
+        unchanged = {active: "active", standby: "standby"}
+        offsets = {nnid: log_offset(cluster.zkfc_log_path(nnid)) for nnid in NNIDS}
+        watcher = StateWatcher(cluster)
+        load = HistoryLoad(cluster, threads=2, max_ops=6000, seconds=240)
+        try:
+            load.wait_acks(30, 30, what=f"on {active}")
+            # 1. One server of three — the leader — is lost: nothing changes.
+            leader = zk_ensemble.leader()
+            assert leader is not None
+            one_lost_at = time.monotonic()
+            zk_ensemble.kill_server(leader)
+            wait_until(lambda: zk_ensemble.leader() is not None, 30, "a new ZooKeeper leader")
+            for i in range(zk_ensemble.num_servers):
+                if i != leader:
+                    zk_ensemble.wait_serving(i, timeout_s=30)
+            wait_settled(cluster, offsets, "after the leader's loss")
+            load.wait_acks(30, 30, since=one_lost_at, what="with one ZooKeeper server lost")
+            assert quick_states(cluster) == unchanged
+            # The active's controller may re-assert its own lock after a reconnection; the
+            # standby's fences nobody and promotes nothing.
+            standby_log = log_since(cluster.zkfc_log_path(standby), offsets[standby])
+            assert "Should fence" not in standby_log
+            assert "should become active" not in standby_log
+            # 2. The whole ensemble is lost: the active serves on, nobody else steps up.
+            all_lost_at = time.monotonic()
+            for i in range(zk_ensemble.num_servers):
+                zk_ensemble.kill_server(i)
+            watch_states(
+                cluster,
+                NO_ACTIVE_WATCH_S,
+                lambda s: None if s == unchanged else "the states changed without ZooKeeper",
+            )
+            served = load.acks_between(all_lost_at, time.monotonic())
+            assert served >= 10, f"only {served} mkdirs acknowledged without ZooKeeper"
+            # 3. The ensemble is back: still exactly one active.
+            back_offsets = {nnid: log_offset(cluster.zkfc_log_path(nnid)) for nnid in NNIDS}
+            back_at = time.monotonic()
+            for i in range(zk_ensemble.num_servers):
+                zk_ensemble.start_server(i, wait=False)
+            zk_ensemble.wait_serving(timeout_s=60)
+            wait_settled(cluster, back_offsets, "with the ensemble back")
+            wait_one_active(cluster, 30)
+            # Past a session timeout: whatever expired has been sorted out by now.
+            watch_states(
+                cluster,
+                5.0,
+                lambda s: (
+                    None
+                    if sorted(s.values()) == ["active", "standby"]
+                    else "not exactly one active after the ensemble came back"
+                ),
+            )
+            load.wait_acks(20, 30, since=back_at, what="with the ensemble back")
+        finally:
+            load.stop()
+            watcher.stop()
+        assert watcher.double_actives() == []
+        assert_history(cluster, load)
+
+
+# ---- 7. the active restarted again and again ----------------------------------------------------
+# Expected duration: ~2.5 s per round, ~37 s for 10 rounds.
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_active_restarted_in_a_loop(zk_server, make_cluster) -> None:
+    # The standby checkpoints every 1000 txns: a restarted NameNode loads a recent image
+    # rather than every edit since the format (rounds would grow with the load).
+    cluster = make_cluster(zk_server.connect_string, **{"dfs.namenode.checkpoint.txns": 1000})
+    with explained(cluster):
+        watcher = StateWatcher(cluster)
+        load = HistoryLoad(cluster, threads=2, max_ops=20000, seconds=800)
+        loop_deadline = time.monotonic() + 700
+        round_times = []
+        try:
+            load.wait_acks(20, 30, what="before the first restart")
+            for r in range(RESTART_ROUNDS):
+                assert time.monotonic() < loop_deadline, f"only {r} rounds in time: {round_times}"
+                started = time.monotonic()
+                active, standby = wait_one_active(cluster)
+                zkfc_off = log_offset(cluster.zkfc_log_path(active))
+                cluster.namenode(active).kill(signal.SIGKILL)
+                wait_until(becomes_active(cluster, standby), 30, f"round {r}: {standby} active")
+                failed_over_at = time.monotonic()
+                cluster.start_namenode(active)
+                restarted_at = time.monotonic()
+                wait_log(
+                    cluster.zkfc_log_path(active),
+                    rf"NameNode {active} at \S+ should become standby",
+                    zkfc_off,
+                    30,
+                    f"round {r}: the restarted {active} back in the election as standby",
+                )
+                rejoined_at = time.monotonic()
+                assert quick_states(cluster) == {active: "standby", standby: "active"}, r
+                load.wait_acks(10, 30, since=failed_over_at, what=f"round {r}: on {standby}")
+                checked_at = time.monotonic()
+                report = check_history(cluster, load)
+                assert not report.lost, f"round {r}: {report}"
+                now = time.monotonic()
+                # (failover, NameNode restart, controller rejoin, history check, round) in s
+                round_times.append(
+                    tuple(
+                        round(t, 1)
+                        for t in (
+                            failed_over_at - started,
+                            restarted_at - failed_over_at,
+                            rejoined_at - restarted_at,
+                            now - checked_at,
+                            now - started,
+                        )
+                    )
+                )
+        finally:
+            load.stop()
+            watcher.stop()
+        assert watcher.double_actives() == []
+        assert_history(cluster, load)
+        print(f"restart rounds (s): {round_times}")
