@@ -51,7 +51,7 @@ from kazoo.protocol.states import EventType
 from kazoo.retry import KazooRetry
 from kazoo.security import ACL, Id
 
-from hadoop_qjm.common.exceptions import IOException
+from hadoop_qjm.common.exceptions import IOException, one_line_message
 from hadoop_qjm.ha.election_rules import ZKAcl, ZKAuth, needs_fencing
 
 __all__ = ["ActiveStandbyElector", "ElectorCallbacks", "ElectorState"]
@@ -403,7 +403,7 @@ class ActiveStandbyElector:
             LOG.info("Becoming active for %s", self.lock_path)
             self._callbacks.become_active()
         except Exception as e:  # noqa: BLE001 - Hadoop: "Exception handling the winning of election"
-            LOG.warning("Exception handling the winning of election: %s", e)
+            LOG.warning("Exception handling the winning of election: %s", one_line_message(e))
             return False
         self.state = ElectorState.ACTIVE
         return True
