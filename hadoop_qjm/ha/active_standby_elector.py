@@ -389,8 +389,14 @@ class ActiveStandbyElector:
                 if generation != self._generation or not self._wants_election:
                     return
                 if event.type == EventType.DELETED:
+                    # Hadoop's processWatchEvent: an active that lost its lock stops
+                    # claiming anything before it tries to take it again.
                     LOG.info("The lock %s was deleted: trying to take it", self.lock_path)
-                self._monitor_active_status()
+                    if self.state == ElectorState.ACTIVE:
+                        self._enter_neutral_mode()
+                    self._create_lock_node()
+                else:
+                    self._monitor_active_status()
 
         self._worker.submit(process)
 
