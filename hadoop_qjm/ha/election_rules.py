@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hadoop_qjm.common.exceptions import ConfigurationError, HadoopException
+from hadoop_qjm.common.protobuf_wire import encode_varint
 
 __all__ = [
     "ActiveNodeInfo",
@@ -119,10 +120,10 @@ class ActiveNodeInfo:
         out = bytearray()
         for field, text in ((1, self.nameservice_id), (2, self.namenode_id), (3, self.hostname)):
             raw = text.encode("utf-8")
-            out += _varint(field << 3 | 2) + _varint(len(raw)) + raw
+            out += encode_varint(field << 3 | 2) + encode_varint(len(raw)) + raw
         for field, number in ((4, self.port), (5, self.zkfc_port)):
             # int32: negative values take ten bytes, as protobuf encodes them.
-            out += _varint(field << 3) + _varint(number & 0xFFFFFFFFFFFFFFFF)
+            out += encode_varint(field << 3) + encode_varint(number & 0xFFFFFFFFFFFFFFFF)
         return bytes(out)
 
     @classmethod
@@ -159,18 +160,6 @@ class ActiveNodeInfo:
         return (
             f"{self.namenode_id} at {self.hostname}:{self.port} (nameservice {self.nameservice_id})"
         )
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
 
 
 def _read_varint(data: bytes, pos: int) -> tuple[int, int]:

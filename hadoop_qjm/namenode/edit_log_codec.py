@@ -22,6 +22,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from hadoop_qjm.common.exceptions import EditLogCorruptionError
+from hadoop_qjm.common.protobuf_wire import encode_varint
 
 __all__ = [
     "ByteReader",
@@ -291,31 +292,23 @@ def encode_acl_entries(entries: tuple[AclEntry, ...]) -> bytes:
     return b"".join(parts)
 
 
-def _pb_varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        low = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(low | 0x80)
-        else:
-            out.append(low)
-            return bytes(out)
-
-
 def _pb_bytes(field_no: int, data: bytes) -> bytes:
-    return _pb_varint(field_no << 3 | 2) + _pb_varint(len(data)) + data
+    return encode_varint(field_no << 3 | 2) + encode_varint(len(data)) + data
 
 
 def encode_xattrs(xattrs: tuple[XAttr, ...]) -> bytes:
     """A length-delimited XAttrEditLogProto holding ``xattrs`` (``00`` when there are none)."""
     msg = bytearray()
     for x in xattrs:
-        item = _pb_varint(1 << 3) + _pb_varint(x.namespace) + _pb_bytes(2, x.name.encode("utf-8"))
+        item = (
+            encode_varint(1 << 3)
+            + encode_varint(x.namespace)
+            + _pb_bytes(2, x.name.encode("utf-8"))
+        )
         if x.value is not None:
             item += _pb_bytes(3, x.value)
         msg += _pb_bytes(2, item)
-    return _pb_varint(len(msg)) + bytes(msg)
+    return encode_varint(len(msg)) + bytes(msg)
 
 
 # ---- decoding --------------------------------------------------------------------------------

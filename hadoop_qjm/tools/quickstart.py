@@ -184,8 +184,25 @@ def _check_finalized_identical(cluster) -> int:
     return len(by_name)
 
 
+def _show_pages(web: _Web, keep_running: bool) -> None:
+    """Print every daemon's status page and metrics URLs; with ``--keep-running`` wait for
+    Ctrl-C."""
+    from hadoop_qjm.testing.mini_ha_cluster import NNIDS
+
+    _say("Status pages and metrics (while the cluster runs):")
+    for nnid in NNIDS:
+        url = web.namenode(nnid)
+        _say(f"  {nnid}: {url}/  {url}/metrics  {url}/jmx")
+    for i in range(web.cluster.journal_nodes.num_journal_nodes):
+        url = web.journal_node(i)
+        _say(f"  JournalNode {i}: {url}/  {url}/metrics  {url}/jmx")
+    if keep_running:
+        _say("Running until Ctrl-C (--keep-running)")
+        threading.Event().wait()
+
+
 def _run_ha(args, conf) -> int:
-    from hadoop_qjm.testing.mini_ha_cluster import NNIDS, MiniHACluster
+    from hadoop_qjm.testing.mini_ha_cluster import MiniHACluster
 
     base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="hdfs-py-quickstart-"))
     started = time.monotonic()
@@ -257,16 +274,7 @@ def _run_ha(args, conf) -> int:
         _say(f"nn1 (standby) caught up to txid {active_txid}: {inodes} inodes on both")
         segments = _check_finalized_identical(cluster)
         _say(f"{segments} finalized segments byte-identical on every JournalNode that has them")
-        _say("Status pages and metrics (while the cluster runs):")
-        for nnid in NNIDS:
-            url = web.namenode(nnid)
-            _say(f"  {nnid}: {url}/  {url}/metrics  {url}/jmx")
-        for i in range(jns.num_journal_nodes):
-            url = web.journal_node(i)
-            _say(f"  JournalNode {i}: {url}/  {url}/metrics  {url}/jmx")
-        if args.keep_running:
-            _say("Running until Ctrl-C (--keep-running)")
-            threading.Event().wait()
+        _show_pages(web, args.keep_running)
         _say("Stopping the NameNodes and JournalNodes (SIGTERM)")
     finally:
         if load is not None:

@@ -57,6 +57,7 @@ def run_auto_failover(args, conf) -> int:
         _hdfs,
         _Load,
         _say,
+        _show_pages,
         _wait,
         _Web,
     )
@@ -137,15 +138,7 @@ def run_auto_failover(args, conf) -> int:
         _hdfs(cluster, "haadmin", "-getAllServiceState")
         segments = _check_finalized_identical(cluster)
         _say(f"{segments} finalized segments byte-identical on every JournalNode that has them")
-        _say("Status pages and metrics (while the cluster runs):")
-        for nnid in NNIDS:
-            url = web.namenode(nnid)
-            _say(f"  {nnid}: {url}/  {url}/metrics  {url}/jmx")
-        if args.keep_running:
-            import threading
-
-            _say("Running until Ctrl-C (--keep-running)")
-            threading.Event().wait()
+        _show_pages(web, args.keep_running)
         _say("Stopping the controllers, NameNodes, JournalNodes and ZooKeeper (SIGTERM)")
     finally:
         if load is not None:
