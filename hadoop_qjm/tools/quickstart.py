@@ -184,6 +184,16 @@ def _check_finalized_identical(cluster) -> int:
     return len(by_name)
 
 
+def _start_pair(cluster) -> None:
+    """``namenode -format`` as nn1, nn1, ``-bootstrapStandby`` as nn2, nn2 (both standby)."""
+    _hdfs(cluster, "namenode", "-nnid", "nn1", "-format", "-nonInteractive")
+    nn1 = cluster.start_namenode("nn1")
+    _say(f"Started NameNode nn1: pid {nn1.pid}, rpc 127.0.0.1:{nn1.rpc_port} (standby)")
+    _hdfs(cluster, "namenode", "-nnid", "nn2", "-bootstrapStandby", "-nonInteractive")
+    nn2 = cluster.start_namenode("nn2")
+    _say(f"Started NameNode nn2: pid {nn2.pid}, rpc 127.0.0.1:{nn2.rpc_port} (standby)")
+
+
 def _show_pages(web: _Web, keep_running: bool) -> None:
     """Print every daemon's status page and metrics URLs; with ``--keep-running`` wait for
     Ctrl-C."""
@@ -224,12 +234,7 @@ def _run_ha(args, conf) -> int:
         for i in range(jns.num_journal_nodes):
             _say(f"  JournalNode {i}: pid {jns.nodes[i].pid}, {web.journal_node(i)}/")
         _say(f"Configuration: {cluster.conf_dir / 'hdfs-site.xml'} (nameservice mycluster)")
-        _hdfs(cluster, "namenode", "-nnid", "nn1", "-format", "-nonInteractive")
-        nn1 = cluster.start_namenode("nn1")
-        _say(f"Started NameNode nn1: pid {nn1.pid}, rpc 127.0.0.1:{nn1.rpc_port} (standby)")
-        _hdfs(cluster, "namenode", "-nnid", "nn2", "-bootstrapStandby", "-nonInteractive")
-        nn2 = cluster.start_namenode("nn2")
-        _say(f"Started NameNode nn2: pid {nn2.pid}, rpc 127.0.0.1:{nn2.rpc_port} (standby)")
+        _start_pair(cluster)
         _hdfs(cluster, "haadmin", "-transitionToActive", "nn1")
         _hdfs(cluster, "haadmin", "-getAllServiceState")
 

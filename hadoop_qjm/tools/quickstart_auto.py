@@ -58,6 +58,7 @@ def run_auto_failover(args, conf) -> int:
         _Load,
         _say,
         _show_pages,
+        _start_pair,
         _wait,
         _Web,
     )
@@ -75,12 +76,7 @@ def run_auto_failover(args, conf) -> int:
             f"Configuration: {cluster.conf_dir / 'hdfs-site.xml'} (nameservice mycluster, "
             "dfs.ha.automatic-failover.enabled=true, dfs.ha.fencing.methods=shell(/bin/true))"
         )
-        _hdfs(cluster, "namenode", "-nnid", "nn1", "-format", "-nonInteractive")
-        nn1 = cluster.start_namenode("nn1")
-        _say(f"Started NameNode nn1: pid {nn1.pid}, rpc 127.0.0.1:{nn1.rpc_port} (standby)")
-        _hdfs(cluster, "namenode", "-nnid", "nn2", "-bootstrapStandby", "-nonInteractive")
-        nn2 = cluster.start_namenode("nn2")
-        _say(f"Started NameNode nn2: pid {nn2.pid}, rpc 127.0.0.1:{nn2.rpc_port} (standby)")
+        _start_pair(cluster)
         _hdfs(cluster, "zkfc", "-nnid", "nn1", "-formatZK", "-nonInteractive")
         for nnid in NNIDS:
             zkfc = cluster.start_zkfc(nnid)

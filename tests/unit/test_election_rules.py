@@ -3,24 +3,17 @@
 Tables for each rule, and hypothesis against a literal reading of the Hadoop code each rule
 ports: ZKFailoverController.recheckElectability, ZKUtil.parseACLs / parseAuth /
 resolveConfIndirection; ActiveNodeInfo against Hadoop's protobuf bytes; the purity check
-of tests/unit/test_rules_purity.py applied to this module too. No socket, thread or kazoo
+(tests/unit/test_rules_purity.py covers this module). No socket, thread or kazoo
 session here (kazoo's digest helper is pure and is the oracle for ``digest_acl_id``).
 """
 
 from __future__ import annotations
-
-import ast
-import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from kazoo.security import make_digest_acl_credential
 
-import hadoop_qjm.ha.election_rules as election_rules
 from hadoop_qjm.common.exceptions import ConfigurationError
 from hadoop_qjm.ha.election_rules import (
     ActiveNodeInfo,
@@ -521,37 +514,3 @@ def test_resolve_conf_indirection_lets_the_readers_error_through() -> None:
 def test_resolve_conf_indirection_trims_the_path_like_hadoop() -> None:
     files = FakeFiles({"/etc/zk-auth": "digest:hdfs-zkfcs:secret\n"})
     assert resolve_conf_indirection("@ /etc/zk-auth ", files) == "digest:hdfs-zkfcs:secret"
-
-
-# ---- purity (STYLE.md habit 1), as tests/unit/test_rules_purity.py checks rules.py -------------
-
-
-def test_election_rules_source_imports_nothing_forbidden() -> None:
-    from tests.unit.test_rules_purity import FORBIDDEN
-
-    tree = ast.parse(Path(election_rules.__file__).read_text())
-    imported: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            imported.add(node.module.split(".")[0])
-    assert not imported & (FORBIDDEN | {"kazoo", "time", "random"}), sorted(imported)
-
-
-def test_importing_election_rules_loads_no_forbidden_module() -> None:
-    from tests.unit.test_rules_purity import ALWAYS_LOADED, FORBIDDEN
-
-    code = (
-        "import sys, json\n"
-        "before = set(sys.modules)\n"
-        "import hadoop_qjm.ha.election_rules\n"
-        "print(json.dumps(sorted(set(sys.modules) - before)))\n"
-    )
-    root = Path(election_rules.__file__).resolve().parents[2]
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
-    added = {name.split(".")[0] for name in json.loads(out)}
-    forbidden = (FORBIDDEN - ALWAYS_LOADED) | {"kazoo"}
-    assert not added & forbidden, sorted(added & forbidden)

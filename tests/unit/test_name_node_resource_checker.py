@@ -3,15 +3,12 @@ a literal reading with hypothesis) and the checker over fake ``statvfs`` / devic
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import hadoop_qjm.namenode.name_node_resource_policy as policy
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.name_node_resource_checker import NameNodeResourceChecker
 from hadoop_qjm.namenode.name_node_resource_policy import (
@@ -29,17 +26,6 @@ MIB = 1024 * 1024
 
 def vol(name: str, free: int, required: bool = False) -> CheckedVolume:
     return CheckedVolume((name,), free, required)
-
-
-def test_the_policy_module_is_pure() -> None:
-    tree = ast.parse(Path(policy.__file__).read_text())
-    imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            imported.add(node.module.split(".")[0])
-    assert imported <= {"__future__", "collections", "dataclasses"}, imported
 
 
 @pytest.mark.parametrize(

@@ -3,18 +3,12 @@ recovery source against a brute-force reading of the design paper's §2.9 rules.
 
 from __future__ import annotations
 
-import ast
-import json
-import subprocess
-import sys
 from functools import cmp_to_key
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import hadoop_qjm.qjournal.client.segment_recovery_comparator as comparator
 from hadoop_qjm.common.exceptions import HadoopAssertionError, IllegalArgumentException
 from hadoop_qjm.qjournal.client.segment_recovery_comparator import (
     best_recovery_source,
@@ -22,7 +16,6 @@ from hadoop_qjm.qjournal.client.segment_recovery_comparator import (
     max_seen_epoch,
 )
 from hadoop_qjm.qjournal.protocol.messages import PrepareRecoveryResponse, SegmentState
-from tests.unit.test_rules_purity import ALWAYS_LOADED, FORBIDDEN
 
 
 def response(
@@ -158,33 +151,3 @@ def test_compare_is_a_total_preorder(answers) -> None:
     # Sorting by it agrees with the maximum.
     ordered = sorted(answers, key=cmp_to_key(compare))
     assert compare(ordered[-1], best_recovery_source(list(enumerate(answers)))[1]) == 0
-
-
-# ---- purity (STYLE.md habit 1) ----------------------------------------------------------------
-
-
-def test_comparator_imports_nothing_forbidden() -> None:
-    tree = ast.parse(Path(comparator.__file__).read_text())
-    imported: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            imported.add(node.module.split(".")[0])
-    assert not imported & FORBIDDEN
-
-
-@pytest.mark.timeout(60)
-def test_importing_the_comparator_loads_no_forbidden_module() -> None:
-    code = (
-        "import sys, json\n"
-        "before = set(sys.modules)\n"
-        "import hadoop_qjm.qjournal.client.segment_recovery_comparator\n"
-        "print(json.dumps(sorted(set(sys.modules) - before)))\n"
-    )
-    root = Path(comparator.__file__).resolve().parents[3]
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
-    added = {name.split(".")[0] for name in json.loads(out)}
-    assert not added & (FORBIDDEN - ALWAYS_LOADED), sorted(added & FORBIDDEN)
