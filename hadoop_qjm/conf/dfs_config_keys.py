@@ -208,7 +208,6 @@ HA_FC_GRACEFUL_FENCE_TIMEOUT_KEY = "ha.failover-controller.graceful-fence.rpc-ti
 HA_FC_GRACEFUL_FENCE_TIMEOUT_DEFAULT = 5000
 DFS_HA_ZKFC_PORT_KEY = "dfs.ha.zkfc.port"
 DFS_HA_ZKFC_PORT_DEFAULT = 8019
-DFS_HA_ZKFC_NN_HTTP_TIMEOUT_KEY = "dfs.ha.zkfc.nn.http.timeout.ms"
 DFS_HA_FENCING_SSH_CONNECT_TIMEOUT_KEY = "dfs.ha.fencing.ssh.connect-timeout"
 DFS_HA_FENCING_SSH_CONNECT_TIMEOUT_DEFAULT = 30000
 DFS_HA_FENCING_SSH_PRIVATE_KEY_FILES_KEY = "dfs.ha.fencing.ssh.private-key-files"

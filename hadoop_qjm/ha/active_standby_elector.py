@@ -27,6 +27,7 @@ election step under ``lock`` (shared with the controller, Hadoop's ``synchronize
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import logging
@@ -54,7 +55,12 @@ from kazoo.security import ACL, Id
 from hadoop_qjm.common.exceptions import IOException, one_line_message
 from hadoop_qjm.ha.election_rules import ZKAcl, ZKAuth, needs_fencing
 
-__all__ = ["ActiveStandbyElector", "ElectorCallbacks", "ElectorState"]
+__all__ = [
+    "ActiveStandbyElector",
+    "ElectorCallbacks",
+    "ElectorState",
+    "ZooKeeperConnectionException",
+]
 
 LOG = logging.getLogger(__name__)
 
@@ -63,6 +69,10 @@ BREADCRUMB_FILENAME = "ActiveBreadCrumb"
 #: Hadoop's SLEEP_AFTER_FAILURE_TO_BECOME_ACTIVE: let another node try first.
 SLEEP_AFTER_FAILURE_TO_BECOME_ACTIVE_S = 1.0
 _TRANSIENT = (ConnectionLoss, OperationTimeoutError, SessionExpiredError, KazooTimeoutError)
+
+
+class ZooKeeperConnectionException(IOException):
+    """ZooKeeper could not be reached within the session timeout."""
 
 
 class ElectorState:
@@ -156,7 +166,7 @@ class ActiveStandbyElector:
         self._client: KazooClient | None = None
         self._generation = 0
         self._worker = _Worker("ActiveStandbyElector")
-        self._closed = False
+        self._lock_watcher: Callable[[Any], None] = lambda _event: None
 
     # ---- the ZooKeeper session ---------------------------------------------------------------
     def _new_client(self) -> KazooClient:
@@ -176,7 +186,7 @@ class ActiveStandbyElector:
         except (KazooTimeoutError, KazooException, OSError) as e:
             client.stop()
             client.close()
-            raise IOException(
+            raise ZooKeeperConnectionException(
                 f"Unable to connect to ZooKeeper quorum at {self.quorum} within "
                 f"{self.session_timeout_s:g}s: {e or type(e).__name__}"
             ) from e
@@ -188,6 +198,9 @@ class ActiveStandbyElector:
         self._generation += 1
         generation = self._generation
         client.add_listener(lambda state: self._on_session_state(generation, state))
+        # One watcher object per session: kazoo keeps watchers in a set, so re-watching
+        # with the same object after a reconnect does not pile up callbacks.
+        self._lock_watcher = functools.partial(self._on_lock_event, generation)
         self._client = client
         LOG.info("Connected to ZooKeeper at %s (session 0x%x)", self.quorum, client.client_id[0])
         return client
@@ -201,6 +214,24 @@ class ActiveStandbyElector:
                 client.close()
             except Exception:  # noqa: BLE001 - the session is being dropped anyway
                 LOG.warning("Error closing the ZooKeeper session", exc_info=True)
+
+    def _op(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """``client.<name>(...)``, bounded by the session timeout (kazoo's blocking calls
+        wait for a reconnect forever) and retried on a lost connection
+        (``ha.failover-controller.active-standby-elector.zk.op.retries``, Hadoop's
+        zkDoWithRetries). KazooTimeoutError / ConnectionLoss once the retries are spent."""
+        for attempt in range(1, self._op_retries + 1):
+            client = self._client
+            if client is None:
+                raise ConnectionLoss("no ZooKeeper session")
+            try:
+                return getattr(client, name + "_async")(*args, **kwargs).get(
+                    timeout=self.session_timeout_s
+                )
+            except (ConnectionLoss, OperationTimeoutError):
+                if attempt == self._op_retries:
+                    raise
+        raise AssertionError("unreachable")
 
     def _on_session_state(self, generation: int, state: str) -> None:
         # kazoo's thread: only queue.
@@ -273,7 +304,7 @@ class ActiveStandbyElector:
 
         def read(client: KazooClient) -> bytes | None:
             try:
-                return client.get(self.lock_path)[0]
+                return client.get_async(self.lock_path).get(timeout=self.session_timeout_s)[0]
             except NoNodeError:
                 return None
 
@@ -287,7 +318,6 @@ class ActiveStandbyElector:
                 return
             self._data = data
             self._wants_election = True
-            self._closed = False
             LOG.info("Joining the election for %s", self.lock_path)
             self._worker.submit(self._join_internal)
 
@@ -304,9 +334,12 @@ class ActiveStandbyElector:
 
     def terminate(self) -> None:
         """Leave the election (fencing needed: this node may still be active) and stop."""
+        self._wants_election = False
+        client = self._client
+        if client is not None:
+            # First, without the lock: a step waiting on ZooKeeper under the lock ends now.
+            client.stop()
         with self.lock:
-            self._closed = True
-            self._wants_election = False
             self._close_client()
             self.state = ElectorState.INIT
         self._worker.stop()
@@ -318,7 +351,7 @@ class ActiveStandbyElector:
 
     def _join_internal(self) -> None:
         with self.lock:
-            if not self._wants_election or self._closed:
+            if not self._wants_election:
                 return
             try:
                 if self._client is None or not self._client.connected:
@@ -334,7 +367,7 @@ class ActiveStandbyElector:
         if client is None:
             return
         try:
-            client.create(self.lock_path, self._data, acl=self._acls or None, ephemeral=True)
+            self._op("create", self.lock_path, self._data, acl=self._acls or None, ephemeral=True)
         except NodeExistsError:
             self._monitor_active_status()
             return
@@ -367,17 +400,17 @@ class ActiveStandbyElector:
         client = self._client
         if client is None or not self._wants_election:
             return
-        generation = self._generation
         try:
-            stat = client.exists(self.lock_path, watch=lambda e: self._on_lock_event(generation, e))
+            stat = self._op("exists", self.lock_path, watch=self._lock_watcher)
         except _TRANSIENT as e:
             LOG.warning("Could not watch %s (%s); waiting for ZooKeeper", self.lock_path, e)
             return  # CONNECTED (or LOST) brings us back here
+        session = client.client_id
         if stat is None:
             if self.state == ElectorState.ACTIVE:
                 self._enter_neutral_mode()
             self._create_lock_node()
-        elif stat.ephemeralOwner == client.client_id[0]:
+        elif session is not None and stat.ephemeralOwner == session[0]:
             if not self._become_active():
                 self._rejoin(SLEEP_AFTER_FAILURE_TO_BECOME_ACTIVE_S)
         else:
@@ -387,6 +420,10 @@ class ActiveStandbyElector:
         def process() -> None:
             with self.lock:
                 if generation != self._generation or not self._wants_election:
+                    return
+                if event.type == EventType.NONE:
+                    # A session event (kazoo fires the watchers on a disconnect): the
+                    # listener handles those; CONNECTED sets the watch again.
                     return
                 if event.type == EventType.DELETED:
                     # Hadoop's processWatchEvent: an active that lost its lock stops
@@ -417,7 +454,7 @@ class ActiveStandbyElector:
     def _fence_old_active(self) -> Any:
         LOG.info("Checking for any old active which needs to be fenced...")
         try:
-            data, stat = self._client.get(self.breadcrumb_path)  # type: ignore[union-attr]
+            data, stat = self._op("get", self.breadcrumb_path)
         except NoNodeError:
             LOG.info("No old node to fence")
             return None
@@ -433,20 +470,19 @@ class ActiveStandbyElector:
             "Writing znode %s to indicate that the local node is the most recent active...",
             self.breadcrumb_path,
         )
-        client = self._client
         if old_stat is None:
-            client.create(self.breadcrumb_path, self._data, acl=self._acls or None)  # type: ignore[union-attr]
+            self._op("create", self.breadcrumb_path, self._data, acl=self._acls or None)
         else:
-            client.set(self.breadcrumb_path, self._data, version=old_stat.version)  # type: ignore[union-attr]
+            self._op("set", self.breadcrumb_path, self._data, version=old_stat.version)
 
     def _try_delete_own_breadcrumb(self) -> None:
         LOG.info("Deleting bread-crumb of active node...")
         try:
-            data, stat = self._client.get(self.breadcrumb_path)  # type: ignore[union-attr]
+            data, stat = self._op("get", self.breadcrumb_path)
             if data != self._data:
                 LOG.warning("The breadcrumb names another node; not deleting it")
                 return
-            self._client.delete(self.breadcrumb_path, version=stat.version)  # type: ignore[union-attr]
+            self._op("delete", self.breadcrumb_path, version=stat.version)
         except (KazooException, KazooTimeoutError) as e:
             LOG.warning(
                 "Unable to delete our own bread-crumb of being active at %s: %s. "

@@ -22,13 +22,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hadoop_qjm.common.exceptions import ConfigurationError, HadoopException
+from hadoop_qjm.common.exceptions import ConfigurationError
 from hadoop_qjm.common.protobuf_wire import encode_varint
 
 __all__ = [
     "ActiveNodeInfo",
     "ElectionAction",
-    "ElectorFatalError",
     "HealthState",
     "ZKAcl",
     "ZKAuth",
@@ -276,8 +275,3 @@ def digest_acl_id(user_password: str) -> str:
     user = user_password.split(":", 1)[0]
     digest = base64.b64encode(hashlib.sha1(user_password.encode("utf-8")).digest()).decode()
     return f"{user}:{digest}"
-
-
-class ElectorFatalError(HadoopException):
-    """The elector cannot go on (no permission on the lock znode, ZooKeeper unreachable
-    past every retry): the controller stops."""

@@ -98,7 +98,6 @@ class HealthMonitor:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="HealthMonitor", daemon=True)
-        self.last_status: Any = None
 
     @property
     def state(self) -> HealthState:
@@ -136,7 +135,6 @@ class HealthMonitor:
             while not self._stop.is_set():
                 try:
                     status = proxy.get_service_status()
-                    self.last_status = status
                     if self._on_status is not None:
                         self._on_status(status)
                     proxy.monitor_health()

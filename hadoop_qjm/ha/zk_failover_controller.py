@@ -223,9 +223,9 @@ class ZKFailoverController:
         """Stop monitoring and leave the election. Fencing is needed: the NameNode stays in
         whatever state it is (Hadoop's ZKFC shutdown)."""
         self._done.set()
-        with self.lock:
-            if self._recheck_timer is not None:
-                self._recheck_timer.cancel()
+        timer = self._recheck_timer
+        if timer is not None:  # without the lock: an election step may hold it
+            timer.cancel()
         self.health_monitor.shutdown()
         self.elector.terminate()
 
@@ -316,7 +316,7 @@ class ZKFailoverController:
                 proxy.transition_to_active(by_zkfc=True)
             finally:
                 proxy.close()
-        except (HadoopException, OSError) as e:
+        except Exception as e:  # noqa: BLE001 - every failure is a failed attempt (Hadoop: Throwable)
             message = f"Couldn't make {self.local} active: {one_line_message(e)}"
             LOG.error(message)
             self._record_attempt(False, message)
@@ -461,7 +461,7 @@ class ZKFailoverController:
         with self._attempt_cond:
             while self._last_attempt is None or self._last_attempt.at_ns < since_ns:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                if remaining <= 0 or self._done.is_set():
                     return None
                 self._attempt_cond.wait(min(remaining, 1.0))
             return self._last_attempt

@@ -37,6 +37,7 @@ from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.fs_edit_log import TerminateCallback, terminate_process
+from hadoop_qjm.namenode.fs_edit_log_loader import EditLogApplyException
 from hadoop_qjm.namenode.fs_edit_log_op import FSEditLogOp
 from hadoop_qjm.namenode.ha.edit_log_tailer import EditLogTailer
 from hadoop_qjm.namenode.ha.ha_util import (
@@ -416,8 +417,8 @@ class NameNode:
                     f"The edit log is no longer open for write: {reason or 'it is closed'}"
                 )
         tailer = self.tailer
-        if self.state is HAServiceState.STANDBY and tailer is not None:
-            if not tailer.running:
+        if self.state is HAServiceState.STANDBY:
+            if tailer is None or not tailer.running:
                 raise HealthCheckFailedException("The edit log tailer is not running")
             if tailer.last_error is not None:
                 raise HealthCheckFailedException(
@@ -470,16 +471,22 @@ class NameNode:
             self._stop_standby_threads()
             try:
                 core.start_active_services()
-            except BaseException as e:
+            except IOException as e:
+                if isinstance(e, EditLogApplyException):
+                    # The catch-up applied part of the log and then could not go on: the
+                    # namespace may be half-applied (Hadoop's doImmediateShutdown).
+                    LOG.error("Could not become active: %s", e, exc_info=True)
+                    self._terminate(1, f"Failed to become active: {e}")
+                    raise
+                # Recovery or the catch-up read failed (no quorum of JournalNodes): nothing
+                # was written; tail again as a standby and let the caller retry later.
                 LOG.error("Could not become active: %s", e, exc_info=True)
                 try:
                     core.start_standby_services()
                     self._start_standby_threads()
                 except Exception:  # noqa: BLE001 - the error below says what went wrong
                     LOG.exception("Could not return to standby")
-                if isinstance(e, Exception):
-                    raise ServiceFailedException(f"Failed to become active: {e}") from e
-                raise
+                raise ServiceFailedException(f"Failed to become active: {e}") from e
             self._wrap_edit_log()
             self.state = HAServiceState.ACTIVE
             LOG.info("Now active: writing from txid %d", core.last_applied_txid)

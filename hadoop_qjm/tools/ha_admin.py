@@ -45,7 +45,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from hadoop_qjm.common.exceptions import (
@@ -298,7 +298,7 @@ class HAAdmin:
         """Where ``target``'s failover controller listens (NNHAServiceTarget)."""
         nameservice = self._ns()
         nn = next(nn for nn in ha_namenodes(self.conf, nameservice) if nn.nnid == target.nnid)
-        return zkfc_address(self.conf, nameservice, replace(nn, rpc=nn.client_rpc))
+        return zkfc_address(self.conf, nameservice, nn)
 
     def graceful_failover_through_zkfcs(self, dest: HAServiceTarget) -> int:
         """Ask ``dest``'s failover controller to make it active: it asks the active's

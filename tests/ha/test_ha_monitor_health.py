@@ -95,3 +95,29 @@ def test_a_standby_that_cannot_reach_a_quorum_is_unhealthy_until_it_can(mjc, pai
     mjc.restart_journal_node(1)
     mjc.restart_journal_node(2)
     wait_until(lambda: health_error(pair, "nn2") is None, 60, "nn2 to be healthy again")
+
+
+def test_a_standby_without_a_tailer_is_unhealthy(pair):
+    # e.g. a failed transition that could not start the standby threads again: such a
+    # standby cannot follow the log and must not be elected.
+    pair["nn2"]._stop_standby_threads()
+    assert "tailer is not running" in (health_error(pair, "nn2") or "")
+
+
+def test_an_edit_that_does_not_apply_during_the_catch_up_terminates(pair, monkeypatch):
+    """A catch-up that applied part of the log and then failed leaves the namespace
+    suspect: the NameNode terminates (Hadoop's doImmediateShutdown), it does not return to
+    standby as it does when the journal could not be read."""
+    from hadoop_qjm.common.exceptions import ExitException
+    from hadoop_qjm.namenode.fs_edit_log_loader import EditLogApplyException
+
+    core = pair["nn1"].core
+
+    def fail(*_args, **_kwargs):
+        raise EditLogApplyException("Failed to apply edit log operation OP_MKDIR (txid 7)")
+
+    monkeypatch.setattr(core, "start_active_services", fail)
+    with pytest.raises((HadoopException, ExitException)):
+        pair["nn1"].transition_to_active()
+    assert pair.terminations["nn1"], "nn1 did not terminate"
+    assert "Failed to become active" in pair.terminations["nn1"][0][1]

@@ -273,6 +273,13 @@ BAD_INPUT = [
         ["ha.zookeeper.quorum", "ZooKeeper"],
         id="zk-unreachable",
     ),
+    pytest.param(
+        ["-formatZK", "-nonInteractive"],
+        {"dfs.ha.automatic-failover.enabled": "false"},
+        5,
+        ["dfs.ha.automatic-failover.enabled"],
+        id="format-auto-failover-off",
+    ),
     pytest.param(["-bogus"], {}, 2, ["-bogus"], id="unknown-option"),
     pytest.param(["-formatZK", "-bogus"], {}, 2, ["-bogus"], id="unknown-format-option"),
     pytest.param(
@@ -675,3 +682,34 @@ def test_an_elector_without_the_acls_credentials_stops_with_noauth(
     electors.make("nn2", acls=parse_acls(ZKFC_ACL), auths=(ZKAuth("digest", "hdfs-zkfcs:secret"),))
     electors.join("nn2")
     ev.wait_for(lambda: ev.has("nn2", "active"), "nn2 to become active")
+
+
+def test_format_zk_needs_no_fencing_method(cli: ZkfcCli, zk_server: MiniZooKeeperCluster) -> None:
+    # Hadoop checks the fencing methods only before the daemon runs.
+    result = cli.run("-formatZK", "-nonInteractive", overrides={"dfs.ha.fencing.methods": None})
+    assert result.returncode == 0, result.stderr
+    with kazoo(zk_server) as client:
+        assert client.exists(PARENT)
+
+
+def test_an_elector_cut_off_from_zookeeper_still_terminates_promptly(
+    electors: Electors,
+) -> None:
+    """ZooKeeper gone: no election step may hang holding the lock (kazoo's calls wait for a
+    reconnect forever), so leaving the election and stopping stay prompt."""
+    winner, loser = elect_one(electors)
+    ev = electors.events
+    electors.zk.kill_server(0)
+    ev.wait_for(
+        lambda: ev.has(winner, "neutral") and ev.has(loser, "neutral"), "both in neutral mode"
+    )
+    done = threading.Event()
+
+    def leave() -> None:
+        electors.electors[loser].quit_election(need_fence=False)
+        electors.electors[winner].terminate()
+        done.set()
+
+    worker = threading.Thread(target=leave, daemon=True)
+    worker.start()
+    assert done.wait(SESSION_S), "quit_election/terminate hung while ZooKeeper was down"

@@ -27,9 +27,11 @@ class FailingCore:
         raise self.error
 
 
-def run_tailer(error: BaseException) -> tuple[FailingCore, EditLogTailer, list]:
+def run_tailer(
+    error: BaseException, period: str = "1ms"
+) -> tuple[FailingCore, EditLogTailer, list]:
     conf = Configuration()
-    conf.set("dfs.ha.tail-edits.period", "1ms")
+    conf.set("dfs.ha.tail-edits.period", period)
     core = FailingCore(error)
     terminations: list = []
 
@@ -46,6 +48,17 @@ def test_a_read_error_is_retried() -> None:
     try:
         wait_until(lambda: core.rounds >= 3)
         assert tailer.running and terminations == []
+    finally:
+        tailer.stop()
+
+
+def test_a_failed_round_is_retried_long_before_the_next_period() -> None:
+    # The failed round made the standby unhealthy (monitorHealth reports last_error): the
+    # next try must not wait the whole tailing period (60 s by default), or a standby stays
+    # out of the election that long after the JournalNodes are back.
+    core, tailer, _ = run_tailer(IOException("no quorum"), period="1h")
+    try:
+        wait_until(lambda: core.rounds >= 2, timeout_s=10.0, what="a second round")
     finally:
         tailer.stop()
 

@@ -20,6 +20,7 @@ Exit status, as Hadoop's ZKFailoverController: 0; 1 any other error (one line);
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import signal
@@ -38,6 +39,7 @@ from hadoop_qjm.common.exceptions import (
 )
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.ha.active_standby_elector import ZooKeeperConnectionException
 from hadoop_qjm.ha.election_rules import ActiveNodeInfo
 from hadoop_qjm.ha.zk_failover_controller import ZKFailoverController, ZKFCSettings
 from hadoop_qjm.namenode.ha.ha_util import (
@@ -84,20 +86,13 @@ class NNHAServiceTarget:
 
     @classmethod
     def of(cls, conf: Configuration, nameservice: str, nn: NameNodeAddress) -> NNHAServiceTarget:
-        return cls(
-            nameservice, nn.nnid, nn.client_rpc, _dialable(zkfc_address(conf, nameservice, nn))
-        )
+        return cls(nameservice, nn.nnid, nn.client_rpc, zkfc_address(conf, nameservice, nn))
 
     def info(self) -> ActiveNodeInfo:
         return ActiveNodeInfo(self.nameservice, self.nnid, *self.address, self.zkfc_address[1])
 
     def __str__(self) -> str:
         return f"NameNode {self.nnid} at {self.address[0]}:{self.address[1]}"
-
-
-def _dialable(address: tuple[str, int]) -> tuple[str, int]:
-    host = address[0]
-    return ("127.0.0.1" if host in ("", "0.0.0.0", "::", "[::]") else host.strip("[]")), address[1]
 
 
 def _targets(conf: Configuration, nameservice: str) -> list[NNHAServiceTarget]:
@@ -118,16 +113,18 @@ def data_to_target(targets: Sequence[NNHAServiceTarget], data: bytes) -> NNHASer
                     f"Mismatched address stored in ZK for {target}: stored {info.hostname}:"
                     f"{info.port}, our configuration says {target.address[0]}:{target.address[1]}"
                 )
-            return target
+            # The controller's port as that controller wrote it (Hadoop's dataToTarget).
+            return dataclasses.replace(target, zkfc_address=(target.address[0], info.zkfc_port))
     raise IOException(f"ZooKeeper names {info}, which is not a NameNode of this nameservice")
 
 
 def create_controller(
-    conf: Configuration, nnid: str | None = None
+    conf: Configuration, nnid: str | None = None, *, fencing: bool = True
 ) -> tuple[ZKFailoverController, Configuration]:
     """The controller of NameNode ``nnid`` (else this host's) and that NameNode's
     configuration (its suffixed keys resolved); configuration errors are ConfigurationError
-    (one line). Nothing is started."""
+    (one line). ``fencing=False`` (``-formatZK``) leaves ``dfs.ha.fencing.methods`` unread.
+    Nothing is started."""
     from hadoop_qjm.ha.node_fencer import NodeFencer
     from hadoop_qjm.ha.zkfc_protocol import ZKFCProxy
     from hadoop_qjm.namenode.protocol.client import NameNodeProxy, client_socket_factory
@@ -138,12 +135,13 @@ def create_controller(
             "HA is not enabled for this namenode: set dfs.nameservices and "
             "dfs.ha.namenodes.<nameservice> to two or more NameNodes"
         )
-    conf, nameservice, nnid = resolve_ha_conf(conf, nnid)
-    assert nameservice is not None and nnid is not None
-    targets = _targets(conf, nameservice)
+    # Every NameNode's addresses from the configuration as written: the resolved one has
+    # this NameNode's suffixed values (its dfs.ha.zkfc.port) on the plain keys.
+    targets = _targets(conf, nameservice)  # type: ignore[arg-type]
+    conf, _, nnid = resolve_ha_conf(conf, nnid)
     local = next(t for t in targets if t.nnid == nnid)
-    settings = ZKFCSettings.from_conf(conf, nameservice)
-    fencer = NodeFencer.create(conf)
+    settings = ZKFCSettings.from_conf(conf, nameservice)  # type: ignore[arg-type]
+    fencer = NodeFencer.create(conf) if fencing else None
     socket_factory = client_socket_factory(conf)
 
     def proxy(address: tuple[str, int], timeout_s: float) -> NameNodeProxy:
@@ -163,6 +161,8 @@ def create_controller(
         )
 
     def fence(target: Any) -> bool:
+        if fencer is None:
+            raise IOException("this controller has no fencing methods (it only formats ZooKeeper)")
         return fencer.fence(_fence_target(target))
 
     controller = ZKFailoverController(
@@ -279,7 +279,7 @@ def run(argv: Sequence[str], conf: Configuration | None) -> int:
     # the daemon's log gets them all (_run_daemon).
     logging.getLogger("kazoo").setLevel(logging.ERROR)
     try:
-        controller, conf = create_controller(conf, nnid)
+        controller, conf = create_controller(conf, nnid, fencing=not formatting)
     except BadFencingConfigurationException as e:
         print(
             f"zkfc: fencing is not configured ({one_line_message(e)}); you must configure a "
@@ -288,19 +288,17 @@ def run(argv: Sequence[str], conf: Configuration | None) -> int:
         )
         return ERR_CODE_NO_FENCER
     try:
-        if formatting:
-            return format_zk(controller, force, interactive)
         problem = _check_startable(controller, conf)
-    except IOException as e:
-        if "Unable to connect to ZooKeeper" in str(e):
-            print(
-                f"zkfc: Unable to start failover controller. {one_line_message(e)}. Please check "
-                f"the configured value for {keys.HA_ZK_QUORUM_KEY} and ensure that ZooKeeper is "
-                "running.",
-                file=sys.stderr,
-            )
-            return ERR_CODE_NO_ZK
-        raise
+        if formatting and (problem is None or problem[0] == ERR_CODE_NO_PARENT_ZNODE):
+            return format_zk(controller, force, interactive)
+    except ZooKeeperConnectionException as e:
+        print(
+            f"zkfc: Unable to start failover controller. {one_line_message(e)}. Please check "
+            f"the configured value for {keys.HA_ZK_QUORUM_KEY} and ensure that ZooKeeper is "
+            "running.",
+            file=sys.stderr,
+        )
+        return ERR_CODE_NO_ZK
     finally:
         if formatting:
             controller.elector.terminate()

@@ -40,6 +40,10 @@ __all__ = ["EditLogTailer", "TailerSettings"]
 LOG = logging.getLogger(__name__)
 
 
+#: How soon a round that could not read the journals is retried (at most the period).
+_RETRY_AFTER_ERROR_S = 1.0
+
+
 class TailerSettings:
     """The tailer's configuration, read once."""
 
@@ -180,7 +184,11 @@ class EditLogTailer:
                 return
             except IOException as e:
                 LOG.warning("Error while reading edits from disk. Will try again.: %s", e)
-                loaded = 0
+                # A failed round makes the standby unhealthy (monitorHealth): try again
+                # soon, not a whole tailing period later, so that it is electable as soon
+                # as the JournalNodes answer again.
+                self._stop.wait(min(self.settings.period_s, _RETRY_AFTER_ERROR_S))
+                continue
             except Exception as e:  # noqa: BLE001 - anything else: the namespace is suspect
                 self._shut_down(e)
                 return

@@ -191,8 +191,9 @@ def is_automatic_failover_enabled(conf: Configuration, nameservice: str | None) 
 def zkfc_address(
     conf: Configuration, nameservice: str | None, nn: NameNodeAddress
 ) -> tuple[str, int]:
-    """Where NameNode ``nn``'s failover controller listens (NNHAServiceTarget): the host of
-    its RPC address and ``dfs.ha.zkfc.port`` (``.<ns>.<nnid>``, ``.<ns>``, plain; 8019)."""
+    """Where a client dials NameNode ``nn``'s failover controller (NNHAServiceTarget): the
+    host of its RPC address (a wildcard host means this machine) and ``dfs.ha.zkfc.port``
+    (``.<ns>.<nnid>``, ``.<ns>``, plain; 8019)."""
     port = keys.DFS_HA_ZKFC_PORT_DEFAULT
     for name in (
         suffixed(keys.DFS_HA_ZKFC_PORT_KEY, nameservice, nn.nnid),
@@ -204,7 +205,7 @@ def zkfc_address(
             break
     if not 0 <= port <= 65535:
         raise ConfigurationError(f"{keys.DFS_HA_ZKFC_PORT_KEY} {port} is not a port number")
-    return nn.rpc[0], port
+    return nn.client_rpc[0], port
 
 
 def _is_local_address(host: str) -> bool:
