@@ -245,7 +245,7 @@ TEXTS = st.one_of(
 )
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(TEXTS)
 @example("shell(a)#c\r")
 @example("shell(a)#c\r \n")
