@@ -51,7 +51,8 @@ class _Load:
         self.cluster = cluster
         self.ops = ops
         self.acked: list[str] = []
-        self.ack_times: list[float] = []
+        #: ``(sent, acknowledged)`` times of every acknowledged call.
+        self.ack_times: list[tuple[float, float]] = []
         self.errors: list[str] = []
         self._lock = threading.Lock()
         self._next = 0
@@ -77,11 +78,12 @@ class _Load:
         with self.cluster.client() as fs:
             while (i := self._take()) is not None and time.monotonic() < self.deadline:
                 path = f"/quickstart/client-{k}/dir-{i:06d}"
+                sent = time.monotonic()
                 try:
                     if fs.mkdirs(path):
                         with self._lock:
                             self.acked.append(path)
-                            self.ack_times.append(time.monotonic())
+                            self.ack_times.append((sent, time.monotonic()))
                 except (HadoopException, OSError) as e:
                     # Not acknowledged: it may or may not exist; nothing is claimed for it.
                     with self._lock:
@@ -95,11 +97,12 @@ class _Load:
             time.sleep(0.01)
 
     def first_ack_after(self, since: float, timeout_s: float) -> float:
-        """The time of the first acknowledgement after ``since`` (waits for it, bounded)."""
+        """When the first call *sent* after ``since`` was acknowledged (waits, bounded): a
+        call already in flight at ``since`` may have been executed before it."""
         deadline = time.monotonic() + timeout_s
         while True:
             with self._lock:
-                later = [t for t in self.ack_times if t > since]
+                later = [acked for sent, acked in self.ack_times if sent > since]
             if later:
                 return min(later)
             if time.monotonic() > deadline or not any(t.is_alive() for t in self._threads):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -55,3 +56,44 @@ def test_journal_only_quickstart_runs_writer_failover_reader():
     )
     assert match and int(match.group(2)) >= 600 and int(match.group(1)) >= int(match.group(2))
     assert "quickstart: OK" in out
+
+
+@pytest.mark.timeout(240)
+def test_quickstart_auto_failover_survives_kill_9_of_the_active(tmp_path):
+    # Needs ZooKeeper (Debian's zookeeper package, which .ci/run installs).
+    result = hdfs_py(
+        "quickstart", "--auto-failover", "--ops", "300", "--dir", str(tmp_path), timeout_s=230
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "Started a ZooKeeper server: pid" in out
+    assert "$ hdfs-py zkfc -nnid nn1 -formatZK -nonInteractive" in out
+    assert "haadmin -transitionToActive" not in out and "haadmin -failover" not in out
+    victim = re.search(r"kill -9 of the active NameNode (nn\d)", out)
+    assert victim, out
+    survivor = "nn2" if victim.group(1) == "nn1" else "nn1"
+    assert re.search(rf"{survivor} became active [\d.]+s after the kill", out), out
+    match = re.search(rf"{survivor} \(active\) holds all (\d+) acknowledged dirs", out)
+    assert match and int(match.group(1)) >= 150, out
+    assert f"{victim.group(1)} (standby) caught up to txid" in out
+    assert "quickstart --auto-failover: OK" in out
+    # Every controller it started stopped on SIGTERM, logging so.
+    logs = list((tmp_path / "cluster").glob("zkfc-nn*.log"))
+    assert len(logs) == 2 and all("Received signal 15" in p.read_text() for p in logs)
+
+
+@pytest.mark.timeout(90)
+def test_quickstart_auto_failover_without_zookeeper_says_what_to_install(tmp_path):
+    env = {**os.environ, "ZOOKEEPER_HOME": str(tmp_path)}  # no ZooKeeper there
+    env.pop("HADOOP_CONF_DIR", None)
+    result = subprocess.run(
+        [sys.executable, str(PROJECT / "bin" / "hdfs-py"), "quickstart", "--auto-failover"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "apt-get install" in lines[0], result.stderr
+    assert result.stdout == ""
