@@ -205,6 +205,35 @@ def load_configuration(conf_dir: str | None, overrides: Sequence[tuple[str, str]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``hdfs-py ARGS``; returns the exit status.
+
+    A reader of stdout that went away (``hdfs-py dfs -ls / | head -1``) ends the command
+    quietly, as Unix tools do: stdout is pointed at /dev/null so the interpreter's last flush
+    cannot fail again, and the status is 1, as Python's documentation recommends (the
+    "Note on SIGPIPE" of the ``signal`` module).
+    """
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # here, not at exit, so a closed pipe is seen below
+        return status
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return 1
+
+
+def _stdout_to_devnull() -> None:
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test's capture)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     conf_dir: str | None = None
     overrides: list[tuple[str, str]] = []
@@ -246,13 +275,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             conf = load_configuration(conf_dir, overrides)
         return int(getattr(module, function or "run")(args, conf) or 0)
     except UsageError as e:
-        print(f"hdfs-py: {e}", file=sys.stderr)
+        # A sub-command's CommandParser names itself ("hdfs-py oev: ..."): one prefix only.
+        text = str(e)
+        print(text if text.startswith("hdfs-py ") else f"hdfs-py: {text}", file=sys.stderr)
         return 2
     except SystemExit as e:
         return int(e.code or 0) if isinstance(e.code, int) or e.code is None else 1
     except KeyboardInterrupt:
         print("hdfs-py: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        raise  # the reader of stdout went away: main() ends quietly
     except (HadoopException, OSError) as e:
         _debug_traceback()
         print(f"hdfs-py: {one_line_message(e)}", file=sys.stderr)

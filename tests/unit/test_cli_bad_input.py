@@ -3,8 +3,10 @@ malformed command line and 1 otherwise, and nothing started (from a sweep of eve
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -152,3 +154,53 @@ def test_a_quorum_error_is_one_line_naming_each_node(
     (line,) = captured.err.strip().splitlines()
     assert line.startswith("logtester: lost the quorum: Got too many exceptions")
     assert line.count("Connection refused") >= 2
+
+
+@pytest.mark.parametrize(
+    "command,prog",
+    [
+        (["oev", "-i", "edits", "-o"], "hdfs-py oev"),
+        (["quickstart", "--bogus"], "hdfs-py quickstart"),
+        (["bench", "failover", "--bogus"], "hdfs-py bench failover"),
+        (["getconf", "-bogus"], "hdfs-py getconf"),
+    ],
+)
+def test_a_sub_commands_argparse_error_names_the_command_once(
+    command: list[str], prog: str, capsys: pytest.CaptureFixture, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(command) == 2
+    line = one_line(capsys)
+    assert line.startswith(f"{prog}: "), line
+    assert line.count("hdfs-py") == 1, line
+
+
+EDITS_STORED = PROJECT.parent / "shared" / "testdata" / "hadoop" / "editsStored"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["bench", "--help"],
+        pytest.param(
+            ["oev", "-i", str(EDITS_STORED), "-o", "-", "-p", "xml"],
+            marks=pytest.mark.skipif(not EDITS_STORED.exists(), reason="no editsStored"),
+        ),
+    ],
+    ids=["help", "bench-help", "oev"],
+)
+def test_a_closed_pipe_on_stdout_exits_quietly(args: list[str]) -> None:
+    """``hdfs-py ... | head -1``: the reader is gone (here before the first write, so every
+    write fails); like Unix tools, no message; exit 1 as Python's docs recommend."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "hadoop_qjm.cli", *args],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=30, cwd=PROJECT,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert result.stderr == ""
+    assert result.returncode == 1
