@@ -1,7 +1,9 @@
 """``hdfs-py security -generateCerts DIR [--hosts H1,H2,...] [--days N] [--client NAME]``.
 
 Makes a test PKI for a secured cluster (docs/security.md): a CA, a certificate per host,
-one for the NameNodes and tools, and sample ``ssl-server.xml`` / ``ssl-client.xml``.
+one for the tools, and sample ``ssl-server.xml`` / ``ssl-client.xml``. The suggested
+``dfs.journalnode.allowed.principals`` lists the hosts only: the tools' certificate may talk
+to a NameNode, never write to a JournalNode.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ def run(argv: Sequence[str], conf) -> int:
         description=(
             "Make a test PKI in DIR: ca.pem/ca-key.pem, <host>.pem/<host>-key.pem per host "
             "(SANs: the host, localhost, 127.0.0.1), <client>.pem/<client>-key.pem for the "
-            "NameNodes and tools, and sample ssl-server.xml and ssl-client.xml."
+            "tools, and sample ssl-server.xml and ssl-client.xml."
         ),
     )
     parser.add_argument(
@@ -38,7 +40,7 @@ def run(argv: Sequence[str], conf) -> int:
     parser.add_argument(
         "--client",
         default=None,
-        help="subject CN of the NameNodes' and tools' certificate (namenode)",
+        help="subject CN of the tools' certificate, not allowed to write to a JournalNode (namenode)",
     )
     args = parser.parse_args(list(argv))
     hosts = [h.strip() for h in args.hosts.split(",") if h.strip()]
@@ -56,7 +58,8 @@ def run(argv: Sequence[str], conf) -> int:
     print(f"Wrote a test PKI in {directory}:")
     for name in sorted(p.name for p in paths.values()):
         print(f"  {name}")
-    allowed = ",".join(dict.fromkeys([client, *hosts]))
+    # The hosts (NameNodes and JournalNodes) write; the tools' certificate does not.
+    allowed = ",".join(dict.fromkeys(hosts))
     print(
         "Secure a cluster with (core-site.xml / hdfs-site.xml):\n"
         "  hadoop.security.authentication=certificate\n"

@@ -353,7 +353,7 @@ def test_generate_certs_command(tmp_path, capsys) -> None:
         ]
     )
     assert (target / "jn1-key.pem").stat().st_mode & 0o777 == 0o600
-    assert "dfs.journalnode.allowed.principals=namenode,jn1,10.0.0.7" in capsys.readouterr().out
+    assert "dfs.journalnode.allowed.principals=jn1,10.0.0.7\n" in capsys.readouterr().out
     from cryptography import x509
 
     cert = x509.load_pem_x509_certificate((target / "jn1.pem").read_bytes())
@@ -370,6 +370,20 @@ def test_generate_certs_command(tmp_path, capsys) -> None:
         .endswith("already holds a CA (ca.pem); choose another directory")
     )
     assert {p.name: p.read_bytes() for p in target.iterdir()} == before
+
+
+def test_generate_certs_suggests_no_admin_writer(tmp_path, capsys) -> None:
+    """The admin (tools') certificate may talk to a NameNode, never write to a JournalNode:
+    the suggested allowed list is the hosts' identities only (docs/security.md, step 3)."""
+    target = tmp_path / "pki"
+    hosts = "jn1,jn2,jn3,nn1,nn2"
+    argv = ["security", "-generateCerts", str(target), "--hosts", hosts, "--client", "hdfs-admin"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    lines = [line.strip() for line in out.splitlines() if "allowed.principals" in line]
+    assert lines == ["dfs.journalnode.allowed.principals=jn1,jn2,jn3,nn1,nn2"]
+    assert (target / "hdfs-admin.pem").exists()
+    assert "hdfs-admin.pem" in (target / "ssl-client.xml").read_text()
 
 
 @pytest.mark.parametrize(
