@@ -195,9 +195,58 @@ def test_failovers_are_bounded_and_the_last_error_is_raised() -> None:
         c.script("nn1" if i % 2 == 0 else "nn2", error)
     with pytest.raises(StandbyException) as raised:
         c.proxy.mkdirs("/d")
-    # 1 call + 5 failovers, alternating; the sixth error is raised.
+    # 1 call + 5 failovers, alternating; the sixth error is raised (every NameNode was
+    # standby in the last round: with the hint of test_all_standby_says_none_is_active).
     assert [nnid for nnid, _ in c.calls] == ["nn1", "nn2"] * 3
-    assert raised.value is errors[5]
+    assert raised.value.__cause__ is errors[5]
+    assert str(raised.value).startswith("standby 5; ")
+
+
+def test_all_standby_says_none_is_active() -> None:
+    """Both NameNodes restarted, none made active: the last error says so, and how."""
+    c = Cluster(ha_conf(**{"dfs.client.failover.max.attempts": 3}))
+    standby = StandbyException("Operation category READ is not supported in state standby")
+    for nnid in ("nn1", "nn2"):
+        c.nodes[nnid] = FakeNameNode(nnid, c.calls, default=standby)
+    with pytest.raises(StandbyException) as raised:
+        c.proxy.get_listing("/", "")
+    assert [nnid for nnid, _ in c.calls] == ["nn1", "nn2"] * 2
+    assert str(raised.value) == (
+        "Operation category READ is not supported in state standby; no NameNode of "
+        f"nameservice {NS} is active (all are standby): run 'hdfs-py haadmin "
+        "-transitionToActive <nnid>', or start the zkfc failover controllers if automatic "
+        "failover is enabled"
+    )
+    assert raised.value.__cause__ is standby
+
+
+@pytest.mark.parametrize("attempts", [0, 1, 2])
+def test_standby_and_unreachable_keeps_the_last_error(attempts) -> None:
+    """One NameNode standby, the other down: maybe it is active; the error is unchanged.
+    (0 failovers: only one NameNode was asked, so nothing is known of the other.)"""
+    c = Cluster(ha_conf(**{"dfs.client.failover.max.attempts": attempts}))
+    errors = {
+        "nn1": StandbyException("Operation category READ is not supported in state standby"),
+        "nn2": ConnectException("Connection refused"),
+    }
+    for nnid, error in errors.items():
+        c.nodes[nnid] = FakeNameNode(nnid, c.calls, default=error)
+    with pytest.raises((StandbyException, ConnectException)) as raised:
+        c.proxy.get_listing("/", "")
+    last = c.calls[-1][0]
+    assert raised.value is errors[last]
+    assert "no NameNode" not in str(raised.value)
+
+
+def test_a_standby_round_before_an_unreachable_one_keeps_the_last_error() -> None:
+    """Only the last round counts: all standby first, then nn2 goes down."""
+    c = Cluster(ha_conf(**{"dfs.client.failover.max.attempts": 3}))
+    down = ConnectException("Connection refused")
+    c.script("nn1", StandbyException("standby"), StandbyException("standby"))
+    c.script("nn2", StandbyException("standby"), down)
+    with pytest.raises(ConnectException) as raised:
+        c.proxy.get_listing("/", "")
+    assert raised.value is down
 
 
 def test_backoff_sleeps_after_each_full_round_with_the_injected_sleep() -> None:

@@ -16,7 +16,9 @@ calls again. Which errors (:func:`failover_decision`, the rule as a pure functio
 * anything else (FileNotFoundException, …) is the answer and is raised.
 
 At most ``dfs.client.failover.max.attempts`` (15) failovers per call, then the last
-error is raised. The first failover of a call is immediate; after each *full round* (every
+error is raised — when every NameNode answered StandbyException in the last round, as a
+StandbyException whose message adds that none is active and how to make one
+(:func:`none_active_error`: after both NameNodes restart, neither is). The first failover of a call is immediate; after each *full round* (every
 NameNode tried once more) the proxy sleeps ``min(base * 2**round, max) * U[0.5, 1.5)``
 (``dfs.client.failover.sleep.base.millis`` 500, ``.max.millis`` 15000; Hadoop's
 randomized exponential backoff). With two NameNodes this sleeps where Hadoop does on the
@@ -69,6 +71,7 @@ __all__ = [
     "ha_nameservice_of_uri",
     "namenode_proxy_for_uri",
     "namenode_proxy_from_conf",
+    "none_active_error",
 ]
 
 LOG = logging.getLogger(__name__)
@@ -131,6 +134,17 @@ def failover_sleep_s(round_: int, base_ms: int, max_ms: int, rng: random.Random)
     randomized by a factor in [0.5, 1.5) (RetryPolicies.calculateExponentialTime)."""
     capped = min(base_ms * (1 << min(round_, 62)), max_ms)
     return capped * (rng.random() + 0.5) / 1000.0
+
+
+def none_active_error(nameservice: str, last: StandbyException) -> StandbyException:
+    """The error for "every NameNode of ``nameservice`` is standby": ``last``'s first line
+    and the way out (haadmin, or the zkfc daemons), one line; the same type as ``last``."""
+    first_line = str(last).splitlines()[0] if str(last) else "standby"
+    return StandbyException(
+        f"{first_line}; no NameNode of nameservice {nameservice} is active (all are "
+        "standby): run 'hdfs-py haadmin -transitionToActive <nnid>', or start the zkfc "
+        "failover controllers if automatic failover is enabled"
+    )
 
 
 class FailoverNameNodeProxy:
@@ -219,6 +233,8 @@ class FailoverNameNodeProxy:
             raise AttributeError(f"{type(self).__name__} has no method {method}")
         idempotent = method in IDEMPOTENT_METHODS
         failovers = 0
+        # The errors of the last len(namenodes) attempts: the last round.
+        recent: list[BaseException] = []
         while True:
             index, proxy = self._proxy()
             try:
@@ -226,6 +242,7 @@ class FailoverNameNodeProxy:
             except Exception as error:
                 decision = failover_decision(error, idempotent)
                 nn = self.namenodes[index]
+                recent = [*recent, error][-len(self.namenodes) :]
                 if decision is FailoverDecision.FAIL:
                     if _lost_after_send(error) and not idempotent:
                         LOG.info(
@@ -246,6 +263,10 @@ class FailoverNameNodeProxy:
                         self.max_failovers,
                         nn.nnid,
                     )
+                    if len(recent) == len(self.namenodes) and all(
+                        isinstance(e, StandbyException) for e in recent
+                    ):
+                        raise none_active_error(self.nameservice, error) from error
                     raise
                 failovers += 1
                 rounds, position = divmod(failovers, len(self.namenodes))
