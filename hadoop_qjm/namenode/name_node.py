@@ -227,6 +227,14 @@ class NameNode:
             self.stop()
             raise
         LOG.info("NameNode RPC up at %s:%d, HTTP at %s:%d", *self.rpc_address, *self.http_address)
+        if self.ha_enabled:
+            LOG.info(
+                "NameNode %s of nameservice %s started in standby: no NameNode becomes active "
+                "by itself; run 'hdfs-py haadmin -transitionToActive <nnid>', or start the zkfc "
+                "failover controllers if automatic failover is enabled",
+                self.nnid,
+                self.nameservice,
+            )
 
     def _wrap_edit_log(self) -> None:
         if self.conf.get_bool(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from hadoop_qjm.namenode.protocol.exceptions import StandbyException
@@ -25,6 +27,19 @@ def pair(mjc, tmp_path):
         yield p
     finally:
         p.stop()
+
+
+def test_a_standby_start_logs_how_a_namenode_becomes_active(mjc, tmp_path, caplog):
+    """Neither NameNode makes itself active: each says so at start, in one INFO line."""
+    caplog.set_level(logging.INFO, logger="hadoop_qjm.namenode.name_node")
+    p = HAPair(ha_conf(tmp_path, mjc, "ha"), tmp_path)
+    p.stop()
+    lines = [r.getMessage() for r in caplog.records if "started in standby" in r.getMessage()]
+    assert len(lines) == 2, lines
+    for nnid, line in zip(("nn1", "nn2"), lines):
+        assert f"NameNode {nnid} of nameservice mycluster started in standby" in line
+        assert "hdfs-py haadmin -transitionToActive" in line and "zkfc" in line
+        assert "\n" not in line
 
 
 def test_both_start_in_standby_and_refuse_clients(pair):
