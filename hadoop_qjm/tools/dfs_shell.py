@@ -3,7 +3,7 @@
 ::
 
     hdfs-py dfs -mkdir [-p] PATH...        hdfs-py dfs -rm [-r|-R] [-f] PATH...
-    hdfs-py dfs -ls [-d] [PATH...]         hdfs-py dfs -mv SRC... DST
+    hdfs-py dfs -ls [-d] [-h] [-R] [PATH...]   hdfs-py dfs -mv SRC... DST
     hdfs-py dfs -touchz PATH...            hdfs-py dfs -chmod [-R] MODE PATH...
     hdfs-py dfs -chown [-R] [OWNER][:[GROUP]] PATH...
 
@@ -25,6 +25,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, TextIO
 
 from hadoop_qjm.common.exceptions import (
@@ -49,7 +50,7 @@ USAGE = """\
 Usage: hdfs-py [--config DIR] dfs [generic options]
 	[-chmod [-R] <MODE[,MODE]... | OCTALMODE> PATH...]
 	[-chown [-R] [OWNER][:[GROUP]] PATH...]
-	[-ls [-d] [<path> ...]]
+	[-ls [-d] [-h] [-R] [<path> ...]]
 	[-mkdir [-p] <path> ...]
 	[-mv <src> ... <dst>]
 	[-rm [-f] [-r|-R] <src> ...]
@@ -78,12 +79,35 @@ def permission_string(mode: int) -> str:
     return text
 
 
-def format_listing(entries: Sequence[tuple[FileStatus, str]]) -> list[str]:
-    """Ls's lines for ``(status, shown path)`` pairs, columns sized over the batch."""
+_BINARY_PREFIXES = "KMGTPE"
+
+
+def human_size(n: int) -> str:
+    """StringUtils.TraditionalBinaryPrefix.long2String(n, "", 1), as ``-ls -h`` shows a size:
+    ``1023``, ``1 K`` (exact), ``1.5 K``, ``12.3 M``; one decimal rounded half up."""
+    if n < 0:
+        return "-" + human_size(-n)
+    if n < 1024:
+        return str(n)
+    i = min((n.bit_length() - 1) // 10, len(_BINARY_PREFIXES))  # 1 for K, 2 for M, ...
+    shift = 10 * i
+    if n & ((1 << shift) - 1) == 0:
+        return f"{n >> shift} {_BINARY_PREFIXES[i - 1]}"
+    text = str((Decimal(n) / (1 << shift)).quantize(Decimal("0.1"), ROUND_HALF_UP))
+    if text.startswith("1024") and i < len(_BINARY_PREFIXES):  # rounded up to the next unit
+        i, shift = i + 1, shift + 10
+        text = str((Decimal(n) / (1 << shift)).quantize(Decimal("0.1"), ROUND_HALF_UP))
+    return f"{text} {_BINARY_PREFIXES[i - 1]}"
+
+
+def format_listing(entries: Sequence[tuple[FileStatus, str]], human: bool = False) -> list[str]:
+    """Ls's lines for ``(status, shown path)`` pairs, columns sized over the batch; sizes as
+    ``-h`` shows them when ``human``."""
+    size = human_size if human else str
     max_repl, max_len, max_owner, max_group = 3, 10, 0, 0
     for status, _ in entries:
         max_repl = max(max_repl, len(str(status.replication)))
-        max_len = max(max_len, len(str(status.length)))
+        max_len = max(max_len, len(size(status.length)))
         max_owner = max(max_owner, len(status.owner))
         max_group = max(max_group, len(status.group))
     lines = []
@@ -94,7 +118,7 @@ def format_listing(entries: Sequence[tuple[FileStatus, str]]) -> list[str]:
         group = f"{status.group:<{max_group}} " if max_group else status.group
         lines.append(
             f"{'d' if status.is_dir else '-'}{permission_string(status.permission)} "
-            f"{repl:>{max_repl}} {owner}{group}{status.length:>{max_len}} {when} {shown}"
+            f"{repl:>{max_repl}} {owner}{group}{size(status.length):>{max_len}} {when} {shown}"
         )
     return lines
 
@@ -199,19 +223,41 @@ class FsShell:
             raise _not_found(t.shown)
         t.proxy.mkdirs(t.path, 0o777 & ~self.umask, create_parent=True)
 
-    def ls(self, t: _Target, directory_itself: bool) -> None:
+    def ls(
+        self, t: _Target, directory_itself: bool, recursive: bool = False, human: bool = False
+    ) -> None:
+        """Ls: a file, or a directory's entries (``Found N items`` first, unless ``recursive``);
+        ``recursive`` lists each directory entry's contents right after its line, depth first,
+        as Hadoop's Command.processPaths does; columns are sized per directory."""
         status = t.proxy.get_file_info(t.path)
         if status is None:
             raise _not_found(t.shown)
         if not status.is_dir or directory_itself:
-            self._print(format_listing([(status, t.shown)]))
+            self._print(format_listing([(status, t.shown)], human))
             return
-        entries = []
-        prefix = "" if t.shown == "." else t.shown.rstrip("/") + "/"  # `-ls` alone: "name"
-        for child in _bounded(t.proxy.list_status(t.path)):
-            entries.append((child, prefix + child.name))
-        if entries:
-            self._print([f"Found {len(entries)} items", *format_listing(entries)])
+        # A stack of directories being printed: each an iterator of (line, status, shown).
+        pending = [self._ls_batch(t, t.path, t.shown, not recursive, human)]
+        for _ in range(MAX_ENTRIES):
+            entry = next(pending[-1], None) if pending else None
+            if entry is None:
+                if pending:
+                    pending.pop()
+                    continue
+                return
+            line, child, shown = entry
+            self._print([line])
+            if recursive and child.is_dir:
+                pending.append(self._ls_batch(t, child.path, shown, False, human))
+
+    def _ls_batch(
+        self, t: _Target, path: str, shown: str, found_line: bool, human: bool
+    ) -> Iterator[tuple[str, FileStatus, str]]:
+        prefix = "" if shown == "." else shown.rstrip("/") + "/"  # `-ls` alone: "name"
+        entries = [(c, prefix + c.name) for c in _bounded(t.proxy.list_status(path))]
+        if entries and found_line:
+            self._print([f"Found {len(entries)} items"])
+        for line, (child, child_shown) in zip(format_listing(entries, human), entries):
+            yield line, child, child_shown
 
     def rm(self, t: _Target, recursive: bool, force: bool) -> None:
         status = t.proxy.get_file_info(t.path)
@@ -351,8 +397,8 @@ def run(argv: Sequence[str], conf) -> int:
     shell = FsShell(conf)
     try:
         return _dispatch(shell, cmd, args)
-    except UsageError:
-        raise
+    except (UsageError, BrokenPipeError):
+        raise  # cli.main reports a usage error; a closed stdout pipe ends it quietly
     except (HadoopException, OSError) as e:
         # Not about one path: the NameNode cannot be reached, the configuration is bad, ...
         print(f"{cmd}: {e}", file=sys.stderr)
@@ -366,9 +412,9 @@ def _dispatch(shell: FsShell, cmd: str, args: list[str]) -> int:
         flags, paths = _flags(args, "p", cmd)
         action = lambda t: shell.mkdir(t, "p" in flags)  # noqa: E731
     elif cmd == "ls":
-        flags, paths = _flags(args, "d", cmd)
+        flags, paths = _flags(args, "dhR", cmd)
         paths = paths or ["."]
-        action = lambda t: shell.ls(t, "d" in flags)  # noqa: E731
+        action = lambda t: shell.ls(t, "d" in flags, "R" in flags, "h" in flags)  # noqa: E731
     elif cmd == "rm":
         flags, paths = _flags(args, "rRf", cmd)
         action = lambda t: shell.rm(t, bool(flags & {"r", "R"}), "f" in flags)  # noqa: E731

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import time
 
 import pytest
@@ -64,3 +65,84 @@ def test_chmod_modes(spec, old, is_dir, new) -> None:
 def test_bad_chmod_modes(spec) -> None:
     with pytest.raises(IllegalArgumentException):
         parse_mode(spec)
+
+
+class FakeNameNode:
+    """get_file_info and list_status over a dict of path -> FileStatus (children sorted)."""
+
+    def __init__(self, statuses: list[FileStatus]) -> None:
+        self.statuses = {s.path: s for s in statuses}
+        self.listed: list[str] = []
+
+    def get_file_info(self, path):
+        return self.statuses.get(path)
+
+    def list_status(self, path):
+        self.listed.append(path)
+        prefix = path.rstrip("/") + "/"
+        children = [
+            p for p in self.statuses if p.startswith(prefix) and "/" not in p[len(prefix) :]
+        ]
+        children = [p for p in children if p != path]
+        return iter([self.statuses[p] for p in sorted(children)])
+
+    def close(self) -> None:
+        pass
+
+
+TREE = [
+    status("/", True, 0o755),
+    status("/a", True, 0o755),
+    status("/a/b", True, 0o755),
+    status("/a/b/f", False, 0o644, length=1536),
+    status("/a/g", False, 0o644, length=12345678),
+    status("/z", False, 0o644, length=1024),
+]
+
+
+def ls(argv: list[str], tree=TREE) -> tuple[int, list[str], str]:
+    from hadoop_qjm.conf import Configuration
+    from hadoop_qjm.tools import dfs_shell
+
+    out, err = io.StringIO(), io.StringIO()
+    shell = dfs_shell.FsShell(Configuration(load_defaults=True), out=out, err=err)
+    shell._proxies[""] = FakeNameNode(tree)
+    code = dfs_shell._dispatch(shell, "ls", argv)
+    return code, out.getvalue().splitlines(), err.getvalue()
+
+
+def test_ls_recursive_is_depth_first_with_full_paths_and_no_found_line() -> None:
+    code, lines, err = ls(["-R", "/"])
+    assert (code, err) == (0, "")
+    assert [line.split()[-1] for line in lines] == ["/a", "/a/b", "/a/b/f", "/a/g", "/z"]
+    assert lines[0] == "drwxr-xr-x   - hdfs supergroup          0 2026-11-22 14:05 /a"
+    assert lines[2] == "-rw-r--r--   3 hdfs supergroup       1536 2026-11-22 14:05 /a/b/f"
+    code, lines, _ = ls(["-R", "/a/b"])
+    assert lines == ["-rw-r--r--   3 hdfs supergroup       1536 2026-11-22 14:05 /a/b/f"]
+    code, lines, _ = ls(["-R", "-d", "/a"])  # -d: the directory itself, no recursion
+    assert [line.split()[-1] for line in lines] == ["/a"]
+
+
+def test_ls_human_readable_sizes_and_combined_flags() -> None:
+    code, lines, err = ls(["-R", "-h", "/a"])
+    assert (code, err) == (0, "")
+    assert lines == [
+        "drwxr-xr-x   - hdfs supergroup          0 2026-11-22 14:05 /a/b",
+        "-rw-r--r--   3 hdfs supergroup      1.5 K 2026-11-22 14:05 /a/b/f",
+        "-rw-r--r--   3 hdfs supergroup     11.8 M 2026-11-22 14:05 /a/g",
+    ]
+    code, lines, _ = ls(["-hd", "/z"])
+    assert lines == ["-rw-r--r--   3 hdfs supergroup        1 K 2026-11-22 14:05 /z"]
+    code, lines, _ = ls(["-h", "/"])  # not recursive: Found N items, one level
+    assert lines[0] == "Found 2 items" and len(lines) == 3
+
+
+@pytest.mark.parametrize(
+    "n,text",
+    [(0, "0"), (1023, "1023"), (1024, "1 K"), (1536, "1.5 K"), (1024 * 1024 - 1, "1.0 M"),
+     (12345678, "11.8 M"), (3 << 30, "3 G"), ((1 << 40) + (1 << 38), "1.3 T")],
+)  # fmt: skip
+def test_human_sizes_are_hadoops(n, text) -> None:
+    from hadoop_qjm.tools.dfs_shell import human_size
+
+    assert human_size(n) == text
