@@ -395,7 +395,7 @@ def test_generate_certs_bad_input(tmp_path, capsys, args) -> None:
     target = tmp_path / "pki"
     assert main(["security", "-generateCerts", str(target), *args]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("hdfs-py: hdfs-py security: ") and "\n" not in err
+    assert err.startswith("hdfs-py security: ") and "hdfs-py: " not in err and "\n" not in err
     assert not target.exists()
 
 
