@@ -53,7 +53,7 @@ from kazoo.retry import KazooRetry
 from kazoo.security import ACL, Id
 
 from hadoop_qjm.common.exceptions import IOException, one_line_message
-from hadoop_qjm.ha.election_rules import ZKAcl, ZKAuth, needs_fencing
+from hadoop_qjm.ha.election_rules import LockStep, ZKAcl, ZKAuth, lock_step, needs_fencing
 
 __all__ = [
     "ActiveStandbyElector",
@@ -406,11 +406,16 @@ class ActiveStandbyElector:
             LOG.warning("Could not watch %s (%s); waiting for ZooKeeper", self.lock_path, e)
             return  # CONNECTED (or LOST) brings us back here
         session = client.client_id
-        if stat is None:
-            if self.state == ElectorState.ACTIVE:
-                self._enter_neutral_mode()
+        neutral_first, step = lock_step(
+            None if stat is None else stat.ephemeralOwner,
+            None if session is None else session[0],
+            self.state == ElectorState.ACTIVE,
+        )
+        if neutral_first:
+            self._enter_neutral_mode()
+        if step is LockStep.TAKE_LOCK:
             self._create_lock_node()
-        elif session is not None and stat.ephemeralOwner == session[0]:
+        elif step is LockStep.BECOME_ACTIVE:
             if not self._become_active():
                 self._rejoin(SLEEP_AFTER_FAILURE_TO_BECOME_ACTIVE_S)
         else:

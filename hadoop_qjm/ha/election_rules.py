@@ -28,11 +28,15 @@ from hadoop_qjm.common.protobuf_wire import encode_varint
 __all__ = [
     "ActiveNodeInfo",
     "ElectionAction",
+    "LockStep",
+    "StateCheck",
     "HealthState",
     "ZKAcl",
     "ZKAuth",
     "digest_acl_id",
+    "check_reported_state",
     "electability",
+    "lock_step",
     "needs_fencing",
     "parse_acls",
     "parse_auths",
@@ -92,6 +96,51 @@ def service_state_changed_unexpectedly(expected: str, reported: str) -> bool:
     needed) and joins again, so that exactly one node acts on the lock. ``initializing``
     on the controller's side means it has made no claim yet: nothing to compare."""
     return expected != "initializing" and reported != expected
+
+
+class StateCheck(enum.Enum):
+    """What a reported HA state tells the controller (verifyChangedServiceState)."""
+
+    #: As expected, or the controller has made no claim yet.
+    OK = "ok"
+    #: Different, for the first time: maybe a transition in flight; look once more.
+    LOOK_AGAIN = "look-again"
+    #: Different twice in a row: leave the election (fencing needed) and rejoin after a
+    #: short bar, so that exactly one node acts on the lock.
+    QUIT = "quit"
+
+
+def check_reported_state(expected: str, reported: str, mismatches: int) -> tuple[StateCheck, int]:
+    """ZKFailoverController.verifyChangedServiceState: ``(what to do, mismatches now)``
+    given the state the controller made its NameNode (``expected``), the state it reports,
+    and how many reports in a row differed before this one."""
+    if not service_state_changed_unexpectedly(expected, reported):
+        return StateCheck.OK, 0
+    if mismatches == 0:
+        return StateCheck.LOOK_AGAIN, 1
+    return StateCheck.QUIT, 0
+
+
+class LockStep(enum.Enum):
+    """What an elector does once it has looked at the lock (monitorActiveStatus)."""
+
+    BECOME_ACTIVE = "become-active"
+    BECOME_STANDBY = "become-standby"
+    TAKE_LOCK = "take-lock"
+
+
+def lock_step(
+    owner_session: int | None, own_session: int | None, is_active: bool
+) -> tuple[bool, LockStep]:
+    """ActiveStandbyElector's StatCallback: ``(enter neutral mode first, then what)`` given
+    the lock's ephemeral owner (None: no lock) and our session. Our lock: be active (a
+    reconnect within the session keeps it); someone else's: be standby; none: take it — and
+    an active that finds its lock gone stops claiming anything first."""
+    if owner_session is None:
+        return is_active, LockStep.TAKE_LOCK
+    if own_session is not None and owner_session == own_session:
+        return False, LockStep.BECOME_ACTIVE
+    return False, LockStep.BECOME_STANDBY
 
 
 def needs_fencing(breadcrumb: bytes | None, own: bytes) -> bool:

@@ -41,12 +41,13 @@ from hadoop_qjm.ha.election_rules import (
     ActiveNodeInfo,
     ElectionAction,
     HealthState,
+    StateCheck,
+    check_reported_state,
     electability,
     parse_acls,
     parse_auths,
     parse_zk_quorum,
     resolve_conf_indirection,
-    service_state_changed_unexpectedly,
 )
 from hadoop_qjm.ha.health_monitor import HealthMonitor, HealthMonitorSettings
 from hadoop_qjm.namenode.protocol.exceptions import ServiceFailedException
@@ -246,11 +247,10 @@ class ZKFailoverController:
                 if self._quit_on_bad_state:
                     self._recheck_electability()
                 return
-            if not service_state_changed_unexpectedly(self.service_state, reported):
-                self._mismatches = 0
-                return
-            if self._mismatches == 0:  # maybe a transition in flight: look once more
-                self._mismatches += 1
+            check, self._mismatches = check_reported_state(
+                self.service_state, reported, self._mismatches
+            )
+            if check is not StateCheck.QUIT:
                 return
             LOG.error(
                 "Local service %s has changed the serviceState to %s. Expected was %s. "
@@ -262,7 +262,6 @@ class ZKFailoverController:
             self._delay_joining_until_ns = time.monotonic_ns() + _BAD_STATE_DELAY_NS
             self.elector.quit_election(need_fence=True)
             self._quit_on_bad_state = True
-            self._mismatches = 0
             self.service_state = "initializing"
 
     def _recheck_electability(self) -> None:

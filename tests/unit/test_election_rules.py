@@ -19,10 +19,14 @@ from hadoop_qjm.ha.election_rules import (
     ActiveNodeInfo,
     ElectionAction,
     HealthState,
+    LockStep,
+    StateCheck,
     ZKAcl,
     ZKAuth,
+    check_reported_state,
     digest_acl_id,
     electability,
+    lock_step,
     needs_fencing,
     parse_acls,
     parse_auths,
@@ -142,6 +146,46 @@ STATES = ["initializing", "active", "standby"]
 def test_service_state_changed_unexpectedly(expected: str, reported: str) -> None:
     changed = expected != "initializing" and reported != expected
     assert service_state_changed_unexpectedly(expected, reported) is changed
+
+
+@given(
+    expected=st.sampled_from(STATES),
+    reports=st.lists(st.sampled_from(STATES), max_size=12),
+)
+def test_check_reported_state_quits_on_the_second_mismatch_in_a_row(
+    expected: str, reports: list[str]
+) -> None:
+    """A literal reading of verifyChangedServiceState's serviceStateMismatchCount: a first
+    mismatch is looked at again, a second in a row quits, a match resets the count."""
+    mismatches = 0
+    for reported in reports:
+        check, mismatches_after = check_reported_state(expected, reported, mismatches)
+        differs = expected != "initializing" and reported != expected
+        if not differs:
+            assert (check, mismatches_after) == (StateCheck.OK, 0)
+        elif mismatches == 0:
+            assert (check, mismatches_after) == (StateCheck.LOOK_AGAIN, 1)
+        else:
+            assert (check, mismatches_after) == (StateCheck.QUIT, 0)
+        mismatches = mismatches_after
+
+
+@pytest.mark.parametrize(
+    ("owner", "own", "active", "expected"),
+    [
+        (None, 7, False, (False, LockStep.TAKE_LOCK)),
+        (None, 7, True, (True, LockStep.TAKE_LOCK)),  # our lock is gone: neutral first
+        (7, 7, False, (False, LockStep.BECOME_ACTIVE)),  # ours, after a reconnect
+        (7, 7, True, (False, LockStep.BECOME_ACTIVE)),
+        (8, 7, False, (False, LockStep.BECOME_STANDBY)),
+        (8, 7, True, (False, LockStep.BECOME_STANDBY)),  # someone else took it
+        (8, None, False, (False, LockStep.BECOME_STANDBY)),  # no session: never ours
+    ],
+)
+def test_lock_step_is_monitor_active_status(
+    owner: int | None, own: int | None, active: bool, expected: tuple[bool, LockStep]
+) -> None:
+    assert lock_step(owner, own, active) == expected
 
 
 def test_service_state_changed_examples() -> None:
