@@ -323,22 +323,15 @@ def deposed_active_cannot_write(cluster: MiniHACluster, freeze_controller: bool)
     assert_history(cluster, load)
 
 
-# Expected duration: ~18 s (health RPC timeout 3 s + graceful fence timeout 2 s).
+# Expected duration: ~18 s each (the NameNode alone: health RPC timeout 3 s; a frozen host:
+# session timeout 3 s; then the graceful fence timeout 2 s).
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_frozen_active_namenode_is_fenced(zk_server, make_cluster) -> None:
+@pytest.mark.parametrize("freeze_controller", [False, True], ids=["namenode", "host"])
+def test_frozen_active_is_fenced(zk_server, make_cluster, freeze_controller: bool) -> None:
     cluster = make_cluster(zk_server.connect_string)
     with explained(cluster, journal_logs(cluster)):
-        deposed_active_cannot_write(cluster, freeze_controller=False)
-
-
-# Expected duration: ~19 s (session timeout 3 s + graceful fence timeout 2 s).
-@pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_frozen_active_host_is_fenced(zk_server, make_cluster) -> None:
-    cluster = make_cluster(zk_server.connect_string)
-    with explained(cluster, journal_logs(cluster)):
-        deposed_active_cannot_write(cluster, freeze_controller=True)
+        deposed_active_cannot_write(cluster, freeze_controller=freeze_controller)
 
 
 # ---- 5. the active loses its journal quorum ------------------------------------------------------
@@ -535,3 +528,47 @@ def test_active_restarted_in_a_loop(zk_server, make_cluster) -> None:
         assert watcher.double_actives() == []
         assert_history(cluster, load)
         print(f"restart rounds (s): {round_times}")
+
+
+# ---- wrong ZooKeeper credentials ---------------------------------------------------------------
+# Expected duration: ~10 s.
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_a_zkfc_with_wrong_credentials_cannot_take_the_lock(zk_server, tmp_path: Path) -> None:
+    from kazoo.client import KazooClient
+
+    from hadoop_qjm.ha.election_rules import digest_acl_id
+
+    acl = f"digest:{digest_acl_id('hdfs-zkfcs:secret')}:rwcda"
+    cluster = MiniHACluster(
+        tmp_path / "cluster",
+        zookeeper=zk_server.connect_string,
+        properties={"ha.zookeeper.acl": acl, "ha.zookeeper.auth": "digest:hdfs-zkfcs:secret"},
+    )
+    try:
+        assert cluster.format_zk().returncode == 0
+        # nn1 is healthy, so its controller joins the election, and ZooKeeper refuses it.
+        result = cluster.run_hdfs(
+            "-D",
+            "ha.zookeeper.auth=digest:hdfs-zkfcs:wrong",
+            "zkfc",
+            "-nnid",
+            "nn1",
+            timeout_s=120,
+        )
+        assert result.returncode == 1, result.stdout + result.stderr
+        last = result.stderr.strip().splitlines()[-1]
+        assert last.startswith("zkfc: ZK Failover Controller failed:") and "NOAUTH" in last, last
+        assert "Traceback" not in result.stderr
+        client = KazooClient(
+            hosts=zk_server.connect_string, auth_data=[("digest", "hdfs-zkfcs:secret")]
+        )
+        client.start(10)
+        try:
+            assert client.get_children("/hadoop-ha/mycluster") == []  # no lock, no breadcrumb
+        finally:
+            client.stop()
+            client.close()
+        assert cluster.states() == {"nn1": "standby", "nn2": "standby"}
+    finally:
+        cluster.shutdown()
