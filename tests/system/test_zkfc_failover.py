@@ -61,10 +61,6 @@ pytestmark = pytest.mark.timeout(180)
 RESTART_ROUNDS = 10
 #: How long the tests watch for a second active where none may appear (bounded polls).
 NO_ACTIVE_WATCH_S = 10.0
-#: ``ha.zookeeper.session-timeout.ms`` and ``ha.health-monitor.rpc-timeout.ms`` of
-#: MiniHACluster's automatic-failover settings (3000 each): a failover that waits for one
-#: of them cannot come sooner than this (a ping or a check may land up to ~1 s before).
-TIMEOUT_FLOOR_S = 1.5
 EPOCH_REFUSED = re.compile(r"IPC's epoch (\d+) is less than the last promised epoch (\d+)")
 ZK_DISCONNECTED = re.compile(r"Session disconnected|Session expired")
 
@@ -162,7 +158,6 @@ def test_kill_active_namenode_fails_over_without_a_command(zk_server, make_clust
             log_since(cluster.zkfc_log_path(standby)),
         )
         print(f"failover after {failover_s:.2f}s")
-        assert failover_s < 15, f"failover took {failover_s:.1f}s"
         assert_history(cluster, load)
         assert watcher.double_actives() == []
 
@@ -228,10 +223,10 @@ def test_kill_active_controller_session_expires_graceful_fence(zk_server, make_c
             load.stop()
             watcher.stop()
         print(f"failover after {failover_s:.2f}s")
-        # The lock outlived its holder's controller until the session expired.
-        assert failover_s >= TIMEOUT_FLOOR_S, f"failover after only {failover_s:.2f}s"
-        # The old active was fenced gracefully: asked to stand down, and it did.
         fence_log = log_since(cluster.zkfc_log_path(standby), zkfc_off)
+        # The standby took the lock only once it was gone (the dead controller's session
+        # expired), and then fenced the old active gracefully: asked, and it stood down.
+        assert re.search(r"The lock \S+ was deleted: trying to take it", fence_log), fence_log
         assert f"Should fence: NameNode {active} " in fence_log
         assert re.search(
             rf"Successfully transitioned NameNode {active} at \S+ to standby state without "
@@ -262,6 +257,7 @@ def deposed_active_cannot_write(cluster: MiniHACluster, freeze_controller: bool)
     standby takes over; resumed, the old active acknowledges nothing, the JournalNodes
     refuse its old epoch, and it ends standby or exits."""
     active, standby = wait_one_active(cluster)
+    zkfc_off = log_offset(cluster.zkfc_log_path(standby))
     jn_logs = journal_logs(cluster)
     jn_offsets = [log_offset(path) for path in jn_logs]
     frozen = [cluster.namenode(active)]
@@ -304,7 +300,12 @@ def deposed_active_cannot_write(cluster: MiniHACluster, freeze_controller: bool)
             pinned.stop()
         load.stop()
     print(f"failover after {failover_s:.2f}s; {active} ended {ending}; pinned {pinned.results}")
-    assert failover_s >= TIMEOUT_FLOOR_S, f"failover after only {failover_s:.2f}s"
+    # The takeover went through fencing: the lock went (health timeout or session expiry),
+    # the frozen old active never answered the graceful request, a fencing method ran.
+    fence_log = log_since(cluster.zkfc_log_path(standby), zkfc_off)
+    assert re.search(r"The lock \S+ was deleted: trying to take it", fence_log), fence_log
+    assert re.search(rf"Unable to gracefully make NameNode {active} at \S+ standby", fence_log)
+    assert "====== Fencing successful by method" in fence_log, fence_log
     assert pinned.results, "the pinned client made no call"
     assert pinned.acked == [], f"the deposed {active} acknowledged writes: {pinned.results}"
     refused = [
