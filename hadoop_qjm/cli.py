@@ -80,7 +80,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
 }
 
-USAGE = "usage: hdfs-py [--config DIR] [-D key=value ...] COMMAND [ARGS...]"
+USAGE = (
+    "usage: hdfs-py [--config DIR] [-D key=value ...] [--daemon (start|stop|status)] "
+    "COMMAND [ARGS...]"
+)
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -133,6 +136,11 @@ def _help_text() -> str:
     lines = [USAGE, "", "Options:"]
     lines.append("  --config DIR   configuration directory (default: $HADOOP_CONF_DIR)")
     lines.append("  -D key=value   set a configuration property (overrides the site files)")
+    lines.append(
+        "  --daemon (start|stop|status)\n"
+        "                 run journalnode, namenode or zkfc in the background, stop it by its\n"
+        "                 pid file, or say whether it runs ($HADOOP_PID_DIR, $HADOOP_LOG_DIR)"
+    )
     lines.append("  -h, --help     show this help")
     lines.append("")
     lines.append("Commands:")
@@ -144,23 +152,46 @@ def _help_text() -> str:
     return "\n".join(lines)
 
 
+#: Hadoop's log4j.properties defaults for the RFA appender: hadoop.log.maxfilesize (256MB)
+#: and hadoop.log.maxbackupindex (20).
+LOG_MAX_BYTES = 256 * 1024 * 1024
+LOG_BACKUPS = 20
+FILE_APPENDERS = ("RFA", "DRFA")
+
+
+def _root_logger_setting() -> tuple[str, list[str]]:
+    """``HADOOP_ROOT_LOGGER`` as (level, appenders): ``INFO,RFA`` -> ("INFO", ["RFA"])."""
+    parts = [p.strip() for p in os.environ.get("HADOOP_ROOT_LOGGER", "").split(",")]
+    return parts[0], [p for p in parts[1:] if p]
+
+
 def configure_logging(level: str | None = None, log_file: str | None = None) -> None:
-    """Log to stderr (and to ``log_file`` when given) in Hadoop's log4j-like layout.
+    """Log in Hadoop's log4j-like layout to the appenders ``HADOOP_ROOT_LOGGER`` names:
+    ``console`` (stderr) and ``RFA`` (``log_file``, rotated at 256 MB, 20 kept); without
+    appenders, to stderr and to ``log_file`` when given.
 
     The level comes from ``level``, else from ``HADOOP_ROOT_LOGGER`` (``INFO,console``),
     else WARN for short commands.
     """
+    env_level, appenders = _root_logger_setting()
     if level is None:
-        root_logger = os.environ.get("HADOOP_ROOT_LOGGER", "")
-        level = root_logger.split(",", 1)[0].strip() or "WARN"
+        level = env_level or "WARN"
     level = {"WARN": "WARNING", "FATAL": "CRITICAL"}.get(level.upper(), level.upper())
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     root = logging.getLogger()
     for handler in list(root.handlers):
         root.removeHandler(handler)
-    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
-    if log_file:
-        handlers.append(logging.FileHandler(log_file))
+    to_file = bool(log_file) and (not appenders or any(a in FILE_APPENDERS for a in appenders))
+    to_console = not appenders or "console" in appenders or not to_file
+    handlers: list[logging.Handler] = []
+    if to_console:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    if to_file:
+        from logging.handlers import RotatingFileHandler
+
+        handlers.append(
+            RotatingFileHandler(log_file, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS)
+        )
     for handler in handlers:
         handler.setFormatter(fmt)
         root.addHandler(handler)
@@ -179,11 +210,17 @@ def _user_name() -> str:
 
 def daemon_log_file(daemon: str) -> str | None:
     """``$HADOOP_LOG_DIR/hadoop-<ident>-<daemon>-<host>.log`` (Hadoop's name), or None when
-    ``HADOOP_LOG_DIR`` is unset. ``<ident>`` is ``$HADOOP_IDENT_STRING``, else ``$USER``, else
-    the user's name (as ``sbin/hadoop-daemon-py.sh`` names its ``.out`` file)."""
+    ``HADOOP_LOG_DIR`` is unset and ``HADOOP_ROOT_LOGGER`` names no file appender (``RFA``
+    without ``HADOOP_LOG_DIR`` logs to the default directory of ``hdfs-py --daemon``).
+    ``<ident>`` is ``$HADOOP_IDENT_STRING``, else ``$USER``, else the user's name (as
+    ``hdfs-py --daemon`` names its ``.out`` file)."""
     log_dir = os.environ.get("HADOOP_LOG_DIR")
     if not log_dir:
-        return None
+        if not any(a in FILE_APPENDERS for a in _root_logger_setting()[1]):
+            return None
+        from hadoop_qjm.tools.daemon_control import default_log_dir
+
+        log_dir = default_log_dir()
     os.makedirs(log_dir, exist_ok=True)
     ident = os.environ.get("HADOOP_IDENT_STRING") or os.environ.get("USER") or _user_name()
     return os.path.join(log_dir, f"hadoop-{ident}-{daemon}-{socket.gethostname()}.log")
@@ -237,6 +274,7 @@ def _main(argv: Sequence[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     conf_dir: str | None = None
     overrides: list[tuple[str, str]] = []
+    daemon_action: str | None = None
     try:
         while args and args[0].startswith("-"):
             opt = args.pop(0)
@@ -257,6 +295,12 @@ def _main(argv: Sequence[str] | None) -> int:
                 if not sep or not key.strip():
                     raise UsageError(f"-D needs key=value, got '{prop}'")
                 overrides.append((key.strip(), value))
+            elif opt == "--daemon" or opt.startswith("--daemon="):
+                daemon_action = (
+                    opt.split("=", 1)[1] if "=" in opt else (args.pop(0) if args else "")
+                )
+                if daemon_action not in ("start", "stop", "status"):
+                    raise UsageError("--daemon takes start, stop or status")
             else:
                 raise UsageError(f"unknown option {opt}")
         if not args:
@@ -265,6 +309,14 @@ def _main(argv: Sequence[str] | None) -> int:
         command = args.pop(0)
         if command not in COMMANDS:
             raise UsageError(f"unknown command '{command}' (run 'hdfs-py --help' for the list)")
+        if daemon_action is not None:
+            if conf_dir and not os.path.isdir(conf_dir):
+                raise UsageError(f"configuration directory {conf_dir} does not exist")
+            from hadoop_qjm.tools.daemon_control import DaemonEnv, run_daemon_action
+
+            generic = [f"-D{key}={value}" for key, value in overrides]
+            env = DaemonEnv.from_environ(conf_dir)
+            return run_daemon_action(daemon_action, command, env, generic, args)
         if not logging.getLogger().handlers:
             configure_logging()
         module_name, _, function = COMMANDS[command][0].partition(":")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Stop the JournalNodes that start-journalnodes.sh started on this host.
+# Stop the JournalNodes that start-journalnodes.sh started on this host (by their pid files).
 #
-#   sbin/stop-journalnodes.sh [--config DIR]
+#   stop-journalnodes.sh [--config DIR]
 set -u
-bin=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-"$bin/journalnodes-py.sh" stop "$@"
+sbin=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+"$sbin/journalnodes-py.sh" stop "$@"

@@ -115,7 +115,7 @@ def test_oev_names_a_directory_given_as_its_input(
 @pytest.mark.parametrize(
     "script,args,expected",
     [
-        ("journalnodes-py.sh", [], "Usage: journalnodes-py.sh (start|stop) [--config DIR]"),
+        ("journalnodes-py.sh", [], "Usage: journalnodes-py.sh (start|stop|status) [--config DIR]"),
         ("start-journalnodes.sh", ["--bogus"], "start-journalnodes.sh: unknown argument --bogus"),
         ("stop-journalnodes.sh", ["--config"], "Usage: stop-journalnodes.sh [--config DIR]"),
     ],

@@ -1,0 +1,277 @@
+"""Daemons in the background: ``sbin/start-journalnodes.sh`` with one JournalNode per loopback
+address, ``hdfs-py --daemon``, the ``.out`` file and its rotation, and the interpreter the sbin
+scripts pick."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+PROJECT = Path(__file__).resolve().parents[2]
+SBIN = PROJECT / "sbin"
+HOSTS = ("127.0.0.1", "127.0.0.2", "127.0.0.3")
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def _free_port(hosts=HOSTS) -> int:
+    """A port nothing listens on at any of ``hosts`` (the OS picks it on the first)."""
+    for _ in range(20):
+        with socket.socket() as first:
+            first.bind((hosts[0], 0))
+            port = first.getsockname()[1]
+            taken = False
+            for host in hosts[1:]:
+                with socket.socket() as other:
+                    try:
+                        other.bind((host, port))
+                    except OSError:
+                        taken = True
+            if not taken:
+                return port
+    raise AssertionError("no port free on every loopback address")
+
+
+def _site(conf_dir: Path, props: dict[str, str]) -> None:
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    body = "".join(
+        f"<property><name>{k}</name><value>{v}</value></property>" for k, v in props.items()
+    )
+    (conf_dir / "hdfs-site.xml").write_text(f"<configuration>{body}</configuration>")
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = dict(
+        os.environ,
+        HADOOP_PID_DIR=str(tmp_path / "pids"),
+        HADOOP_LOG_DIR=str(tmp_path / "logs"),
+        HADOOP_IDENT_STRING="qjmtest",
+        PYTHON=sys.executable,
+    )
+    env.pop("HADOOP_CONF_DIR", None)
+    env.pop("HADOOP_ROOT_LOGGER", None)
+    env.pop("HADOOP_DAEMON_ROOT_LOGGER", None)
+    env.update(extra)
+    return env
+
+
+def _run(args, env, timeout=90) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(a) for a in args], capture_output=True, text=True, env=env, timeout=timeout
+    )
+
+
+def _pids(pid_dir: Path) -> dict[str, int]:
+    return {p.name: int(p.read_text()) for p in pid_dir.glob("*.pid")} if pid_dir.exists() else {}
+
+
+def _kill_all(pids) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _wait_gone(pids, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not any(psutil.pid_exists(p) and _alive(p) for p in pids):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"processes {pids} are still running")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_start_journalnodes_runs_one_per_loopback_address_on_the_same_port(tmp_path):
+    """The operator's three "hosts" 127.0.0.1/.2/.3 on one port: three daemons with pid files
+    of their own, each on its own address at the configured HTTP port, and one line saying
+    what was chosen. (Before: named by port only, the 2nd and 3rd refused to start.)"""
+    rpc_port, http_port = _free_port(), _free_port()
+    conf = tmp_path / "conf"
+    edits = tmp_path / "jn"
+    _site(
+        conf,
+        {
+            "dfs.nameservices": "ns1",
+            "dfs.namenode.shared.edits.dir": "qjournal://"
+            + ";".join(f"{h}:{rpc_port}" for h in HOSTS)
+            + "/ns1",
+            "dfs.journalnode.edits.dir": str(edits),
+            "dfs.journalnode.http-address": f"127.0.0.1:{http_port}",
+        },
+    )
+    env = _env(tmp_path)
+    pid_dir = tmp_path / "pids"
+    try:
+        start = _run([SBIN / "start-journalnodes.sh", "--config", conf], env)
+        assert start.returncode == 0, start.stdout + start.stderr
+        assert "3 JournalNodes of dfs.namenode.shared.edits.dir are on this host" in start.stdout
+        assert start.stdout.count("JournalNode started pid=") == 3
+        pids = _pids(pid_dir)
+        assert sorted(pids) == [f"hadoop-qjmtest-{h}-{rpc_port}-journalnode.pid" for h in HOSTS], (
+            pids
+        )
+        assert len(set(pids.values())) == 3
+        for host in HOSTS:
+            assert (edits / f"{host}-{rpc_port}").is_dir()
+            with urllib.request.urlopen(f"http://{host}:{http_port}/jmx", timeout=10) as r:
+                assert r.status == 200 and "beans" in json.loads(r.read())
+            with socket.create_connection((host, rpc_port), timeout=10):
+                pass
+        again = _run([SBIN / "start-journalnodes.sh", "--config", conf], env)
+        assert again.returncode == 1
+        assert again.stderr.count("Stop it first.") == 3
+        assert _pids(pid_dir) == pids
+
+        stop = _run([SBIN / "stop-journalnodes.sh", "--config", conf], env)
+        assert stop.returncode == 0 and stop.stdout.count("stopping journalnode") == 3
+        _wait_gone(pids.values())
+        assert _pids(pid_dir) == {}
+    finally:
+        _kill_all(_pids(pid_dir).values())
+
+
+def test_an_rpc_address_naming_one_of_them_starts_that_one_as_configured(tmp_path):
+    """One configuration directory per JournalNode of a shared host: the configured
+    addresses and directory are kept as they are, and the daemon has the plain name."""
+    rpc_port, http_port = _free_port(), _free_port()
+    conf = tmp_path / "conf2"
+    _site(
+        conf,
+        {
+            "dfs.namenode.shared.edits.dir": "qjournal://"
+            + ";".join(f"{h}:{rpc_port}" for h in HOSTS)
+            + "/ns1",
+            "dfs.journalnode.rpc-address": f"127.0.0.2:{rpc_port}",
+            "dfs.journalnode.http-address": f"127.0.0.2:{http_port}",
+            "dfs.journalnode.edits.dir": str(tmp_path / "jn2"),
+        },
+    )
+    env = _env(tmp_path)
+    pid_dir = tmp_path / "pids"
+    try:
+        start = _run([SBIN / "start-journalnodes.sh", "--config", conf], env)
+        assert start.returncode == 0, start.stdout + start.stderr
+        assert "are on this host" not in start.stdout
+        assert f"rpc=127.0.0.2:{rpc_port} http=127.0.0.2:{http_port}" in start.stdout
+        assert list(_pids(pid_dir)) == ["hadoop-qjmtest-journalnode.pid"]
+        assert (tmp_path / "jn2").is_dir() and not list((tmp_path / "jn2").glob("127.*"))
+        assert _run([SBIN / "stop-journalnodes.sh", "--config", conf], env).returncode == 0
+        assert _pids(pid_dir) == {}
+    finally:
+        _kill_all(_pids(pid_dir).values())
+
+
+def _jn_conf(tmp_path: Path) -> Path:
+    conf = tmp_path / "conf"
+    _site(
+        conf,
+        {
+            "dfs.journalnode.edits.dir": str(tmp_path / "jn"),
+            "dfs.journalnode.rpc-address": "127.0.0.1:0",
+            "dfs.journalnode.http-address": "127.0.0.1:0",
+        },
+    )
+    return conf
+
+
+def test_hdfs_py_daemon_out_holds_stdout_only_and_rotates(tmp_path):
+    """``hdfs-py --daemon start`` (Hadoop 3's form, no sbin needed): the log lines go to the
+    ``.log`` file only, ``.out`` has what the daemon printed, and each start keeps the previous
+    ``.out`` files as ``.out.1`` … ``.out.5``."""
+    conf = _jn_conf(tmp_path)
+    env = _env(tmp_path)
+    del env["PYTHON"]
+    logs = tmp_path / "logs"
+    host = socket.gethostname()
+    out = logs / f"hadoop-qjmtest-journalnode-{host}.out"
+    log = logs / f"hadoop-qjmtest-journalnode-{host}.log"
+    hdfs_py = [sys.executable, "-m", "hadoop_qjm.cli", "--config", conf, "--daemon"]
+    started_pids = []
+    try:
+        for _ in range(7):
+            start = _run([*hdfs_py, "start", "journalnode"], env)
+            assert start.returncode == 0, start.stdout + start.stderr
+            started_pids.append(int(_pids(tmp_path / "pids")["hadoop-qjmtest-journalnode.pid"]))
+            status = _run([*hdfs_py, "status", "journalnode"], env)
+            assert status.returncode == 0 and "is running as process" in status.stdout
+            assert _run([*hdfs_py, "stop", "journalnode"], env).returncode == 0
+            _wait_gone(started_pids[-1:])
+            text = out.read_text()
+            assert f"JournalNode started pid={started_pids[-1]}" in text
+            assert " INFO " not in text, "the .out file repeats the log"
+            assert "RPC server is binding" in log.read_text()
+        generations = sorted(p.name for p in logs.glob("*.out*"))
+        assert generations == [out.name] + [f"{out.name}.{n}" for n in range(1, 6)]
+        # .out.1 is the previous start, .out.5 the oldest kept (the 2nd of 7).
+        assert f"pid={started_pids[-2]}" in Path(f"{out}.1").read_text()
+        assert f"pid={started_pids[1]}" in Path(f"{out}.5").read_text()
+        status = _run([*hdfs_py, "status", "journalnode"], env)
+        assert status.returncode == 1 and "journalnode is not running" in status.stdout
+    finally:
+        _kill_all(p for p in started_pids if _alive(p))
+
+
+def test_stop_leaves_a_process_that_reused_the_pid_alone(tmp_path):
+    """A stale pid file naming some other program: ``stop`` says nothing runs and kills
+    nothing."""
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        pid_dir = tmp_path / "pids"
+        pid_dir.mkdir()
+        (pid_dir / "hadoop-qjmtest-journalnode.pid").write_text(f"{other.pid}\n")
+        stop = _run([SBIN / "hadoop-daemon-py.sh", "stop", "journalnode"], _env(tmp_path))
+        assert stop.returncode == 0 and "no journalnode to stop" in stop.stdout
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait(10)
+
+
+def test_the_scripts_run_the_interpreter_the_package_was_installed_into(tmp_path):
+    """Without ``PYTHON``, the sbin scripts run the interpreter named by the shebang of the
+    installed ``hdfs-py`` console script, not whatever ``python3`` is first on PATH."""
+    marker = tmp_path / "used"
+    interpreter = tmp_path / "installed-python"
+    interpreter.write_text(f'#!/bin/sh\necho "$@" >> {marker}\nexec {sys.executable} "$@"\n')
+    interpreter.chmod(0o755)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    console = bindir / "hdfs-py"
+    console.write_text(f"#!{interpreter}\nimport sys\n")
+    console.chmod(0o755)
+    decoy = bindir / "python3"
+    decoy.write_text("#!/bin/sh\necho decoy python3 was run >&2\nexit 97\n")
+    decoy.chmod(0o755)
+    env = _env(tmp_path, PATH=f"{bindir}:{os.environ['PATH']}")
+    del env["PYTHON"]
+    status = _run([SBIN / "hadoop-daemon-py.sh", "status", "journalnode"], env)
+    assert status.returncode == 1, status.stderr
+    assert "journalnode is not running" in status.stdout
+    assert "hadoop_qjm.cli" in marker.read_text()
+
+    # PYTHON wins, and an interpreter without the package is one line.
+    env["PYTHON"] = str(decoy)
+    bad = _run([SBIN / "hadoop-daemon-py.sh", "status", "journalnode"], env)
+    assert bad.returncode == 1
+    assert bad.stderr.strip().splitlines() == [
+        f"hadoop-daemon-py.sh: {decoy} cannot import hadoop_qjm: pip install hadoop-qjm-py "
+        "into it, or set PYTHON to the interpreter it is installed into"
+    ]
