@@ -105,6 +105,13 @@ class FSImage:
         #: The txid of the newest image written or loaded.
         self.most_recent_checkpoint_txid = 0
 
+    @property
+    def last_applied_or_written_txid(self) -> int:
+        """The newer of the last txid applied and the edit log's last written one
+        (FSImage.getLastAppliedOrWrittenTxId): what /jmx's JournalTransactionInfo reports."""
+        written = self.edit_log.last_written_txid if self.edit_log is not None else 0
+        return max(self.last_applied_txid, written)
+
     def attach_edit_log(self, edit_log: FSEditLog) -> None:
         """Use ``edit_log``; every segment it starts is recorded in seen_txid."""
         self.edit_log = edit_log

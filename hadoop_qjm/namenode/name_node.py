@@ -137,6 +137,9 @@ class NameNode:
         self.https_server: Any = None
         self.ssl_factory = SSLFactory(conf)
         self.state = HAServiceState.INITIALIZING
+        #: Wall-clock ms of the last HA state transition; 0 before any, the start in standby
+        #: included (NameNode.getLastHATransitionTime, /jmx's LastHATransitionTime).
+        self.last_ha_transition_time_ms = 0
         self.list_limit = conf.get_int(keys.DFS_LIST_LIMIT_KEY, keys.DFS_LIST_LIMIT_DEFAULT)
         self._terminate = terminate
         self._journal_factory = journal_factory or self._default_journal_factory
@@ -497,6 +500,7 @@ class NameNode:
                 raise ServiceFailedException(f"Failed to become active: {e}") from e
             self._wrap_edit_log()
             self.state = HAServiceState.ACTIVE
+            self.last_ha_transition_time_ms = int(time.time() * 1000)
             LOG.info("Now active: writing from txid %d", core.last_applied_txid)
 
     def transition_to_standby(self, source: int = HARequestSource.REQUEST_BY_USER) -> None:
@@ -514,6 +518,7 @@ class NameNode:
             core.start_standby_services()
             self._start_standby_threads()
             self.state = HAServiceState.STANDBY
+            self.last_ha_transition_time_ms = int(time.time() * 1000)
 
     def service_status(self) -> HAServiceStatus:
         self._require_ha()

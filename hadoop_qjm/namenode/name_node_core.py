@@ -297,6 +297,7 @@ class NameNodeCore:
             reader.close()
         self.edit_log = self._new_edit_log(shared_only=True)
         self.edit_log.init_shared_journals_for_read()
+        self._follow_applied_txid(self.edit_log)
         self.namesystem.edit_log = _StandbyEditLog()  # type: ignore[union-attr]
         LOG.info(
             "NameNode started in standby: namespace %d, %d inodes, loaded up to txid %d",
@@ -312,6 +313,15 @@ class NameNodeCore:
         if edit_log is not None and edit_log.is_open_for_write():
             return edit_log.last_written_txid
         return self.fs_image.last_applied_txid  # type: ignore[union-attr]
+
+    def _follow_applied_txid(self, edit_log: FSEditLog) -> None:
+        """A standby's edit log writes nothing, but its last written txid is the last
+        applied one, as after Hadoop's FSImage.loadFSImage (setNextTxId(lastAppliedTxId +
+        1)); here it follows every tailer round too, so that /jmx's LastWrittenTransactionId
+        and the status page show how far the standby has read (issue 28)."""
+        applied = self.fs_image.last_applied_txid  # type: ignore[union-attr]
+        if applied > edit_log.last_written_txid:
+            edit_log.set_next_txid(applied + 1)
 
     def tail_edits(
         self, in_progress_ok: bool, max_txns: int | None = None, *, catching_up: bool = False
@@ -353,6 +363,7 @@ class NameNodeCore:
             finally:
                 for stream in streams:
                     stream.close()
+                self._follow_applied_txid(edit_log)
             return image.last_applied_txid - first + 1
 
     def start_active_services(self, in_progress_tailed: bool = False) -> int:
@@ -407,6 +418,7 @@ class NameNodeCore:
                 )
             self.edit_log = self._new_edit_log(shared_only=True)
             self.edit_log.init_shared_journals_for_read()
+            self._follow_applied_txid(self.edit_log)
 
     def save_namespace(self) -> int:
         """Checkpoint now (HDFS-1073 §5); returns the image's txid."""

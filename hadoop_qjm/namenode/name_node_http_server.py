@@ -255,8 +255,12 @@ class NameNodeHttpServer(HttpServer2):
         rpc_host, rpc_port = nn.rpc_address
         ns = core.ns_info if core is not None else None
         stats = nn.metrics.edit_log_stats()
-        last_txid = stats.last_written_txid if stats else 0
-        checkpoint = core.fs_image.most_recent_checkpoint_txid if core and core.fs_image else 0
+        # On a standby both follow the tailer: its edit log's last written txid is the last
+        # applied one (NameNodeCore._follow_applied_txid).
+        last_written = stats.last_written_txid if stats else 0
+        image = core.fs_image if core is not None else None
+        last_txid = image.last_applied_or_written_txid if image is not None else 0
+        checkpoint = image.most_recent_checkpoint_txid if image is not None else 0
         journals = journal_states(core)
         beans: list[dict[str, object]] = [
             {
@@ -296,7 +300,7 @@ class NameNodeHttpServer(HttpServer2):
                 "HostAndPort": f"{rpc_host}:{rpc_port}",
                 "NNRole": "NameNode",
                 "SecurityEnabled": False,
-                "LastHATransitionTime": 0,
+                "LastHATransitionTime": nn.last_ha_transition_time_ms,
             },
             {
                 "name": f"{_SERVICE},name=FSNamesystem",
@@ -305,7 +309,7 @@ class NameNodeHttpServer(HttpServer2):
                 "tag.HAState": nn.state.name.lower(),
                 "tag.Hostname": hostname,
                 "FilesTotal": core.namesystem.files_total if core and core.namesystem else 0,
-                "LastWrittenTransactionId": last_txid,
+                "LastWrittenTransactionId": last_written,
                 "TransactionsSinceLastCheckpoint": max(last_txid - checkpoint, 0),
                 "MostRecentCheckpointTxId": checkpoint,
             },

@@ -154,7 +154,9 @@ class NameNodeMetrics:
                 value=stats.txns_per_sync,
             )
             yield GaugeMetricFamily(
-                "namenode_last_written_txid", "Last txid handed out", value=stats.last_written_txid
+                "namenode_last_written_txid",
+                "Last txid handed out (active) or applied (standby)",
+                value=stats.last_written_txid,
             )
             yield GaugeMetricFamily(
                 "namenode_synced_txid",

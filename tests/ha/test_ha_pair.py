@@ -1,11 +1,27 @@
-"""Two NameNodes over one shared journal: standby tailing, transitions, StandbyException."""
+"""Two NameNodes over one shared journal: standby tailing, transitions, StandbyException,
+and what /jmx and the status page say of them (issue 28): a standby reports the last txid
+it applied, where operators watch its lag, and both report their last HA transition.
+
+::
+
+    nn1 (active)    writes ... txid L          | ends its segment (L+1), tails again
+    nn2 (standby)   tails  ... applied L       | catches up to L+1, writes from L+2
+                    /jmx LastAppliedOrWrittenTxId = LastWrittenTransactionId = L
+"""
 
 from __future__ import annotations
 
+import http.client
+import json
 import logging
+import re
+import time
 
 import pytest
 
+from hadoop_qjm.namenode.ha.ha_util import resolve_ha_conf
+from hadoop_qjm.namenode.name_node import NameNode
+from hadoop_qjm.namenode.name_node_core import NameNodeCore
 from hadoop_qjm.namenode.protocol.exceptions import StandbyException
 from hadoop_qjm.namenode.protocol.messages import HAServiceState
 from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf, journal_node_conf, wait_until
@@ -123,3 +139,105 @@ def test_a_write_caught_by_the_transition_to_standby_is_refused(pair):
     namesystem.edit_log.log_sync(synced)  # durable before the segment ended: returns
     with pytest.raises(StandbyException):
         namesystem.edit_log.log_sync(core.last_applied_txid + 10)
+
+
+# ---- /jmx and the status page ----------------------------------------------------------------
+def http_get(nn: NameNode, path: str) -> str:
+    conn = http.client.HTTPConnection("127.0.0.1", nn.http_address[1], timeout=30)
+    try:
+        conn.request("GET", path)
+        response = conn.getresponse()
+        body = response.read().decode()
+        assert response.status == 200, body
+        return body
+    finally:
+        conn.close()
+
+
+def jmx(nn: NameNode) -> dict[str, dict]:
+    """The NameNode's /jmx beans by their short name (``FSNamesystem``, ...)."""
+    beans = json.loads(http_get(nn, "/jmx"))["beans"]
+    return {b["name"].split("name=", 1)[1]: b for b in beans}
+
+
+def txids(nn: NameNode) -> tuple[int, int, int]:
+    """(LastAppliedOrWrittenTxId, LastWrittenTransactionId, the status page's txid)."""
+    beans = jmx(nn)
+    info = json.loads(beans["NameNodeInfo"]["JournalTransactionInfo"])
+    page = re.search(r"<td>Last written txid</td><td>(\d+)</td>", http_get(nn, "/"))
+    assert page is not None, "no 'Last written txid' on the status page"
+    return (
+        int(info["LastAppliedOrWrittenTxId"]),
+        beans["FSNamesystem"]["LastWrittenTransactionId"],
+        int(page.group(1)),
+    )
+
+
+def wait_tailed(standby: NameNode, active: NameNode) -> int:
+    """Wait until ``standby`` applied every txid ``active`` wrote; returns that txid."""
+    last = active.core.edit_log.last_written_txid
+    wait_until(
+        lambda: standby.core.last_applied_txid >= last,
+        what=f"{standby.nnid} to apply txid {last}",
+    )
+    return last
+
+
+def test_a_standby_reports_its_last_applied_txid_and_continues_from_it_when_active(pair):
+    nn1, nn2 = pair["nn1"], pair["nn2"]
+    assert jmx(nn1)["NameNodeStatus"]["LastHATransitionTime"] == 0  # none yet, as Hadoop
+    nn1.transition_to_active()
+    with pair.proxy("nn1") as p1:
+        for i in range(5):
+            assert p1.mkdirs(f"/d{i}")
+    last = wait_tailed(nn2, nn1)
+    assert last > 5
+    assert txids(nn2) == (last, last, last)
+    fsn = jmx(nn2)["FSNamesystem"]
+    assert fsn["FilesTotal"] == jmx(nn1)["FSNamesystem"]["FilesTotal"] == 6
+    checkpoint = fsn["MostRecentCheckpointTxId"]
+    assert fsn["TransactionsSinceLastCheckpoint"] == last - checkpoint
+    assert jmx(nn2)["NameNodeStatus"]["LastHATransitionTime"] == 0  # started standby
+    assert f"namenode_last_written_txid {float(last)}" in http_get(nn2, "/metrics")
+
+    # Failover: nn1 ends its segment at last + 1; nn2 catches up and writes from last + 2.
+    nn1.transition_to_standby()
+    nn2.transition_to_active()
+    with pair.proxy("nn2") as p2:
+        assert p2.mkdirs("/after")
+    written = nn2.core.edit_log.last_written_txid
+    assert written == last + 3  # END_LOG_SEGMENT, START_LOG_SEGMENT, MKDIR
+    assert txids(nn2) == (written, written, written)
+    assert wait_tailed(nn1, nn2) == written
+    assert txids(nn1) == (written, written, written)
+
+
+def test_a_standby_reports_the_txid_it_loaded_at_start(pair):
+    """Before its tailer's first round (no tailer here: a bare core), a standby's edit log
+    reports what the start-up load applied (FSImage.loadFSImage's setNextTxId)."""
+    pair["nn1"].transition_to_active()
+    with pair.proxy("nn1") as p1:
+        assert p1.mkdirs("/loaded")
+        first = p1.roll_edits()  # the standby loads finalized segments only
+    pair["nn2"].stop()
+    conf, _, _ = resolve_ha_conf(pair.conf, "nn2")
+    with NameNodeCore(conf, fs_owner="hdfs", ha_enabled=True) as core:
+        assert core.namesystem.dir.get_inode("/loaded") is not None
+        assert core.last_applied_txid == first - 1
+        assert core.edit_log.last_written_txid == first - 1
+        assert core.fs_image.last_applied_or_written_txid == first - 1
+
+
+def test_last_ha_transition_time_is_the_wall_clock_of_the_last_transition(pair):
+    nn1 = pair["nn1"]
+    before = int(time.time() * 1000)
+    nn1.transition_to_active()
+    after = int(time.time() * 1000)
+    became_active = jmx(nn1)["NameNodeStatus"]["LastHATransitionTime"]
+    assert before <= became_active <= after
+    nn1.transition_to_active()  # already active: no transition, no new time
+    assert jmx(nn1)["NameNodeStatus"]["LastHATransitionTime"] == became_active
+    wait_until(lambda: int(time.time() * 1000) > after, what="the wall clock to move")
+    nn1.transition_to_standby()
+    became_standby = jmx(nn1)["NameNodeStatus"]["LastHATransitionTime"]
+    assert after < became_standby <= int(time.time() * 1000)
