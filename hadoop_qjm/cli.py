@@ -13,10 +13,15 @@ import importlib
 import logging
 import math
 import os
-import socket
 import sys
 from collections.abc import Sequence
 
+from hadoop_qjm.common.daemon_logging import (  # noqa: F401 - re-exported, used by daemons
+    _user_name,
+    configure_logging,
+    daemon_log_file,
+    set_conf_dir_in_use,
+)
 from hadoop_qjm.common.exceptions import HadoopException, UsageError, one_line_message
 
 __all__ = ["main", "CommandParser", "COMMANDS", "configure_logging", "daemon_log_file"]
@@ -152,86 +157,31 @@ def _help_text() -> str:
     return "\n".join(lines)
 
 
-#: Hadoop's log4j.properties defaults for the RFA appender: hadoop.log.maxfilesize (256MB)
-#: and hadoop.log.maxbackupindex (20).
-LOG_MAX_BYTES = 256 * 1024 * 1024
-LOG_BACKUPS = 20
-FILE_APPENDERS = ("RFA", "DRFA")
+def installation_conf_dir() -> str | None:
+    """The installation's configuration directory, as Hadoop's ``etc/hadoop``: ``conf/``
+    beside the package in a checkout, else ``<prefix>/etc/hadoop-qjm-py`` where ``pip
+    install`` puts the shipped ``conf/``; None when neither exists."""
+    import hadoop_qjm
+
+    checkout = os.path.join(os.path.dirname(os.path.dirname(hadoop_qjm.__file__)), "conf")
+    for candidate in (checkout, os.path.join(sys.prefix, "etc", "hadoop-qjm-py")):
+        if os.path.isfile(os.path.join(candidate, "hdfs-site.xml")):
+            return candidate
+    return None
 
 
-def _root_logger_setting() -> tuple[str, list[str]]:
-    """``HADOOP_ROOT_LOGGER`` as (level, appenders): ``INFO,RFA`` -> ("INFO", ["RFA"])."""
-    parts = [p.strip() for p in os.environ.get("HADOOP_ROOT_LOGGER", "").split(",")]
-    return parts[0], [p for p in parts[1:] if p]
-
-
-def configure_logging(level: str | None = None, log_file: str | None = None) -> None:
-    """Log in Hadoop's log4j-like layout to the appenders ``HADOOP_ROOT_LOGGER`` names:
-    ``console`` (stderr) and ``RFA`` (``log_file``, rotated at 256 MB, 20 kept); without
-    appenders, to stderr and to ``log_file`` when given.
-
-    The level comes from ``level``, else from ``HADOOP_ROOT_LOGGER`` (``INFO,console``),
-    else WARN for short commands.
-    """
-    env_level, appenders = _root_logger_setting()
-    if level is None:
-        level = env_level or "WARN"
-    level = {"WARN": "WARNING", "FATAL": "CRITICAL"}.get(level.upper(), level.upper())
-    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
-    root = logging.getLogger()
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-    to_file = bool(log_file) and (not appenders or any(a in FILE_APPENDERS for a in appenders))
-    to_console = not appenders or "console" in appenders or not to_file
-    handlers: list[logging.Handler] = []
-    if to_console:
-        handlers.append(logging.StreamHandler(sys.stderr))
-    if to_file:
-        from logging.handlers import RotatingFileHandler
-
-        handlers.append(
-            RotatingFileHandler(log_file, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS)
-        )
-    for handler in handlers:
-        handler.setFormatter(fmt)
-        root.addHandler(handler)
-    root.setLevel(getattr(logging, level, logging.WARNING))
-
-
-def _user_name() -> str:
-    """The current user's name (``id -un``), else the uid."""
-    import pwd
-
-    try:
-        return pwd.getpwuid(os.getuid()).pw_name
-    except KeyError:
-        return str(os.getuid())
-
-
-def daemon_log_file(daemon: str) -> str | None:
-    """``$HADOOP_LOG_DIR/hadoop-<ident>-<daemon>-<host>.log`` (Hadoop's name), or None when
-    ``HADOOP_LOG_DIR`` is unset and ``HADOOP_ROOT_LOGGER`` names no file appender (``RFA``
-    without ``HADOOP_LOG_DIR`` logs to the default directory of ``hdfs-py --daemon``).
-    ``<ident>`` is ``$HADOOP_IDENT_STRING``, else ``$USER``, else the user's name (as
-    ``hdfs-py --daemon`` names its ``.out`` file)."""
-    log_dir = os.environ.get("HADOOP_LOG_DIR")
-    if not log_dir:
-        if not any(a in FILE_APPENDERS for a in _root_logger_setting()[1]):
-            return None
-        from hadoop_qjm.tools.daemon_control import default_log_dir
-
-        log_dir = default_log_dir()
-    os.makedirs(log_dir, exist_ok=True)
-    ident = os.environ.get("HADOOP_IDENT_STRING") or os.environ.get("USER") or _user_name()
-    return os.path.join(log_dir, f"hadoop-{ident}-{daemon}-{socket.gethostname()}.log")
+def conf_dir_in_use(conf_dir: str | None) -> str | None:
+    """``--config DIR``, else ``$HADOOP_CONF_DIR``, else the installation's ``conf/``."""
+    return conf_dir or os.environ.get("HADOOP_CONF_DIR") or installation_conf_dir()
 
 
 def load_configuration(conf_dir: str | None, overrides: Sequence[tuple[str, str]] = ()):
-    """The Configuration of ``conf_dir`` (or ``$HADOOP_CONF_DIR``): defaults, then the site files."""
+    """The Configuration of ``conf_dir`` (else ``$HADOOP_CONF_DIR``, else the installation's
+    ``conf/``): defaults, then the site files, then ``overrides``."""
     from hadoop_qjm.conf import Configuration
 
     conf = Configuration(load_defaults=True)
-    conf_dir = conf_dir or os.environ.get("HADOOP_CONF_DIR")
+    conf_dir = conf_dir_in_use(conf_dir)
     if conf_dir:
         if not os.path.isdir(conf_dir):
             raise UsageError(f"configuration directory {conf_dir} does not exist")
@@ -317,6 +267,7 @@ def _main(argv: Sequence[str] | None) -> int:
             generic = [f"-D{key}={value}" for key, value in overrides]
             env = DaemonEnv.from_environ(conf_dir)
             return run_daemon_action(daemon_action, command, env, generic, args)
+        set_conf_dir_in_use(conf_dir_in_use(conf_dir))
         if not logging.getLogger().handlers:
             configure_logging()
         module_name, _, function = COMMANDS[command][0].partition(":")

@@ -6,10 +6,19 @@
 
 sbin=${sbin:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
 
-# hadoop-env-py.sh of the configuration directory, as Hadoop reads hadoop-env.sh.
-if [ -n "${HADOOP_CONF_DIR:-}" ] && [ -f "$HADOOP_CONF_DIR/hadoop-env-py.sh" ]; then
+# The configuration directory in use: --config / $HADOOP_CONF_DIR, else the installation's
+# (conf/ of a checkout, <prefix>/etc/hadoop-qjm-py of an installed package). Its
+# hadoop-env-py.sh is read as Hadoop reads hadoop-env.sh.
+project=$(cd "$sbin/.." && pwd)
+conf_in_use=${HADOOP_CONF_DIR:-}
+if [ -z "$conf_in_use" ]; then
+  for candidate in "$project/conf" "$project/etc/hadoop-qjm-py"; do
+    [ -f "$candidate/hdfs-site.xml" ] && { conf_in_use=$candidate; break; }
+  done
+fi
+if [ -n "$conf_in_use" ] && [ -f "$conf_in_use/hadoop-env-py.sh" ]; then
   # shellcheck disable=SC1091
-  . "$HADOOP_CONF_DIR/hadoop-env-py.sh"
+  . "$conf_in_use/hadoop-env-py.sh"
 fi
 
 installed_python() {
@@ -27,7 +36,6 @@ installed_python() {
 python=${PYTHON:-$(installed_python || echo python3)}
 
 # A checkout (this directory beside hadoop_qjm/) runs its own code, installed or not.
-project=$(cd "$sbin/.." && pwd)
 if [ -d "$project/hadoop_qjm" ]; then
   export PYTHONPATH="$project${PYTHONPATH:+:$PYTHONPATH}"
 fi

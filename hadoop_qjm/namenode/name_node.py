@@ -618,8 +618,7 @@ def run_daemon(conf: Configuration) -> int:
     """Run a NameNode in the foreground until SIGTERM or SIGINT."""
     from hadoop_qjm.cli import configure_logging, daemon_log_file
 
-    level = os.environ.get("HADOOP_ROOT_LOGGER", "INFO").split(",", 1)[0]
-    configure_logging(level, daemon_log_file("namenode"))
+    configure_logging(log_file=daemon_log_file("namenode"), default_level="INFO")
     node = NameNode(conf)
     stop = threading.Event()
 

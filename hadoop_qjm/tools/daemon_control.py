@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 
 import psutil
 
+from hadoop_qjm.common.daemon_logging import _user_name
 from hadoop_qjm.common.exceptions import UsageError
 
 __all__ = [
@@ -61,12 +63,6 @@ def _complain(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _user_name() -> str:
-    from hadoop_qjm.cli import _user_name as user_name
-
-    return user_name()
-
-
 def default_log_dir(environ: dict[str, str] | None = None) -> str:
     """``$HADOOP_LOG_DIR``, else ``$HADOOP_HOME/logs``, else ``/tmp/hadoop-<user>/logs``:
     never inside the installation or the source tree."""
@@ -78,6 +74,30 @@ def default_log_dir(environ: dict[str, str] | None = None) -> str:
     return os.path.join("/tmp", f"hadoop-{environ.get('USER') or _user_name()}", "logs")
 
 
+HADOOP_ENV = "hadoop-env-py.sh"
+
+
+def read_hadoop_env(conf_dir: str | None, environ: dict[str, str]) -> dict[str, str]:
+    """``environ`` as ``<conf_dir>/hadoop-env-py.sh`` leaves it (Hadoop's ``hadoop-env.sh``:
+    a shell file of ``export NAME=value`` lines); ``environ`` itself when there is none."""
+    if not conf_dir:
+        return dict(environ)
+    path = os.path.join(conf_dir, HADOOP_ENV)
+    if not os.path.isfile(path):
+        return dict(environ)
+    result = subprocess.run(
+        ["bash", "-c", '. "$1" >&2 && env -0', "hadoop-env", path],
+        env=environ,
+        capture_output=True,
+        timeout=30,
+    )
+    if result.returncode != 0:
+        detail = result.stderr.decode(errors="replace").strip().splitlines()
+        raise UsageError(f"{path} failed: {detail[-1] if detail else f'exit {result.returncode}'}")
+    entries = (item.partition(b"=") for item in result.stdout.split(b"\0") if item)
+    return {k.decode(): v.decode(errors="replace") for k, _, v in entries}
+
+
 @dataclass(frozen=True)
 class DaemonEnv:
     """Where a daemon's pid file and logs go, from Hadoop's environment variables."""
@@ -87,12 +107,19 @@ class DaemonEnv:
     pid_dir: str
     stop_timeout_s: float
     conf_dir: str | None
+    environ: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_environ(
         cls, conf_dir: str | None = None, environ: dict[str, str] | None = None
     ) -> DaemonEnv:
+        """From ``environ`` (this process's) as the configuration directory in use (``conf_dir``,
+        else ``$HADOOP_CONF_DIR``, else the installation's) has its ``hadoop-env-py.sh`` set it."""
+        from hadoop_qjm.cli import conf_dir_in_use
+
         environ = dict(os.environ if environ is None else environ)
+        conf_dir = conf_dir or environ.get("HADOOP_CONF_DIR") or conf_dir_in_use(None)
+        environ = read_hadoop_env(conf_dir, environ)
         ident = environ.get("HADOOP_IDENT_STRING") or environ.get("USER") or _user_name()
         timeout_text = environ.get("HADOOP_STOP_TIMEOUT", "30")
         try:
@@ -108,11 +135,33 @@ class DaemonEnv:
             log_dir=default_log_dir(environ),
             pid_dir=environ.get("HADOOP_PID_DIR") or "/tmp",
             stop_timeout_s=timeout,
-            conf_dir=conf_dir or environ.get("HADOOP_CONF_DIR") or None,
+            conf_dir=conf_dir or None,
+            environ=tuple(sorted(environ.items())),
         )
 
     def with_ident(self, ident: str) -> DaemonEnv:
-        return DaemonEnv(ident, self.log_dir, self.pid_dir, self.stop_timeout_s, self.conf_dir)
+        return DaemonEnv(
+            ident, self.log_dir, self.pid_dir, self.stop_timeout_s, self.conf_dir, self.environ
+        )
+
+    def daemon_opts(self, daemon: str) -> list[str]:
+        """``$HDFS_<DAEMON>_OPTS`` (Hadoop's per-daemon options): ``-D key=value`` settings
+        for that daemon alone."""
+        name = f"HDFS_{daemon.upper()}_OPTS"
+        text = dict(self.environ).get(name, "")
+        try:
+            words = shlex.split(text)
+        except ValueError as e:
+            raise UsageError(f"{name}: {e}") from None
+        opts: list[str] = []
+        while words:
+            word = words.pop(0)
+            if word == "-D" and words:
+                word = "-D" + words.pop(0)
+            if not word.startswith("-D") or "=" not in word:
+                raise UsageError(f"{name} takes -Dkey=value settings only, not '{word}'")
+            opts.append(word)
+        return opts
 
     def pid_file(self, daemon: str) -> str:
         return os.path.join(self.pid_dir, f"hadoop-{self.ident}-{daemon}.pid")
@@ -159,13 +208,14 @@ def _package_parent() -> str:
 
 def _daemon_command(env: DaemonEnv, daemon: str, generic_args: Sequence[str], args: Sequence[str]):
     conf = ["--config", env.conf_dir] if env.conf_dir else []
+    opts = env.daemon_opts(daemon)
     # This interpreter: the one the package was installed into (or $PYTHON, for the sbin
     # scripts, which run this module with it).
-    return [sys.executable, "-m", "hadoop_qjm.cli", *conf, *generic_args, daemon, *args]
+    return [sys.executable, "-m", "hadoop_qjm.cli", *conf, *opts, *generic_args, daemon, *args]
 
 
 def _daemon_environ(env: DaemonEnv) -> dict[str, str]:
-    child = dict(os.environ)
+    child = dict(env.environ) if env.environ else dict(os.environ)
     child["HADOOP_IDENT_STRING"] = env.ident
     child["HADOOP_LOG_DIR"] = env.log_dir
     # Hadoop 3's daemon mode: the daemon's logging is HADOOP_DAEMON_ROOT_LOGGER, not the

@@ -314,8 +314,7 @@ def _run_daemon(controller: ZKFailoverController, conf: Configuration) -> int:
     from hadoop_qjm.common.security import SSLFactory
     from hadoop_qjm.ha.zkfc_protocol import ZKFCRpcServer
 
-    level = os.environ.get("HADOOP_ROOT_LOGGER", "INFO").split(",", 1)[0]
-    configure_logging(level, daemon_log_file("zkfc"))
+    configure_logging(log_file=daemon_log_file("zkfc"), default_level="INFO")
     logging.getLogger("kazoo").setLevel(logging.NOTSET)
     local = controller.local
     bind_host = ha_bind_host(conf, local)  # type: ignore[arg-type]

@@ -399,8 +399,7 @@ def run(argv: list[str], conf) -> int:
         ),
     )
     parser.parse_args(argv)
-    level = os.environ.get("HADOOP_ROOT_LOGGER", "INFO").split(",", 1)[0]
-    configure_logging(level, daemon_log_file("journalnode"))
+    configure_logging(log_file=daemon_log_file("journalnode"), default_level="INFO")
     node = JournalNode(conf)
     stop = threading.Event()
 

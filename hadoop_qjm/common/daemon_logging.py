@@ -1,0 +1,143 @@
+"""Where hdfs-py's commands and daemons log, as Hadoop decides it: the root logger's level
+and appenders come from ``$HADOOP_ROOT_LOGGER``, else ``hadoop.root.logger`` of the
+configuration directory's ``log4j.properties``, else the command's default; per-logger
+levels and the rolling file's size and count come from that file
+(:mod:`hadoop_qjm.common.log4j_properties`). A daemon's log file is Hadoop's
+``$HADOOP_LOG_DIR/hadoop-<ident>-<daemon>-<host>.log``."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import sys
+from logging.handlers import RotatingFileHandler
+
+from hadoop_qjm.common.log4j_properties import (
+    LoggingSettings,
+    parse_log4j_properties,
+    parse_root_logger,
+)
+
+__all__ = [
+    "LOG4J_PROPERTIES",
+    "configure_logging",
+    "daemon_log_file",
+    "logging_settings",
+    "set_conf_dir_in_use",
+]
+
+LOG4J_PROPERTIES = "log4j.properties"
+FILE_APPENDERS = ("RFA", "DRFA")
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+_conf_dir_in_use: str | None = None
+
+
+def set_conf_dir_in_use(conf_dir: str | None) -> None:
+    """The configuration directory of this process (hdfs-py's ``--config``, else
+    ``$HADOOP_CONF_DIR``, else the installation's), where ``log4j.properties`` is read."""
+    global _conf_dir_in_use
+    _conf_dir_in_use = conf_dir
+
+
+def logging_settings(conf_dir: str | None = None) -> LoggingSettings:
+    """The settings of ``<conf dir>/log4j.properties`` with ``$HADOOP_ROOT_LOGGER`` over its
+    ``hadoop.root.logger``; the defaults when there is no such file."""
+    conf_dir = conf_dir or _conf_dir_in_use
+    settings = LoggingSettings()
+    if conf_dir:
+        path = os.path.join(conf_dir, LOG4J_PROPERTIES)
+        try:
+            with open(path, "rb") as f:
+                text = f.read()
+        except FileNotFoundError:
+            text = None
+        if text is not None:
+            settings = parse_log4j_properties(text, path)
+    env = os.environ.get("HADOOP_ROOT_LOGGER", "").strip()
+    if env:
+        level, appenders = parse_root_logger(env, "HADOOP_ROOT_LOGGER")
+        settings = LoggingSettings(
+            level if level is not None else settings.root_level,
+            appenders,
+            settings.max_bytes,
+            settings.backups,
+            settings.logger_levels,
+        )
+    return settings
+
+
+def configure_logging(
+    level: str | None = None,
+    log_file: str | None = None,
+    *,
+    default_level: str = "WARN",
+    settings: LoggingSettings | None = None,
+) -> None:
+    """Log in Hadoop's log4j-like layout to the appenders named (``console``: stderr;
+    ``RFA``: ``log_file``, rolled at ``hadoop.log.maxfilesize``); with no appender named, to
+    stderr and to ``log_file`` when given.
+
+    The root level is ``level`` when given, else the configured one (``$HADOOP_ROOT_LOGGER``,
+    else ``hadoop.root.logger``), else ``default_level`` (WARN for short commands, INFO for
+    daemons).
+    """
+    from hadoop_qjm.common.log4j_properties import python_level
+
+    settings = settings or logging_settings()
+    if level is not None:
+        root_level = python_level(level, "log level")
+    elif settings.root_level is not None:
+        root_level = settings.root_level
+    else:
+        root_level = python_level(default_level, "log level")
+    appenders = settings.appenders
+    to_file = bool(log_file) and (not appenders or any(a in FILE_APPENDERS for a in appenders))
+    to_console = not appenders or "console" in appenders or not to_file
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    handlers: list[logging.Handler] = []
+    if to_console:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    if to_file:
+        handlers.append(
+            RotatingFileHandler(log_file, maxBytes=settings.max_bytes, backupCount=settings.backups)
+        )
+    fmt = logging.Formatter(LOG_FORMAT)
+    for handler in handlers:
+        handler.setFormatter(fmt)
+        root.addHandler(handler)
+    root.setLevel(root_level)
+    for name, logger_level in settings.logger_levels.items():
+        logging.getLogger(name).setLevel(logger_level)
+
+
+def _user_name() -> str:
+    """The current user's name (``id -un``), else the uid."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
+
+
+def daemon_log_file(daemon: str, settings: LoggingSettings | None = None) -> str | None:
+    """``$HADOOP_LOG_DIR/hadoop-<ident>-<daemon>-<host>.log`` (Hadoop's name), or None when
+    ``HADOOP_LOG_DIR`` is unset and no file appender (``RFA``) is configured (``RFA`` without
+    ``HADOOP_LOG_DIR`` logs to the default directory of ``hdfs-py --daemon``).
+    ``<ident>`` is ``$HADOOP_IDENT_STRING``, else ``$USER``, else the user's name (as
+    ``hdfs-py --daemon`` names its ``.out`` file)."""
+    log_dir = os.environ.get("HADOOP_LOG_DIR")
+    if not log_dir:
+        settings = settings or logging_settings()
+        if not any(a in FILE_APPENDERS for a in settings.appenders):
+            return None
+        from hadoop_qjm.tools.daemon_control import default_log_dir
+
+        log_dir = default_log_dir()
+    os.makedirs(log_dir, exist_ok=True)
+    ident = os.environ.get("HADOOP_IDENT_STRING") or os.environ.get("USER") or _user_name()
+    return os.path.join(log_dir, f"hadoop-{ident}-{daemon}-{socket.gethostname()}.log")

@@ -1,0 +1,103 @@
+"""The part of Hadoop's ``log4j.properties`` that hadoop-qjm-py reads: the root logger's
+level and appenders, the rolling file's size and count, and per-logger levels. Pure code:
+the caller reads the file."""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+
+from hadoop_qjm.common.exceptions import IllegalArgumentException
+from hadoop_qjm.common.java_properties import load_properties
+
+__all__ = ["LoggingSettings", "parse_log4j_properties", "python_level", "APPENDERS"]
+
+#: console: stderr; RFA (and Hadoop's DRFA): the daemon's rolling .log file.
+APPENDERS = ("console", "RFA", "DRFA")
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+DEFAULT_BACKUPS = 20
+_LEVELS = {
+    "TRACE": logging.DEBUG,
+    "DEBUG": logging.DEBUG,
+    "INFO": logging.INFO,
+    "WARN": logging.WARNING,
+    "WARNING": logging.WARNING,
+    "ERROR": logging.ERROR,
+    "FATAL": logging.CRITICAL,
+    "CRITICAL": logging.CRITICAL,
+    "OFF": logging.CRITICAL + 10,
+}
+_SIZE = re.compile(r"^\s*(\d+)\s*(KB|MB|GB)?\s*$", re.IGNORECASE)
+_UNITS = {None: 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3}
+
+
+def python_level(text: str, what: str) -> int:
+    """A log4j level name as a :mod:`logging` level; ``what`` names it in the error."""
+    level = _LEVELS.get(text.strip().upper())
+    if level is None:
+        raise IllegalArgumentException(
+            f"{what}: '{text}' is not a level (TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF)"
+        )
+    return level
+
+
+def parse_root_logger(text: str, what: str) -> tuple[int | None, tuple[str, ...]]:
+    """``LEVEL[,appender...]`` -> (level or None when empty, appenders)."""
+    parts = [p.strip() for p in text.split(",")]
+    level = python_level(parts[0], what) if parts[0] else None
+    appenders = tuple(p for p in parts[1:] if p)
+    for appender in appenders:
+        if appender not in APPENDERS:
+            raise IllegalArgumentException(
+                f"{what}: unknown appender '{appender}' (console, RFA or DRFA)"
+            )
+    return level, appenders
+
+
+@dataclass(frozen=True)
+class LoggingSettings:
+    root_level: int | None = None
+    appenders: tuple[str, ...] = ()
+    max_bytes: int = DEFAULT_MAX_BYTES
+    backups: int = DEFAULT_BACKUPS
+    logger_levels: dict[str, int] = field(default_factory=dict)
+
+
+def parse_log4j_properties(text: str, source: str) -> LoggingSettings:
+    """The settings of a ``log4j.properties`` text; ``source`` (its path) names it in errors."""
+    try:
+        props = load_properties(text)
+    except IllegalArgumentException as e:
+        raise IllegalArgumentException(f"{source}: {e}") from None
+    root_level: int | None = None
+    appenders: tuple[str, ...] = ()
+    if "hadoop.root.logger" in props:
+        root_level, appenders = parse_root_logger(
+            props["hadoop.root.logger"], f"{source}: hadoop.root.logger"
+        )
+    max_bytes = DEFAULT_MAX_BYTES
+    if "hadoop.log.maxfilesize" in props:
+        match = _SIZE.match(props["hadoop.log.maxfilesize"])
+        if not match or int(match.group(1)) <= 0:
+            raise IllegalArgumentException(
+                f"{source}: hadoop.log.maxfilesize: '{props['hadoop.log.maxfilesize']}' is not "
+                "a size such as 256MB"
+            )
+        unit = match.group(2).upper() if match.group(2) else None
+        max_bytes = int(match.group(1)) * _UNITS[unit]
+    backups = DEFAULT_BACKUPS
+    if "hadoop.log.maxbackupindex" in props:
+        text_value = props["hadoop.log.maxbackupindex"].strip()
+        if not text_value.isdigit():
+            raise IllegalArgumentException(
+                f"{source}: hadoop.log.maxbackupindex: '{text_value}' is not a count"
+            )
+        backups = int(text_value)
+    levels = {}
+    for key, value in props.items():
+        if key.startswith("log4j.logger.") and len(key) > len("log4j.logger."):
+            name = key[len("log4j.logger.") :]
+            # log4j's "LEVEL, appender" form: the level is what is read here.
+            levels[name] = python_level(value.split(",", 1)[0], f"{source}: {key}")
+    return LoggingSettings(root_level, appenders, max_bytes, backups, levels)
