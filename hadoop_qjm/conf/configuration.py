@@ -109,11 +109,15 @@ class Configuration:
         self._finals: set[str] = set()
         self._sources: dict[str, str] = {}
         self.resources: list[str] = []
+        #: The configuration directory in use (:meth:`add_conf_dir`: ``--config``, else
+        #: ``$HADOOP_CONF_DIR``), where other files (ssl-server.xml, ssl-client.xml) are read.
+        self.conf_dir: str | None = None
         if other is not None:
             self._props.update(other._props)
             self._finals.update(other._finals)
             self._sources.update(other._sources)
             self.resources.extend(other.resources)
+            self.conf_dir = other.conf_dir
         elif load_defaults:
             self._props.update(DEFAULTS)
             self._sources.update(dict.fromkeys(DEFAULTS, "defaults"))
@@ -175,7 +179,9 @@ class Configuration:
         self.resources.append(path)
 
     def add_conf_dir(self, conf_dir: str | os.PathLike[str]) -> None:
-        """Load ``core-site.xml`` then ``hdfs-site.xml`` from ``conf_dir`` (each if present)."""
+        """Load ``core-site.xml`` then ``hdfs-site.xml`` from ``conf_dir`` (each if present);
+        ``conf_dir`` becomes :attr:`conf_dir`."""
+        self.conf_dir = os.fspath(conf_dir)
         for name in ("core-site.xml", "hdfs-site.xml"):
             path = Path(conf_dir) / name
             if path.exists():
@@ -207,6 +213,19 @@ class Configuration:
     def source(self, key: str) -> str | None:
         """Where the value of ``key`` came from (file:line, defaults, programmatically)."""
         return self._sources.get(key)
+
+    def describe_source(self, key: str) -> str | None:
+        """Where the value of ``key`` came from, for a message: "set at FILE:LINE", "set from
+        command line", "set programmatically", "the default"; None when unset."""
+        source = self._sources.get(key)
+        return _describe_source(source) if source is not None else None
+
+    def is_set_over_resources(self, key: str) -> bool:
+        """Whether the value of ``key`` was :meth:`set` (``-D``, or programmatically) rather
+        than read from a resource or the defaults: it overrides files read later, such as
+        ssl-server.xml and ssl-client.xml, as it overrides the site files."""
+        source = self._sources.get(key)
+        return source is not None and _is_set_source(source)
 
     def is_final(self, key: str) -> bool:
         return key in self._finals
@@ -274,10 +293,10 @@ class Configuration:
         """The error for a value of ``key`` that is not ``expected``, in one sentence:
         ``Invalid value for KEY: 'VALUE' is not EXPECTED (set at FILE:LINE)``."""
         value = self.get_trimmed(key, "")
-        source = self._sources.get(key)
+        source = self.describe_source(key)
         return ConfigurationError(
             f"Invalid value for {key}: '{value}' is not {expected}"
-            + (f" ({_describe_source(source)})" if source is not None else "")
+            + (f" ({source})" if source is not None else "")
         )
 
     def _typed(self, key: str, default, parse, kind: str):
@@ -394,6 +413,11 @@ def _describe_source(source: str) -> str:
     """Where a value came from, for an error: "set at FILE:LINE", "set from command line"…"""
     if source == "defaults":
         return "the default"
-    if source == "programmatically" or source.startswith("from "):
+    if _is_set_source(source):
         return f"set {source}"
     return f"set at {source}"
+
+
+def _is_set_source(source: str) -> bool:
+    """Whether ``source`` names a :meth:`Configuration.set` (not a file, not the defaults)."""
+    return source == "programmatically" or source.startswith("from ")

@@ -171,32 +171,39 @@ def _notes(segments: list[dict[str, Any]]) -> list[str]:
 # ---- the job ------------------------------------------------------------------------------------
 
 
-#: ``(properties, resources)`` of the driver's Configuration, shipped to the executors so
-#: that they reach a secured cluster the way the command line would (docs/security.md).
-ClientConf = tuple[tuple[tuple[str, str], ...], tuple[str, ...]]
+#: ``((key, value, source), ...), conf_dir, resources`` of the driver's Configuration,
+#: shipped to the executors so that they reach a secured cluster the way the command line
+#: would (docs/security.md): the sources keep a ``-D`` value over ssl-client.xml, the
+#: directory is where ssl-client.xml is read.
+ClientConf = tuple[tuple[tuple[str, str, str], ...], str | None, tuple[str, ...]]
 
 
 def client_conf_of(conf: Any) -> ClientConf:
     if conf is None:
-        return (), ()
-    properties = {k: v for k, v in conf.as_dict().items() if conf.source(k) != "defaults"}
-    return tuple(sorted(properties.items())), tuple(conf.resources)
+        return (), None, ()
+    properties = [
+        (k, v, conf.source(k) or "programmatically")
+        for k, v in conf.as_dict().items()
+        if conf.source(k) != "defaults"
+    ]
+    return tuple(sorted(properties)), conf.conf_dir, tuple(conf.resources)
 
 
 @functools.lru_cache(maxsize=4)
 def _client_security(client_conf: ClientConf) -> tuple[Any, Any]:
     """``(RPC socket factory, HTTPS context)`` for ``client_conf``, made once per process:
     both None on a cluster without security."""
-    properties, resources = client_conf
+    properties, conf_dir, resources = client_conf
     if not properties:
         return None, None
     from hadoop_qjm.common.security import SSLFactory
     from hadoop_qjm.conf import Configuration
 
     conf = Configuration(load_defaults=True)
-    for key, value in properties:
-        conf.set(key, value)
-    conf.resources.extend(resources)  # where a relative ssl-client.xml is looked up
+    for key, value, source in properties:
+        conf.set(key, value, source)
+    conf.conf_dir = conf_dir  # where a relative ssl-client.xml is looked up
+    conf.resources.extend(resources)
     factory = SSLFactory(conf)
     return factory.rpc_client_socket_factory(), factory.http_client_context()
 
@@ -225,7 +232,7 @@ def run_audit(
     ops: bool = False,
     overwrite: bool = False,
     timeout_s: float = HTTP_TIMEOUT_S,
-    client_conf: ClientConf = ((), ()),
+    client_conf: ClientConf = ((), None, ()),
 ) -> AuditReport:
     """Audit ``nodes`` — ``(name, "dir" | "rpc", directory | "host:port")`` — into ``out``.
     ``client_conf`` (:func:`client_conf_of`) secures the live mode's RPC and downloads."""

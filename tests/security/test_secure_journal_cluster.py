@@ -14,6 +14,7 @@ import pytest
 from hadoop_qjm.common.exceptions import AuthorizationException, IOException
 from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
+from hadoop_qjm.qjournal.protocol.exceptions import QuorumException
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import (
     FAKE_NSINFO,
@@ -269,3 +270,31 @@ def test_a_pipelined_channel_refused_after_the_handshake_fails_its_call(formatte
         assert not channel.connected
     finally:
         channel.close()
+
+
+def test_one_host_certificate_serves_a_namenode_and_a_journal_node(pki) -> None:
+    """docs/security.md, "One host, several daemons": the daemons of a host share its
+    ssl-server.xml and ssl-client.xml, so one certificate (CN and SAN the host) is each
+    one's server and client identity, and the allowed list names hosts. Here the writer
+    (a NameNode's QJM) and the JournalNodes all present the host certificate
+    ``localhost``, the only allowed writer; the tools' certificate may not write."""
+    conf = pki.conf(
+        **{
+            "hadoop.ssl.client.conf": str(pki.ssl_xml("client", "localhost")),
+            "dfs.journalnode.allowed.principals": "localhost",
+        }
+    )
+    with MiniJournalCluster(3, conf=conf) as cluster:
+        qjm = _writer(cluster, conf)
+        try:
+            qjm.format(FAKE_NSINFO)
+            qjm.recover_unfinalized_segments()
+            write_segment(qjm, 1, 3, True)
+            qjm.loggers.wait_for_all_pending_calls()
+        finally:
+            qjm.close()
+        for i in range(3):
+            assert (cluster.current_dir(i, JID) / f"edits_{1:019d}-{3:019d}").exists()
+        tools = pki.conf(**{"hadoop.ssl.client.conf": str(pki.ssl_xml("client", "namenode"))})
+        with pytest.raises(QuorumException, match="User namenode is not authorized"):
+            _writer(cluster, tools).recover_unfinalized_segments()

@@ -9,10 +9,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from hadoop_qjm.common.exceptions import IOException
+from hadoop_qjm.cli import main
+from hadoop_qjm.common.exceptions import AccessControlException
 from hadoop_qjm.namenode.name_node import NameNode
 from hadoop_qjm.namenode.name_node_core import format_namenode
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy, client_socket_factory
+from hadoop_qjm.qjournal.protocol.sockets import CLIENT_NOT_CONFIGURED_FOR_TLS
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.tools.dfs_shell import run
 from tests.integration.namenode_support import Terminations, nn_conf
@@ -51,7 +53,7 @@ def test_rpc_and_dfs_over_mutual_tls(secure_nn: NameNode, pki) -> None:
         assert proxy.mkdirs("/secure/dir", 0o755)
         assert proxy.get_file_info("/secure/dir").is_dir
     with NameNodeProxy(*secure_nn.rpc_address, timeout_s=30) as plain:
-        with pytest.raises(IOException):
+        with pytest.raises(AccessControlException, match="the server speaks TLS but"):
             plain.get_file_info("/secure")
 
     client_conf = pki.conf(**{"fs.defaultFS": f"hdfs://127.0.0.1:{secure_nn.rpc_address[1]}"})
@@ -76,3 +78,20 @@ def test_https_pages(secure_nn: NameNode, pki) -> None:
     assert get("/jmx", None) == 200
     assert get("/imagetransfer?getimage=1&txid=latest", None) == 403
     assert get("/imagetransfer?getimage=1&txid=latest", "namenode") == 200
+
+
+def test_plain_dfs_and_dfsadmin_say_the_namenode_speaks_tls(
+    secure_nn: NameNode, capsys, monkeypatch
+) -> None:
+    """The operator's report (issue 28): a plain client of a secured NameNode got
+    "Connection reset by peer"; it is told which keys and file turn TLS on."""
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    host, port = secure_nn.rpc_address
+    sentence = f"Call to {host}:{port} failed: {CLIENT_NOT_CONFIGURED_FOR_TLS}"
+    for command, prefix in (
+        (["dfs", "-ls", "/"], "ls: "),
+        (["dfsadmin", "-rollEdits"], "rollEdits: "),
+    ):
+        capsys.readouterr()
+        assert main(["-D", f"fs.defaultFS=hdfs://{host}:{port}", *command]) == 1
+        assert capsys.readouterr().err.splitlines() == [prefix + sentence]

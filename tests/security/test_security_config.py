@@ -4,6 +4,7 @@ every bad setting is one clear ConfigurationError sentence, raised before anythi
 from __future__ import annotations
 
 import ast
+import os
 import ssl
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import hadoop_qjm.common.security.authorization as authorization
-from hadoop_qjm.cli import main
+from hadoop_qjm.cli import load_configuration, main
 from hadoop_qjm.common.exceptions import AuthorizationException, ConfigurationError
 from hadoop_qjm.common.security import (
     READ_ONLY_RPCS,
@@ -24,6 +25,7 @@ from hadoop_qjm.common.security import (
     parse_principals,
 )
 from hadoop_qjm.common.security.certs import generate_test_pki, write_pem
+from hadoop_qjm.common.security.ssl_factory import read_key_store_files
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
 from hadoop_qjm.qjournal.server.journal_node import JournalNode
@@ -31,6 +33,7 @@ from hadoop_qjm.qjournal.server.journal_node_rpc_server import (
     QJournalProtocolDispatcher,
     QJournalProtocolHandler,
 )
+from hadoop_qjm.spark import journal_audit
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO
 
 pytestmark = pytest.mark.timeout(30)
@@ -173,6 +176,136 @@ def test_unset_keys_and_unsupported_store_types(pki, tmp_path) -> None:
     conf = pki.conf(**{"hadoop.ssl.client.conf": str(jks)})
     with pytest.raises(ConfigurationError, match="only PEM files are supported"):
         SSLFactory(conf).client_context()
+
+
+def _site_dir(directory: Path, ssl_client: Path | None = None) -> Path:
+    """A configuration directory turning TLS on, with ``ssl_client`` as its ssl-client.xml."""
+    directory.mkdir()
+    _ssl_xml(
+        directory / "hdfs-site.xml",
+        _prop("hadoop.security.authentication", "certificate")
+        + _prop("dfs.http.policy", "HTTPS_ONLY"),
+    )
+    if ssl_client is not None:
+        (directory / "ssl-client.xml").write_text(ssl_client.read_text())
+    return directory
+
+
+def test_command_line_overrides_the_keys_of_ssl_client_xml(pki, tmp_path) -> None:
+    """-D overrides a key of ssl-client.xml as it overrides the site files (issue 28)."""
+    missing = tmp_path / "gone-ca.pem"
+    stale = _ssl_xml(
+        tmp_path / "stale.xml",
+        _prop("ssl.client.keystore.location", pki.path("namenode"))
+        + _prop("ssl.client.keystore.keyfile", pki.path("namenode-key"))
+        + _prop("ssl.client.truststore.location", missing),
+    )
+    conf_dir = _site_dir(tmp_path / "conf", stale)
+    ssl_client = conf_dir / "ssl-client.xml"
+    with pytest.raises(ConfigurationError) as info:
+        SSLFactory(load_configuration(str(conf_dir))).client_context()
+    assert str(info.value) == (
+        f"ssl.client.truststore.location names {missing}, which does not exist (in {ssl_client})"
+    )
+    key = "ssl.client.truststore.location"
+    conf = load_configuration(str(conf_dir), [(key, str(pki.path("ca")))])
+    files = read_key_store_files(conf, "client")
+    assert files.trust_store == str(pki.path("ca")) and files.source == str(ssl_client)
+    assert files.cert_chain == str(pki.path("namenode"))  # the other keys: from the file
+    assert SSLFactory(conf).client_context().verify_mode == ssl.CERT_REQUIRED
+    # The executors of journal-audit get the same configuration, -D included.
+    assert journal_audit._client_security(journal_audit.client_conf_of(conf))[0] is not None
+
+    conf = load_configuration(str(conf_dir), [(key, "/nope/ca.pem")])
+    with pytest.raises(ConfigurationError) as info:
+        SSLFactory(conf).client_context()
+    assert str(info.value) == (
+        "ssl.client.truststore.location names /nope/ca.pem, which does not exist (set from "
+        "command line)"
+    )
+
+
+def test_command_line_overrides_the_keys_of_ssl_server_xml_for_a_daemon(pki, tmp_path) -> None:
+    conf_dir = _site_dir(tmp_path / "conf", Path(pki.props["hadoop.ssl.client.conf"]))
+    (conf_dir / "ssl-server.xml").write_text(Path(pki.props["hadoop.ssl.server.conf"]).read_text())
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hadoop_qjm.cli",
+            "--config",
+            str(conf_dir),
+            "-D",
+            "ssl.server.keystore.location=/nope/jn1.pem",
+            "-D",
+            "dfs.journalnode.allowed.principals=nn1",
+            "-D",
+            f"dfs.journalnode.edits.dir={tmp_path / 'jn'}",
+            "journalnode",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=Path(__file__).resolve().parents[2],
+        env={k: v for k, v in os.environ.items() if k != "HADOOP_CONF_DIR"},
+        check=False,
+    )
+    lines = [line for line in done.stderr.splitlines() if line.startswith("hdfs-py:")]
+    assert done.returncode == 1
+    assert lines == [
+        "hdfs-py: ssl.server.keystore.location names /nope/jn1.pem, which does not exist "
+        "(set from command line)"
+    ]
+
+
+def test_ssl_client_xml_is_read_from_the_configuration_directory_in_use_only(
+    pki, tmp_path, monkeypatch
+) -> None:
+    """--config names the directory; an ssl-client.xml of $HADOOP_CONF_DIR is never read
+    instead (a client silently used another certificate that way: issue 28)."""
+    elsewhere = _site_dir(tmp_path / "env-conf", pki.ssl_xml("client", "intruder"))
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(elsewhere))
+    conf_dir = _site_dir(tmp_path / "conf")
+    with pytest.raises(ConfigurationError) as info:
+        SSLFactory(load_configuration(str(conf_dir))).client_context()
+    assert str(info.value) == (
+        "TLS is on but ssl.client.truststore.location is not set, and there is no "
+        f"ssl-client.xml (hadoop.ssl.client.conf) in the configuration directory {conf_dir}"
+    )
+    # Without --config, $HADOOP_CONF_DIR is the directory in use.
+    files = read_key_store_files(load_configuration(None), "client")
+    assert files.source == str(elsewhere / "ssl-client.xml")
+    assert files.cert_chain == str(pki.path("intruder"))
+    # A directory with no site file at all is still the one in use.
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "ssl-client.xml").write_text(pki.ssl_xml("client", "namenode").read_text())
+    files = read_key_store_files(load_configuration(str(bare)), "client")
+    assert files.source == str(bare / "ssl-client.xml")
+    # A named file missing from the directory in use: the directory is named.
+    conf = load_configuration(str(conf_dir), [("hadoop.ssl.client.conf", "mine.xml")])
+    with pytest.raises(ConfigurationError) as info:
+        SSLFactory(conf).client_context()
+    assert str(info.value) == (
+        f"hadoop.ssl.client.conf names mine.xml, which does not exist in the configuration "
+        f"directory {conf_dir}"
+    )
+
+
+def test_no_configuration_directory_is_said(pki, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv(
+        "HADOOP_CONF_DIR", str(_site_dir(tmp_path / "env", pki.ssl_xml("client", "namenode")))
+    )
+    conf = _conf(
+        **{"hadoop.security.authentication": "certificate", "dfs.http.policy": "HTTPS_ONLY"}
+    )
+    with pytest.raises(ConfigurationError) as info:
+        SSLFactory(conf).client_context()  # built in code, of no directory
+    assert str(info.value) == (
+        "TLS is on but ssl.client.truststore.location is not set, and no ssl-client.xml "
+        "(hadoop.ssl.client.conf) was looked for: there is no configuration directory "
+        "(--config DIR or $HADOOP_CONF_DIR)"
+    )
 
 
 def test_encrypted_key_needs_its_password(pki, tmp_path) -> None:

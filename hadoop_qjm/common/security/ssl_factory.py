@@ -22,11 +22,12 @@ So turning security on in the configuration files is all an operator does
 * ``dfs.http.policy``: ``HTTP_ONLY`` (default), ``HTTPS_ONLY`` or ``HTTP_AND_HTTPS``.
   ``certificate`` with ``HTTP_ONLY`` is refused: segments would travel in the clear;
 * ``hadoop.ssl.server.conf`` / ``hadoop.ssl.client.conf`` (``ssl-server.xml`` /
-  ``ssl-client.xml``, looked up in the configuration directory unless absolute) hold
-  ``ssl.{server,client}.keystore.location`` (PEM certificate chain, which may also hold
-  the key), ``.keystore.keyfile`` (PEM key, when separate), ``.keystore.keypassword``
+  ``ssl-client.xml``, looked up in the configuration directory in use unless absolute)
+  hold ``ssl.{server,client}.keystore.location`` (PEM certificate chain, which may also
+  hold the key), ``.keystore.keyfile`` (PEM key, when separate), ``.keystore.keypassword``
   (else ``.keystore.password``) for an encrypted key, and ``.truststore.location`` (PEM
-  CA bundle). A key missing from the file is also looked up in the main configuration;
+  CA bundle). The file is layered like a site file: a key set over the site files
+  (``-D``) overrides it, and a key missing from it is looked up in the main configuration;
 * ``hadoop.ssl.handshake.timeout`` (``10s``): how long a server waits for a handshake.
 
 TLS 1.2 is the minimum. Peers are always verified: RPC servers require a client
@@ -40,7 +41,6 @@ from __future__ import annotations
 import enum
 import functools
 import logging
-import os
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -154,8 +154,8 @@ class KeyStoreFiles:
     """What ssl-server.xml or ssl-client.xml names: PEM files, all checked to exist."""
 
     mode: str
-    #: Where the keys were read, for messages: the ssl-*.xml path, or the configuration.
-    source: str
+    #: The ssl-*.xml read, or None when none was found (the keys came from elsewhere).
+    source: str | None
     cert_chain: str | None
     key_file: str | None
     key_password: str | None
@@ -163,67 +163,111 @@ class KeyStoreFiles:
 
 
 def _conf_dirs(conf: Configuration) -> list[Path]:
-    """Where a relative ssl-*.xml name is looked up: the directories of the loaded site
-    files (the last loaded first), then ``$HADOOP_CONF_DIR``."""
-    dirs = [Path(r).parent for r in reversed(conf.resources)]
-    env = os.environ.get("HADOOP_CONF_DIR")
-    if env:
-        dirs.append(Path(env))
-    return list(dict.fromkeys(dirs))
+    """Where a relative ssl-*.xml name is looked up: the configuration directory in use
+    (``--config``, else ``$HADOOP_CONF_DIR``: where core-site.xml and hdfs-site.xml were
+    read) and nowhere else; for a Configuration made of files, not of a directory, the
+    directories of those files (the last loaded first)."""
+    if conf.conf_dir is not None:
+        return [Path(conf.conf_dir)]
+    return list(dict.fromkeys(Path(r).parent for r in reversed(conf.resources)))
 
 
-def _ssl_resource(conf: Configuration, mode: str) -> tuple[Configuration | None, str]:
+@dataclass(frozen=True)
+class _SslResource:
+    """The ssl-<mode>.xml of a configuration: the file found (None: none), and where it
+    was looked for, for the message when a key is then missing."""
+
+    conf: Configuration | None
+    path: str | None
+    name: str
+    #: hadoop.ssl.server.conf or hadoop.ssl.client.conf: the key that names the file.
+    conf_key: str
+    searched: tuple[Path, ...]
+
+    def unset(self, key: str) -> str:
+        """The sentence for a required ``key`` found nowhere."""
+        if self.path is not None:
+            return f"TLS is on but {key} is not set (in {self.path})"
+        if not self.searched:
+            return (
+                f"TLS is on but {key} is not set, and no {self.name} ({self.conf_key}) was looked "
+                "for: there is no configuration directory (--config DIR or $HADOOP_CONF_DIR)"
+            )
+        return (
+            f"TLS is on but {key} is not set, and there is no {self.name} ({self.conf_key}) in "
+            f"{_directories(self.searched)}"
+        )
+
+
+def _directories(dirs: tuple[Path, ...]) -> str:
+    if len(dirs) == 1:
+        return f"the configuration directory {dirs[0]}"
+    return "the configuration directories " + ", ".join(str(d) for d in dirs)
+
+
+def _ssl_resource(conf: Configuration, mode: str) -> _SslResource:
     key = keys.HADOOP_SSL_SERVER_CONF_KEY if mode == "server" else keys.HADOOP_SSL_CLIENT_CONF_KEY
     default = f"ssl-{mode}.xml"
     name = conf.get_trimmed(key) or default
     explicit = conf.source(key) not in (None, "defaults")
     path = Path(name)
-    candidates = [path] if path.is_absolute() else [d / name for d in _conf_dirs(conf)]
+    searched = () if path.is_absolute() else tuple(_conf_dirs(conf))
+    candidates = [path] if path.is_absolute() else [d / name for d in searched]
     found = next((p for p in candidates if p.is_file()), None)
     if found is None:
         if explicit:
-            raise ConfigurationError(f"{key} names {name}, which does not exist")
-        return None, "the configuration"
+            where = f" in {_directories(searched)}" if searched else ""
+            raise ConfigurationError(f"{key} names {name}, which does not exist{where}")
+        return _SslResource(None, None, name, key, searched)
     resource = Configuration(load_defaults=False)
     resource.add_resource(found)  # a malformed file: ConfigurationError with its line
-    return resource, str(found)
+    return _SslResource(resource, str(found), name, key, searched)
 
 
 def read_key_store_files(
     conf: Configuration, mode: str, *, need_key_store: bool = True
 ) -> KeyStoreFiles:
     """The ``ssl.<mode>.*`` keys of ``mode`` "server" or "client", checked: the named files
-    exist; only PEM stores are supported."""
-    resource, source = _ssl_resource(conf, mode)
+    exist; only PEM stores are supported.
 
-    def get(template: str) -> str | None:
+    Each key is read as a site file's would be: a value set over the site files (``-D``)
+    first, then ssl-<mode>.xml, then the rest of the configuration."""
+    ssl_xml = _ssl_resource(conf, mode)
+
+    def lookup(template: str) -> tuple[str | None, str]:
+        """The value of the key, and where it came from (for a message)."""
         key = template.format(mode=mode)
-        value = resource.get_trimmed(key) if resource is not None else None
-        return value if value is not None else conf.get_trimmed(key)
+        if ssl_xml.conf is not None and not conf.is_set_over_resources(key):
+            value = ssl_xml.conf.get_trimmed(key)
+            if value is not None:
+                return value, f"in {ssl_xml.path}"
+        return conf.get_trimmed(key), conf.describe_source(key) or "unset"
 
     def existing(template: str, required: bool) -> str | None:
         key = template.format(mode=mode)
-        value = get(template)
+        value, where = lookup(template)
         if value is None:
             if required:
-                raise ConfigurationError(f"TLS is on but {key} is not set (in {source})")
+                raise ConfigurationError(ssl_xml.unset(key))
             return None
         if not Path(value).is_file():
-            raise ConfigurationError(f"{key} names {value}, which does not exist (in {source})")
+            raise ConfigurationError(f"{key} names {value}, which does not exist ({where})")
         return value
 
     for template in (keys.SSL_KEYSTORE_TYPE_TPL, keys.SSL_TRUSTSTORE_TYPE_TPL):
-        store_type = get(template)
+        store_type, where = lookup(template)
         if store_type is not None and store_type.lower() != "pem":
             raise ConfigurationError(
-                f"{template.format(mode=mode)} is '{store_type}' (in {source}): only PEM files "
+                f"{template.format(mode=mode)} is '{store_type}' ({where}): only PEM files "
                 "are supported"
             )
     trust_store = existing(keys.SSL_TRUSTSTORE_LOCATION_TPL, True)
     cert_chain = existing(keys.SSL_KEYSTORE_LOCATION_TPL, need_key_store)
     key_file = existing(keys.SSL_KEYSTORE_KEYFILE_TPL, False)
-    password = get(keys.SSL_KEYSTORE_KEYPASSWORD_TPL) or get(keys.SSL_KEYSTORE_PASSWORD_TPL)
-    return KeyStoreFiles(mode, source, cert_chain, key_file, password, trust_store)  # type: ignore[arg-type]
+    password = (
+        lookup(keys.SSL_KEYSTORE_KEYPASSWORD_TPL)[0] or lookup(keys.SSL_KEYSTORE_PASSWORD_TPL)[0]
+    )
+    return KeyStoreFiles(mode, ssl_xml.path, cert_chain, key_file, password, trust_store)  # type: ignore[arg-type]
 
 
 def _load(files: KeyStoreFiles, context: ssl.SSLContext) -> ssl.SSLContext:

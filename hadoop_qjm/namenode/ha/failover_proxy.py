@@ -13,6 +13,8 @@ calls again. Which errors (:func:`failover_decision`, the rule as a pure functio
   *idempotent* method (Hadoop's ``@Idempotent``: :data:`IDEMPOTENT_METHODS`); the others
   (``@AtMostOnce`` in Hadoop: create, delete, rename, rollEdits, saveNamespace, …) raise
   the error, since this NameNode keeps no retry cache to make a repeat harmless;
+* ``AccessControlException`` — raised, never retried, even when the connection failed
+  (a plain client of NameNodes that speak TLS: every NameNode would refuse it alike);
 * anything else (FileNotFoundException, …) is the answer and is raised.
 
 At most ``dfs.client.failover.max.attempts`` (15) failovers per call, then the last
@@ -50,7 +52,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-from hadoop_qjm.common.exceptions import ConfigurationError, IllegalArgumentException, IOException
+from hadoop_qjm.common.exceptions import (
+    AccessControlException,
+    ConfigurationError,
+    IllegalArgumentException,
+    IOException,
+)
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.ha.ha_util import NameNodeAddress, get_namenode_ids, ha_namenodes
 from hadoop_qjm.namenode.protocol.client import (
@@ -122,6 +129,8 @@ def _lost_after_send(error: BaseException) -> bool:
 def failover_decision(error: BaseException, idempotent: bool) -> FailoverDecision:
     """What to do after ``error`` (FailoverOnNetworkExceptionRetry.shouldRetry, without
     the count: see the module docstring)."""
+    if isinstance(error, AccessControlException):
+        return FailoverDecision.FAIL  # e.g. a plain client of TLS NameNodes: all are so
     if isinstance(error, (StandbyException, ConnectException)):
         return FailoverDecision.FAILOVER_AND_RETRY
     if _lost_after_send(error) and idempotent:

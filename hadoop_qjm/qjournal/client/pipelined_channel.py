@@ -57,6 +57,7 @@ from hadoop_qjm.qjournal.protocol.sockets import (
     ClientSocketFactoryLike,
     PlainSocketFactory,
     as_client_socket_factory,
+    dropped_by_tls_server,
 )
 from hadoop_qjm.qjournal.protocol.wire import FRAME_HEADER, ProtocolError
 
@@ -452,6 +453,10 @@ class PipelinedChannel:
         self._closed = False
         self._pending: collections.deque[ReplyCallback] = collections.deque()
         self._last_progress = 0.0  # when a call was sent to an idle connection, or bytes came
+        self._heard = False  # whether the connection brought a byte yet
+        # (error, cause) of the calls failed when the server dropped a plain connection
+        # before it sent a byte: their caller asks why (call_failure).
+        self._unanswered_drop: tuple[BaseException, OSError | None] | None = None
 
     def __repr__(self) -> str:
         return f"PipelinedChannel({self.host}:{self.port})"
@@ -503,6 +508,7 @@ class PipelinedChannel:
                         raise IOException(f"Connection to {self.host}:{self.port} is closed")
                     self._sock = sock
                     self._tls = tls
+                    self._heard = False
             if self._reactor is None:
                 self._reactor = ReplyReactor.shared()
             reactor = self._reactor
@@ -548,7 +554,12 @@ class PipelinedChannel:
         if not queued:  # dropped since we looked: this call never went out
             callback(None, IOException(f"Call to {self.host}:{self.port} failed: connection reset"))
         elif error is not None:  # fails this call and every other one in flight
-            self._fail(sock, IOException(f"Call to {self.host}:{self.port} failed: {error}"))
+            self._fail(
+                sock,
+                IOException(f"Call to {self.host}:{self.port} failed: {error}"),
+                dropped=True,
+                cause=error,
+            )
         elif want_write:
             reactor = self._reactor
             always_assert(reactor is not None, f"{self} is connected without a reply reactor")
@@ -590,9 +601,24 @@ class PipelinedChannel:
         self.wait(done)
         reply, error = answer[0]
         if error is not None:
-            raise error
+            raise self.call_failure(error)
         always_assert(reply is not None, f"{self}: a call answered with neither reply nor error")
         return reply
+
+    def call_failure(self, error: BaseException) -> BaseException:
+        """What a waiting caller raises for ``error``, its call's failure: ``error``, or,
+        when the server dropped a plain connection before it sent a byte and turns out
+        to speak TLS, the sentence saying so (:func:`dropped_by_tls_server`). Asked in
+        the caller's thread: the probe it may make never holds up the reply reader."""
+        drop = self._unanswered_drop
+        if drop is None or drop[0] is not error:
+            return error
+        self._unanswered_drop = None
+        hint = dropped_by_tls_server(self.host, self.port, drop[1], self.connect_timeout_s)
+        if hint is None:
+            return error
+        hint.__cause__ = error
+        return hint
 
     def wait(self, done: threading.Event) -> None:
         """Wait until ``done`` is set by a reply's callback, reading replies meanwhile
@@ -614,13 +640,23 @@ class PipelinedChannel:
             self._closed = True
         self.reset()
 
-    def _fail(self, sock: socket.socket, error: BaseException) -> None:
-        """Drop ``sock`` (if still ours) and fail every call in flight on it."""
+    def _fail(
+        self,
+        sock: socket.socket,
+        error: BaseException,
+        *,
+        dropped: bool = False,
+        cause: OSError | None = None,
+    ) -> None:
+        """Drop ``sock`` (if still ours) and fail every call in flight on it. ``dropped``:
+        the server reset (``cause``) or closed (no ``cause``) the connection."""
         with self._lock:
             if self._sock is not sock:
                 return
             self._sock = None
             pending, self._pending = self._pending, collections.deque()
+            if dropped and not self._heard and self._tls is None:
+                self._unanswered_drop = (error, cause)
         # The calls first: a thread polling for its own reply re-checks after the
         # unregister below wakes its poll.
         for callback in pending:
@@ -679,7 +715,12 @@ class PipelinedChannel:
                 error = e
             drained = not out
         if error is not None:
-            self._fail(sock, IOException(f"Call to {self.host}:{self.port} failed: {error}"))
+            self._fail(
+                sock,
+                IOException(f"Call to {self.host}:{self.port} failed: {error}"),
+                dropped=True,
+                cause=error,
+            )
         elif drained:
             always_assert(self._reactor is not None, f"{self} is connected without a reactor")
             self._reactor._want_write(sock, False)
@@ -703,7 +744,12 @@ class PipelinedChannel:
         except BlockingIOError:
             return
         except OSError as e:
-            self._fail(sock, IOException(f"Call to {self.host}:{self.port} failed: {e}"))
+            self._fail(
+                sock,
+                IOException(f"Call to {self.host}:{self.port} failed: {e}"),
+                dropped=True,
+                cause=e,
+            )
             return
         if not received:
             self._fail(
@@ -711,8 +757,10 @@ class PipelinedChannel:
                 IOException(
                     f"Call to {self.host}:{self.port} failed: connection closed by the server"
                 ),
+                dropped=True,
             )
             return
+        self._heard = True
         if tls is not None:
             try:
                 chunk, closed = tls.decrypt(bytes(chunk))

@@ -58,6 +58,7 @@ from hadoop_qjm.qjournal.protocol.sockets import (
     ClientSocketFactoryLike,
     FrameReader,
     as_client_socket_factory,
+    dropped_by_tls_server,
     write_frame,
 )
 from hadoop_qjm.qjournal.protocol.thrift_idl import qjournal_thrift
@@ -154,6 +155,8 @@ class SocketChannel:
         self._sock_lock = threading.Lock()  # guards _sock and _closed, never held across I/O
         self._sock: socket.socket | None = None
         self._reader: FrameReader | None = None  # reads _sock's replies
+        self._answered = False  # whether _sock brought a reply yet
+        self._plain = getattr(self._socket_factory, "context", None) is None
         self._closed = False
 
     def _connect(self) -> tuple[socket.socket, FrameReader]:
@@ -175,6 +178,7 @@ class SocketChannel:
                 sock.close()
                 raise IOException(f"Connection to {self.host}:{self.port} is closed")
             self._sock, self._reader = sock, reader
+            self._answered = False
         return sock, reader
 
     def call(self, payload: bytes) -> bytes:
@@ -182,9 +186,6 @@ class SocketChannel:
         try:
             write_frame(sock, payload)
             reply = reader.read_frame()
-            if reply is None:
-                raise ProtocolError("connection closed by the server")
-            return reply
         except (TimeoutError, BlockingIOError) as e:  # BlockingIOError: SO_RCVTIMEO passed
             self.reset()
             raise SocketTimeoutException(
@@ -192,7 +193,24 @@ class SocketChannel:
             ) from e
         except OSError as e:  # ProtocolError included
             self.reset()
-            raise IOException(f"Call to {self.host}:{self.port} failed: {e}") from e
+            raise self._dropped_unanswered(e) or IOException(
+                f"Call to {self.host}:{self.port} failed: {e}"
+            ) from e
+        if reply is None:
+            self.reset()
+            error = ProtocolError("connection closed by the server")
+            raise self._dropped_unanswered(None) or IOException(
+                f"Call to {self.host}:{self.port} failed: {error}"
+            ) from error
+        self._answered = True
+        return reply
+
+    def _dropped_unanswered(self, error: OSError | None) -> IOException | None:
+        """Why a plain connection was dropped before its first reply, when the server
+        speaks TLS (:func:`dropped_by_tls_server`); None otherwise."""
+        if not self._plain or self._answered:
+            return None
+        return dropped_by_tls_server(self.host, self.port, error, self.connect_timeout_s)
 
     def reset(self) -> None:
         with self._sock_lock:
@@ -362,7 +380,7 @@ class QJournalProtocolProxy:
             self._async.wait(done)
             reply, error = answer[0]
             if error is not None:
-                raise error
+                raise self._async.call_failure(error)
             return self._decode_reply(rpc, seqid, reply, result_cls, returns_value)
         with self._lock:
             seqid = self._next_seqid()
@@ -439,7 +457,7 @@ class QJournalProtocolProxy:
             self.journal_async(req, body, callback, connect=True)
             self._async.wait(done)
             if errors[0] is not None:
-                raise errors[0]
+                raise self._async.call_failure(errors[0])
             return
         with self._lock:
             seqid = self._next_seqid()

@@ -7,10 +7,13 @@ be added by passing another factory, without touching either.
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import ssl
 from collections.abc import Callable
 from typing import Protocol
 
+from hadoop_qjm.common.exceptions import AccessControlException
 from hadoop_qjm.qjournal.protocol.exceptions import BindException
 from hadoop_qjm.qjournal.protocol.wire import FRAME_HEADER, ProtocolError
 
@@ -23,7 +26,9 @@ __all__ = [
     "PlainSocketFactory",
     "as_client_socket_factory",
     "as_server_socket_factory",
+    "dropped_by_tls_server",
     "read_frame",
+    "server_speaks_tls",
     "write_frame",
 ]
 
@@ -151,6 +156,69 @@ def as_client_socket_factory(factory: ClientSocketFactoryLike | None) -> ClientS
     if hasattr(factory, "connect"):
         return factory  # type: ignore[return-value]
     return _CallableClientSocketFactory(factory)  # type: ignore[arg-type]
+
+
+#: What a plain client's call says when the server it reached speaks TLS
+#: (docs/security.md, "What a client sees"): the keys that turn TLS on for a client.
+CLIENT_NOT_CONFIGURED_FOR_TLS = (
+    "the server speaks TLS but this client is not configured for it: set "
+    "hadoop.security.authentication=certificate and dfs.http.policy=HTTPS_ONLY "
+    "(core-site.xml, hdfs-site.xml) and ssl.client.keystore.location and "
+    "ssl.client.truststore.location in ssl-client.xml"
+)
+#: The longest the probe of :func:`server_speaks_tls` waits (for its connect, or the answer).
+TLS_PROBE_TIMEOUT_S = 2.0
+# The first bytes of a TLS record from a server: handshake (its ServerHello) or alert,
+# then the major version 3 (SSL 3.0 / TLS 1.x, RFC 8446 §5.1).
+_TLS_RECORD_TYPES = (0x15, 0x16)
+
+
+def server_speaks_tls(host: str, port: int, timeout_s: float = TLS_PROBE_TIMEOUT_S) -> bool:
+    """Whether ``host:port`` answers a TLS ClientHello with a TLS record.
+
+    A one-off probe on a new connection: nothing is verified and no certificate is sent;
+    the connection is closed once the server's first bytes are seen. A plain Thrift server
+    reads the hello as a frame far over its limit and drops the connection: False, as for
+    a refused connection or no answer within ``timeout_s``.
+    """
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    tls.check_hostname = False
+    tls.verify_mode = ssl.CERT_NONE
+    outgoing = ssl.MemoryBIO()
+    session = tls.wrap_bio(ssl.MemoryBIO(), outgoing)
+    with contextlib.suppress(ssl.SSLWantReadError):
+        session.do_handshake()  # writes the ClientHello to ``outgoing``, then wants the answer
+    try:
+        with PlainSocketFactory().connect(host, port, timeout_s) as sock:
+            sock.sendall(outgoing.read())
+            first = _recv_exact(sock, 2, eof_ok=True)
+    except OSError:  # ProtocolError included
+        return False
+    return len(first) == 2 and first[0] in _TLS_RECORD_TYPES and first[1] == 3
+
+
+def dropped_by_tls_server(
+    host: str, port: int, error: BaseException | None, timeout_s: float | None
+) -> AccessControlException | None:
+    """The error of a call whose new connection the server reset or closed before
+    answering anything (``error``: the OSError, None for a clean close) — when the server
+    turns out to speak TLS (:func:`server_speaks_tls`); else None.
+
+    A TLS server reads a plain client's request as a broken handshake and drops the
+    connection, which the client sees as "Connection reset by peer": this says why, in
+    one sentence naming the keys. Only a plain client's calls ask, and only after such a
+    drop, so the probe costs a working call nothing. AccessControlException, as Hadoop's
+    client raises when it cannot authenticate the way the server asks (and a failover
+    proxy does not retry it: every NameNode of the cluster speaks the same).
+    """
+    if error is not None and not isinstance(
+        error, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
+    ):
+        return None
+    probe_s = TLS_PROBE_TIMEOUT_S if timeout_s is None else min(timeout_s, TLS_PROBE_TIMEOUT_S)
+    if not server_speaks_tls(host, port, probe_s):
+        return None
+    return AccessControlException(f"Call to {host}:{port} failed: {CLIENT_NOT_CONFIGURED_FOR_TLS}")
 
 
 def _recv_exact(sock: socket.socket, size: int, *, eof_ok: bool) -> bytes:
