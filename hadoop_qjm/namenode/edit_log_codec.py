@@ -43,6 +43,7 @@ __all__ = [
     "encode_rpc_ids",
     "encode_acl_entries",
     "encode_xattrs",
+    "encode_acl_proto",
     "client_id_to_string",
     "fs_action_symbol",
     "ACL_SCOPES",
@@ -296,9 +297,10 @@ def _pb_bytes(field_no: int, data: bytes) -> bytes:
     return encode_varint(field_no << 3 | 2) + encode_varint(len(data)) + data
 
 
-def encode_xattrs(xattrs: tuple[XAttr, ...]) -> bytes:
-    """A length-delimited XAttrEditLogProto holding ``xattrs`` (``00`` when there are none)."""
-    msg = bytearray()
+def encode_xattrs(xattrs: tuple[XAttr, ...], src: str | None = None) -> bytes:
+    """A length-delimited XAttrEditLogProto holding ``xattrs`` (``00`` when there are none),
+    and ``src`` first when given (OP_SET_XATTR and OP_REMOVE_XATTR carry their path in it)."""
+    msg = bytearray() if src is None else bytearray(_pb_bytes(1, src.encode("utf-8")))
     for x in xattrs:
         item = (
             encode_varint(1 << 3)
@@ -307,6 +309,21 @@ def encode_xattrs(xattrs: tuple[XAttr, ...]) -> bytes:
         )
         if x.value is not None:
             item += _pb_bytes(3, x.value)
+        msg += _pb_bytes(2, item)
+    return encode_varint(len(msg)) + bytes(msg)
+
+
+def encode_acl_proto(src: str, entries: tuple[AclEntry, ...]) -> bytes:
+    """A length-delimited AclEditLogProto (OP_SET_ACL): src, then one AclEntryProto each.
+
+    An AclEntryProto is type (1), scope (2), permissions (3) and an optional name (4): the
+    enums' wire values are the ordinals of ACL_TYPES, ACL_SCOPES and FsAction.
+    """
+    msg = bytearray(_pb_bytes(1, src.encode("utf-8")))
+    for e in entries:
+        item = bytes((0x08, e.type & 3, 0x10, e.scope & 1, 0x18, e.perm & 7))
+        if e.name is not None:
+            item += _pb_bytes(4, e.name.encode("utf-8"))
         msg += _pb_bytes(2, item)
     return encode_varint(len(msg)) + bytes(msg)
 
@@ -499,17 +516,49 @@ class ByteReader:
 
     def xattrs(self) -> tuple[XAttr, ...]:
         """A length-delimited XAttrEditLogProto; its ``src`` and unknown fields are skipped."""
+        return self.xattr_proto()[1]
+
+    def xattr_proto(self) -> tuple[str | None, tuple[XAttr, ...]]:
+        """A length-delimited XAttrEditLogProto: (its src or None, its xattrs)."""
+        return self._delimited_list(ByteReader._xattr)
+
+    def acl_proto(self) -> tuple[str | None, tuple[AclEntry, ...]]:
+        """A length-delimited AclEditLogProto: (its src, its entries)."""
+        return self._delimited_list(ByteReader._acl_entry)
+
+    def _delimited_list(self, read_item) -> tuple:
+        """A length-delimited message of an optional string field 1 and repeated field 2."""
         size = self._pb_varint()
         outer = ByteReader(self.data, self._need(size), self.pos)
+        src: str | None = None
         found = []
         while outer.remaining():
             tag = outer._pb_varint()
             if tag == (2 << 3 | 2):
                 item_len = outer._pb_varint()
-                found.append(ByteReader(self.data, outer._need(item_len), outer.pos)._xattr())
+                found.append(read_item(ByteReader(self.data, outer._need(item_len), outer.pos)))
+            elif tag == (1 << 3 | 2):
+                src = outer.raw(outer._pb_varint()).decode("utf-8", "replace")
             else:
                 outer._pb_skip(tag & 7)
-        return tuple(found)
+        return src, tuple(found)
+
+    def _acl_entry(self) -> AclEntry:
+        values: dict[int, int] = {}
+        name: str | None = None
+        while self.remaining():
+            tag = self._pb_varint()
+            if tag in (1 << 3, 2 << 3, 3 << 3):
+                values[tag >> 3] = self._pb_varint()
+            elif tag == (4 << 3 | 2):
+                name = self.raw(self._pb_varint()).decode("utf-8", "replace")
+            else:
+                self._pb_skip(tag & 7)
+        if len(values) != 3 or values[1] > 3 or values[2] > 1 or values[3] > 7:
+            raise EditLogCorruptionError(
+                f"AclEntryProto lacks a field or is out of range: {values}"
+            )
+        return AclEntry(values[2], values[1], values[3], name)
 
     def _xattr(self) -> XAttr:
         namespace: int | None = None

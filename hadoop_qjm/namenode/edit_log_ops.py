@@ -1,11 +1,16 @@
 """The op classes of the edit log and their bodies at layout version -67. Pure.
 
-Each class is named after Hadoop's inner class of FSEditLogOp and knows three things: how
+Each class is named after Hadoop's inner class of FSEditLogOp and knows four things: how
 to encode its body, how to decode it (:class:`ByteReader` keeps every read inside the
-body), and which fields Hadoop's offline edits viewer prints (``xml_fields``, in
-``toXml`` order). The bodies are HADOOP-QJM-DIGEST.md §4.5; every one was checked
-byte-exact against Hadoop's ``editsStored``. Any other opcode is an :class:`OpaqueOp`:
-the JournalNode never looks inside a body, only at frames and checksums.
+body), which elements Hadoop's offline edits viewer prints (``xml_fields``, in ``toXml``
+order) and how to rebuild the op from them (``from_xml``, Hadoop's ``fromXml``). Every
+opcode Hadoop reads at layout version -67 has its class (here, in
+:mod:`~hadoop_qjm.namenode.edit_log_path_ops`, :mod:`~hadoop_qjm.namenode.edit_log_field_ops`,
+:mod:`~hadoop_qjm.namenode.edit_log_token_ops` and
+:mod:`~hadoop_qjm.namenode.edit_log_admin_ops`); each was checked byte-exact, both ways,
+against Hadoop's ``editsStored`` and ``editsStored.xml``. An :class:`OpaqueOp` is an op of
+another layout version: the JournalNode never looks inside a body, only at frames and
+checksums.
 
 Ops are "frozen-ish" slotted dataclasses: treat them as immutable values (they compare
 and hash by value), but immutability is not enforced, because a frozen dataclass's
@@ -23,21 +28,17 @@ from typing import ClassVar
 
 from hadoop_qjm.common.exceptions import EditLogCorruptionError, IllegalArgumentException
 from hadoop_qjm.namenode.edit_log_codec import (
-    ACL_SCOPES,
-    ACL_TYPES,
     DUMMY_CLIENT_ID,
     I8,
     I16,
     I64,
     INVALID_CALL_ID,
     U8,
-    XATTR_NAMESPACES,
     AclEntry,
     Block,
     ByteReader,
     PermissionStatus,
     XAttr,
-    client_id_to_string,
     decode_utf8_bytes,
     encode_acl_entries,
     encode_block_array,
@@ -45,7 +46,26 @@ from hadoop_qjm.namenode.edit_log_codec import (
     encode_rpc_ids,
     encode_utf8,
     encode_xattrs,
-    fs_action_symbol,
+)
+from hadoop_qjm.namenode.edit_log_xml import (
+    InvalidXmlException,
+    Stanza,
+    XmlField,
+    acl_from_xml,
+    acl_xml,
+    block_from_xml,
+    block_xml,
+    blocks_from_xml,
+    permission_from_xml,
+    permission_xml,
+    rpc_from_xml,
+    rpc_xml,
+    xattr_xml,
+    xattrs_from_xml,
+    xml_bool,
+    xml_byte,
+    xml_long,
+    xml_short,
 )
 from hadoop_qjm.namenode.fs_edit_log_op_codes import FSEditLogOpCodes
 
@@ -65,9 +85,6 @@ __all__ = [
     "block_xml",
     "rpc_xml",
 ]
-
-#: (tag, text) or (tag, [children]): the shape of one element of Hadoop's oev XML.
-XmlField = tuple[str, str | list["XmlField"]]
 
 #: What MkdirOp.create() uses when not told otherwise: hdfs:supergroup rwxr-xr-x.
 DEFAULT_PERMISSIONS = PermissionStatus("hdfs", "supergroup", 0o755)
@@ -103,50 +120,10 @@ class FSEditLogOp:
         """The elements Hadoop's oev prints after TXID, in its order."""
         return []
 
-
-def permission_xml(perm: PermissionStatus) -> XmlField:
-    # FsPermission keeps only the sticky bit and the nine rwx bits of the stored short.
-    mode = str(perm.mode & 0o1777)
-    return (
-        "PERMISSION_STATUS",
-        [("USERNAME", perm.user), ("GROUPNAME", perm.group), ("MODE", mode)],
-    )
-
-
-def block_xml(b: Block) -> XmlField:
-    return (
-        "BLOCK",
-        [
-            ("BLOCK_ID", str(b.block_id)),
-            ("NUM_BYTES", str(b.num_bytes)),
-            ("GENSTAMP", str(b.gen_stamp)),
-        ],
-    )
-
-
-def acl_xml(entries: tuple[AclEntry, ...]) -> list[XmlField]:
-    out: list[XmlField] = []
-    for e in entries:
-        children: list[XmlField] = [("SCOPE", ACL_SCOPES[e.scope]), ("TYPE", ACL_TYPES[e.type])]
-        if e.name is not None:
-            children.append(("NAME", e.name))
-        children.append(("PERM", fs_action_symbol(e.perm)))
-        out.append(("ENTRY", children))
-    return out
-
-
-def xattr_xml(xattrs: tuple[XAttr, ...]) -> list[XmlField]:
-    out: list[XmlField] = []
-    for x in xattrs:
-        children: list[XmlField] = [("NAMESPACE", XATTR_NAMESPACES[x.namespace]), ("NAME", x.name)]
-        if x.value is not None:
-            children.append(("VALUE", "0x" + x.value.hex()))
-        out.append(("XATTR", children))
-    return out
-
-
-def rpc_xml(client_id: bytes, call_id: int) -> list[XmlField]:
-    return [("RPC_CLIENTID", client_id_to_string(client_id)), ("RPC_CALLID", str(call_id))]
+    @classmethod
+    def from_xml(cls, txid: int, st: Stanza) -> FSEditLogOp:
+        """The op whose ``<DATA>`` is ``st`` (FSEditLogOp.fromXml); TXID is already read."""
+        raise NotImplementedError
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -163,6 +140,10 @@ class StartLogSegmentOp(FSEditLogOp):
     def decode_body(cls, txid: int, reader: ByteReader) -> StartLogSegmentOp:
         return cls(txid)
 
+    @classmethod
+    def from_xml(cls, txid: int, st: Stanza) -> StartLogSegmentOp:
+        return cls(txid)
+
 
 @dataclass(slots=True, unsafe_hash=True)
 class EndLogSegmentOp(FSEditLogOp):
@@ -176,6 +157,10 @@ class EndLogSegmentOp(FSEditLogOp):
 
     @classmethod
     def decode_body(cls, txid: int, reader: ByteReader) -> EndLogSegmentOp:
+        return cls(txid)
+
+    @classmethod
+    def from_xml(cls, txid: int, st: Stanza) -> EndLogSegmentOp:
         return cls(txid)
 
 
@@ -293,6 +278,18 @@ class MkdirOp(FSEditLogOp):
             *xattr_xml(self.xattrs),
         ]
 
+    @classmethod
+    def from_xml(cls, txid: int, st: Stanza) -> MkdirOp:
+        return cls(
+            txid,
+            inode_id=xml_long(st, "INODEID"),
+            path=st.get("PATH"),
+            timestamp=xml_long(st, "TIMESTAMP"),
+            permissions=permission_from_xml(st),
+            acl_entries=acl_from_xml(st),
+            xattrs=xattrs_from_xml(st),
+        )
+
 
 # MkdirOp.create fills these slots itself: keep it in step with the fields.
 if [f.name for f in fields(MkdirOp)] != [
@@ -366,6 +363,19 @@ class _AddCloseOp(FSEditLogOp):
             permission_xml(self.permissions),
         ]
 
+    @staticmethod
+    def _common_from_xml(st: Stanza) -> dict:
+        return {
+            "inode_id": xml_long(st, "INODEID"),
+            "path": st.get("PATH"),
+            "replication": xml_short(st, "REPLICATION"),
+            "mtime": xml_long(st, "MTIME"),
+            "atime": xml_long(st, "ATIME"),
+            "block_size": xml_long(st, "BLOCKSIZE"),
+            "blocks": blocks_from_xml(st),
+            "permissions": permission_from_xml(st),
+        }
+
 
 @dataclass(slots=True, unsafe_hash=True)
 class AddOp(_AddCloseOp):
@@ -431,6 +441,23 @@ class AddOp(_AddCloseOp):
             *rpc_xml(self.rpc_client_id, self.rpc_call_id),
         ]
 
+    @classmethod
+    def from_xml(cls, txid: int, st: Stanza) -> AddOp:
+        # Hadoop's XML has no xattrs and no storage policy for OP_ADD: they come back empty.
+        ec_policy = (
+            xml_byte(st, "ERASURE_CODING_POLICY_ID") if st.has("ERASURE_CODING_POLICY_ID") else 0
+        )
+        return cls(
+            txid,
+            **cls._common_from_xml(st),
+            acl_entries=acl_from_xml(st),
+            client_name=st.get("CLIENT_NAME"),
+            client_machine=st.get("CLIENT_MACHINE"),
+            overwrite=st.has("OVERWRITE") and xml_bool(st, "OVERWRITE"),
+            erasure_coding_policy_id=ec_policy,
+            **rpc_from_xml(st),
+        )
+
 
 @dataclass(slots=True, unsafe_hash=True)
 class CloseOp(_AddCloseOp):
@@ -447,6 +474,10 @@ class CloseOp(_AddCloseOp):
 
     def xml_fields(self) -> list[XmlField]:
         return self._common_xml("", "", False)
+
+    @classmethod
+    def from_xml(cls, txid: int, st: Stanza) -> CloseOp:
+        return cls(txid, **cls._common_from_xml(st))
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -499,10 +530,24 @@ class AddBlockOp(FSEditLogOp):
         fields.append(block_xml(self.last_block))
         return fields + rpc_xml(self.rpc_client_id, self.rpc_call_id)
 
+    @classmethod
+    def from_xml(cls, txid: int, st: Stanza) -> AddBlockOp:
+        blocks = st.all("BLOCK")
+        if len(blocks) not in (1, 2):
+            raise InvalidXmlException(f"OP_ADD_BLOCK with {len(blocks)} blocks (expected 1 or 2)")
+        return cls(
+            txid,
+            path=st.get("PATH"),
+            last_block=block_from_xml(blocks[-1]),
+            penultimate_block=block_from_xml(blocks[0]) if len(blocks) == 2 else None,
+            **rpc_from_xml(st),
+        )
+
 
 @dataclass(slots=True, unsafe_hash=True)
 class OpaqueOp(FSEditLogOp):
-    """An op whose body we do not model: its frame and checksum are still verified."""
+    """An op of a layout version whose bodies we do not decode: its frame and checksum are
+    still verified, its body kept as bytes."""
 
     opcode: FSEditLogOpCodes  # type: ignore[misc]  # an instance field here, a ClassVar elsewhere
     txid: int

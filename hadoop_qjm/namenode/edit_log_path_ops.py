@@ -22,7 +22,16 @@ from hadoop_qjm.namenode.edit_log_codec import (
     encode_rpc_ids,
     encode_utf8,
 )
-from hadoop_qjm.namenode.edit_log_ops import FSEditLogOp, XmlField, rpc_xml
+from hadoop_qjm.namenode.edit_log_ops import FSEditLogOp
+from hadoop_qjm.namenode.edit_log_xml import (
+    InvalidXmlException,
+    Stanza,
+    XmlField,
+    rpc_from_xml,
+    rpc_xml,
+    xml_long,
+    xml_short,
+)
 from hadoop_qjm.namenode.fs_edit_log_op_codes import FSEditLogOpCodes
 
 __all__ = [
@@ -80,6 +89,12 @@ class DeleteOp(FSEditLogOp):
             *rpc_xml(self.rpc_client_id, self.rpc_call_id),
         ]
 
+    @classmethod
+    def from_xml(cls, txid: int, st: Stanza) -> DeleteOp:
+        return cls(
+            txid, path=st.get("PATH"), timestamp=xml_long(st, "TIMESTAMP"), **rpc_from_xml(st)
+        )
+
 
 @dataclass(slots=True, unsafe_hash=True)
 class RenameOldOp(FSEditLogOp):
@@ -127,6 +142,16 @@ class RenameOldOp(FSEditLogOp):
             ("TIMESTAMP", str(self.timestamp)),
             *rpc_xml(self.rpc_client_id, self.rpc_call_id),
         ]
+
+    @classmethod
+    def from_xml(cls, txid: int, st: Stanza) -> RenameOldOp:
+        return cls(
+            txid,
+            src=st.get("SRC"),
+            dst=st.get("DST"),
+            timestamp=xml_long(st, "TIMESTAMP"),
+            **rpc_from_xml(st),
+        )
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -190,6 +215,24 @@ class RenameOp(FSEditLogOp):
             *rpc_xml(self.rpc_client_id, self.rpc_call_id),
         ]
 
+    @classmethod
+    def from_xml(cls, txid: int, st: Stanza) -> RenameOp:
+        options = []
+        for name in st.get("OPTIONS").strip().split("|"):
+            if not name:
+                continue  # "" is no option (Hadoop skips empty names too)
+            if name not in RENAME_OPTIONS:
+                raise InvalidXmlException(f"error parsing Rename value: {name!r}")
+            options.append(RENAME_OPTIONS.index(name))
+        return cls(
+            txid,
+            src=st.get("SRC"),
+            dst=st.get("DST"),
+            timestamp=xml_long(st, "TIMESTAMP"),
+            options=tuple(options),
+            **rpc_from_xml(st),
+        )
+
 
 @dataclass(slots=True, unsafe_hash=True)
 class TimesOp(FSEditLogOp):
@@ -219,6 +262,12 @@ class TimesOp(FSEditLogOp):
             ("ATIME", str(self.atime)),
         ]
 
+    @classmethod
+    def from_xml(cls, txid: int, st: Stanza) -> TimesOp:
+        return cls(
+            txid, path=st.get("PATH"), mtime=xml_long(st, "MTIME"), atime=xml_long(st, "ATIME")
+        )
+
 
 @dataclass(slots=True, unsafe_hash=True)
 class SetPermissionsOp(FSEditLogOp):
@@ -240,6 +289,10 @@ class SetPermissionsOp(FSEditLogOp):
 
     def xml_fields(self) -> list[XmlField]:
         return [("SRC", self.src), ("MODE", str(self.permission & 0o1777))]
+
+    @classmethod
+    def from_xml(cls, txid: int, st: Stanza) -> SetPermissionsOp:
+        return cls(txid, src=st.get("SRC"), permission=xml_short(st, "MODE") & 0xFFFF)
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -275,6 +328,15 @@ class SetOwnerOp(FSEditLogOp):
             fields.append(("GROUPNAME", self.groupname))
         return fields
 
+    @classmethod
+    def from_xml(cls, txid: int, st: Stanza) -> SetOwnerOp:
+        return cls(
+            txid,
+            src=st.get("SRC"),
+            username=st.get_or_none("USERNAME") or None,
+            groupname=st.get_or_none("GROUPNAME") or None,
+        )
+
 
 @dataclass(slots=True, unsafe_hash=True)
 class SetReplicationOp(FSEditLogOp):
@@ -296,3 +358,7 @@ class SetReplicationOp(FSEditLogOp):
 
     def xml_fields(self) -> list[XmlField]:
         return [("PATH", self.path), ("REPLICATION", str(self.replication))]
+
+    @classmethod
+    def from_xml(cls, txid: int, st: Stanza) -> SetReplicationOp:
+        return cls(txid, path=st.get("PATH"), replication=xml_short(st, "REPLICATION"))

@@ -1,35 +1,52 @@
-"""``hdfs-py oev -i EDITS -o OUT [-p xml|stats] [-r]``: the offline edits viewer.
+"""``hdfs-py oev -i IN -o OUT [-p xml|stats|binary] [-r]``: the offline edits viewer.
 
-Prints a binary segment the way Hadoop's ``hdfs oev`` does:
+Converts an edit-log segment the way Hadoop's ``hdfs oev`` does:
 
-* ``xml`` (default): ``<EDITS><EDITS_VERSION>…<RECORD><OPCODE>…<DATA><TXID>…``, with the
-  fields, their order and their formatting of Hadoop's ``toXml`` for every op whose body we
-  model (RPC client ids as UUIDs, LENGTH as 0) and just OPCODE and TXID for the others;
-* ``stats``: the per-opcode counts in the layout of Hadoop's StatisticsEditsVisitor.
+* ``xml`` (default): ``<EDITS><EDITS_VERSION>…<RECORD><OPCODE>…<DATA><TXID>…``, every op
+  with the elements, order and formatting of Hadoop's ``FSEditLogOp.toXml`` (RPC client
+  ids as UUIDs, LENGTH as 0);
+* ``stats``: the per-opcode counts in the layout of Hadoop's StatisticsEditsVisitor;
+* ``binary``: the other way, such XML back into a segment (Hadoop's OfflineEditsXmlLoader
+  and BinaryEditsVisitor): the header from EDITS_VERSION, each op framed with its length
+  and a freshly computed CRC32, no padding.
+
+The ops' bodies, both ways, are the op classes' own (:mod:`hadoop_qjm.namenode.fs_edit_log_op`);
+this module only moves them between files and lxml.
 
 ``-o -`` writes to standard output. An input that cannot be read (missing, empty, not an
-edit log) is reported before any output is written; an error in the middle of the log
-ends the output cleanly and fails the command, unless ``-r`` (recovery mode) skips the
-broken bytes.
+edit log) is reported before any output is written; an error in the middle of a binary
+log ends the XML cleanly and fails the command, unless ``-r`` (recovery mode) skips the
+broken bytes. ``-p binary`` writes its output whole or not at all: a temporary file renamed
+into place once every record converted.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import re
+import secrets
 import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import BinaryIO
 
 from lxml import etree
 
 from hadoop_qjm.cli import CommandParser
+from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import EditLogCorruptionError, IOException
 from hadoop_qjm.namenode.edit_log_file_input_stream import EditLogFileInputStream
-from hadoop_qjm.namenode.edit_log_ops import XmlField
-from hadoop_qjm.namenode.fs_edit_log_op import DEFAULT_MAX_OP_SIZE, FSEditLogOp, FSEditLogOpCodes
+from hadoop_qjm.namenode.edit_log_xml import InvalidXmlException, Stanza, XmlField, xml_long
+from hadoop_qjm.namenode.fs_edit_log_op import (
+    DEFAULT_MAX_OP_SIZE,
+    OP_CLASSES,
+    FSEditLogOp,
+    FSEditLogOpCodes,
+    append_op,
+    edit_log_header,
+)
 
 __all__ = [
     "run",
@@ -37,7 +54,11 @@ __all__ = [
     "write_stats",
     "statistics_text",
     "mangle_xml_string",
+    "unmangle_xml_string",
     "record_element",
+    "op_from_record",
+    "read_xml",
+    "write_binary",
 ]
 
 _XML_DECLARATION = b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
@@ -50,6 +71,20 @@ def mangle_xml_string(text: str) -> str:
     if _MUST_MANGLE.search(text) is None:
         return text
     return _MUST_MANGLE.sub(lambda m: f"\\{ord(m.group()):04x};", text)
+
+
+_MANGLED = re.compile(r"\\(?:([0-9a-fA-F]{1,6});)?")
+
+
+def unmangle_xml_string(text: str) -> str:
+    r"""XMLUtils.unmangleXmlString: ``\XXXX;`` back to its code point; any other ``\`` is an error."""
+
+    def code_point(m: re.Match) -> str:
+        if m.group(1) is None or int(m.group(1), 16) > 0x10FFFF:
+            raise InvalidXmlException(f"invalid escape in {text[:80]!r}: a \\ must start \\XXXX;")
+        return chr(int(m.group(1), 16))
+
+    return _MANGLED.sub(code_point, text) if "\\" in text else text
 
 
 def record_element(op: FSEditLogOp) -> etree._Element:
@@ -69,6 +104,138 @@ def _add_fields(parent: etree._Element, fields: list[XmlField]) -> None:
             _add_fields(child, value)
         elif value:
             child.text = mangle_xml_string(value)
+
+
+# ---- XML -> ops (OfflineEditsXmlLoader) ------------------------------------------------------
+
+
+def _stanza(element: etree._Element) -> Stanza:
+    """An element as a Stanza: children by tag, a leaf's text unmangled, comments ignored."""
+    st = Stanza()
+    for child in element:
+        if isinstance(child.tag, str):
+            st.add(child.tag, _stanza(child))
+    if not st.children:
+        st.value = unmangle_xml_string(element.text or "")
+    return st
+
+
+def op_from_record(record: etree._Element) -> FSEditLogOp:
+    """The op of one ``<RECORD>``: its OPCODE, then its DATA (FSEditLogOp.decodeXml)."""
+    children = [c for c in record if isinstance(c.tag, str)]
+    if [c.tag for c in children] != ["OPCODE", "DATA"]:
+        raise InvalidXmlException(
+            f"expected <OPCODE> then <DATA> in a <RECORD>, got {[c.tag for c in children]}"
+        )
+    name = (children[0].text or "").strip()
+    opcode = FSEditLogOpCodes.__members__.get(name)
+    cls = OP_CLASSES.get(opcode) if opcode is not None else None
+    if cls is None:
+        raise InvalidXmlException(f"unknown or unwritable opcode {name!r}")
+    data = _stanza(children[1])
+    txid = xml_long(data, "TXID")
+    try:
+        return cls.from_xml(txid, data)
+    except InvalidXmlException as e:
+        raise InvalidXmlException(f"{name} txid {txid}: {e}") from None
+
+
+def read_xml(source: BinaryIO) -> Iterator[int | FSEditLogOp]:
+    """Yield the EDITS_VERSION of an oev XML document, then its ops in order.
+
+    The document is parsed as a stream, a record at a time, so a large segment's XML is
+    never all in memory. Entities are not expanded and nothing is fetched from the network.
+    """
+    events = etree.iterparse(
+        source, events=("start", "end"), resolve_entities=False, no_network=True, load_dtd=False
+    )
+    depth = 0
+    seen_version = False
+    try:
+        for event, element in events:
+            if not isinstance(element.tag, str):
+                continue
+            if event == "start":
+                depth += 1
+                if depth == 1 and element.tag != "EDITS":
+                    raise InvalidXmlException(
+                        f"you must put <EDITS> at the top of the XML file! Got <{element.tag}>"
+                    )
+                continue
+            depth -= 1
+            if depth != 1:
+                continue
+            if not seen_version:
+                if element.tag != "EDITS_VERSION":
+                    raise InvalidXmlException(
+                        f"<EDITS_VERSION> must come first in <EDITS>, got <{element.tag}>"
+                    )
+                seen_version = True
+                yield xml_long(_stanza(element.getparent()), "EDITS_VERSION")
+            elif element.tag != "RECORD":
+                raise InvalidXmlException(f"expected a <RECORD>, got <{element.tag}>")
+            else:
+                yield op_from_record(element)
+            # Done with this child of <EDITS>: free it and anything before it.
+            element.clear()
+            while element.getprevious() is not None:
+                del element.getparent()[0]
+    except etree.XMLSyntaxError as e:
+        raise InvalidXmlException(f"XML parsing error: {e}") from None
+    if not seen_version:
+        raise InvalidXmlException("no <EDITS_VERSION> in <EDITS>")
+
+
+def write_binary(source: BinaryIO, out: BinaryIO) -> int:
+    """Write the segment ``source`` (oev XML) describes to ``out``; returns the number of ops."""
+    records = read_xml(source)
+    version = next(records)
+    if version != CURRENT_LAYOUT_VERSION:
+        raise IOException(
+            f"Cannot write layout version {version}: only {CURRENT_LAYOUT_VERSION} is supported"
+        )
+    buf = bytearray(edit_log_header(version))
+    count = 0
+    for op in records:
+        append_op(buf, op)  # type: ignore[arg-type]
+        count += 1
+        if len(buf) >= 1 << 20:
+            out.write(buf)
+            buf.clear()
+    out.write(buf)
+    return count
+
+
+@contextmanager
+def _atomic_output(target: str) -> Iterator[BinaryIO]:
+    """A temporary file beside ``target``, renamed onto it only if the block succeeds
+    (the commit point); on any error it is removed and ``target`` is untouched."""
+    if target == "-":
+        buf = io.BytesIO()
+        yield buf
+        sys.stdout.buffer.write(buf.getvalue())
+        sys.stdout.buffer.flush()
+        return
+    directory, name = os.path.split(os.path.abspath(target))
+    tmp = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
+    try:
+        # Mode 0666 less the umask, as a plain open() would give the output.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as e:
+        raise IOException(f"Cannot write {target}: {e.strerror or e}") from e
+    try:
+        with os.fdopen(fd, "wb") as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+# ---- binary -> XML and statistics -----------------------------------------------------------
 
 
 def _ops(stream: EditLogFileInputStream, recover: bool) -> Iterator[FSEditLogOp]:
@@ -162,17 +329,22 @@ def run(argv: Sequence[str], conf) -> int:
     """Entry point of ``hdfs-py oev``."""
     parser = CommandParser(
         prog="hdfs-py oev",
-        description="Offline edits viewer: print a binary edit log as Hadoop's XML or statistics.",
+        description=(
+            "Offline edits viewer: a binary edit log as Hadoop's XML or statistics, "
+            "or such XML back into a binary edit log."
+        ),
     )
-    parser.add_argument("-i", "--inputFile", required=True, help="edits file to read")
+    parser.add_argument(
+        "-i", "--inputFile", required=True, help="edits file to read (XML for -p binary)"
+    )
     parser.add_argument("-o", "--outputFile", required=True, help="output file ('-' for stdout)")
     parser.add_argument(
         "-p",
         "--processor",
         default="xml",
         type=str.lower,
-        choices=("xml", "stats"),
-        help="xml (default) or stats",
+        choices=("xml", "stats", "binary"),
+        help="xml (default), stats, or binary (XML in, edits out)",
     )
     parser.add_argument(
         "-r", "--recover", action="store_true", help="skip over broken parts of the log"
@@ -180,6 +352,10 @@ def run(argv: Sequence[str], conf) -> int:
     args = parser.parse_args(list(argv))
     if os.path.isdir(args.inputFile):
         raise IOException(f"Cannot read {args.inputFile}: it is a directory, not an edits file")
+    if args.processor == "binary":
+        with open(args.inputFile, "rb") as source, _atomic_output(args.outputFile) as out:
+            write_binary(source, out)
+        return 0
     max_op_size = DEFAULT_MAX_OP_SIZE
     if conf is not None:
         max_op_size = conf.get_int("dfs.namenode.max.op.size", DEFAULT_MAX_OP_SIZE)

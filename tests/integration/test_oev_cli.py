@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from hadoop_qjm.cli import main
-from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, edit_log_header, encode_op
+from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, PermissionStatus, edit_log_header, encode_op
+from hadoop_qjm.namenode.name_node_core import format_namenode
+from tests.integration.namenode_support import nn_conf, start_nn
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -97,7 +99,7 @@ def test_corruption_midway_fails_after_writing_what_was_read(
 
 def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["oev", "-i", str(_segment(tmp_path))]) == 2
-    assert main(["oev", "-i", "x", "-o", "y", "-p", "binary"]) == 2
+    assert main(["oev", "-i", "x", "-o", "y", "-p", "json"]) == 2
     assert main(["bench", "no-such-benchmark"]) == 2
     err = capsys.readouterr().err
     assert "unknown benchmark" in err
@@ -124,3 +126,122 @@ def test_bench_as_a_module(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "edits" in result.stdout
+
+
+# ---- -p binary: XML back into a segment ------------------------------------------------------
+
+
+def test_round_trip_of_a_segment_our_namenode_wrote(tmp_path: Path) -> None:
+    conf = nn_conf(tmp_path)
+    format_namenode(conf)
+    nn = start_nn(conf)
+    try:
+        ns = nn.namesystem
+        ns.mkdirs("/a/b")
+        ns.create("/a/f é\\\x01")  # non-ASCII, a backslash and a control character
+        ns.rename("/a/f é\\\x01", "/a/g")
+        ns.rename2("/a/g", "/a/h", overwrite=True)
+        ns.set_permission("/a/h", 0o1644)
+        ns.set_owner("/a/h", "bob", None)
+        ns.set_times("/a/h", 5, 6)
+        ns.delete("/a/b", True)
+    finally:
+        nn.close()  # finalizes the segment
+    (segment,) = (tmp_path / "name" / "current").glob("edits_0*-0*")
+    xml, back = tmp_path / "segment.xml", tmp_path / "segment"
+    assert main(["oev", "-i", str(segment), "-o", str(xml)]) == 0
+    assert "<PATH>/a/f é\\005c;\\0001;</PATH>" in xml.read_text("utf-8")
+    assert main(["oev", "-p", "binary", "-i", str(xml), "-o", str(back)]) == 0
+    assert back.read_bytes() == segment.read_bytes()
+
+
+_HEAD = "<EDITS><EDITS_VERSION>-67</EDITS_VERSION>"
+_MKDIR = (
+    "<RECORD><OPCODE>OP_MKDIR</OPCODE><DATA><TXID>1</TXID><LENGTH>0</LENGTH>"
+    "<INODEID>16386</INODEID><PATH>/d</PATH><TIMESTAMP>1</TIMESTAMP><PERMISSION_STATUS>"
+    "<USERNAME>u</USERNAME><GROUPNAME>g</GROUPNAME><MODE>493</MODE></PERMISSION_STATUS>"
+    "</DATA></RECORD>"
+)
+
+
+@pytest.mark.parametrize(
+    "xml,message",
+    [
+        (_HEAD + _MKDIR, "XML parsing error"),  # no </EDITS>
+        ("<EDITS><RECORD/></EDITS>", "<EDITS_VERSION> must come first"),
+        ("<FSIMAGE/>", "you must put <EDITS> at the top"),
+        (
+            _HEAD + _MKDIR.replace("OP_MKDIR", "OP_NOPE") + "</EDITS>",
+            "unknown or unwritable opcode",
+        ),
+        (_HEAD + _MKDIR.replace("<PATH>/d</PATH>", "") + "</EDITS>", "no entry found for <PATH>"),
+        (_HEAD + _MKDIR.replace("493", "rwx") + "</EDITS>", "<MODE> is not a number"),
+        (_HEAD + _MKDIR.replace("16386", "1" * 20) + "</EDITS>", "does not fit in a 64-bit"),
+        (_HEAD + _MKDIR.replace("/d", "/d\\zz") + "</EDITS>", "invalid escape"),
+        ("<EDITS><EDITS_VERSION>-60</EDITS_VERSION></EDITS>", "Cannot write layout version -60"),
+        ("", "XML parsing error"),
+    ],
+    ids=[
+        "truncated",
+        "no-version",
+        "not-edits",
+        "opcode",
+        "missing-field",
+        "not-a-number",
+        "too-big",
+        "bad-escape",
+        "old-layout",
+        "empty",
+    ],
+)
+def test_bad_xml_is_one_line_exit_1_and_no_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture, xml: str, message: str
+) -> None:
+    source = tmp_path / "edits.xml"
+    source.write_text(xml)
+    out = tmp_path / "out" / "edits"
+    out.parent.mkdir()
+    assert main(["oev", "-p", "binary", "-i", str(source), "-o", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and captured.err.startswith("hdfs-py: ")
+    assert message in captured.err, captured.err
+    assert list(out.parent.iterdir()) == []  # neither the output nor a temporary file
+
+
+def test_a_failed_conversion_leaves_an_existing_output_alone(tmp_path: Path) -> None:
+    source = tmp_path / "edits.xml"
+    source.write_text(_HEAD + _MKDIR + _MKDIR.replace("<TXID>1", "<TXID>x") + "</EDITS>")
+    out = tmp_path / "edits"
+    out.write_bytes(b"before")
+    assert main(["oev", "-p", "binary", "-i", str(source), "-o", str(out)]) == 1
+    assert out.read_bytes() == b"before"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["edits", "edits.xml"]
+
+
+@pytest.mark.timeout(60)
+def test_binary_from_the_real_entry_point(tmp_path: Path) -> None:
+    source = tmp_path / "edits.xml"
+    source.write_text(_HEAD + _MKDIR)  # truncated: no </EDITS>
+    out = tmp_path / "edits"
+    command = [sys.executable, str(PROJECT / "bin" / "hdfs-py"), "oev", "-p", "binary"]
+    result = subprocess.run(
+        [*command, "-i", str(source), "-o", str(out)], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 1
+    assert len(result.stderr.splitlines()) == 1 and "XML parsing error" in result.stderr
+    assert not out.exists()
+    source.write_text(_HEAD + _MKDIR + "</EDITS>")
+    result = subprocess.run(
+        [*command, "-i", str(source), "-o", "-"], capture_output=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == edit_log_header() + encode_op(
+        MkdirOp(
+            1,
+            inode_id=16386,
+            path="/d",
+            timestamp=1,
+            permissions=PermissionStatus("u", "g", 0o755),
+        )
+    )
