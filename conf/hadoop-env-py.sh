@@ -9,8 +9,9 @@
 # Where the pid files go (default: /tmp).
 # export HADOOP_PID_DIR=/var/run/hadoop
 
-# Names the pid and log files (default: $USER).
-# export HADOOP_IDENT_STRING=hdfs
+# Names the pid and log files (default: $USER). Keep the ${...:-} form: start-dfs-py.sh sets
+# it for each of two NameNodes sharing a host.
+# export HADOOP_IDENT_STRING=${HADOOP_IDENT_STRING:-hdfs}
 
 # Seconds between SIGTERM and SIGKILL when a daemon is stopped (default: 30).
 # export HADOOP_STOP_TIMEOUT=30

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Start every daemon of the cluster the configuration describes, as Hadoop's start-dfs.sh:
+# the JournalNodes of dfs.namenode.shared.edits.dir, the NameNodes of the nameservice and,
+# with dfs.ha.automatic-failover.enabled, their ZKFCs.
+# This host's daemons directly; another host's over ssh, running the same sbin script with the
+# same configuration directory there.
+#
+#   start-dfs-py.sh [--config DIR]
+#
+# Environment: that of hadoop-daemon-py.sh, and HADOOP_SSH_OPTS (-o BatchMode=yes
+# -o ConnectTimeout=10), HADOOP_SSH_LOCAL=true to reach this host's daemons over ssh too.
+set -u
+sbin=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+usage="Usage: start-dfs-py.sh [--config DIR]"
+if [ "${1:-}" = "--config" ]; then
+  [ $# -ge 2 ] && [ -n "$2" ] || { echo "$usage" >&2; exit 2; }
+  export HADOOP_CONF_DIR=$2
+  shift 2
+fi
+[ $# -eq 0 ] || { echo "start-dfs-py.sh: unknown argument $1; $usage" >&2; exit 2; }
+# shellcheck source=hadoop-config-py.sh
+. "$sbin/hadoop-config-py.sh"
+export HADOOP_QJM_SBIN=$sbin
+run_py -m hadoop_qjm.tools.start_dfs start
