@@ -139,7 +139,10 @@ def finite_float(text: str) -> float:
 
 def _help_text() -> str:
     lines = [USAGE, "", "Options:"]
-    lines.append("  --config DIR   configuration directory (default: $HADOOP_CONF_DIR)")
+    lines.append(
+        "  --config DIR   configuration directory (default: $HADOOP_CONF_DIR, else the "
+        "installation's conf/)"
+    )
     lines.append("  -D key=value   set a configuration property (overrides the site files)")
     lines.append(
         "  --daemon (start|stop|status)\n"
