@@ -242,6 +242,7 @@ def start_daemon(
     if pid is not None:
         err(f"{daemon} is running as process {pid}.  Stop it first.")
         return 1
+    command = _daemon_command(env, daemon, generic_args, args)  # bad options: nothing changed
     os.makedirs(env.log_dir, exist_ok=True)
     os.makedirs(env.pid_dir, exist_ok=True)
     out_file = env.out_file(daemon)
@@ -249,7 +250,7 @@ def start_daemon(
     out(f"starting {daemon}, logging to {out_file}")
     with open(out_file, "ab") as out_fh, open(os.devnull, "rb") as devnull:
         process = subprocess.Popen(
-            _daemon_command(env, daemon, generic_args, args),
+            command,
             stdin=devnull,
             stdout=out_fh,
             stderr=subprocess.STDOUT,

@@ -53,12 +53,18 @@ def one_line(capsys: pytest.CaptureFixture) -> str:
         ),
         (["--config", "", "getconf", "-journalNodes"], "--config needs a directory"),
         (["--config=", "getconf", "-journalNodes"], "--config needs a directory"),
+        (["--daemon", "bogus", "journalnode"], "--daemon takes start, stop or status"),
+        (["--daemon", "start", "dfs"], "--daemon runs journalnode, namenode, zkfc, not 'dfs'"),
+        (["--daemon", "stop", "zkfc", "x"], "--daemon stop zkfc takes no arguments, got x"),
+        (["--config", "nope", "--daemon", "status", "namenode"], "directory nope does not exist"),
     ],
 )
 def test_a_malformed_command_line_is_one_line_and_exit_2(
     args: list[str], expected: str, capsys: pytest.CaptureFixture, tmp_path: Path, monkeypatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HADOOP_PID_DIR", str(tmp_path / "pids"))
+    monkeypatch.setenv("HADOOP_LOG_DIR", str(tmp_path / "logs"))
     assert main(args) == 2
     assert expected in one_line(capsys)
     assert list(tmp_path.iterdir()) == []  # nothing made
@@ -112,12 +118,26 @@ def test_oev_names_a_directory_given_as_its_input(
     assert f"Cannot read {tmp_path}: it is a directory, not an edits file" in one_line(capsys)
 
 
+def test_daemon_options_that_are_not_settings_change_nothing(
+    capsys: pytest.CaptureFixture, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("HADOOP_PID_DIR", str(tmp_path / "pids"))
+    monkeypatch.setenv("HADOOP_LOG_DIR", str(tmp_path / "logs"))
+    monkeypatch.setenv("HDFS_NAMENODE_OPTS", "-Xmx1g")
+    assert main(["--daemon", "start", "namenode"]) == 2
+    assert "HDFS_NAMENODE_OPTS takes -Dkey=value settings only, not '-Xmx1g'" in one_line(capsys)
+    assert list(tmp_path.iterdir()) == []  # no pid file, no .out rotated
+
+
 @pytest.mark.parametrize(
     "script,args,expected",
     [
         ("journalnodes-py.sh", [], "Usage: journalnodes-py.sh (start|stop|status) [--config DIR]"),
         ("start-journalnodes.sh", ["--bogus"], "start-journalnodes.sh: unknown argument --bogus"),
         ("stop-journalnodes.sh", ["--config"], "Usage: stop-journalnodes.sh [--config DIR]"),
+        ("start-dfs-py.sh", ["--bogus"], "start-dfs-py.sh: unknown argument --bogus"),
+        ("stop-dfs-py.sh", ["--config"], "Usage: stop-dfs-py.sh [--config DIR]"),
+        ("hadoop-daemon-py.sh", ["start", "dfs"], "Usage: hadoop-daemon-py.sh [--config DIR]"),
     ],
 )
 def test_journalnode_scripts_refuse_bad_arguments(script, args, expected) -> None:
