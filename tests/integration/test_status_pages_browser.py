@@ -34,7 +34,11 @@ def browser(tmp_path_factory) -> Iterator[HeadlessBrowser]:
     try:
         started = HeadlessBrowser(tmp_path_factory.mktemp("browser"))
     except BrowserNotFound as e:
-        pytest.fail(str(e), pytrace=False)
+        missing = str(e)  # failed outside the except: one line, no chained traceback
+    else:
+        missing = None
+    if missing is not None:
+        pytest.fail(missing, pytrace=False)
     with started:
         yield started
 
