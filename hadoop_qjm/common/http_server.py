@@ -44,6 +44,7 @@ from urllib.parse import parse_qs, urlsplit
 import psutil
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from hadoop_qjm import webapps
 from hadoop_qjm.common.exceptions import (
     AuthorizationException,
     IllegalArgumentException,
@@ -669,6 +670,10 @@ class HttpServer2:
     def page_status(self, request: HttpRequestHandler, params: dict, send_body: bool) -> None:
         body = self.status_page().encode("utf-8")
         request.send_bytes(HTTPStatus.OK, "text/html; charset=utf-8", body, send_body)
+
+    def page_asset(self, request: HttpRequestHandler, params: dict, send_body: bool) -> None:
+        """A file of the status pages (the routes of :func:`hadoop_qjm.webapps.routes`)."""
+        webapps.send_asset(request, send_body)
 
     def __str__(self) -> str:
         return f"{type(self).__name__}({self.uri})"

@@ -17,31 +17,33 @@
 * ``/metrics`` — Prometheus text: RPC calls by method, transactions, syncs, txns per sync,
   checkpoint, each journal's state, and each JournalNode's channel (``qjm_logger_*``).
 * ``/jmx[?qry=]`` — Hadoop-style beans: NameNodeInfo (with ``NameJournalStatus``),
-  NameNodeStatus, FSNamesystem, NameNodeActivity, one ``IPCLoggerChannel-<ip>-<port>``
-  per JournalNode, JvmMetrics.
-* ``/`` — a status page: the namespace, the storage directories and the journals, with
-  each JournalNode's lag and sync state.
+  NameNodeStatus (with the HA peers' states), FSNamesystem, NameNodeActivity, one
+  ``IPCLoggerChannel-<ip>-<port>`` per JournalNode, JvmMetrics.
+* ``/``, ``/dfshealth.html`` — the status page (:mod:`hadoop_qjm.webapps`): overview,
+  journal status with each JournalNode's lag and sync state, storage, HA peers; it reads
+  ``/jmx`` again every few seconds.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import logging
 import os
 import re
 import socket
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from hadoop_qjm import webapps
 from hadoop_qjm.common.exceptions import IllegalArgumentException
 from hadoop_qjm.common.http_server import HttpError, HttpRequestHandler, HttpServer2
 from hadoop_qjm.common.storage_info import StorageInfo
 from hadoop_qjm.namenode.fs_image_format import read_stored_md5
+from hadoop_qjm.namenode.ha.ha_util import ha_namenodes
+from hadoop_qjm.namenode.ha_peer_status import HAPeerStatus
 from hadoop_qjm.namenode.name_node_metrics import journal_states
 from hadoop_qjm.namenode.nn_storage import checkpoint_file_name
 from hadoop_qjm.namenode.protocol.messages import HAServiceState
@@ -70,7 +72,11 @@ class NameNodeHttpServer(HttpServer2):
     name_node.NameNode`: its ``core``, ``metrics``, ``conf``, addresses and version)."""
 
     daemon_name = "NameNode"
-    routes = {**HttpServer2.routes, "/imagetransfer": ("page_image_transfer", "GetImage failed. ")}
+    routes = {
+        **HttpServer2.routes,
+        "/imagetransfer": ("page_image_transfer", "GetImage failed. "),
+        **webapps.routes("namenode"),
+    }
     transfer_paths = frozenset({"/imagetransfer"})  # secured: HTTPS and a verified certificate
     put_routes = {
         **HttpServer2.put_routes,
@@ -89,6 +95,15 @@ class NameNodeHttpServer(HttpServer2):
         #: Guards :attr:`_uploads` and each upload's commit: two uploads never race.
         self._upload_lock = threading.Lock()
         self._uploads: set[int] = set()  # txids of the images being received
+        #: The other NameNodes of the nameservice, for NameNodeStatus's HAPeers (None: no HA).
+        self.ha_peers: HAPeerStatus | None = None
+        if getattr(name_node, "ha_enabled", False):
+
+            def peers() -> list:
+                configured = ha_namenodes(name_node.conf, name_node.nameservice)
+                return [nn for nn in configured if nn.nnid != name_node.nnid]
+
+            self.ha_peers = HAPeerStatus(name_node.conf, peers)
         super().__init__(name_node.conf, bind_host, port, socket_factory, **kwargs)
 
     # ---- /imagetransfer --------------------------------------------------------------------------
@@ -269,6 +284,7 @@ class NameNodeHttpServer(HttpServer2):
                 "Version": nn.version,
                 "SoftwareVersion": nn.version.split(",", 1)[0],
                 "ClusterId": ns.cluster_id if ns else "",
+                "NamespaceId": ns.namespace_id if ns else 0,
                 "BlockPoolId": ns.block_pool_id if ns else "",
                 "NNStartedTimeInMillis": nn.start_time_ms,
                 "NameDirStatuses": json.dumps(_name_dir_statuses(core), separators=(",", ":")),
@@ -301,6 +317,9 @@ class NameNodeHttpServer(HttpServer2):
                 "NNRole": "NameNode",
                 "SecurityEnabled": False,
                 "LastHATransitionTime": nn.last_ha_transition_time_ms,
+                "Nameservice": getattr(nn, "nameservice", None) if self.ha_peers else None,
+                "NamenodeId": getattr(nn, "nnid", None) if self.ha_peers else None,
+                "HAPeers": self.ha_peers.snapshot() if self.ha_peers else [],
             },
             {
                 "name": f"{_SERVICE},name=FSNamesystem",
@@ -310,6 +329,7 @@ class NameNodeHttpServer(HttpServer2):
                 "tag.Hostname": hostname,
                 "FilesTotal": core.namesystem.files_total if core and core.namesystem else 0,
                 "LastWrittenTransactionId": last_written,
+                "LastSyncedTransactionId": stats.synced_txid if stats else 0,
                 "TransactionsSinceLastCheckpoint": max(last_txid - checkpoint, 0),
                 "MostRecentCheckpointTxId": checkpoint,
             },
@@ -335,85 +355,18 @@ class NameNodeHttpServer(HttpServer2):
                         "CurrentLagTxns": node["lag_txns"],
                         "LagTimeMillis": node["lag_time_ms"],
                         "QueuedEditsSize": node["queued_bytes"],
+                        "RemoteAddress": node["node"],
+                        "HighestAckedTxId": node["highest_acked_txid"],
+                        "HttpServerURI": node["http_server_url"],
+                        "SyncState": node["sync_state"],
                     }
                 )
         beans.append(self.jvm_metrics_bean("NameNode", hostname))
         return beans
 
     def status_page(self) -> str:
-        """The HTML of ``/``: namespace, storage, journals and JournalNodes (all escaped)."""
-        nn = self.name_node
-        core = nn.core
-        e = html.escape
-        about = f"{self.uri}, version {nn.version}, started {time.ctime(nn.start_time_ms / 1000)}"
-        parts = [
-            "<!DOCTYPE html><html><head><meta charset='utf-8'><title>NameNode</title></head>",
-            f"<body><h1>NameNode ({e(nn.state.name.lower())})</h1><p>{e(about)}</p>",
-        ]
-        stats = nn.metrics.edit_log_stats()
-        ns = core.ns_info if core is not None else None
-        rows = [
-            ("Cluster ID", ns.cluster_id if ns else "-"),
-            ("Namespace ID", ns.namespace_id if ns else "-"),
-            ("Block pool ID", ns.block_pool_id if ns else "-"),
-            ("Files and directories", core.namesystem.files_total if core else "-"),
-            ("Last written txid", stats.last_written_txid if stats else "-"),
-            ("Synced txid", stats.synced_txid if stats else "-"),
-            ("Transactions / syncs", f"{stats.txns} / {stats.syncs}" if stats else "-"),
-            ("Txns per sync", f"{stats.txns_per_sync:.2f}" if stats else "-"),
-            (
-                "Most recent checkpoint txid",
-                core.fs_image.most_recent_checkpoint_txid if core and core.fs_image else "-",
-            ),
-        ]
-        parts.append("<h2>Summary</h2>" + _table(("", ""), rows, show_header=False))
-        dirs = _name_dir_statuses(core)
-        dir_rows = [(path, kind, "active") for path, kind in dirs["active"].items()]
-        dir_rows += [(path, kind, "failed") for path, kind in dirs["failed"].items()]
-        parts.append(
-            "<h2>Storage directories</h2>" + _table(("Directory", "Type", "State"), dir_rows)
-        )
-        for journal in journal_states(core):
-            flags = "required" if journal["required"] else "optional"
-            if journal["disabled"]:
-                flags += ", disabled"
-            parts.append(f"<h2>Journal {e(journal['manager'])} ({e(flags)})</h2>")
-            parts.append(f"<pre>{e(journal['stream'])}</pre>")
-            if journal["journal_nodes"]:
-                node_rows = [
-                    (
-                        n["node"],
-                        "out of sync" if n["out_of_sync"] else "in sync",
-                        n["highest_acked_txid"],
-                        n["lag_txns"],
-                        n["lag_time_ms"],
-                        n["queued_bytes"],
-                    )
-                    for n in journal["journal_nodes"]
-                ]
-                header = (
-                    "JournalNode",
-                    "State",
-                    "Written txid",
-                    "Lag (txns)",
-                    "Lag (ms)",
-                    "Queued (bytes)",
-                )
-                parts.append(_table(header, node_rows))
-        parts.append("</body></html>")
-        return "\n".join(parts)
-
-
-def _table(header: tuple[str, ...], rows: list[tuple], show_header: bool = True) -> str:
-    e = html.escape
-    out = ["<table>"]
-    if show_header:
-        out.append("<tr>" + "".join(f"<th>{e(h)}</th>" for h in header) + "</tr>")
-    for row in rows:
-        cells = "".join(f"<td>{e(str(value))}</td>" for value in row)
-        out.append(f"<tr>{cells}</tr>")
-    out.append("</table>")
-    return "".join(out)
+        """The HTML of ``/``: the status page, which fills itself from ``/jmx``."""
+        return webapps.read_asset("namenode/dfshealth.html").decode("utf-8")
 
 
 def _name_dir_statuses(core: Any) -> dict[str, dict[str, str]]:

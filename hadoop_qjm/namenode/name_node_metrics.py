@@ -19,7 +19,11 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-__all__ = ["NameNodeMetrics", "journal_states"]
+__all__ = ["LAGGING_MS", "NameNodeMetrics", "journal_node_sync_state", "journal_states"]
+
+#: A JournalNode this far behind the last commit (and with unacknowledged txns) is shown
+#: as lagging on the status page.
+LAGGING_MS = 1000
 
 #: NameNodeActivity attribute -> the RPCs it counts (Hadoop's NameNodeMetrics names;
 #: MkdirsOps is ours: Hadoop counts mkdirs nowhere).
@@ -65,14 +69,32 @@ def journal_states(core: Any) -> list[dict[str, Any]]:
     return states
 
 
+def journal_node_sync_state(out_of_sync: bool, lag_txns: int, lag_time_ms: int) -> str:
+    """How the status page shows one JournalNode: ``"out of sync"`` after a failed write
+    (until the next segment), ``"lagging"`` when it has not acknowledged committed txns
+    for at least :data:`LAGGING_MS` (IPCLoggerChannel's lag: the last commit's time minus
+    that of the last batch it acknowledged), else ``"in sync"``. A node a batch behind for
+    a moment, as the slowest of a quorum often is, is in sync."""
+    if out_of_sync:
+        return "out of sync"
+    if lag_txns > 0 and lag_time_ms >= LAGGING_MS:
+        return "lagging"
+    return "in sync"
+
+
 def _channel_state(ch: Any) -> dict[str, Any]:
+    out_of_sync = bool(getattr(ch, "is_out_of_sync", False))
+    lag_txns = getattr(ch, "lag_txns", 0)
+    lag_time_ms = getattr(ch, "lag_time_ms", 0)
     return {
         "node": str(ch),
-        "out_of_sync": bool(getattr(ch, "is_out_of_sync", False)),
-        "lag_txns": getattr(ch, "lag_txns", 0),
-        "lag_time_ms": getattr(ch, "lag_time_ms", 0),
+        "out_of_sync": out_of_sync,
+        "lag_txns": lag_txns,
+        "lag_time_ms": lag_time_ms,
         "queued_bytes": getattr(ch, "queued_edits_size", 0),
         "highest_acked_txid": getattr(ch, "highest_acked_txid", 0),
+        "http_server_url": getattr(ch, "http_server_url", None),
+        "sync_state": journal_node_sync_state(out_of_sync, lag_txns, lag_time_ms),
     }
 
 

@@ -161,16 +161,22 @@ def jmx(nn: NameNode) -> dict[str, dict]:
 
 
 def txids(nn: NameNode) -> tuple[int, int, int]:
-    """(LastAppliedOrWrittenTxId, LastWrittenTransactionId, the status page's txid)."""
+    """(LastAppliedOrWrittenTxId, LastWrittenTransactionId — the status page's "Last
+    written txid" —, the txid the Prometheus gauge says)."""
     beans = jmx(nn)
     info = json.loads(beans["NameNodeInfo"]["JournalTransactionInfo"])
-    page = re.search(r"<td>Last written txid</td><td>(\d+)</td>", http_get(nn, "/"))
-    assert page is not None, "no 'Last written txid' on the status page"
+    gauge = re.search(r"^namenode_last_written_txid (\S+)$", http_get(nn, "/metrics"), re.M)
+    assert gauge is not None, "no namenode_last_written_txid in /metrics"
     return (
         int(info["LastAppliedOrWrittenTxId"]),
         beans["FSNamesystem"]["LastWrittenTransactionId"],
-        int(page.group(1)),
+        int(float(gauge.group(1))),
     )
+
+
+def ha_peers(nn: NameNode) -> dict[str, str]:
+    """What ``nn``'s /jmx (and status page) says of the other NameNodes' states."""
+    return {p["NamenodeId"]: p["State"] for p in jmx(nn)["NameNodeStatus"]["HAPeers"]}
 
 
 def wait_tailed(standby: NameNode, active: NameNode) -> int:
@@ -199,6 +205,12 @@ def test_a_standby_reports_its_last_applied_txid_and_continues_from_it_when_acti
     assert fsn["TransactionsSinceLastCheckpoint"] == last - checkpoint
     assert jmx(nn2)["NameNodeStatus"]["LastHATransitionTime"] == 0  # started standby
     assert f"namenode_last_written_txid {float(last)}" in http_get(nn2, "/metrics")
+    status = jmx(nn2)["NameNodeStatus"]
+    assert (status["Nameservice"], status["NamenodeId"]) == ("mycluster", "nn2")
+    # Each page shows the other NameNode's state, as that one's /jmx says (fetched in the
+    # background: the first answers may still be "unknown").
+    wait_until(lambda: ha_peers(nn2) == {"nn1": "active"}, what="nn2 to see nn1 active")
+    wait_until(lambda: ha_peers(nn1) == {"nn2": "standby"}, what="nn1 to see nn2 standby")
 
     # Failover: nn1 ends its segment at last + 1; nn2 catches up and writes from last + 2.
     nn1.transition_to_standby()
@@ -210,6 +222,9 @@ def test_a_standby_reports_its_last_applied_txid_and_continues_from_it_when_acti
     assert txids(nn2) == (written, written, written)
     assert wait_tailed(nn1, nn2) == written
     assert txids(nn1) == (written, written, written)
+    wait_until(lambda: ha_peers(nn1) == {"nn2": "active"}, what="nn1 to see nn2 active")
+    pair["nn2"].stop()
+    wait_until(lambda: ha_peers(nn1) == {"nn2": "unreachable"}, what="nn1 to see nn2 gone")
 
 
 def test_a_standby_reports_the_txid_it_loaded_at_start(pair):

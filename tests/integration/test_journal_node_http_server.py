@@ -67,6 +67,9 @@ class FakeJournalNode:
     def storage_infos(self) -> list[str]:
         return ["{LayoutVersion=-67, ClusterId=mycluster, NamespaceId=12345, CreationTime=0}"]
 
+    def syncer_status(self, jid: str) -> dict[str, object]:
+        return {"State": "running", "Peers": ["127.0.0.1:1"], "LastRoundTime": 0}
+
     def close(self) -> None:
         for journal in self._journals.values():
             journal.close()
@@ -370,6 +373,17 @@ def test_jmx_has_journal_node_info_journal_and_jvm_beans(server, jn, edits_dir):
     assert journal["BatchesWritten"] == 2 and journal["TxnsWritten"] == 5
     assert journal["LastPromisedEpoch"] == 1 and journal["LastWriterEpoch"] == 1
     assert journal["tag.JournalId"] == JID
+    # What the status page shows beyond the metrics:
+    assert journal["Formatted"] is True and journal["CommittedTxId"] == 0
+    assert journal["OpenSegment"] == IN_PROGRESS and journal["SegmentCount"] == 2
+    assert [(s["Name"], s["State"]) for s in journal["Segments"]] == [
+        (FINALIZED, "finalized"),
+        (IN_PROGRESS, "in progress"),
+    ]
+    assert (
+        journal["Segments"][0]["Bytes"] == (edits_dir / JID / "current" / FINALIZED).stat().st_size
+    )
+    assert journal["Syncer"]["State"] == "running"
     jvm = beans["Hadoop:service=JournalNode,name=JvmMetrics"]
     assert jvm["modelerType"] == "JvmMetrics"
     assert jvm["MemHeapUsedM"] > 0 and jvm["ThreadsRunnable"] >= 1
@@ -398,17 +412,24 @@ def test_jmx_query_filters(server, jn):
     assert status == 400 and json.loads(body)["result"] == "ERROR"
 
 
-def test_status_page_lists_journals_and_escapes(server, jn, edits_dir):
-    jn.add_journal("<b>x&y")
-    (edits_dir / "dormant").mkdir()
-    status, headers, body = get(server, "/")
-    assert status == 200 and headers["Content-Type"].startswith("text/html")
+@pytest.mark.parametrize("path", ["/", "/index.html", "/journalnode.html"])
+def test_status_page_is_the_shipped_page_and_its_files_are_served(server, path):
+    status, headers, body = get(server, path)
+    assert status == 200 and headers["Content-Type"] == "text/html; charset=utf-8"
     page = body.decode()
-    assert f"Journal {JID}" in page
-    assert FINALIZED in page and IN_PROGRESS in page
-    assert IN_PROGRESS in page.split(f"Journal {JID}")[1].split("Open segment")[1]
-    assert "&lt;b&gt;x&amp;y" in page and "<b>x" not in page
-    assert "dormant" in page
+    assert "<title>JournalNode information</title>" in page
+    assert '<link rel="stylesheet" href="/static/hadoop-qjm.css">' in page
+    assert "http://" not in page and "https://" not in page  # no CDN: works offline
+    for asset, kind in [
+        ("/static/hadoop-qjm.css", "text/css"),
+        ("/static/qjm-status.js", "text/javascript"),
+        ("/journalnode.js", "text/javascript"),
+    ]:
+        assert f'"{asset}"' in page
+        status, headers, body = get(server, asset)
+        assert status == 200 and headers["Content-Type"].startswith(kind) and body
+        assert headers["Cache-Control"] == "no-cache"
+    assert get(server, "/dfshealth.js")[0] == 404  # the NameNode's page is not served here
 
 
 # ---- the server itself ------------------------------------------------------------------------

@@ -380,15 +380,31 @@ def test_jmx_beans(daemon: Daemon) -> None:
     assert fsn["FilesTotal"] == 2 and fsn["tag.HAState"] == "active"
 
 
-def test_status_page_shows_each_journal_node(daemon: Daemon, mjc: MiniJournalCluster) -> None:
+def test_status_page_and_the_jmx_it_reads(daemon: Daemon, mjc: MiniJournalCluster) -> None:
     daemon.proxy.mkdirs("/s")
-    status, _, body = daemon.http_get("/")
-    page = body.decode()
-    assert status == 200 and "<h1>NameNode (active)</h1>" in page
-    for i in range(3):
-        assert f"127.0.0.1:{mjc.rpc_address(i)[1]}" in page
-    assert page.count("<td>in sync</td>") == 3
-    assert "Lag (txns)" in page and "Queued (bytes)" in page
+    for path in ("/", "/dfshealth.html"):
+        status, headers, body = daemon.http_get(path)
+        assert status == 200 and headers["Content-Type"] == "text/html; charset=utf-8"
+        assert b"<title>NameNode information</title>" in body and b"/dfshealth.js" in body
+    assert daemon.http_get("/dfshealth.js")[0] == 200
+    assert daemon.http_get("/journalnode.js")[0] == 404
+    _, _, body = daemon.http_get("/jmx?qry=Hadoop:service=NameNode,*")
+    beans = {b["name"]: b for b in json.loads(body)["beans"]}
+    info = beans["Hadoop:service=NameNode,name=NameNodeInfo"]
+    assert info["NamespaceId"] == daemon.nn.core.ns_info.namespace_id
+    fsn = beans["Hadoop:service=NameNode,name=FSNamesystem"]
+    assert fsn["LastSyncedTransactionId"] == fsn["LastWrittenTransactionId"] > 0
+    status_bean = beans["Hadoop:service=NameNode,name=NameNodeStatus"]
+    assert status_bean["HAPeers"] == [] and status_bean["NamenodeId"] is None
+    channels = [b for b in beans.values() if b["modelerType"] == "IPCLoggerChannel"]
+    assert sorted(c["RemoteAddress"] for c in channels) == sorted(
+        f"127.0.0.1:{mjc.rpc_address(i)[1]}" for i in range(3)
+    )
+    for channel in channels:
+        assert channel["SyncState"] == "in sync"
+        assert channel["HighestAckedTxId"] == fsn["LastWrittenTransactionId"]
+        i = mjc.rpc_ports.index(int(channel["RemoteAddress"].rsplit(":", 1)[1]))
+        assert channel["HttpServerURI"] == f"http://127.0.0.1:{mjc.http_address(i)[1]}"
 
 
 def test_imagetransfer_serves_images_with_md5(daemon: Daemon) -> None:

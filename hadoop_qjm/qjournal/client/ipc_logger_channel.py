@@ -404,6 +404,12 @@ class IPCLoggerChannel(AsyncLogger):
             self._http_server_url = url
 
     @property
+    def http_server_url(self) -> str | None:
+        """``scheme://host:port`` of the node's HTTP server, once getJournalState told it."""
+        with self._lock:
+            return self._http_server_url
+
+    @property
     def has_http_server_endpoint(self) -> bool:
         with self._lock:
             return self._http_server_url is not None

@@ -367,6 +367,15 @@ class JournalNode:
                 )
         return infos
 
+    def syncer_status(self, journal_id: str) -> dict[str, object]:
+        """The JournalNodeSyncer of ``journal_id`` as the status page shows it."""
+        if not self.settings.enable_sync:
+            return {"State": "disabled (dfs.journalnode.enable.sync is false)"}
+        syncer = self._syncers.get(journal_id)
+        if syncer is None:
+            return {"State": "not running (no shared edits dir, or no other JournalNode)"}
+        return syncer.status()
+
     def _maybe_start_syncer(self, journal: Journal, name_service_id: str | None) -> None:
         if not self.settings.enable_sync or self.rpc_server is None:
             return

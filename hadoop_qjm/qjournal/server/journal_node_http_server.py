@@ -2,7 +2,10 @@
 
 ``GET /getJournal?jid=&segmentTxId=&storageInfo=&inProgressOk=`` streams one segment file
 (GetJournalEditServlet; used by acceptRecovery, the syncer and readers); ``/metrics``
-(Prometheus text), ``/jmx[?qry=]`` (JMXJsonServlet's layout) and ``/`` (a status page).
+(Prometheus text), ``/jmx[?qry=]`` (JMXJsonServlet's layout; each ``Journal-<jid>`` bean
+also carries what the status page shows: committed txid, open segment, the newest
+segments, the syncer's state) and ``/``, ``/journalnode.html`` (the status page of
+:mod:`hadoop_qjm.webapps`, which reads ``/jmx`` again every few seconds).
 Safer than Hadoop: malformed parameters are 400 (Hadoop: 500) and an unknown journal is
 404 (Hadoop creates it).
 
@@ -15,17 +18,16 @@ counted in ``journalnode_http_authorization_failures_total``); the other pages s
 
 from __future__ import annotations
 
-import html
 import json
 import logging
 import re
 import socket
 import ssl
-import time
 from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry
 
+from hadoop_qjm import webapps
 from hadoop_qjm.common.exceptions import IllegalArgumentException
 from hadoop_qjm.common.http_server import (
     DEFAULT_HANDSHAKE_TIMEOUT_S,
@@ -45,12 +47,14 @@ __all__ = [
     "JournalNodeHttpServer",
     "DataTransferThrottler",
     "make_server_socket",
+    "journal_page_attributes",
     "journals_status",
 ]
 
 LOG = logging.getLogger(__name__)
 
-#: The status page lists at most this many segments per journal (the newest ones).
+#: The status page (``/jmx``'s ``Segments``) lists at most this many segments per journal,
+#: the newest ones.
 STATUS_PAGE_MAX_SEGMENTS = 100
 _TXID = re.compile(r"[+-]?[0-9]{1,19}")
 _SERVICE = "Hadoop:service=JournalNode"
@@ -67,19 +71,47 @@ def journals_status(journal_node) -> str:
     return json.dumps(status, separators=(",", ":"))
 
 
+def journal_page_attributes(journal, syncer: dict[str, object]) -> dict[str, object]:
+    """What the status page shows of ``journal`` beyond its metrics, as ``Journal-<jid>``
+    bean attributes: Formatted, CommittedTxId, OpenSegment, SegmentCount, Segments (the
+    newest :data:`STATUS_PAGE_MAX_SEGMENTS`: Name, State, Bytes) and ``syncer``."""
+    logs = sorted(match_edit_logs(journal.storage.current_dir), key=lambda f: f.first_txid)
+    segments = []
+    for log in logs[-STATUS_PAGE_MAX_SEGMENTS:]:
+        try:
+            size = log.path.stat().st_size
+        except OSError:
+            continue  # renamed by finalize or purged while we listed
+        state = "in progress" if log.is_in_progress else "finalized"
+        segments.append({"Name": log.name, "State": state, "Bytes": size})
+    cur = journal.cur_segment_txid
+    return {
+        "Formatted": journal.is_formatted(),
+        "CommittedTxId": journal.get_committed_txid(),
+        "OpenSegment": f"edits_inprogress_{cur:019d}" if journal.is_segment_open else None,
+        "SegmentCount": len(logs),
+        "Segments": segments,
+        "Syncer": syncer,
+    }
+
+
 class JournalNodeHttpServer(HttpServer2):
     """The JournalNode's HTTP server.
 
     ``journal_node`` provides ``get_journal_if_exists(jid)``, ``journals()``,
     ``journal_dirs_on_disk()``, ``metrics``, ``conf``, ``start_time_ms``, ``version``,
-    ``rpc_address``, ``cluster_ids()`` and ``storage_infos()``. ``socket_factory(host, port)``
+    ``rpc_address``, ``cluster_ids()``, ``storage_infos()`` and ``syncer_status(jid)``. ``socket_factory(host, port)``
     returns a bound, listening socket (default :func:`make_server_socket`); the socket is
     made here, so :attr:`port` is known before :meth:`start`. ``ssl_context`` makes it
     the HTTPS listener; ``transfer_authorizer`` guards ``/getJournal`` (HttpServer2).
     """
 
     daemon_name = "JournalNode"
-    routes = {**HttpServer2.routes, "/getJournal": ("page_get_journal", "getedit failed. ")}
+    routes = {
+        **HttpServer2.routes,
+        "/getJournal": ("page_get_journal", "getedit failed. "),
+        **webapps.routes("journal"),
+    }
     transfer_paths = frozenset({"/getJournal"})
 
     def __init__(
@@ -185,6 +217,8 @@ class JournalNodeHttpServer(HttpServer2):
         for metrics in sorted(jn.metrics.journals(), key=lambda m: m.journal_id):
             try:
                 attributes = metrics.as_hadoop_bean()
+                syncer = jn.syncer_status(metrics.journal_id)
+                attributes.update(journal_page_attributes(metrics.journal, syncer))
             except Exception:
                 LOG.exception("Unable to read the metrics of journal %s", metrics.journal_id)
                 continue
@@ -201,57 +235,8 @@ class JournalNodeHttpServer(HttpServer2):
         return beans
 
     def status_page(self) -> str:
-        """The HTML of ``/``: every journal's state and segments (all text escaped)."""
-        jn = self.journal_node
-        e = html.escape
-        journals = jn.journals()
-        about = f"{self.uri}, version {jn.version}, started {time.ctime(jn.start_time_ms / 1000)}"
-        parts = [
-            "<!DOCTYPE html><html><head><meta charset='utf-8'><title>JournalNode</title></head>",
-            f"<body><h1>JournalNode</h1><p>{e(about)}</p>",
-        ]
-        for jid in sorted(journals):
-            try:
-                parts.append(self._journal_section(journals[jid]))
-            except Exception as exc:
-                LOG.exception("Unable to describe journal %s", jid)
-                parts.append(f"<h2>{e(jid)}</h2><p>unavailable: {e(type(exc).__name__)}</p>")
-        not_loaded = [jid for jid in jn.journal_dirs_on_disk() if jid not in journals]
-        if not_loaded:
-            items = "".join(f"<li>{e(jid)}</li>" for jid in not_loaded)
-            parts.append(f"<h2>On disk, not loaded</h2><ul>{items}</ul>")
-        parts.append("</body></html>")
-        return "\n".join(parts)
-
-    def _journal_section(self, journal) -> str:
-        e = html.escape
-        cur = journal.cur_segment_txid
-        open_segment = f"edits_inprogress_{cur:019d}" if journal.is_segment_open else "none"
-        rows = [
-            ("Formatted", journal.is_formatted()),
-            ("Last promised epoch", journal.metric_last_promised_epoch()),
-            ("Last writer epoch", journal.metric_last_writer_epoch()),
-            ("Last written txid", journal.highest_written_txid),
-            ("Committed txid", journal.get_committed_txid()),
-            ("Lag (txns)", journal.current_lag_txns()),
-            ("Open segment", open_segment),
-        ]
-        out = [f"<h2>Journal {e(journal.journal_id)}</h2><table>"]
-        out += [f"<tr><th>{e(k)}</th><td>{e(str(v))}</td></tr>" for k, v in rows]
-        out.append("</table>")
-        logs = sorted(match_edit_logs(journal.storage.current_dir), key=lambda f: f.first_txid)
-        shown = logs[-STATUS_PAGE_MAX_SEGMENTS:]
-        out.append(f"<h3>Segments ({len(logs)}, newest {len(shown)} shown)</h3>")
-        out.append("<table><tr><th>File</th><th>State</th><th>Bytes</th></tr>")
-        for log in shown:
-            try:
-                size = str(log.path.stat().st_size)
-            except OSError:
-                size = "gone"  # renamed by finalize or purged while we listed
-            state = "in progress" if log.is_in_progress else "finalized"
-            out.append(f"<tr><td>{e(log.name)}</td><td>{state}</td><td>{e(size)}</td></tr>")
-        out.append("</table>")
-        return "".join(out)
+        """The HTML of ``/``: the status page, which fills itself from ``/jmx``."""
+        return webapps.read_asset("journal/journalnode.html").decode("utf-8")
 
     def __str__(self) -> str:
         return f"JournalNodeHttpServer({self.uri})"

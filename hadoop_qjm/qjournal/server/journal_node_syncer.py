@@ -19,6 +19,7 @@ import logging
 import shutil
 import socket
 import threading
+import time
 import urllib.parse
 from functools import cache
 
@@ -121,6 +122,9 @@ class JournalNodeSyncer:
         self.transfer_timeout_s = settings.edit_log_transfer_timeout_ms / 1000.0
         self._next_peer = 0
         self._stop = threading.Event()
+        # For the status page: when the last round ended (wall-clock ms) and how.
+        self._last_round_ms = 0
+        self._last_error: str | None = None
         self._thread: threading.Thread | None = None
         self._proxies: dict[tuple[str, int], object] = {}
         ssl_factory = getattr(journal_node, "ssl_factory", None)
@@ -180,8 +184,22 @@ class JournalNodeSyncer:
                 continue
             try:
                 self.sync_once()
+                self._last_error = None
             except Exception as e:  # noqa: BLE001 - the loop must survive a bad round
                 LOG.warning("Journal sync round for %s failed: %s", self.journal.journal_id, e)
+                self._last_error = f"{type(e).__name__}: {e}"
+            self._last_round_ms = int(time.time() * 1000)
+
+    def status(self) -> dict[str, object]:
+        """The syncer's state for the JournalNode's status page (``/jmx``'s ``Syncer``)."""
+        running = self._thread is not None and self._thread.is_alive()
+        return {
+            "State": "running" if running else "stopped",
+            "Peers": [f"{host}:{port}" for host, port in self.peers],
+            "IntervalMs": int(self.interval_s * 1000),
+            "LastRoundTime": self._last_round_ms,
+            "LastError": self._last_error,
+        }
 
     def sync_once(self) -> int:
         """One round against the next peer; returns how many segments were installed."""

@@ -1,0 +1,212 @@
+"""The status pages in a real headless browser (Debian's chromium): a NameNode in this process
+writing to three JournalNode processes. The pages render with no console error, refresh
+without reloading, show a frozen (SIGSTOPped) JournalNode as lagging, and link from the
+NameNode's page to a JournalNode's and back. A screenshot of each page is kept in the
+test's tmp dir (``namenode.png``, ``namenode-lagging.png``, ``journalnode.png``).
+
+One browser for the module (its start-up is most of the cost); ``.ci/run`` installs it.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hadoop_qjm.namenode.name_node import NameNode
+from hadoop_qjm.namenode.name_node_core import format_namenode
+from hadoop_qjm.namenode.protocol.client import NameNodeProxy
+from hadoop_qjm.testing.headless_browser import BrowserNotFound, HeadlessBrowser, Page
+from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+from tests.integration.namenode_support import Terminations, nn_conf
+
+pytestmark = pytest.mark.timeout(120)
+
+JID = "pages"
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory) -> Iterator[HeadlessBrowser]:
+    try:
+        started = HeadlessBrowser(tmp_path_factory.mktemp("browser"))
+    except BrowserNotFound as e:
+        missing = str(e)  # failed outside the except: one line, no chained traceback
+    else:
+        missing = None
+    if missing is not None:
+        pytest.fail(missing, pytrace=False)
+    with started:
+        yield started
+
+
+class Cluster:
+    """Three JournalNode processes and an active NameNode in this process."""
+
+    def __init__(self, base: Path) -> None:
+        self.mjc = MiniJournalCluster(3, base / "jns", processes=True)
+        try:
+            conf = nn_conf(
+                base,
+                shared=self.mjc.quorum_journal_uri(JID),
+                **{
+                    "dfs.namenode.rpc-address": "127.0.0.1:0",
+                    "dfs.namenode.http-address": "127.0.0.1:0",
+                },
+            )
+            format_namenode(conf, fs_owner="hdfs")
+            self.nn = NameNode(conf, terminate=Terminations(), fs_owner="hdfs")
+            self.nn.start()
+            self.proxy = NameNodeProxy(*self.nn.rpc_address, timeout_s=30)
+        except BaseException:
+            self.mjc.shutdown()
+            raise
+        self.url = f"http://127.0.0.1:{self.nn.http_address[1]}/"
+
+    def close(self) -> None:
+        try:
+            self.proxy.close()
+            self.nn.stop()
+        finally:
+            self.mjc.shutdown()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Iterator[Cluster]:
+    c = Cluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def cell(page: Page, row_selector: str, column: int) -> str:
+    return page.evaluate(
+        f"(document.querySelector({json.dumps(row_selector)})?.cells[{column}].textContent)"
+    )
+
+
+def overview(page: Page) -> dict[str, str]:
+    return page.evaluate(
+        "Object.fromEntries([...document.querySelectorAll('#overview-rows tr')]"
+        ".map((tr) => [tr.cells[0].textContent, tr.cells[1].textContent]))"
+    )
+
+
+def journal_node_row(cluster: Cluster, i: int) -> str:
+    """A selector of JournalNode ``i``'s row on the NameNode's page."""
+    return f"#journal-node-rows tr[data-node='127.0.0.1:{cluster.mjc.rpc_address(i)[1]}']"
+
+
+def test_namenode_page_shows_a_frozen_journal_node_as_lagging(
+    browser: HeadlessBrowser, cluster: Cluster, tmp_path: Path
+) -> None:
+    cluster.proxy.mkdirs("/a")
+    page = browser.open(cluster.url + "?refresh=0.5")
+    try:
+        page.wait_for("document.querySelectorAll('#journal-node-rows tr.in-sync').length === 3")
+        ns = cluster.nn.core.ns_info
+        shown = overview(page)
+        assert shown["State"] == "active" and shown["Cluster ID"] == ns.cluster_id
+        assert shown["Namespace ID"] == str(ns.namespace_id)
+        assert page.evaluate("document.getElementById('state').textContent") == "active"
+        assert page.evaluate("document.querySelectorAll('#storage-rows tr').length") == 1
+        assert "HA is not enabled" in page.evaluate(
+            "document.getElementById('ha-summary').textContent"
+        )
+
+        # A refresh updates the tables in place: the page is not reloaded.
+        page.evaluate("window.notReloaded = true")
+        files = int(shown["Files and directories"])
+        cluster.proxy.mkdirs("/b")
+        page.wait_for(
+            "[...document.querySelectorAll('#overview-rows tr')].some((tr) =>"
+            f" tr.cells[0].textContent === 'Files and directories'"
+            f" && tr.cells[1].textContent === '{files + 1}')"
+        )
+        assert page.evaluate("window.notReloaded") is True
+        page.screenshot(tmp_path / "namenode.png")
+
+        frozen = cluster.mjc.nodes[0]
+        frozen.kill(signal.SIGSTOP)
+        try:
+            deadline = time.monotonic() + 30
+            i = 0
+            # Keep writing (a quorum of two still acknowledges) until the page shows node 0
+            # behind for longer than the lagging threshold.
+            while "lagging" not in page.evaluate(
+                f"document.querySelector({json.dumps(journal_node_row(cluster, 0))}).className"
+            ):
+                assert time.monotonic() < deadline, "JournalNode 0 never shown as lagging"
+                cluster.proxy.mkdirs(f"/while-frozen/{i}")
+                i += 1
+                time.sleep(0.1)
+            assert cell(page, journal_node_row(cluster, 0), 1) == "lagging"
+            assert int(cell(page, journal_node_row(cluster, 0), 3)) > 0  # lag in txns
+            for j in (1, 2):
+                assert cell(page, journal_node_row(cluster, j), 1) == "in sync"
+            colour = page.evaluate(
+                "getComputedStyle(document.querySelector("
+                f"{json.dumps(journal_node_row(cluster, 0))})).backgroundColor"
+            )
+            assert colour == "rgb(255, 243, 205)"  # the stylesheet's --warn-bg
+            page.screenshot(tmp_path / "namenode-lagging.png")
+        finally:
+            frozen.kill(signal.SIGCONT)
+        page.evaluate("1")  # read the events that arrived meanwhile
+        assert page.console_errors == []
+    finally:
+        page.close()
+    assert (tmp_path / "namenode-lagging.png").stat().st_size > 0
+
+
+def test_journal_node_page_and_the_links_between_the_pages(
+    browser: HeadlessBrowser, cluster: Cluster, tmp_path: Path
+) -> None:
+    for i in range(3):
+        cluster.proxy.mkdirs(f"/d{i}")
+    cluster.nn.roll_edit_log()  # a finalized segment as well as the open one
+    page = browser.open(cluster.url)
+    try:
+        link = page.wait_for(
+            f"document.querySelector({json.dumps(journal_node_row(cluster, 1) + ' a')})?.href"
+        )
+        assert link.startswith(
+            f"http://127.0.0.1:{cluster.mjc.http_address(1)[1]}/journalnode.html"
+        )
+        page.navigate(link)
+        page.wait_for(
+            f"document.querySelector('#journal-rows tr')?.cells[0].textContent === '{JID}'"
+        )
+        row = page.evaluate(
+            "[...document.querySelector('#journal-rows tr').cells].map((c) => c.textContent)"
+        )
+        written = cluster.nn.core.edit_log.stats().last_written_txid
+        # Journal, Formatted, Promised epoch, Writer epoch, Last written txid, Committed txid
+        assert row[:4] == [JID, "yes", "1", "1"]
+        assert int(row[4]) == written and written - 1 <= int(row[5]) <= written
+        assert row[7].startswith("edits_inprogress_")
+        assert row[8].startswith("not running")  # no shared edits dir in the JNs' conf
+        segments = page.evaluate(
+            f"[...document.querySelectorAll('#segments-{JID} tbody tr')]"
+            ".map((tr) => tr.cells[1].textContent)"
+        )
+        assert "finalized" in segments and segments[-1] == "in progress"
+        assert page.evaluate("document.getElementById('namenode-link').hidden") is False
+        assert page.evaluate("document.getElementById('namenode-link').href") == cluster.url
+        page.screenshot(tmp_path / "journalnode.png")
+
+        page.evaluate("document.getElementById('namenode-link').click()")
+        page.wait_for(f"location.href === {json.dumps(cluster.url)}")
+        page.wait_for("document.querySelectorAll('#journal-node-rows tr').length === 3")
+
+        # ?nn= that is not an http(s) URL makes no link (never a javascript: one).
+        page.navigate(link.split("?")[0] + "?nn=javascript:alert(1)")
+        page.wait_for("document.getElementById('updated').dataset.refreshes")
+        assert page.evaluate("document.getElementById('namenode-link').hidden") is True
+        assert page.console_errors == []
+    finally:
+        page.close()
