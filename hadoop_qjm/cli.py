@@ -58,6 +58,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "hadoop_qjm.tools.getconf",
         "print configuration values (-confKey KEY, -journalNodes)",
     ),
+    "daemonlog": (
+        "hadoop_qjm.tools.daemon_log",
+        "read or set a logger's level in a running daemon: -getlevel|-setlevel HOST:PORT NAME",
+    ),
     "security": (
         "hadoop_qjm.tools.security",
         "make a test PKI for a secured cluster: -generateCerts DIR [--hosts H,...] [--days N]",

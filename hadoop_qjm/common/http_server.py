@@ -3,8 +3,10 @@
 A daemon's server subclasses :class:`HttpServer2`, adds its pages to :attr:`HttpServer2.routes`
 and provides the content of the standard endpoints: ``/metrics`` (Prometheus text from
 :meth:`HttpServer2.metrics_registry`), ``/jmx[?qry=]`` (JMXJsonServlet's layout over
-:meth:`HttpServer2.jmx_beans`) and ``/`` (:meth:`HttpServer2.status_page`). The JournalNode's
-server adds ``/getJournal``, the NameNode's ``/imagetransfer``.
+:meth:`HttpServer2.jmx_beans`; also ``/prom``) and ``/`` (:meth:`HttpServer2.status_page`),
+plus ``/conf``, ``/stacks``, ``/logLevel`` and ``/logs/`` (:mod:`~hadoop_qjm.common.
+http_servlets`, administrators only with HTTPS on: ``admin_authorizer``). The JournalNode's
+server adds ``/getJournal``, the NameNode's ``/imagetransfer`` and ``/isActive``.
 
 One daemon thread per connection, at most ``hadoop.http.max.threads`` (else 503); every
 connection has a socket timeout so an idle or stalled client cannot pin a thread; the
@@ -50,8 +52,11 @@ from hadoop_qjm.common.exceptions import (
     IllegalArgumentException,
     IllegalStateException,
 )
+from hadoop_qjm.common.http_servlets import LOGS_PREFIX, DaemonServlets
 from hadoop_qjm.common.security.authorization import ServiceAuthorizer
 from hadoop_qjm.common.security.tls_sockets import handshake_failure_reason, peer_identity
+from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.conf.config_redactor import ConfigRedactor
 
 __all__ = [
     "CHUNK_SIZE",
@@ -216,6 +221,9 @@ class HttpRequestHandler(http.server.BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         routes = self.owner.put_routes if self.command == "PUT" else self.owner.routes
         route = routes.get(url.path)
+        if route is None and self.command != "PUT":
+            prefix = next((p for p in self.owner.prefix_routes if url.path.startswith(p)), None)
+            route = self.owner.prefix_routes.get(prefix) if prefix else None
         if route is None:
             self.send_http_error(HTTPStatus.NOT_FOUND, f"No such page: {url.path}")
             return
@@ -467,7 +475,7 @@ class _Server(http.server.HTTPServer):
         return [t for _s, t in conns if t.is_alive()]
 
 
-class HttpServer2:
+class HttpServer2(DaemonServlets):
     """A daemon's HTTP server: lifecycle, addresses, throttling and the standard pages.
 
     Subclasses set :attr:`daemon_name` (``"JournalNode"``), extend :attr:`routes` and
@@ -490,7 +498,15 @@ class HttpServer2:
         "/jmx": ("page_jmx", ""),
         "/": ("page_status", ""),
         "/index.html": ("page_status", ""),
+        # HttpServer2.addDefaultServlets: the pages of hadoop_qjm.common.http_servlets.
+        "/prom": ("page_metrics", ""),
+        "/conf": ("page_conf", ""),
+        "/stacks": ("page_stacks", ""),
+        "/logLevel": ("page_log_level", ""),
+        "/logs": ("page_logs", ""),
     }
+    #: Pages that serve every path under a prefix, as :attr:`routes` (GET and HEAD only).
+    prefix_routes: ClassVar[dict[str, tuple[str, str]]] = {LOGS_PREFIX: ("page_logs", "")}
     #: The pages that take PUT, as :attr:`routes`; such a page reads the request body from
     #: ``request.rfile`` (at most ``Content-Length`` bytes).
     put_routes: ClassVar[dict[str, tuple[str, str]]] = {}
@@ -507,8 +523,14 @@ class HttpServer2:
         ssl_context: ssl.SSLContext | None = None,
         handshake_timeout_s: float = DEFAULT_HANDSHAKE_TIMEOUT_S,
         transfer_authorizer: ServiceAuthorizer | None = None,
+        admin_authorizer: ServiceAuthorizer | None = None,
     ) -> None:
         self.bind_host = bind_host
+        self.conf = conf
+        self.redactor = ConfigRedactor(conf)  # a bad pattern fails the start, not /conf
+        self.admin_authorizer = admin_authorizer
+        key = keys.HADOOP_SECURITY_INSTRUMENTATION_REQUIRES_ADMIN_KEY
+        self.instrumentation_requires_admin = bool(conf and conf.get_bool(key, False))
         self.ssl_context = ssl_context
         self.scheme = "https" if ssl_context is not None else "http"
         self.handshake_timeout_s = handshake_timeout_s
@@ -651,10 +673,14 @@ class HttpServer2:
 
     # ---- the standard pages ---------------------------------------------------------------------
     def page_metrics(self, request: HttpRequestHandler, params: dict, send_body: bool) -> None:
+        if not self.is_instrumentation_access_allowed(request, urlsplit(request.path).path):
+            return
         body = generate_latest(self.metrics_registry())
         request.send_bytes(HTTPStatus.OK, CONTENT_TYPE_LATEST, body, send_body)
 
     def page_jmx(self, request: HttpRequestHandler, params: dict, send_body: bool) -> None:
+        if not self.is_instrumentation_access_allowed(request, "/jmx"):
+            return
         qry = params.get("qry", "*:*")
         try:
             matches = jmx_query(qry)

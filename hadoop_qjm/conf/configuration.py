@@ -20,10 +20,11 @@ import re
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from lxml import etree
 
-from hadoop_qjm.common.exceptions import ConfigurationError
+from hadoop_qjm.common.exceptions import ConfigurationError, IllegalArgumentException
 from hadoop_qjm.conf.dfs_config_keys import DEFAULTS
 
 __all__ = ["Configuration", "parse_time_duration", "parse_storage_size", "parse_host_port"]
@@ -374,6 +375,62 @@ class Configuration:
                 etree.SubElement(prop, "final").text = "true"
         data = etree.tostring(root, pretty_print=True, xml_declaration=True, encoding="UTF-8")
         Path(path).write_bytes(data)
+
+    def resource_of(self, key: str) -> str:
+        """Where ``key``'s value came from, named as Hadoop's ``updatingResource``: the file,
+        ``core-default.xml`` / ``hdfs-default.xml``, ``programmatically``, ``from command
+        line``; ``Unknown`` for a key that is not set."""
+        source = self._sources.get(key)
+        if source is None:
+            return "Unknown"
+        if source == "defaults":
+            return "hdfs-default.xml" if key.startswith("dfs.") else "core-default.xml"
+        return re.sub(r":[0-9]+$", "", source)
+
+    def _keys_to_show(self, name: str | None) -> list[str]:
+        if name is None:
+            return list(self)
+        if name not in self._props:
+            raise IllegalArgumentException(f"Property {name} not found")
+        return [name]
+
+    def dump_configuration(self, name: str | None = None, redactor: Any = None) -> dict:
+        """Hadoop's ``Configuration.dumpConfiguration`` as a dict for JSON:
+        ``{"properties": [{"key", "value", "isFinal", "resource"}, ...]}``, or for one
+        ``name`` ``{"property": {...}}`` (IllegalArgumentException if unset). Values are
+        expanded; a sensitive key's value is ``redactor.redact``-ed."""
+        entries = []
+        for key in self._keys_to_show(name):
+            try:
+                value: str | None = self.get(key)
+            except ConfigurationError:
+                value = self._props[key]  # a cycle: show what was written
+            entries.append(
+                {
+                    "key": key,
+                    "value": redactor.redact(key, value) if redactor is not None else value,
+                    "isFinal": key in self._finals,
+                    "resource": self.resource_of(key),
+                }
+            )
+        return {"property": entries[0]} if name is not None else {"properties": entries}
+
+    def to_xml(self, name: str | None = None, redactor: Any = None) -> bytes:
+        """Hadoop's ``Configuration.writeXml(propertyName, out)``: the raw (unexpanded)
+        values with ``<final>`` and ``<source>``; sensitive values redacted."""
+        root = etree.Element("configuration")
+        for key in self._keys_to_show(name):
+            value = self._props[key]
+            prop = etree.SubElement(root, "property")
+            etree.SubElement(prop, "name").text = key
+            etree.SubElement(prop, "value").text = (
+                redactor.redact(key, value) if redactor is not None else value
+            )
+            etree.SubElement(prop, "final").text = str(key in self._finals).lower()
+            etree.SubElement(prop, "source").text = self.resource_of(key)
+        return etree.tostring(
+            root, pretty_print=True, xml_declaration=True, encoding="UTF-8", standalone=False
+        )
 
     def __repr__(self) -> str:
         return f"Configuration: {', '.join(self.resources) or 'defaults only'}"

@@ -37,6 +37,36 @@ HADOOP_SSL_HANDSHAKE_TIMEOUT_KEY = "hadoop.ssl.handshake.timeout"
 HADOOP_SSL_HANDSHAKE_TIMEOUT_DEFAULT = "10s"
 #: Identities (certificate subject CNs, or ``*``) a JournalNode accepts writes from.
 DFS_JOURNALNODE_ALLOWED_PRINCIPALS_KEY = "dfs.journalnode.allowed.principals"
+#: Who is an administrator of the daemons' web pages (/conf, /stacks, /logs, /logLevel
+#: writes) once HTTPS is on: certificate identities (subject CNs), comma-separated, or ``*``.
+#: Hadoop's ACL form ``users groups``: the groups part is ignored (certificates have none).
+#: Unset: nobody (Hadoop's default, " ").
+DFS_CLUSTER_ADMINISTRATORS_KEY = "dfs.cluster.administrators"
+#: With HTTPS on, also put /jmx, /metrics and /prom behind the administrators' list.
+HADOOP_SECURITY_INSTRUMENTATION_REQUIRES_ADMIN_KEY = (
+    "hadoop.security.instrumentation.requires.admin"
+)
+HADOOP_SECURITY_INSTRUMENTATION_REQUIRES_ADMIN_DEFAULT = False
+#: Regular expressions (comma or newline separated, searched in the key) of the keys whose
+#: values /conf shows as ``<redacted>`` (Hadoop 3.3's ConfigRedactor and its default list).
+HADOOP_SECURITY_SENSITIVE_CONFIG_KEYS_KEY = "hadoop.security.sensitive-config-keys"
+HADOOP_SECURITY_SENSITIVE_CONFIG_KEYS_DEFAULT = ",".join(
+    (
+        "secret$",
+        "password$",
+        "ssl.keystore.pass$",
+        "fs.s3.*[Ss]ecret.?[Kk]ey",
+        "fs.s3a.*.server-side-encryption.key",
+        "fs.s3a.encryption.algorithm",
+        "fs.s3a.encryption.key",
+        "fs.azure.account.key.*",
+        "credential$",
+        "oauth.*secret",
+        "oauth.*password",
+        "oauth.*token",
+        HADOOP_SECURITY_SENSITIVE_CONFIG_KEYS_KEY,
+    )
+)
 # Keys of ssl-server.xml (mode "server") and ssl-client.xml (mode "client"): PEM files.
 SSL_KEYSTORE_LOCATION_TPL = "ssl.{mode}.keystore.location"
 SSL_KEYSTORE_KEYFILE_TPL = "ssl.{mode}.keystore.keyfile"
@@ -262,6 +292,11 @@ DEFAULTS: dict[str, str] = {
         (HADOOP_SSL_SERVER_CONF_KEY, HADOOP_SSL_SERVER_CONF_DEFAULT),
         (HADOOP_SSL_CLIENT_CONF_KEY, HADOOP_SSL_CLIENT_CONF_DEFAULT),
         (HADOOP_SSL_HANDSHAKE_TIMEOUT_KEY, HADOOP_SSL_HANDSHAKE_TIMEOUT_DEFAULT),
+        (
+            HADOOP_SECURITY_INSTRUMENTATION_REQUIRES_ADMIN_KEY,
+            HADOOP_SECURITY_INSTRUMENTATION_REQUIRES_ADMIN_DEFAULT,
+        ),
+        (HADOOP_SECURITY_SENSITIVE_CONFIG_KEYS_KEY, HADOOP_SECURITY_SENSITIVE_CONFIG_KEYS_DEFAULT),
         (DFS_NAMENODE_HTTPS_ADDRESS_KEY, DFS_NAMENODE_HTTPS_ADDRESS_DEFAULT),
         (DFS_JOURNALNODE_EDITS_DIR_KEY, DFS_JOURNALNODE_EDITS_DIR_DEFAULT),
         (DFS_JOURNALNODE_EDITS_DIR_PERMISSION_KEY, DFS_JOURNALNODE_EDITS_DIR_PERMISSION_DEFAULT),

@@ -252,6 +252,7 @@ class NameNode:
         client certificate and is never served over plain HTTP (docs/security.md)."""
         ssl_factory = self.ssl_factory
         authorizer = ssl_factory.transfer_authorizer(None)
+        admins = ssl_factory.admin_authorizer()
         if ssl_factory.http_policy.http_enabled:
             self.http_server = server_cls(
                 self,
@@ -259,6 +260,7 @@ class NameNode:
                 http_port,
                 self._http_socket_factory,
                 transfer_authorizer=authorizer,
+                admin_authorizer=admins,
             )
         if ssl_factory.http_policy.https_enabled:
             self.https_server = server_cls(
@@ -268,6 +270,7 @@ class NameNode:
                 ssl_context=ssl_factory.https_server_context(),
                 handshake_timeout_s=ssl_factory.security.handshake_timeout_s,
                 transfer_authorizer=authorizer,
+                admin_authorizer=admins,
             )
 
     def stop(self) -> None:

@@ -14,6 +14,10 @@
   receiving one; 400 for malformed parameters, a short body or an MD5 mismatch; else the
   image lands in every image directory (:mod:`~hadoop_qjm.namenode.transfer_fs_image`),
   becomes the most recent checkpoint, old images are purged, and the answer is 200.
+* ``/isActive`` — 200 ``I am Active!`` on the active NameNode, 405 ``I am not Active!`` on
+  a standby (IsActiveServlet, for load balancers).
+* ``/conf``, ``/stacks``, ``/logLevel``, ``/logs/``, ``/prom`` — every daemon's pages
+  (:mod:`~hadoop_qjm.common.http_servlets`).
 * ``/metrics`` — Prometheus text: RPC calls by method, transactions, syncs, txns per sync,
   checkpoint, each journal's state, and each JournalNode's channel (``qjm_logger_*``).
 * ``/jmx[?qry=]`` — Hadoop-style beans: NameNodeInfo (with ``NameJournalStatus``),
@@ -75,6 +79,7 @@ class NameNodeHttpServer(HttpServer2):
     routes = {
         **HttpServer2.routes,
         "/imagetransfer": ("page_image_transfer", "GetImage failed. "),
+        "/isActive": ("page_is_active", ""),
         **webapps.routes("namenode"),
     }
     transfer_paths = frozenset({"/imagetransfer"})  # secured: HTTPS and a verified certificate
@@ -105,6 +110,18 @@ class NameNodeHttpServer(HttpServer2):
 
             self.ha_peers = HAPeerStatus(name_node.conf, peers)
         super().__init__(name_node.conf, bind_host, port, socket_factory, **kwargs)
+
+    # ---- /isActive -------------------------------------------------------------------------------
+    def page_is_active(
+        self, request: HttpRequestHandler, params: dict[str, str], send_body: bool
+    ) -> None:
+        """IsActiveServlet, for load balancers: 200 on the active, 405 elsewhere; the
+        connection is closed either way (no long-lived health-check connections)."""
+        if self.name_node.state is not HAServiceState.ACTIVE:
+            raise HttpError(405, "I am not Active!")
+        headers = {"Connection": "close"}
+        request.close_connection = True
+        request.send_bytes(200, "text/plain; charset=utf-8", b"I am Active!", send_body, headers)
 
     # ---- /imagetransfer --------------------------------------------------------------------------
     def page_image_transfer(

@@ -438,7 +438,7 @@ def test_other_methods_are_405_and_unknown_paths_404(server):
         status, headers, _ = get(server, "/getJournal?jid=x&segmentTxId=1", method, b"data")
         assert status == 405 and headers["Allow"] == "GET, HEAD"
     assert get(server, "/nosuchpage")[0] == 404
-    assert get(server, "/conf")[0] == 404
+    assert get(server, "/confx")[0] == 404 and get(server, "/logsx")[0] == 404
     assert get(server, "/getJournal/../jmx")[0] == 404
 
 

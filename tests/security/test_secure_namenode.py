@@ -78,6 +78,10 @@ def test_https_pages(secure_nn: NameNode, pki) -> None:
     assert get("/jmx", None) == 200
     assert get("/imagetransfer?getimage=1&txid=latest", None) == 403
     assert get("/imagetransfer?getimage=1&txid=latest", "namenode") == 200
+    # Administrators' pages: dfs.cluster.administrators is unset, so nobody; /isActive is open.
+    assert get("/conf", None) == get("/conf", "namenode") == get("/stacks", "namenode") == 403
+    assert get("/logLevel?log=x&level=DEBUG", "namenode") == 403
+    assert get("/isActive", None) == 200
 
 
 def test_plain_dfs_and_dfsadmin_say_the_namenode_speaks_tls(

@@ -30,6 +30,7 @@ __all__ = [
     "READ_ONLY_RPCS",
     "ServiceAuthorizer",
     "identity_from_peer_cert",
+    "parse_admins",
     "parse_principals",
 ]
 
@@ -116,6 +117,30 @@ class ServiceAuthorizer:
         """Raise AuthorizationException unless ``identity`` may download ``what``."""
         if not self.is_allowed(identity):
             raise AuthorizationException(_refusal(identity, f"fetch {what}"))
+
+    def check_admin(self, page: str, identity: str | None) -> None:
+        """Raise AuthorizationException unless ``identity`` is an administrator and may see
+        ``page`` (HttpServer2.hasAdministratorAccess; Hadoop's words)."""
+        if identity is None:
+            raise AuthorizationException(
+                "Unauthenticated users are not authorized to access this page."
+            )
+        if not self.is_allowed(identity):
+            raise AuthorizationException(
+                f"User {identity} is unauthorized to access the page {page}."
+            )
+
+
+def parse_admins(text: str | None, key: str) -> tuple[frozenset[str], bool]:
+    """The administrators of an ACL in Hadoop's form ``user1,user2 group1,group2``:
+    ``(identities, had_groups)``. ``*`` is everyone; unset or blank is nobody (Hadoop's
+    default, " "). Certificates carry no groups: the caller warns when some were listed."""
+    if text is None or not text.strip():
+        return frozenset(), False
+    if text.strip() == ANY_PRINCIPAL:
+        return frozenset({ANY_PRINCIPAL}), False
+    users, _, groups = text.partition(" ")
+    return parse_principals(users, key) or frozenset(), bool(groups.strip())
 
 
 def _refusal(identity: str | None, action: str) -> str:

@@ -48,7 +48,11 @@ from pathlib import Path
 from typing import Any
 
 from hadoop_qjm.common.exceptions import ConfigurationError
-from hadoop_qjm.common.security.authorization import ServiceAuthorizer, parse_principals
+from hadoop_qjm.common.security.authorization import (
+    ServiceAuthorizer,
+    parse_admins,
+    parse_principals,
+)
 from hadoop_qjm.common.security.tls_sockets import TlsClientSocketFactory, TlsServerSocketFactory
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
@@ -401,6 +405,18 @@ class SSLFactory:
         if not self.http_policy.https_enabled:
             return None
         return ServiceAuthorizer(allowed if allowed is not None else frozenset({"*"}))
+
+    def admin_authorizer(self) -> ServiceAuthorizer | None:
+        """Who may see the administrators' pages (``/conf``, ``/stacks``, ``/logs``,
+        ``/logLevel`` writes): None (everyone, as without security) when HTTPS is off; else
+        the identities of ``dfs.cluster.administrators`` (unset: nobody)."""
+        if not self.http_policy.https_enabled:
+            return None
+        key = keys.DFS_CLUSTER_ADMINISTRATORS_KEY
+        admins, had_groups = parse_admins(self.conf.get(key), key)
+        if had_groups:
+            LOG.warning("%s: groups are ignored; certificates name identities only", key)
+        return ServiceAuthorizer(admins)
 
     def allowed_principals(self, key: str) -> frozenset[str] | None:
         """The identities of the list ``key`` (None when unset or empty)."""

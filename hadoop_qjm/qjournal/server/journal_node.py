@@ -183,12 +183,17 @@ class JournalNode:
             create_journal_dir(path)
         http, https, rpc = settings.http, settings.https, settings.rpc
         transfer_authorizer = self.authorizer if policy.https_enabled else None
+        admin_authorizer = ssl_factory.admin_authorizer()
         binding = ""  # the address being bound, for the error if it is in use
         try:
             if policy.http_enabled:
                 binding = str(http)
                 self.http_server = JournalNodeHttpServer(
-                    self, http.host, http.port, transfer_authorizer=transfer_authorizer
+                    self,
+                    http.host,
+                    http.port,
+                    transfer_authorizer=transfer_authorizer,
+                    admin_authorizer=admin_authorizer,
                 )
                 self.http_server.start()
             if policy.https_enabled:
@@ -200,6 +205,7 @@ class JournalNode:
                     ssl_context=ssl_factory.https_server_context(),
                     handshake_timeout_s=ssl_factory.security.handshake_timeout_s,
                     transfer_authorizer=transfer_authorizer,
+                    admin_authorizer=admin_authorizer,
                 )
                 self.https_server.start()
             binding = str(rpc)

@@ -2,10 +2,12 @@
 
 ``GET /getJournal?jid=&segmentTxId=&storageInfo=&inProgressOk=`` streams one segment file
 (GetJournalEditServlet; used by acceptRecovery, the syncer and readers); ``/metrics``
-(Prometheus text), ``/jmx[?qry=]`` (JMXJsonServlet's layout; each ``Journal-<jid>`` bean
-also carries what the status page shows: committed txid, open segment, the newest
-segments, the syncer's state) and ``/``, ``/journalnode.html`` (the status page of
-:mod:`hadoop_qjm.webapps`, which reads ``/jmx`` again every few seconds).
+(Prometheus text; also at ``/prom``), ``/jmx[?qry=]`` (JMXJsonServlet's layout; each
+``Journal-<jid>`` bean also carries what the status page shows: committed txid, open
+segment, the newest segments, the syncer's state), ``/`` and ``/journalnode.html`` (the
+status page of :mod:`hadoop_qjm.webapps`, which reads ``/jmx`` again every few seconds),
+and HttpServer2's ``/conf``, ``/stacks``, ``/logLevel`` and ``/logs/``
+(:mod:`~hadoop_qjm.common.http_servlets`).
 Safer than Hadoop: malformed parameters are 400 (Hadoop: 500) and an unknown journal is
 404 (Hadoop creates it).
 
@@ -13,7 +15,8 @@ The server itself (connections, limits, timeouts, TLS, ``/metrics``, ``/jmx``) i
 shared :class:`~hadoop_qjm.common.http_server.HttpServer2`; this module adds the
 JournalNode's pages and content. Secured, ``/getJournal`` is served only over HTTPS to a
 verified certificate of ``dfs.journalnode.allowed.principals`` (else 403, logged and
-counted in ``journalnode_http_authorization_failures_total``); the other pages stay open.
+counted in ``journalnode_http_authorization_failures_total``); so are the refusals of the
+administrators' pages (``dfs.cluster.administrators``); the other pages stay open.
 """
 
 from __future__ import annotations
@@ -126,6 +129,7 @@ class JournalNodeHttpServer(HttpServer2):
         ssl_context: ssl.SSLContext | None = None,
         handshake_timeout_s: float = DEFAULT_HANDSHAKE_TIMEOUT_S,
         transfer_authorizer: ServiceAuthorizer | None = None,
+        admin_authorizer: ServiceAuthorizer | None = None,
     ) -> None:
         self.journal_node = journal_node
         super().__init__(
@@ -138,6 +142,7 @@ class JournalNodeHttpServer(HttpServer2):
             ssl_context=ssl_context,
             handshake_timeout_s=handshake_timeout_s,
             transfer_authorizer=transfer_authorizer,
+            admin_authorizer=admin_authorizer,
         )
 
     # ---- security counters ----------------------------------------------------------------------
