@@ -44,6 +44,13 @@ sockets and timers make a seed's run NOT exactly repeatable there, and nodes
 do not restart (a restart breaks the client's connection with an error that
 is not an injected one).
 
+**Hadoop's paxos records.** With the local transport, each node writes its paxos
+records either as ours (with the md5 of the accepted copy, field 1000) or as Hadoop's
+JournalNode does (no md5: :class:`HadoopPaxosRecordJournal`), decided per node by the
+seed (:func:`hadoop_record_nodes`, a random stream of its own, so the faults are drawn
+as before): records with and without md5 meet in one recovery, and every invariant
+must still hold — the unknown-md5 rule of docs/journalnode.md at work.
+
 ``planted_bug`` switches on a deliberately broken rule (:data:`PLANTED_BUGS`)
 so the harness can show it finds it. ``run_seed`` keeps no state between
 calls (a Spark executor may call it for thousands of seeds); it patches a
@@ -65,7 +72,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +84,7 @@ from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, encode_op
 from hadoop_qjm.qjournal.client import segment_recovery_comparator
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
-from hadoop_qjm.qjournal.protocol.messages import RequestInfo
+from hadoop_qjm.qjournal.protocol.messages import PersistedRecoveryPaxosData, RequestInfo
 from hadoop_qjm.qjournal.server.journal import Journal
 from hadoop_qjm.testing.faults import (
     FaultInjectingProxy,
@@ -95,7 +102,9 @@ __all__ = [
     "DEFAULT_ITERATIONS",
     "PLANTED_BUGS",
     "AckWithoutWriteJournal",
+    "HadoopPaxosRecordJournal",
     "SeedResult",
+    "hadoop_record_nodes",
     "main",
     "run_seed",
 ]
@@ -146,6 +155,8 @@ class SeedResult:
     planted_bug: str | None = None
     #: SHA-256 of the whole trace: two runs of one seed (local transport) agree.
     trace_digest: str = ""
+    #: The nodes that wrote Hadoop's paxos records, without md5 (local transport).
+    hadoop_record_nodes: tuple[int, ...] = ()
 
     @property
     def replay_command(self) -> str:
@@ -172,6 +183,24 @@ class AckWithoutWriteJournal(Journal):
 
     def journal_in_order(self, *args: Any) -> bool:
         return False  # every batch takes the broken journal() above
+
+
+class HadoopPaxosRecordJournal(Journal):
+    """A JournalNode whose paxos records are the ones Hadoop's JournalNode writes:
+    the same bytes as ours less the md5 field (what a node taken over from Hadoop holds)."""
+
+    def _persist_paxos_data(self, segment_txid: int, data: PersistedRecoveryPaxosData) -> None:
+        without_md5 = replace(data.segment_state, md5=None)
+        super()._persist_paxos_data(
+            segment_txid, PersistedRecoveryPaxosData(without_md5, data.accepted_in_epoch)
+        )
+
+
+def hadoop_record_nodes(seed: int) -> tuple[int, ...]:
+    """The nodes that write Hadoop's paxos records in ``seed``'s run: each with
+    probability 1/2, from a stream of its own (the fault stream stays as it was)."""
+    rng = random.Random(f"hadoop-paxos-records-{seed}")
+    return tuple(n for n in range(NUM_NODES) if rng.random() < 0.5)
 
 
 def _ignore_writer_epoch(response: Any) -> int:
@@ -239,10 +268,18 @@ class _Run:
         self.paxos = PaxosCrashInjector()
         self.rng = random.Random(seed)
         restart: Callable[[int], None] | None = None
+        self.hadoop_record_nodes: tuple[int, ...] = ()
         if transport == "local":
-            journal_classes = (
-                {0: AckWithoutWriteJournal} if planted_bug == "ack-before-write" else {}
+            self.hadoop_record_nodes = hadoop_record_nodes(seed)
+            journal_classes: dict[int, type[Journal]] = dict.fromkeys(
+                self.hadoop_record_nodes, HadoopPaxosRecordJournal
             )
+            if planted_bug == "ack-before-write":
+                journal_classes[0] = AckWithoutWriteJournal
+                self.hadoop_record_nodes = tuple(n for n in self.hadoop_record_nodes if n)
+            if self.hadoop_record_nodes:
+                nodes = " ".join(f"jn{n}" for n in self.hadoop_record_nodes)
+                trace_line(f"Hadoop's paxos records (no md5) on {nodes}")
             self.cluster: Any = LocalJournalCluster(
                 NUM_NODES,
                 work_dir,
@@ -537,6 +574,7 @@ def run_seed(
         transport=transport,
         planted_bug=planted_bug,
         trace_digest=hashlib.sha256("\n".join(lines).encode()).hexdigest(),
+        hadoop_record_nodes=run.hadoop_record_nodes if run else (),
     )
 
 

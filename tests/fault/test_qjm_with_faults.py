@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import always_assert
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
@@ -28,10 +29,20 @@ from hadoop_qjm.testing.local_transport import LocalJournalCluster
 from hadoop_qjm.testing.qjm_test_util import (
     FAKE_NSINFO,
     JID,
+    create_txn_data,
+    make_request,
     recover_and_return_last_txn,
     write_segment,
 )
-from hadoop_qjm.testing.randomized import PLANTED_BUGS, SeedResult, main, run_seed
+from hadoop_qjm.testing.randomized import (
+    PLANTED_BUGS,
+    HadoopPaxosRecordJournal,
+    SeedResult,
+    hadoop_record_nodes,
+    main,
+    run_seed,
+)
+from tests.paxos_record_fixtures import HADOOP_RECORD_4_4_IN_EPOCH_3
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -139,6 +150,7 @@ def test_randomized(seed: int) -> None:
     result = run_seed(seed, ITERATIONS)
     assert result.writers == ITERATIONS
     assert result.passed, _describe(result)
+    assert result.hadoop_record_nodes == hadoop_record_nodes(seed)
     assert result.recoveries > 0 and result.txns_acknowledged > 0 and result.faults_injected > 0
 
 
@@ -152,6 +164,37 @@ def test_randomized_long() -> None:
         if not (result := run_seed(seed, SLOW_ITERATIONS)).passed
     ]
     assert not failed, f"{len(failed)} of {len(SLOW_SEEDS)} seeds failed:\n\n" + "\n\n".join(failed)
+
+
+def test_the_seeds_mix_hadoops_paxos_records_with_ours() -> None:
+    """Across the default seeds, records with and without md5 meet: in some runs one or
+    two nodes write Hadoop's records (no md5) and the others ours; some runs are all ours,
+    some all Hadoop's."""
+    counts = {len(hadoop_record_nodes(seed)) for seed in SEEDS}
+    assert counts == {0, 1, 2, 3}
+    assert hadoop_record_nodes(3) == hadoop_record_nodes(3) == (0, 2)
+
+
+@pytest.mark.timeout(30)
+def test_a_hadoop_record_node_writes_hadoops_bytes(tmp_path: Path) -> None:
+    """The harness's Hadoop node writes exactly the record Hadoop writes (the literal
+    fixture), and reports the unknown md5 as its copy's (the unknown-md5 rule)."""
+    journal = HadoopPaxosRecordJournal(Configuration(), tmp_path / JID, JID)
+    try:
+        journal.format(FAKE_NSINFO)
+        journal.new_epoch(FAKE_NSINFO, 1)
+        journal.start_log_segment(make_request(1), 4, CURRENT_LAYOUT_VERSION)
+        journal.journal(make_request(2), 4, 4, 1, create_txn_data(4, 1))
+        journal.new_epoch(FAKE_NSINFO, 3)
+        own = journal.prepare_recovery(make_request(1, epoch=3), 4).segment_state
+        assert own is not None and own.md5 is not None
+        journal.accept_recovery(make_request(2, epoch=3), own, "unused:")  # same copy: kept
+        assert journal.storage.paxos_file(4).read_bytes() == HADOOP_RECORD_4_4_IN_EPOCH_3
+        again = journal.prepare_recovery(make_request(3, epoch=3), 4)
+        assert again.accepted_in_epoch == 3
+        assert (again.segment_state, again.segment_state.md5) == (own, own.md5)
+    finally:
+        journal.close()
 
 
 @pytest.mark.timeout(60)
@@ -245,7 +288,11 @@ def test_unknown_planted_bug_is_rejected() -> None:
 def test_replay_command_prints_the_trace_and_the_result(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--seed", "3", "--iterations", "5"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("seed 3, 5 writers, transport local\nformatted\n--- writer 0\n")
+    assert out.startswith(
+        "seed 3, 5 writers, transport local\n"
+        "Hadoop's paxos records (no md5) on jn0 jn2\n"
+        "formatted\n--- writer 0\n"
+    )
     assert "seed 3: PASSED — 5 writers" in out
 
 

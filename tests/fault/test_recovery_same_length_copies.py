@@ -42,10 +42,12 @@ from hadoop_qjm.namenode.edit_log_file_input_stream import EditLogFileInputStrea
 from hadoop_qjm.namenode.file_journal_manager import finalized_edits_file_name
 from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp
 from hadoop_qjm.qjournal.protocol.exceptions import QuorumException
+from hadoop_qjm.qjournal.server.paxos_record import read_paxos_record
 from hadoop_qjm.testing.faults import DownNodes, RpcCounter, wrap_with
 from hadoop_qjm.testing.invariants import FinalizedSegmentChecker
 from hadoop_qjm.testing.local_transport import LocalJournalCluster
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, JID, write_segment
+from tests.paxos_record_fixtures import HADOOP_RECORD_4_4_IN_EPOCH_3
 
 
 def _write(stm, txid: int, writer: str) -> None:
@@ -189,4 +191,78 @@ def test_recovery_does_not_finalize_a_copy_that_missed_the_accept(
     assert not (cluster.current_dir(1, JID) / name).exists() or _paths(cluster, 1, name) == [
         "/B/tx4"
     ]
+    _check_identical(cluster)
+
+
+@pytest.mark.timeout(30)
+def test_an_accepted_record_without_md5_still_makes_a_same_length_copy_download(
+    local_cluster: LocalJournalCluster,
+) -> None:
+    """The unknown-md5 rule: a paxos record Hadoop wrote has no md5; the node reports the
+    md5 of the copy beside it, so the coordinator proposes a digest (docs/journalnode.md).
+
+    ::
+
+        segment 4 (txns 1-3 finalized everywhere before)   jn0           jn1           jn2
+        A (epoch 1): txn 4 "/A/tx4" reaches jn1 only       []            [A4]          []
+        B (epoch 2) recovers without jn1 (the empty
+          copies are moved aside), starts 4 again:
+          txn 4 "/B/tx4" ACKED by jn0, jn2                 [B4]          [A4]          [B4]
+        C (epoch 3) recovers without jn1: jn0 and jn2
+          accept [4-4] in epoch 3, then C crashes
+          before any finalize                              [B4] acc 3    [A4]          [B4] acc 3
+        jn0's and jn2's records become the bytes Hadoop
+          writes (no md5), as if Hadoop's JNs had run C's recovery
+        D (epoch 4) recovers without jn2:
+          prepare(4): jn0 accepted [4-4] in epoch 3 -> source (rule 3b),
+                      jn1 [4-4] lastWriterEpoch 1
+          acceptRecovery([4-4] + jn0's md5): jn1's copy
+          has another md5 -> downloads jn0's
+          finalize(4, 4)                                    edits_4-4     edits_4-4     [B4] acc 3
+                                                            = [B4]        = [B4]
+
+    Had jn0 reported its record's unknown md5 as it is, D would propose [4-4] without a
+    digest, jn1 would keep A4 (same length) and finalize it: the acked "/B/tx4" lost there.
+    """
+    cluster = local_cluster
+    down = DownNodes()
+    writer_a = cluster.qjm(JID, FAKE_NSINFO, wrap_proxy=wrap_with(down))
+    writer_a.format(FAKE_NSINFO)
+    writer_a.recover_unfinalized_segments()
+    write_segment(writer_a, 1, 3, True)
+    stm = writer_a.start_log_segment(4, CURRENT_LAYOUT_VERSION)
+    down.set_down(0, 2)
+    with pytest.raises(QuorumException, match="Injected"):
+        _write(stm, 4, "A")
+    writer_a.close()
+
+    down.set_down(1)
+    writer_b = cluster.qjm(JID, FAKE_NSINFO, wrap_proxy=wrap_with(down))
+    writer_b.recover_unfinalized_segments()
+    stm = writer_b.start_log_segment(4, CURRENT_LAYOUT_VERSION)
+    _write(stm, 4, "B")  # acknowledged by jn0 and jn2
+    writer_b.close()
+
+    # Writer C: jn1 is cut off; on jn0 and jn2 the 5th call (the finalize) never arrives.
+    counter = RpcCounter(fail_at={0: [5], 1: range(1, 10), 2: [5]})
+    writer_c = cluster.qjm(JID, FAKE_NSINFO, wrap_proxy=wrap_with(counter))
+    with pytest.raises(QuorumException, match="Injected"):
+        writer_c.recover_unfinalized_segments()
+    assert writer_c.loggers.epoch == 3
+    writer_c.close()
+    assert not counter.assertion_errors
+    for node in (0, 2):
+        paxos = cluster.current_dir(node, JID) / "paxos" / "4"
+        assert read_paxos_record(paxos).accepted_in_epoch == 3
+        paxos.write_bytes(HADOOP_RECORD_4_4_IN_EPOCH_3)
+
+    down.set_down(2)
+    writer_d = cluster.qjm(JID, FAKE_NSINFO, wrap_proxy=wrap_with(down))
+    writer_d.recover_unfinalized_segments()
+    writer_d.close()
+    assert not down.assertion_errors
+
+    name = finalized_edits_file_name(4, 4)
+    assert _paths(cluster, 0, name) == ["/B/tx4"]
+    assert _paths(cluster, 1, name) == ["/B/tx4"]
     _check_identical(cluster)

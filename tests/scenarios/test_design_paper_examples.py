@@ -6,7 +6,9 @@ the protocol itself: writers are QuorumJournalManagers, and the faults are of
 two kinds — a JournalNode stopped (and later restarted on the same ports and
 directory), and a writer that "crashes before sending" a call to a chosen node
 (:class:`CrashingChannel` fails that call without sending it). No state is
-written to disk by hand. A new writer then recovers, and the test asserts the
+written to disk by hand — except in the last test, which plants §2.10.7's state
+file by file as Hadoop's JournalNodes leave it, to show that a journal taken
+over from Hadoop in the middle of a recovery recovers as our own does. A new writer then recovers, and the test asserts the
 paper's outcome: the recovery source, the decided segment, which txids survive
 and whose they are, that every acknowledged txid survives, and that every
 finalized copy of a segment is byte-identical on every node holding it.
@@ -32,6 +34,7 @@ no races, one order.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -45,18 +48,23 @@ import pytest
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
 from hadoop_qjm.common.exceptions import IOException
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.file_journal_manager import match_edit_logs
-from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp
+from hadoop_qjm.namenode.file_journal_manager import (
+    finalized_edits_file_name,
+    inprogress_edits_file_name,
+    match_edit_logs,
+)
+from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, edit_log_header, encode_op
 from hadoop_qjm.qjournal.client.executors import DirectExecutor
 from hadoop_qjm.qjournal.client.ipc_logger_channel import IPCLoggerChannel
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.qjournal.client.quorum_output_stream import QuorumOutputStream
 from hadoop_qjm.qjournal.client.segment_recovery_comparator import best_recovery_source
 from hadoop_qjm.qjournal.protocol.exceptions import QuorumException
-from hadoop_qjm.qjournal.protocol.messages import SegmentState
-from hadoop_qjm.qjournal.server.paxos_record import read_paxos_record
+from hadoop_qjm.qjournal.protocol.messages import PersistedRecoveryPaxosData, SegmentState
+from hadoop_qjm.qjournal.server.paxos_record import encode_paxos_record, read_paxos_record
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, JID
+from tests.paxos_record_fixtures import HADOOP_RECORD_101_150_IN_EPOCH_2, old_json_record
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -875,3 +883,117 @@ def test_2_10_7_multiple_attempts_at_recovery_first_failed(
         assert_drawn(s.cluster, test, "After writer 3 recovered from JN1 and JN2 (JN3 stopped):")
     assert s.finalized_copies(101) == {i: jn3_copy for i in seen | {JN3}}
     s.finish(w3, writer1_ops(1, 150))
+
+
+# ---- §2.10.7, taken over from Hadoop in the middle of the recovery --------------------------------
+
+
+def _segment_bytes(first: int, last: int, padding: int = 0) -> bytes:
+    """Writer 1's MKDIR /w1/<txid> ops ``first``..``last`` in a segment file (0xFF padding
+    after them, as the writer's preallocation leaves an in-progress file)."""
+    ops = b"".join(encode_op(MkdirOp.create(t, f"/w1/{t}")) for t in range(first, last + 1))
+    return edit_log_header(CURRENT_LAYOUT_VERSION) + ops + b"\xff" * padding
+
+
+# VERSION as Hadoop's JournalNode writes it (Properties.store, Hashtable order), for FAKE_NSINFO.
+HADOOP_VERSION = (
+    "#Tue Sep 11 14:08:51 PDT 2012\n"
+    f"namespaceID={FAKE_NSINFO.namespace_id}\n"
+    f"clusterID={FAKE_NSINFO.cluster_id}\n"
+    "cTime=0\n"
+    "storageType=JOURNAL_NODE\n"
+    f"layoutVersion={CURRENT_LAYOUT_VERSION}\n"
+)
+
+
+def plant_2_10_7_after_writer_2(base: Path, jn1_record: bytes) -> None:
+    """The three journal directories as Hadoop's JournalNodes leave them when writer 2
+    (epoch 2) has had JN1 and JN3 accept 101-150 and finalized it on JN3 only; JN1's
+    paxos/101 is ``jn1_record``. Every file is written here, byte by byte."""
+    one_mib = 1 << 20
+    nodes = {
+        # node: (last-promised-epoch, committed-txid, segments from 101 on)
+        JN1: (2, 125, {inprogress_edits_file_name(101): _segment_bytes(101, 150, one_mib)}),
+        JN2: (1, 150, {inprogress_edits_file_name(101): _segment_bytes(101, 153, one_mib)}),
+        JN3: (2, 100, {finalized_edits_file_name(101, 150): _segment_bytes(101, 150)}),
+    }
+    for i, (promised, committed, segments) in nodes.items():
+        current = base / f"journalnode-{i}" / JID / "current"
+        (current / "paxos").mkdir(parents=True)
+        (current / "VERSION").write_text(HADOOP_VERSION, "ascii")
+        (current / "last-promised-epoch").write_text(f"{promised}\n", "ascii")
+        (current / "last-writer-epoch").write_text("1\n", "ascii")
+        (current / "committed-txid").write_bytes(committed.to_bytes(8, "big"))
+        (current / finalized_edits_file_name(1, 100)).write_bytes(_segment_bytes(1, 100))
+        for name, data in segments.items():
+            (current / name).write_bytes(data)
+    (base / f"journalnode-{JN1}" / JID / "current" / "paxos" / "101").write_bytes(jn1_record)
+
+
+#: JN1's copy up to its last txn: the md5 our records carry.
+JN1_MD5 = hashlib.md5(_segment_bytes(101, 150)).hexdigest()
+PLANTED_RECORDS = {
+    "hadoop": HADOOP_RECORD_101_150_IN_EPOCH_2,  # literal bytes: tests/paxos_record_fixtures.py
+    "ours": encode_paxos_record(
+        PersistedRecoveryPaxosData(SegmentState(101, 150, True, JN1_MD5), 2)
+    ),
+    "old-json": old_json_record(101, 150, True, 2, JN1_MD5),
+}
+
+
+@pytest.mark.parametrize("record", sorted(PLANTED_RECORDS))
+def test_2_10_7_taken_over_from_hadoop_in_the_middle_of_the_recovery(
+    tmp_path: Path, record: str
+) -> None:
+    """§2.10.7 from writer 3 on, over journal directories Hadoop's JournalNodes left: the
+    state is planted by hand, file by file, in Hadoop's layout, JN1's paxos/101 being the
+    record Hadoop writes (``hadoop``: no md5), ours (``ours``: with the md5 as field 1000)
+    or our old JSON (``old-json``). Whatever the record's form, writer 3 — seeing JN1 and
+    JN2, JN3 lost — takes JN1's accepted 150 (maxSeenEpoch 2 beats JN2's 1, rule 3b), not
+    JN2's longer 153, and 101-150 is finalized on JN1 and JN2, byte-identical to JN3's.
+
+    Planted:
+
+        JN  | segments             | last txid | lastPromisedEpoch | lastWriterEpoch | acceptedInEpoch
+        ----+----------------------+-----------+-------------------+-----------------+----------------
+        JN1 | edits_inprogress_101 | 150       | 2                 | 1               | 2
+        JN2 | edits_inprogress_101 | 153       | 1                 | 1               | -
+        JN3 | edits_101-150        | 150       | 2                 | 1               | -
+
+    After writer 3 recovered from JN1 and JN2 (JN3 stopped):
+
+        JN  | segments             | last txid | lastPromisedEpoch | lastWriterEpoch | acceptedInEpoch
+        ----+----------------------+-----------+-------------------+-----------------+----------------
+        JN1 | edits_101-150        | 150       | 3                 | 1               | -
+        JN2 | edits_101-150        | 150       | 3                 | 1               | -
+        JN3 | edits_101-150        | 150       | 2                 | 1               | -
+    """
+    test = test_2_10_7_taken_over_from_hadoop_in_the_middle_of_the_recovery
+    plant_2_10_7_after_writer_2(tmp_path, PLANTED_RECORDS[record])
+    jn3_copy = (finalized_edits_file_name(101, 150), _segment_bytes(101, 150))
+    with MiniJournalCluster(3, tmp_path, Configuration()) as cluster:
+        s = Scenario(cluster, Configuration())
+        try:
+            assert_drawn(cluster, test, "Planted:")
+            assert s.finalized_copies(101) == {JN3: jn3_copy}
+
+            w3, decision = s.recover(without=JN3)
+
+            prepared = {
+                i: s.channel(w3, i).calls_to("prepare_recovery")[0].future.result()
+                for i in (JN1, JN2)
+            }
+            jn1, jn2 = prepared[JN1], prepared[JN2]
+            assert (jn1.segment_state, jn1.accepted_in_epoch) == (SegmentState(101, 150, True), 2)
+            assert (jn2.segment_state, jn2.accepted_in_epoch) == (
+                SegmentState(101, 153, True),
+                None,
+            )
+            # Whatever the record held, JN1 reports its copy's md5 (the unknown-md5 rule).
+            assert jn1.segment_state.md5 == JN1_MD5
+            assert decision == Decision(JN1, SegmentState(101, 150, True))
+            assert_drawn(cluster, test, "After writer 3 recovered from JN1 and JN2 (JN3 stopped):")
+            assert s.finalized_copies(101) == {JN1: jn3_copy, JN2: jn3_copy, JN3: jn3_copy}
+            s.finish(w3, writer1_ops(1, 150))
+        finally:
+            s.close()

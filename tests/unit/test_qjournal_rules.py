@@ -13,7 +13,7 @@ from hadoop_qjm.qjournal.protocol.exceptions import (
     JournalOutOfSyncException,
     SegmentMismatchException,
 )
-from hadoop_qjm.qjournal.protocol.messages import RequestInfo
+from hadoop_qjm.qjournal.protocol.messages import RequestInfo, SegmentState
 from hadoop_qjm.qjournal.protocol.rules import (
     BatchAction,
     EpochDecision,
@@ -402,3 +402,25 @@ def test_a_fenced_writers_longer_tail_is_never_readable():
 )
 def test_may_replace_in_progress_segment(last_txid, unscannable_layout, allowed):
     assert rules.may_replace_in_progress_segment(5, last_txid, unscannable_layout) is allowed
+
+
+# --------------------------------------------------------------- the unknown-md5 rule
+
+MD5_ACCEPTED = "a" * 32
+MD5_ON_DISK = "b" * 32
+
+
+@pytest.mark.parametrize(
+    ("accepted_md5", "on_disk_end", "reported_md5"),
+    [
+        (None, 150, MD5_ON_DISK),  # Hadoop's record: the copy beside it is the accepted one
+        (MD5_ACCEPTED, 150, MD5_ACCEPTED),  # ours: as recorded
+        (None, 153, None),  # another length: not the accepted copy, nothing filled in
+    ],
+    ids=["unknown-md5", "known-md5", "other-length"],
+)
+def test_accepted_state_to_report(accepted_md5, on_disk_end, reported_md5):
+    accepted = SegmentState(101, 150, True, accepted_md5)
+    on_disk = SegmentState(101, on_disk_end, True, MD5_ON_DISK)
+    reported = rules.accepted_state_to_report(accepted, on_disk)
+    assert (reported, reported.md5) == (accepted, reported_md5)

@@ -31,7 +31,7 @@ from hadoop_qjm.qjournal.protocol.exceptions import (
 )
 
 if TYPE_CHECKING:  # messages imports Thrift; rules only needs the type's fields
-    from hadoop_qjm.qjournal.protocol.messages import RequestInfo
+    from hadoop_qjm.qjournal.protocol.messages import RequestInfo, SegmentState
 
 __all__ = [
     "INITIAL_IPC_SERIAL",
@@ -53,6 +53,7 @@ __all__ = [
     "check_finalize_current",
     "rpc_readable_txn_count",
     "may_replace_in_progress_segment",
+    "accepted_state_to_report",
 ]
 
 #: ``currentEpochIpcSerial`` after a new promise: any serial (≥ 0) is accepted next.
@@ -444,3 +445,25 @@ def may_replace_in_progress_segment(
     if last_txid == first_txid:
         return True
     return last_txid == INVALID_TXID and not unscannable_layout
+
+
+def accepted_state_to_report(accepted: SegmentState, on_disk: SegmentState) -> SegmentState:
+    """What prepareRecovery reports for a segment this node accepted in an earlier
+    recovery and has not finalized: the accepted state, an unknown md5 filled in from
+    the copy on disk.
+
+    The unknown-md5 rule (docs/journalnode.md, "The paxos record"). A paxos record Hadoop
+    wrote has no md5 (nor has one of our old JSON records from before the md5). By the
+    time prepareRecovery asks, it has rolled a half-done accept forward (HDFS-3955) and
+    checked that the copy on disk ends at the accepted txid: that copy *is* the one this
+    node accepted (the one it downloaded, or — a Hadoop accept skips the download for a
+    copy of the same length — the one it kept), so its md5 stands for the accepted
+    content. Reporting it lets the coordinator propose a digest, and a node holding
+    another copy of the same length then downloads the chosen one instead of keeping its
+    own (the gap the md5 closes: design paper §2.8, "the highest txid and md5sum"). A
+    known md5 is reported as recorded; a copy of another length is left to the caller's
+    assertion.
+    """
+    if accepted.md5 is not None or on_disk.end_txid != accepted.end_txid:
+        return accepted
+    return replace(accepted, md5=on_disk.md5)

@@ -7,7 +7,7 @@
     <root>/current/last-promised-epoch       text, atomic
     <root>/current/last-writer-epoch         text, atomic
     <root>/current/committed-txid            8 bytes big-endian, best effort
-    <root>/current/paxos/<segTxId>           accepted recoveries (see paxos.py)
+    <root>/current/paxos/<segTxId>           accepted recoveries (see paxos_record.py)
     <root>/current/edits_inprogress_<19d>    edits_<19d>-<19d>
     <root>/current/edits_inprogress_<19d>.epoch=<E>   acceptRecovery's download
     <root>/edits.sync/                       the JournalNodeSyncer's downloads

@@ -21,6 +21,7 @@ from hadoop_qjm.common.exceptions import (
     always_assert,
 )
 from hadoop_qjm.namenode.edit_log_file_input_stream import scan_edit_log
+from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.protocol.messages import (
     PersistedRecoveryPaxosData,
     PrepareRecoveryResponse,
@@ -85,7 +86,7 @@ class JournalRecovery:
                     f"prev accepted: {accepted}\non disk:       {seg_info}",
                 )
                 response = PrepareRecoveryResponse(
-                    accepted,
+                    rules.accepted_state_to_report(accepted, seg_info),
                     previously_accepted.accepted_in_epoch,
                     self.last_writer_epoch.get(),
                     last_committed,
@@ -162,7 +163,7 @@ class JournalRecovery:
             # The commit point (design paper §2.8): once the record is durable this node has
             # accepted the value, even if it crashes before the rename below.
             self._fault.before_persist_paxos_data()
-            write_paxos_record(self.storage.paxos_file(seg_txid), new)
+            self._persist_paxos_data(seg_txid, new)
             self._fault.after_persist_paxos_data()
             if synced_file is not None:
                 # The cache may hold this segment as another writer wrote it (the promise
@@ -198,6 +199,10 @@ class JournalRecovery:
                 stale.move_aside_stale_inprogress_file()
             self._install(tmp, final)
             return True
+
+    def _persist_paxos_data(self, segment_txid: int, data: PersistedRecoveryPaxosData) -> None:
+        """Hadoop's persistPaxosData: the record in Hadoop's format, written durably."""
+        write_paxos_record(self.storage.paxos_file(segment_txid), data)
 
     def _complete_half_done_accept_recovery(self, paxos: PersistedRecoveryPaxosData | None) -> None:
         """Roll forward an accept that crashed after its commit point (HDFS-3955)."""
