@@ -10,6 +10,8 @@ JournalNode syncer's downloads (segment bytes, to the log).
   most every :data:`TTY_INTERVAL_S`; otherwise (a file, a pipe, a log) a plain line at
   most every ``interval_s``, so a log of a long job grows by a bounded amount. The last
   line (:meth:`ProgressLine.close`) is always written.
+* :class:`TransferProgress` is the ``progress(received, length)`` callback of a
+  download: its line starts once the length is known.
 * :class:`Poller` calls a ``read()`` function on a thread and feeds the line: for a job
   whose progress is counted somewhere else (Spark's executors).
 """
@@ -20,15 +22,17 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 __all__ = [
     "Poller",
     "ProgressLine",
+    "TransferProgress",
     "TTY_INTERVAL_S",
     "format_bytes",
     "format_duration",
     "rate_and_eta",
+    "transfer_summary",
 ]
 
 #: Seconds between rewrites of the line on a terminal.
@@ -64,8 +68,8 @@ def rate_and_eta(
 def format_bytes(n: float) -> str:
     """``n`` bytes with a binary prefix and two decimals, as Hadoop's StringUtils.byteDesc:
     ``512 B``, ``1.50 KB``, ``12.34 MB``."""
-    if n < 1024:
-        return f"{int(n)} B"
+    if n < 1023.5:
+        return f"{round(n)} B"
     value = n / 1024.0
     for prefix in ("KB", "MB", "GB", "TB"):
         if value < 1024:
@@ -82,6 +86,12 @@ def format_duration(seconds: float) -> str:
     if s < 3600:
         return f"{s // 60}m{s % 60:02d}s"
     return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def transfer_summary(n_bytes: int, seconds: float) -> str:
+    """``12.00 MB in 3s (4.00 MB/s)``: a finished transfer, for a log line."""
+    rate, _ = rate_and_eta([(0.0, 0.0), (seconds, float(n_bytes))], None)
+    return f"{format_bytes(n_bytes)} in {format_duration(seconds)} ({format_bytes(rate)}/s)"
 
 
 def _format_rate(per_s: float, unit: str) -> str:
@@ -112,6 +122,7 @@ class ProgressLine:
         tty: bool | None = None,
         interval_s: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
+        started: float | None = None,
     ) -> None:
         if (stream is None) == (write is None):
             raise ValueError("ProgressLine needs exactly one of stream and write")
@@ -125,7 +136,7 @@ class ProgressLine:
             tty = write is None and bool(getattr(stream, "isatty", lambda: False)())
         self.tty = tty
         self._clock = clock
-        self.started = clock()
+        self.started = clock() if started is None else started
         self._samples: deque[tuple[float, float]] = deque([(self.started, 0.0)])
         self._last_write: float | None = None
         self._last_text = ""
@@ -171,8 +182,13 @@ class ProgressLine:
         # Keep the window: drop samples older than RATE_WINDOW_S, but never the last two.
         while len(self._samples) > 2 and now - self._samples[1][0] >= RATE_WINDOW_S:
             self._samples.popleft()
-        interval = TTY_INTERVAL_S if self.tty else self.interval_s
-        if self._last_write is not None and now - self._last_write < interval:
+        if self.tty:
+            due = self._last_write is None or now - self._last_write >= TTY_INTERVAL_S
+        else:
+            # Plain lines: none for a job shorter than the interval (its final line says
+            # it all), then one per interval.
+            due = now - (self._last_write or self.started) >= self.interval_s
+        if not due:
             return
         text = self.text(note)
         if text == self._last_text:
@@ -201,6 +217,32 @@ class ProgressLine:
         else:
             stream.write(text + "\n")
         stream.flush()
+
+
+class TransferProgress:
+    """``progress(received, length)`` for a download (:func:`~hadoop_qjm.common.
+    http_transfer.download_to_file`, :func:`~hadoop_qjm.namenode.transfer_fs_image.
+    download_image`): a :class:`ProgressLine` in bytes, made at the first call, when the
+    length is known, timed from this object's creation (the request included);
+    ``line_args`` are its keyword arguments. :meth:`close` writes its final line, if it
+    was started."""
+
+    def __init__(self, label: str, **line_args: Any) -> None:
+        self.label = label
+        self.line_args = line_args
+        self.started = line_args.get("clock", time.monotonic)()
+        self.line: ProgressLine | None = None
+
+    def __call__(self, received: int, length: int) -> None:
+        if self.line is None:
+            self.line = ProgressLine(
+                self.label, length, unit="B", started=self.started, **self.line_args
+            )
+        self.line.update(received)
+
+    def close(self, note: str = "") -> None:
+        if self.line is not None:
+            self.line.close(note)
 
 
 class Poller:

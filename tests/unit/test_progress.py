@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 from hadoop_qjm.common.progress import (
     Poller,
     ProgressLine,
+    TransferProgress,
     format_bytes,
     format_duration,
     rate_and_eta,
+    transfer_summary,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -98,11 +100,11 @@ def test_plain_lines_are_bounded_by_the_interval():
         line.update(done)
     line.close("3 failed")
     lines = out.getvalue().splitlines()
-    # A line at the first update, then at most one per 5 s, then the final one.
-    assert 10 <= len(lines) <= 12, lines
+    # One line per 5 s (none before the first 5 s), then the final one.
+    assert len(lines) == 11, lines
     assert "\r" not in out.getvalue()
-    assert lines[0].startswith("fault-campaign: 1/100 seeds (1%), ")
-    assert "11/100 seeds (11%), 2.0 seeds/s, ETA 44s, 6s elapsed" in lines[1]  # 89 left
+    assert lines[0] == "fault-campaign: 10/100 seeds (10%), 2.0 seeds/s, ETA 45s, 5s elapsed"
+    assert lines[1].startswith("fault-campaign: 20/100 seeds (20%), ")
     assert lines[-1] == "fault-campaign: 100/100 seeds (100%), 2.0 seeds/s, in 50s, 3 failed"
 
 
@@ -136,7 +138,7 @@ def test_a_log_sink_gets_plain_lines_and_the_rate_is_windowed():
     assert "ETA" not in logged[-1]  # no total, no ETA
     # The last 30 s only: 10 KB/s, not the average since the start.
     assert ", 10.00 KB/s," in logged[-1], logged[-1]
-    assert len(logged) == 6  # at 0, 100, 110, 120, 130, 140 s
+    assert len(logged) == 5  # at 100, 110, 120, 130, 140 s
 
 
 def test_updates_after_close_are_ignored_and_the_poller_closes_once():
@@ -149,6 +151,36 @@ def test_updates_after_close_are_ignored_and_the_poller_closes_once():
     lines = out.getvalue().splitlines()
     assert lines[-1] == "audit: 3/3 segments (100%), 0.0 segments/s, in 0s, 0 errors"
     assert sum("(100%)" in x for x in lines) <= 2 and not any("1/3" in x for x in lines)
+
+
+def test_a_short_job_gets_only_its_final_line():
+    clock, logged = FakeClock(), []
+    line = ProgressLine("x", 10, unit="B", write=logged.append, interval_s=10, clock=clock)
+    for done in range(1, 11):
+        clock.now += 0.1
+        line.update(done)
+    line.close()
+    assert logged == ["x: 10 B/10 B (100%), 10 B/s, in 1s"]
+
+
+def test_transfer_progress_starts_its_line_when_the_length_is_known():
+    clock, out = FakeClock(), Terminal()
+    progress = TransferProgress("fsimage_5", stream=out, clock=clock)
+    progress.close()  # nothing received yet: nothing written
+    assert out.getvalue() == ""
+    for received in (1024, 2048):
+        clock.now += 1
+        progress(received, 4096)
+    progress.close("MD5 ok")
+    final = out.getvalue().split("\r")[-1]
+    # Timed from the request (the progress object's creation), not the first byte.
+    assert final.rstrip(" \n") == "fsimage_5: 2.00 KB/4.00 KB (50%), 1.00 KB/s, in 2s, MD5 ok"
+    assert progress.line is not None and progress.line.total == 4096
+
+
+def test_transfer_summary():
+    assert transfer_summary(12 * 1024**2, 3) == "12.00 MB in 3s (4.00 MB/s)"
+    assert transfer_summary(10, 0) == "10 B in 0s (0 B/s)"
 
 
 def test_a_poller_with_no_interval_writes_nothing():
