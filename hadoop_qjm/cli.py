@@ -53,6 +53,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "hadoop_qjm.tools.getconf",
         "print configuration values (-confKey KEY, -journalNodes)",
     ),
+    "version": (
+        "hadoop_qjm.tools.version",
+        "print the version, source revision, Python and library versions",
+    ),
     "security": (
         "hadoop_qjm.tools.security",
         "make a test PKI for a secured cluster: -generateCerts DIR [--hosts H,...] [--days N]",
