@@ -51,7 +51,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "getconf": (
         "hadoop_qjm.tools.getconf",
-        "print configuration values (-confKey KEY, -journalNodes)",
+        "print configuration values (-confKey KEY, -namenodes, -nnRpcAddresses, -journalNodes ...)",
     ),
     "version": (
         "hadoop_qjm.tools.version",
