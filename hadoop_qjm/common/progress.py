@@ -39,6 +39,7 @@ __all__ = [
 TTY_INTERVAL_S = 0.2
 #: The rate is measured over about this many recent seconds (the whole run before that).
 RATE_WINDOW_S = 30.0
+SAMPLE_EVERY_S = 0.25
 
 
 def rate_and_eta(
@@ -163,7 +164,7 @@ class ProgressLine:
             parts.append(f"{_format_rate(overall, self.unit or 'items')}")
             parts.append(f"in {format_duration(elapsed)}")
         else:
-            rate, eta = rate_and_eta(list(self._samples), self.total)
+            rate, eta = rate_and_eta([self._samples[0], (now, self.done)], self.total)
             parts.append(_format_rate(rate, self.unit or "items"))
             if self.total is not None:
                 parts.append(f"ETA {format_duration(eta)}" if eta is not None else "ETA ?")
@@ -178,9 +179,11 @@ class ProgressLine:
             return
         now = self._clock()
         self.done = done
-        self._samples.append((now, float(done)))
-        # Keep the window: drop samples older than RATE_WINDOW_S, but never the last two.
-        while len(self._samples) > 2 and now - self._samples[1][0] >= RATE_WINDOW_S:
+        # The window: a sample every SAMPLE_EVERY_S at most (a download updates once per
+        # chunk), none older than RATE_WINDOW_S but the one that starts the window.
+        if now - self._samples[-1][0] >= SAMPLE_EVERY_S:
+            self._samples.append((now, float(done)))
+        while len(self._samples) > 1 and now - self._samples[1][0] >= RATE_WINDOW_S:
             self._samples.popleft()
         if self.tty:
             due = self._last_write is None or now - self._last_write >= TTY_INTERVAL_S

@@ -195,3 +195,13 @@ def test_exactly_one_output_is_required():
         ProgressLine("x", 1)
     with pytest.raises(ValueError):
         ProgressLine("x", 1, stream=io.StringIO(), write=print)
+
+
+def test_a_chunk_per_update_keeps_a_bounded_window():
+    clock, logged = FakeClock(), []
+    line = ProgressLine("fetch", None, unit="B", write=logged.append, interval_s=5, clock=clock)
+    for n in range(1, 100_001):  # 100,000 chunks of 64 KB in 100 s
+        clock.now += 0.001
+        line.update(n * 65536)
+    assert len(line._samples) <= 30 / 0.25 + 2
+    assert ", 62.50 MB/s," in logged[-1], logged[-1]
