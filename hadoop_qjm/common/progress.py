@@ -277,7 +277,7 @@ class Poller:
             self._thread.join(timeout=5)
         if self.poll_s > 0:
             done, note = self.read()
-            self.line.update(done)
+            self.line.update(done, note)
             self.line.close(note)
 
     def _loop(self) -> None:
