@@ -56,7 +56,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "getconf": (
         "hadoop_qjm.tools.getconf",
-        "print configuration values (-confKey KEY, -journalNodes)",
+        "print configuration values (-confKey KEY, -namenodes, -nnRpcAddresses, -journalNodes ...)",
+    ),
+    "version": (
+        "hadoop_qjm.tools.version",
+        "print the version, source revision, Python and library versions",
     ),
     "daemonlog": (
         "hadoop_qjm.tools.daemon_log",

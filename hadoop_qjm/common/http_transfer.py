@@ -13,7 +13,7 @@ import os
 import ssl
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,8 +64,11 @@ def download_to_file(
     path: str | os.PathLike[str],
     timeout_s: float = 60.0,
     ssl_context: ssl.SSLContext | None = None,
+    progress: Callable[[int, int], object] | None = None,
 ) -> int:
-    """Fetch ``url`` into ``path`` (created or truncated) and fsync it; returns the byte count."""
+    """Fetch ``url`` into ``path`` (created or truncated) and fsync it; returns the byte count.
+    ``progress(received, length)`` is called after each chunk
+    (:class:`~hadoop_qjm.common.progress.TransferProgress`)."""
     path = Path(path)
     with open_transfer(url, timeout_s, ssl_context) as (response, expected):
         md5_header = response.headers.get("X-MD5-Digest")
@@ -81,6 +84,8 @@ def download_to_file(
                     received += len(chunk)
                     if digest is not None:
                         digest.update(chunk)
+                    if progress is not None:
+                        progress(received, expected)
                 out.flush()
                 os.fsync(out.fileno())
             if received != expected:

@@ -243,6 +243,7 @@ def _run_command(option: StartupOption, conf: Configuration) -> int:
                 force=option.force,
                 confirm=confirm,
                 skip_shared_edits_check=option.skip_shared_edits_check,
+                progress_stream=sys.stderr,
             )
         except BootstrapStandbyException as e:
             print(f"hdfs-py: {one_line(e)}", file=sys.stderr)

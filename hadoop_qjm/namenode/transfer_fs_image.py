@@ -33,7 +33,7 @@ import http.client
 import logging
 import os
 import ssl
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import quote, urlsplit
@@ -96,6 +96,7 @@ def receive_checkpoint(
     *,
     exclusive: bool = False,
     fsync: FsyncFunction = os.fsync,
+    progress: Callable[[int, int], object] | None = None,
 ) -> str:
     """Copy exactly ``length`` bytes of ``stream`` into ``fsimage.ckpt_<txid>`` in every
     directory of ``dest_dirs`` and fsync them; returns the MD5 hex of the bytes.
@@ -104,7 +105,7 @@ def receive_checkpoint(
     ``advertised_md5`` (when given); IOException for a local failure. Either way no
     ``fsimage.ckpt_<txid>`` of this call remains. With ``exclusive`` an existing
     ``fsimage.ckpt_<txid>`` is an error instead of being overwritten (someone else is
-    writing it).
+    writing it). ``progress(received, length)`` is called after each chunk.
     """
     if length < 0:
         raise IllegalArgumentException(f"Negative image length {length}")
@@ -141,6 +142,8 @@ def receive_checkpoint(
             received += len(chunk)
             for fd, path in zip(fds, paths):
                 _write_all(fd, chunk, path)
+            if progress is not None:
+                progress(received, length)
         if received != length:
             raise ImageTransferDataException(
                 f"File {image_file_name(txid)} received length {received} is not of the "
@@ -240,12 +243,14 @@ def download_image(
     *,
     fsync: FsyncFunction = os.fsync,
     hook: CommitHook | None = None,
+    progress: Callable[[int, int], object] | None = None,
 ) -> str:
     """Fetch ``fsimage_<txid>`` from the NameNode at ``http_base_url`` into every directory
     of ``dest_dirs`` (each a ``current/``), with its ``.md5``; returns the MD5 hex.
 
     The server's ``X-MD5-Digest`` is checked against the bytes (TransferFsImage.
     downloadImageToStorage then FSImage.saveDigestAndRenameCheckpointImage).
+    ``progress(received, length)`` is called after each chunk.
     """
     url = (
         f"{http_base_url.rstrip('/')}/imagetransfer?getimage=1&txid={txid}"
@@ -253,7 +258,9 @@ def download_image(
     )
     with open_transfer(url, timeout_s, ssl_context) as (response, length):
         advertised = response.headers.get(MD5_HEADER)
-        md5 = receive_checkpoint(response, length, advertised, dest_dirs, txid, fsync=fsync)
+        md5 = receive_checkpoint(
+            response, length, advertised, dest_dirs, txid, fsync=fsync, progress=progress
+        )
     commit_checkpoint(dest_dirs, txid, md5, fsync=fsync, hook=hook)
     LOG.info("Downloaded %s (%d bytes, MD5 %s) from %s", image_file_name(txid), length, md5, url)
     return md5

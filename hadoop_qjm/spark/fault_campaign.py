@@ -17,7 +17,9 @@ HDFS; a second job grepped every log for failures and for unexpected messages
    failing or suspicious seed its first failure and the command that replays it locally
    without Spark.
 
-While stage 1 runs, a progress line (seeds done / failed / rate) goes to stderr.
+While stage 1 runs, a progress line goes to stderr: seeds done and failed, the rate and
+an ETA, moving as each seed ends (:mod:`~hadoop_qjm.spark.task_progress`), rewritten in
+place on a terminal, else a plain line every ``--progress-interval`` seconds.
 Exit status 0 if every seed passed and no log held an unexpected message, else 1.
 
 Executors need only the ``hadoop_qjm`` package (shipped by
@@ -30,7 +32,6 @@ from __future__ import annotations
 import math
 import random
 import sys
-import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from typing import Any
 
 from hadoop_qjm.spark.campaign_tasks import TASK_FIELDS, run_one_seed, unexpected_messages
 from hadoop_qjm.spark.session import join_path, write_text
+from hadoop_qjm.spark.task_progress import ItemTracker, item_progress
 
 __all__ = [
     "CampaignReport",
@@ -116,72 +118,16 @@ def _run_partition(
     iterations: int,
     transport: str,
     planted_bug: str | None,
-    done: Any,
-    failed: Any,
+    tracker: ItemTracker,
 ) -> Iterator[tuple]:
     names = [name for name, _ in TASK_FIELDS]
     for seed in seeds:
         row = run_one_seed(seed, iterations, transport, planted_bug)
-        done.add(1)
-        if not row["passed"]:
-            failed.add(1)
+        tracker.item_done(str(seed), failed=not row["passed"])
         yield tuple(row[name] for name in names)
 
 
 # ---- driver side --------------------------------------------------------------------------------
-
-
-class _Progress:
-    """Prints ``seeds done / failed / rate`` to stderr while the seeds run."""
-
-    def __init__(self, total: int, done: Any, failed: Any, interval_s: float, stream) -> None:
-        self.total = total
-        self.done = done
-        self.failed = failed
-        self.interval_s = interval_s
-        self.stream = stream
-        self.started = time.monotonic()
-        self._stop = threading.Event()
-        self._tty = hasattr(stream, "isatty") and stream.isatty()
-        self._thread = threading.Thread(target=self._loop, name="campaign-progress", daemon=True)
-        self._last = ""
-
-    def __enter__(self) -> _Progress:
-        if self.interval_s > 0:
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
-        if self.interval_s > 0:
-            self._print(final=True)
-
-    def line(self) -> str:
-        done, failed = int(self.done.value), int(self.failed.value)
-        elapsed = time.monotonic() - self.started
-        rate = 60.0 * done / elapsed if elapsed > 0 else 0.0
-        return (
-            f"fault-campaign: {done}/{self.total} seeds done, {failed} failed, "
-            f"{rate:.1f} seeds/min, {elapsed:.0f} s"
-        )
-
-    def _print(self, final: bool = False) -> None:
-        text = self.line()
-        if text == self._last and not final:
-            return
-        self._last = text
-        if self._tty:
-            self.stream.write("\r" + text + ("\n" if final else ""))
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
-
-    def _loop(self) -> None:
-        # Bounded by the job: __exit__ sets the event.
-        while not self._stop.wait(self.interval_s):
-            self._print()
 
 
 def default_partitions(num_seeds: int, slots: int) -> int:
@@ -244,17 +190,17 @@ def run_campaign(
     num_partitions = partitions or default_partitions(len(seeds), sc.defaultParallelism)
     mode = "overwrite" if overwrite else "errorifexists"
     files = max(1, math.ceil(len(seeds) / SEEDS_PER_FILE))
-    done, failed = sc.accumulator(0), sc.accumulator(0)
     started = time.perf_counter()
-
-    # Stage 1: run the seeds; each task's rows, whole logs included, go to OUT/tasks.
-    def run_partition(part: Iterable[int]) -> Iterator[tuple]:
-        return _run_partition(part, iterations, transport, planted_bug, done, failed)
-
-    rows = sc.parallelize(list(seeds), num_partitions).mapPartitions(run_partition)
-    tasks = spark.createDataFrame(rows, TASK_SCHEMA).repartition(files, "seed")
     stream = progress_stream if progress_stream is not None else sys.stderr
-    with _Progress(len(seeds), done, failed, progress_interval_s, stream):
+    with item_progress(
+        sc, "fault-campaign", len(seeds), "seeds", interval_s=progress_interval_s, stream=stream
+    ) as tracker:
+        # Stage 1: run the seeds; each task's rows, whole logs included, go to OUT/tasks.
+        def run_partition(part: Iterable[int]) -> Iterator[tuple]:
+            return _run_partition(part, iterations, transport, planted_bug, tracker)
+
+        rows = sc.parallelize(list(seeds), num_partitions).mapPartitions(run_partition)
+        tasks = spark.createDataFrame(rows, TASK_SCHEMA).repartition(files, "seed")
         tasks.write.mode(mode).parquet(join_path(out, "tasks"))
 
     # Stage 2: grep every log, as the paper's second job did; OUT/results.
@@ -403,7 +349,8 @@ def _parser():
         "--progress-interval",
         type=finite_float,
         default=5.0,
-        help="seconds between progress lines on stderr (0: none; default 5)",
+        help="seconds between progress lines on stderr when it is not a terminal "
+        "(0: no progress; default 5)",
     )
     parser.add_argument(
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting"

@@ -10,7 +10,9 @@ JournalNodes, then collating them together". As a Spark job:
    (``--shared-edits qjournal://…/JID``: ``getJournalState`` and ``getEditLogManifest``
    over RPC);
 2. **fingerprint** — one task per segment copy reads it (the file, or ``/getJournal``
-   over HTTP) and computes its MD5, length and a frame scan of the txids it holds;
+   over HTTP) and computes its MD5, length and a frame scan of the txids it holds; a
+   progress line (copies read, unreadable, rate, ETA) goes to stderr meanwhile, moving
+   as each copy is read (:mod:`~hadoop_qjm.spark.task_progress`);
 3. **collate** — per finalized segment name, the MD5s of every node: more than one is a
    *divergence*; two nodes finalizing the same first txid at different ends is one too.
    Per journal and node, the txid coverage: the range held, gaps and overlaps between
@@ -30,7 +32,7 @@ import sys
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.spark.segments import (
@@ -40,6 +42,7 @@ from hadoop_qjm.spark.segments import (
     list_journal_node,
 )
 from hadoop_qjm.spark.session import join_path, write_text
+from hadoop_qjm.spark.task_progress import ItemTracker, item_progress
 
 __all__ = ["AuditReport", "coverage", "run", "run_audit", "summary_text"]
 
@@ -217,9 +220,11 @@ def _list_node(spec: tuple[str, str, str, str | None, float, ClientConf]) -> lis
     return list_journal_node(node, host, int(port), jid or "", timeout_s, socket_factory)
 
 
-def _fingerprint(spec: tuple[dict[str, Any], float, ClientConf]) -> tuple:
+def _fingerprint(spec: tuple[dict[str, Any], float, ClientConf], tracker: ItemTracker) -> tuple:
     _, ssl_context = _client_security(spec[2])
     row = fingerprint(spec[0], spec[1], ssl_context)
+    key = f"{row.get('node')}: {row.get('jid')}/{row.get('segment')}"
+    tracker.item_done(key, failed=bool(row.get("error")))
     return tuple(row.get(name) for name in _SEGMENT_FIELDS)
 
 
@@ -233,9 +238,13 @@ def run_audit(
     overwrite: bool = False,
     timeout_s: float = HTTP_TIMEOUT_S,
     client_conf: ClientConf = ((), None, ()),
+    progress_interval_s: float = 0.0,
+    progress_stream: TextIO | None = None,
 ) -> AuditReport:
     """Audit ``nodes`` — ``(name, "dir" | "rpc", directory | "host:port")`` — into ``out``.
-    ``client_conf`` (:func:`client_conf_of`) secures the live mode's RPC and downloads."""
+    ``client_conf`` (:func:`client_conf_of`) secures the live mode's RPC and downloads.
+    With ``progress_interval_s`` > 0 a progress line (segment copies fingerprinted) goes
+    to ``progress_stream`` (stderr) while they are read."""
     sc = spark.sparkContext
     mode = "overwrite" if overwrite else "errorifexists"
     specs = [(name, kind, location, jid, timeout_s, client_conf) for name, kind, location in nodes]
@@ -246,15 +255,25 @@ def run_audit(
     ]
     errors = [f"{row['node']}: {row['error']}" for row in journals if row.get("error")]
 
-    segments_df = spark.createDataFrame(
-        sc.parallelize(
-            [(ref, timeout_s, client_conf) for ref in refs], max(1, min(len(refs), 1000))
-        ).map(_fingerprint)
-        if refs
-        else sc.emptyRDD(),
-        SEGMENT_SCHEMA,
-    )
-    segments_df.write.mode(mode).parquet(join_path(out, "segments"))
+    stream = progress_stream if progress_stream is not None else sys.stderr
+    with item_progress(
+        sc,
+        "journal-audit",
+        len(refs),
+        "segments",
+        interval_s=progress_interval_s if refs else 0.0,
+        stream=stream,
+        failed_word="unreadable",
+    ) as tracker:
+        segments_df = spark.createDataFrame(
+            sc.parallelize(
+                [(ref, timeout_s, client_conf) for ref in refs], max(1, min(len(refs), 1000))
+            ).map(functools.partial(_fingerprint, tracker=tracker))
+            if refs
+            else sc.emptyRDD(),
+            SEGMENT_SCHEMA,
+        )
+        segments_df.write.mode(mode).parquet(join_path(out, "segments"))
     segments = [r.asDict() for r in spark.read.parquet(join_path(out, "segments")).collect()]
     errors += [
         f"{s['node']}: {s['jid']}/{s['segment']}: {s['error']}" for s in segments if s["error"]
@@ -438,6 +457,13 @@ def _parser():
         "--timeout", type=finite_float, default=HTTP_TIMEOUT_S, help="seconds per RPC or download"
     )
     parser.add_argument(
+        "--progress-interval",
+        type=finite_float,
+        default=5.0,
+        help="seconds between progress lines on stderr when it is not a terminal "
+        "(0: no progress; default 5)",
+    )
+    parser.add_argument(
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting"
     )
     parser.add_argument("--ui", action="store_true", help="start the Spark web UI")
@@ -475,6 +501,8 @@ def run(argv: Sequence[str], conf=None) -> int:
     args = parser.parse_args(list(argv))
     if args.timeout <= 0:
         parser.error("--timeout must be positive")
+    if args.progress_interval < 0:
+        parser.error("--progress-interval must be 0 (none) or positive")
     nodes, jid = _nodes(args, parser)
     try:
         spark_conf = parse_conf_pairs(args.conf)
@@ -504,6 +532,7 @@ def run(argv: Sequence[str], conf=None) -> int:
                 overwrite=args.overwrite,
                 timeout_s=args.timeout,
                 client_conf=client_conf_of(conf),
+                progress_interval_s=args.progress_interval,
             )
     except Exception as e:  # noqa: BLE001 - Spark's errors are Java stack traces
         print(f"journal-audit: {spark_error_line(e)}", file=sys.stderr)

@@ -5,12 +5,14 @@ starts and tails, and each of the exit codes 2, 3, 5 and 6."""
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from hadoop_qjm.cli import main
+from hadoop_qjm.common.progress import format_bytes
 from hadoop_qjm.common.storage import StorageDirectory
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
@@ -114,6 +116,18 @@ def test_bootstrap_copies_the_namespace_and_the_newest_image(setup: Setup, capsy
     assert "About to bootstrap Standby ID nn2 from:" in out
     assert "Other Namenode ID: nn1" in out
     assert f"The shared edits hold transactions {image_txid + 1}-{cur_txid}" in out
+    # The download's bytes and rate: the progress line's last form on stderr (not a
+    # terminal: plain lines), and the report line.
+    name = image_file_name(image_txid)
+    size = re.escape(format_bytes((setup.dir("nn1") / name).stat().st_size))
+    assert re.search(
+        rf"^Downloading {name}: {size}/{size} \(100%\), \d+(\.\d+)? [KM]?B/s, in \d+s$",
+        err,
+        re.M,
+    ), err
+    assert re.search(
+        rf"^Downloaded {name}: {size} in \d+s \(.*B/s\), MD5 [0-9a-f]{{32}}, ", out, re.M
+    )
     nn2 = setup.dir("nn2")
     assert version(nn2) == version(setup.dir("nn1"))
     image = nn2 / image_file_name(image_txid)

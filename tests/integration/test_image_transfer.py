@@ -58,7 +58,15 @@ def test_receive_and_commit_into_every_directory(tmp_path) -> None:
         d.mkdir()
     data = bytes(range(256)) * 1000  # several chunks
     md5 = hashlib.md5(data).hexdigest()
-    assert receive_checkpoint(io.BytesIO(data + b"extra"), len(data), md5, dirs, 42) == md5
+    calls: list[tuple[int, int]] = []
+    progress = lambda *call: calls.append(call)  # noqa: E731
+    assert (
+        receive_checkpoint(io.BytesIO(data + b"extra"), len(data), md5, dirs, 42, progress=progress)
+        == md5
+    )
+    # progress(received, length) after every chunk.
+    assert len(calls) > 1 and calls[-1] == (len(data), len(data))
+    assert [r for r, _ in calls] == sorted({r for r, _ in calls})
     for d in dirs:
         assert files(d) == {checkpoint_file_name(42)}
     commit_checkpoint(dirs, 42, md5)

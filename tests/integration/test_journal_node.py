@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import socket
@@ -14,6 +15,7 @@ import pytest
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
+from hadoop_qjm.common.progress import format_bytes
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.fs_edit_log_op import edit_log_header
@@ -381,7 +383,7 @@ def test_syncer_restores_a_deleted_finalized_segment(tmp_path):
                 p.close()
 
 
-def test_syncer_never_installs_an_uncommitted_segment(tmp_path):
+def test_syncer_never_installs_an_uncommitted_segment(tmp_path, caplog):
     conf = Configuration()
     conf.set("dfs.journalnode.sync.interval", "3600000")  # rounds are driven by the test
     with MiniJournalCluster(2, base_dir=tmp_path, conf=conf) as cluster:
@@ -410,5 +412,18 @@ def test_syncer_never_installs_an_uncommitted_segment(tmp_path):
                 cluster.current_dir(0, JID) / "edits_0000000000000000001-0000000000000000003"
             ).exists()
             p0.heartbeat(make_request(2, committed_txid=3))
-            assert syncer.sync_once() == 1
+            caplog.clear()
+            with caplog.at_level(logging.INFO, logger="hadoop_qjm.qjournal.server"):
+                assert syncer.sync_once() == 1
+            # The segment's size and the download's rate.
+            size = format_bytes(
+                (cluster.current_dir(1, JID) / "edits_0000000000000000001-0000000000000000003")
+                .stat()
+                .st_size
+            )
+            synced = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Synced")]
+            assert len(synced) == 1 and re.fullmatch(
+                rf"Synced edits_0+1-0+3 from \S+:\d+: {re.escape(size)} in \d+s \(.*B/s\)",
+                synced[0],
+            ), synced
             assert journal0.get_edit_log_manifest(0).logs[0].end_txid == 3

@@ -283,8 +283,14 @@ def test_http_transfer_client_downloads_from_the_server(server, jn, tmp_path):
     target = tmp_path / "downloaded"
     info = urllib.parse.quote(FAKE_NSINFO.storage_info().to_colon_separated_string())
     url = f"{server.uri}/getJournal?jid={JID}&segmentTxId=1&storageInfo={info}"
-    assert download_to_file(url, target, 30) == target.stat().st_size
+    calls: list[tuple[int, int]] = []
+    size = download_to_file(url, target, 30, progress=lambda *call: calls.append(call))
+    assert size == target.stat().st_size
     assert target.read_bytes() == (jn.journals()[JID].storage.current_dir / FINALIZED).read_bytes()
+    # progress(received, length) after every chunk, ending at the whole length.
+    assert calls and calls[-1] == (size, size)
+    assert all(length == size for _, length in calls)
+    assert [r for r, _ in calls] == sorted({r for r, _ in calls})
 
 
 def test_throttled_download_is_still_exact(jn):

@@ -5,7 +5,9 @@ hid."""
 
 from __future__ import annotations
 
+import io
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -37,6 +39,28 @@ SAME = (
     "trace_digest",
     "status",
 )
+
+
+@pytest.mark.timeout(180)
+def test_progress_moves_with_each_seed_not_each_task(spark, tmp_path):
+    # One task runs all four seeds: its accumulators reach the driver once, at its end.
+    stream = io.StringIO()
+    report = run_campaign(
+        spark,
+        [0, 1, 2, 3],
+        str(tmp_path / "out"),
+        iterations=ITERATIONS,
+        partitions=1,
+        progress_interval_s=0.05,
+        progress_stream=stream,
+    )
+    assert report.ok, report.summary
+    lines = stream.getvalue().splitlines()
+    assert "\r" not in stream.getvalue()  # not a terminal: plain lines
+    counts = [int(re.match(r"fault-campaign: (\d+)/4 seeds \(", line)[1]) for line in lines]
+    assert any(0 < n < 4 for n in counts), lines
+    assert counts == sorted(counts)
+    assert re.fullmatch(r"fault-campaign: 4/4 seeds \(100%\), .*, in \d+s, 0 failed", lines[-1])
 
 
 def _per_seed(spark, out: Path) -> dict[int, tuple]:

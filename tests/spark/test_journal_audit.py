@@ -13,6 +13,7 @@ and three live in-process JournalNodes (MiniJournalCluster) written through the 
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -49,7 +50,12 @@ def test_three_healthy_nodes_exit_0_with_coverage_and_lag(spark, tmp_path, capsy
     dirs = _dirs(tmp_path / "jns")
     out = tmp_path / "audit"
     assert run(["--journal-dirs", *dirs, "--out", str(out), "--ops"]) == 0
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
+    # The progress line on stderr (not a terminal: plain lines), per segment copy.
+    assert re.search(
+        r"^journal-audit: 9/9 segments \(100%\), .*, in \d+s, 0 unreadable$", captured.err, re.M
+    ), captured.err
     assert "all finalized copies agree" in printed
     assert spark.read.parquet(str(out / "divergences")).count() == 0
     coverage = {r["node"]: r for r in spark.read.parquet(str(out / "coverage")).collect()}

@@ -17,7 +17,8 @@ Hadoop's BootstrapStandby, HADOOP-QJM-DIGEST.md §9, step by step:
    the new standby start: it loads the image, then tails those edits.
 4. Download ``fsimage_<imageTxId>`` with its MD5 from the source's ``/imagetransfer``
    into every image directory (:func:`~hadoop_qjm.namenode.transfer_fs_image.
-   download_image`), then write ``seen_txid`` = imageTxId.
+   download_image`), its progress (bytes, rate, ETA) on stderr, then write
+   ``seen_txid`` = imageTxId.
 
 Nothing is written to the JournalNodes; the source NameNode is only read. Exit 4 is
 unused, as in Hadoop (it was the "already formatted" code of older versions). Other
@@ -27,9 +28,10 @@ failures (a bad configuration, a directory in use, a failed download) are exit 1
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import (
@@ -38,6 +40,7 @@ from hadoop_qjm.common.exceptions import (
     IOException,
     one_line_message,
 )
+from hadoop_qjm.common.progress import TransferProgress, transfer_summary
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
@@ -49,7 +52,7 @@ from hadoop_qjm.namenode.ha.ha_util import (
     suffixed,
 )
 from hadoop_qjm.namenode.name_node_core import JournalFactory, create_journal_set
-from hadoop_qjm.namenode.nn_storage import NameNodeDirs, NNStorage
+from hadoop_qjm.namenode.nn_storage import NameNodeDirs, NNStorage, image_file_name
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy, client_socket_factory
 from hadoop_qjm.namenode.redundant_edit_log_input_stream import chain_and_make_redundant_streams
 from hadoop_qjm.namenode.transfer_fs_image import download_image
@@ -122,6 +125,7 @@ def bootstrap_standby(
     proxy_factory: ProxyFactory | None = None,
     journal_factory: JournalFactory | None = None,
     out: Callable[[str], None] = print,
+    progress_stream: TextIO | None = None,
 ) -> BootstrapResult:
     """Bootstrap this NameNode (``nnid`` of ``nameservice``; ``conf`` already resolved for
     it, see :func:`~hadoop_qjm.namenode.ha.ha_util.resolve_ha_conf`) from another one.
@@ -129,7 +133,8 @@ def bootstrap_standby(
     ``confirm(locations)`` asks before formatting directories that hold data (None:
     -nonInteractive, refuse); ``force`` formats without asking. Raises
     :class:`BootstrapStandbyException` for the exit codes 2, 3, 5 and 6, another
-    IOException or HadoopException for other failures. ``out`` receives the report lines.
+    IOException or HadoopException for other failures. ``out`` receives the report lines;
+    ``progress_stream`` (stderr) the download's progress: bytes, rate and ETA.
     """
     if not nameservice or not nnid:
         raise IllegalArgumentException("HA is not enabled for this namenode.")
@@ -204,19 +209,34 @@ def bootstrap_standby(
             )
             / 1000.0
         )
-        md5 = download_image(
-            http_url,
-            image_txid,
-            ns_info.storage_info(),
-            image_dirs,
-            timeout_s or None,
-            ssl_context=ssl_context,
+        image_name = image_file_name(image_txid)
+        progress = (
+            TransferProgress(f"Downloading {image_name}", stream=progress_stream)
+            if progress_stream is not None
+            else None
+        )
+        started = time.monotonic()
+        try:
+            md5 = download_image(
+                http_url,
+                image_txid,
+                ns_info.storage_info(),
+                image_dirs,
+                timeout_s or None,
+                ssl_context=ssl_context,
+                progress=progress,
+            )
+        finally:
+            if progress is not None:
+                progress.close()
+        took = transfer_summary(
+            (image_dirs[0] / image_name).stat().st_size, time.monotonic() - started
         )
         storage.write_transaction_id_file(image_txid)
     finally:
         storage.close()
     where = ", ".join(str(d) for d in image_dirs)
-    out(f"Downloaded fsimage_{image_txid:019d} (MD5 {md5}) into {where}; seen_txid {image_txid}")
+    out(f"Downloaded {image_name}: {took}, MD5 {md5}, into {where}; seen_txid {image_txid}")
     return BootstrapResult(
         nameservice,
         nnid,

@@ -6,7 +6,9 @@ shared-edits URI names other JournalNodes gets a daemon thread that, every
 manifest of finalized segments, downloads each segment missing here into
 ``<journal>/edits.sync/`` and moves it into ``current/`` — but only when its
 last txid is at or below this node's committed txid, so a segment that was
-never committed can never be resurrected by a sync (digest §2).
+never committed can never be resurrected by a sync (digest §2). Each segment synced is
+logged with its size and the download's rate; a download longer than
+:data:`PROGRESS_INTERVAL_S` also logs its progress.
 
 Secured, both the manifest RPC and the download use the JournalNode's SSLFactory: this
 node's client certificate must be one its peers allow (docs/security.md).
@@ -27,12 +29,16 @@ import psutil
 
 from hadoop_qjm.common.exceptions import HadoopException
 from hadoop_qjm.common.http_transfer import download_to_file
+from hadoop_qjm.common.progress import TransferProgress, transfer_summary
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog
 from hadoop_qjm.qjournal.client.qjournal_uri import QJournalURI, parse_qjournal_uri
 
 __all__ = ["JournalNodeSyncer", "missing_log_segments", "shared_edits_uri"]
 
 LOG = logging.getLogger(__name__)
+
+#: Seconds between the log lines of one segment's download (none if it is quicker).
+PROGRESS_INTERVAL_S = 10.0
 
 
 def missing_log_segments(
@@ -226,13 +232,22 @@ class JournalNodeSyncer:
             return True
         tmp = storage.synced_edits_tmp(log.start_txid, log.end_txid)
         url = self._url(peer, from_url, log.start_txid)
+        # A long download logs its progress (bytes, rate, ETA) every few seconds; every
+        # download ends with one line of its size and rate.
+        progress = TransferProgress(
+            f"Downloading {final.name} from {peer[0]}:{peer[1]}",
+            write=LOG.info,
+            interval_s=PROGRESS_INTERVAL_S,
+        )
+        started = time.monotonic()
         try:
-            self._download_to_file(url, tmp, self.transfer_timeout_s)
+            size = self._download_to_file(url, tmp, self.transfer_timeout_s, progress=progress)
+            took = transfer_summary(size, time.monotonic() - started)
             if not self.journal.move_tmp_segment_to_current(tmp, final, log.end_txid):
-                LOG.info("Not installing %s yet: beyond the committed txid", final.name)
+                LOG.info("Not installing %s (%s) yet: beyond the committed txid", final.name, took)
                 return False
             self.journal.metrics.edit_log_synced()
-            LOG.info("Synced %s from %s:%d", final.name, *peer)
+            LOG.info("Synced %s from %s:%d: %s", final.name, peer[0], peer[1], took)
             return True
         except (OSError, HadoopException) as e:
             LOG.warning("Failed to sync %s from %s:%d: %s", final.name, peer[0], peer[1], e)
