@@ -4,12 +4,12 @@ the caller reads the file."""
 
 from __future__ import annotations
 
-import logging
 import re
 from dataclasses import dataclass, field
 
 from hadoop_qjm.common.exceptions import IllegalArgumentException
 from hadoop_qjm.common.java_properties import load_properties
+from hadoop_qjm.common.log_level import parse_level
 
 __all__ = ["LoggingSettings", "parse_log4j_properties", "python_level", "APPENDERS"]
 
@@ -17,27 +17,16 @@ __all__ = ["LoggingSettings", "parse_log4j_properties", "python_level", "APPENDE
 APPENDERS = ("console", "RFA", "DRFA")
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 DEFAULT_BACKUPS = 20
-_LEVELS = {
-    "TRACE": logging.DEBUG,
-    "DEBUG": logging.DEBUG,
-    "INFO": logging.INFO,
-    "WARN": logging.WARNING,
-    "WARNING": logging.WARNING,
-    "ERROR": logging.ERROR,
-    "FATAL": logging.CRITICAL,
-    "CRITICAL": logging.CRITICAL,
-    "OFF": logging.CRITICAL + 10,
-}
 _SIZE = re.compile(r"^\s*(\d+)\s*(KB|MB|GB)?\s*$", re.IGNORECASE)
 _UNITS = {None: 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3}
 
 
 def python_level(text: str, what: str) -> int:
     """A log4j level name as a :mod:`logging` level; ``what`` names it in the error."""
-    level = _LEVELS.get(text.strip().upper())
+    level = parse_level(text)
     if level is None:
         raise IllegalArgumentException(
-            f"{what}: '{text}' is not a level (TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF)"
+            f"{what}: '{text}' is not a level (ALL, TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF)"
         )
     return level
 
