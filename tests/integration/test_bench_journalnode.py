@@ -47,3 +47,16 @@ def test_a_failing_phase_still_removes_the_directory_and_stops_every_process(
     assert "the disk went away" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
     assert not [p for p in psutil.Process().children(recursive=True) if p.is_running()]
+
+
+def test_bench_journalnode_catch_up_reports_both_rates_and_the_ratio(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    args = ["bench", "journalnode", "--catch-up", "--segments", "3", "--segment-mb", "0.2"]
+    assert main([*args, "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "3 finalized segments" in out
+    assert re.search(r"raw local copy .*: [\d,.]+ MB/s, [\d,.]+ segments/s", out)
+    assert re.search(r"catch-up of a wiped JournalNode .*: [\d,.]+ MB/s, [\d,.]+ segments/s", out)
+    assert re.search(r"ratio to the raw copy: \d+\.\d\d \(goal >= 0\.5\)", out)
+    assert list(tmp_path.iterdir()) == []

@@ -381,6 +381,8 @@ def test_parse_principals() -> None:
 
 def test_read_write_split() -> None:
     authorizer = ServiceAuthorizer.of(["nn1"])
+    # The inter-JN calls (the syncer's, HDFS-16690's) are metadata reads like the rest.
+    assert {"getEditLogManifestFromJournal", "getStorageInfo"} <= READ_ONLY_RPCS
     for rpc in READ_ONLY_RPCS:
         authorizer.check_rpc(rpc, "anyone")  # metadata reads: any authenticated peer
     for rpc in ("getJournalState", "newEpoch", "journal", "acceptRecovery", "getJournaledEdits"):

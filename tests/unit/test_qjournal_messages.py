@@ -181,7 +181,7 @@ def test_services_have_hadoops_rpc_names_and_do_not_overlap() -> None:
         "canRollBack",
         "doRollback",
     } == q
-    assert inter == {"getEditLogManifestFromJournal"}
+    assert inter == {"getEditLogManifestFromJournal", "getStorageInfo"}
     assert not q & inter
 
 

@@ -9,7 +9,8 @@ for Hadoop's Kerberos principal and its service-level authorization
 A JournalNode splits its RPCs in two (:data:`READ_ONLY_RPCS`):
 
 * metadata reads — ``isFormatted``, ``getJournalCTime``, ``getEditLogManifest`` and
-  InterQJournalProtocol's ``getEditLogManifestFromJournal`` — from any authenticated peer
+  InterQJournalProtocol's ``getEditLogManifestFromJournal`` and ``getStorageInfo`` — from
+  any authenticated peer
   (any certificate the trust store accepts);
 * everything else — every call that changes a journal, ``getJournalState`` (the first step
   of fencing: a writer learns the epoch to beat from it), and ``getJournaledEdits``, which
@@ -39,7 +40,13 @@ ANY_PRINCIPAL = "*"
 
 #: The JournalNode RPCs any authenticated peer may call: they read metadata only.
 READ_ONLY_RPCS = frozenset(
-    {"isFormatted", "getJournalCTime", "getEditLogManifest", "getEditLogManifestFromJournal"}
+    {
+        "isFormatted",
+        "getJournalCTime",
+        "getEditLogManifest",
+        "getEditLogManifestFromJournal",
+        "getStorageInfo",
+    }
 )
 
 

@@ -635,3 +635,8 @@ class QJournalProtocolProxy:
                 nameServiceId=ns_id,
             )
         )
+
+    def get_storage_info(self, jid: str, ns_id: str | None = None) -> StorageInfo:
+        """InterQJournalProtocol: the peer's storage info of ``jid`` (HDFS-16690's call);
+        JournalNotFormattedException when the peer's copy is unformatted."""
+        return from_thrift(self._call(_INTER_Q, "getStorageInfo", jid=jid, nameServiceId=ns_id))

@@ -251,7 +251,7 @@ service QJournalProtocol {
 
 /**
  * InterQJournalProtocolService: JournalNode to JournalNode (the syncer).
- * Same request and response as getEditLogManifest.
+ * getEditLogManifestFromJournal: same request and response as getEditLogManifest.
  */
 service InterQJournalProtocol {
   GetEditLogManifestResponse getEditLogManifestFromJournal(
@@ -259,5 +259,13 @@ service InterQJournalProtocol {
       2: required i64 sinceTxId,
       4: optional bool inProgressOk = false,
       5: optional string nameServiceId)
+      throws (1: QJournalException e),
+
+  /**
+   * HDFS-16690: the journal's storage info (its VERSION), for a JournalNode whose copy
+   * of the journal is unformatted to format itself from its peers. Unlike Hadoop, an
+   * unformatted journal answers JournalNotFormattedException, not a zero namespace id.
+   */
+  StorageInfo getStorageInfo(1: required string jid, 2: optional string nameServiceId)
       throws (1: QJournalException e),
 }

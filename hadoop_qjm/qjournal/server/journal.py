@@ -171,6 +171,12 @@ class Journal(JournalRecovery):
             self._check_formatted()
             return self.storage.storage_info.ctime
 
+    def get_storage_info(self):
+        """The journal's StorageInfo (its VERSION), for a peer formatting itself (HDFS-16690)."""
+        with self._lock:
+            self._check_formatted()
+            return self.storage.storage_info
+
     def metric_last_promised_epoch(self) -> int:
         try:
             return self.last_promised_epoch.get() if self.is_formatted() else 0

@@ -255,6 +255,10 @@ class JournalMetrics:
             for s in QUANTILE_INTERVALS_S
         }
         self._sync_windows = tuple(self.sync_quantiles.values())
+        #: Set by the JournalNodeSyncer (None: no syncer runs for this journal).
+        self.catch_up_state: str | None = None
+        self.segments_behind = 0
+        self.txns_behind = 0
 
     # ---- updates (called by Journal / JournalNodeSyncer) --------------------------------------
     def batch_written(
@@ -292,6 +296,14 @@ class JournalMetrics:
 
     def edit_log_synced(self) -> None:
         self._synced.inc()
+
+    def catch_up(self, state: str, catch_up=None) -> None:
+        """The syncer's catch-up state (peer_format.CATCH_UP_STATES) and, after a round,
+        its CatchUp (segments and txns behind the peer it asked)."""
+        self.catch_up_state = state
+        if catch_up is not None:
+            self.segments_behind = catch_up.segments_behind
+            self.txns_behind = catch_up.txns_behind
 
     # ---- reads (for /jmx and tests) -------------------------------------------------------------
     def last_journal_timestamp_ms(self) -> int:
@@ -415,7 +427,37 @@ class _GaugeCollector:
             for metrics in self.node.journals():
                 family.add_metric([metrics.journal_id], float(read(metrics.journal)))
             yield family
+        yield from self._catch_up_metrics()
         yield from self._process_metrics()
+
+    def _catch_up_metrics(self) -> Iterable:
+        """The syncer's catch-up of each journal that has one (docs/journalnode.md)."""
+        from hadoop_qjm.qjournal.protocol.peer_format import CATCH_UP_STATES
+
+        synced = [m for m in self.node.journals() if m.catch_up_state is not None]
+        state = GaugeMetricFamily(
+            "journalnode_sync_state",
+            "1 for the journal's catch-up state (unformatted, formatting, syncing, in sync)",
+            labels=["journal_id", "state"],
+        )
+        segments = GaugeMetricFamily(
+            "journalnode_sync_segments_behind",
+            "Finalized segments the peer last asked holds and this node lacks",
+            labels=["journal_id"],
+        )
+        txns = GaugeMetricFamily(
+            "journalnode_sync_txns_behind",
+            "Transactions in the finalized segments this node lacks",
+            labels=["journal_id"],
+        )
+        for m in synced:
+            for name in CATCH_UP_STATES:
+                state.add_metric([m.journal_id, name], 1.0 if m.catch_up_state == name else 0.0)
+            segments.add_metric([m.journal_id], float(m.segments_behind))
+            txns.add_metric([m.journal_id], float(m.txns_behind))
+        yield state
+        yield segments
+        yield txns
 
     def _process_metrics(self) -> Iterable:
         p = self.process

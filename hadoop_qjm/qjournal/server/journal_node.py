@@ -27,6 +27,7 @@ from hadoop_qjm.common.exceptions import (
     ConfigurationError,
     IllegalArgumentException,
     IOException,
+    UsageError,
 )
 from hadoop_qjm.common.security import ServiceAuthorizer, SSLFactory
 from hadoop_qjm.conf import dfs_config_keys as keys
@@ -410,10 +411,30 @@ def run(argv: list[str], conf) -> int:
             "secured with hadoop.security.authentication=certificate, dfs.http.policy, "
             "dfs.journalnode.https-address (0.0.0.0:8481), ssl-server.xml, ssl-client.xml and "
             "dfs.journalnode.allowed.principals (docs/security.md). "
-            "Logs to stderr, and to $HADOOP_LOG_DIR when set. Stops cleanly on SIGTERM."
+            "Logs to stderr, and to $HADOOP_LOG_DIR when set. Stops cleanly on SIGTERM. "
+            "With -bootstrap, instead: format this JournalNode's journal from its peers in "
+            "dfs.namenode.shared.edits.dir and fetch their finalized segments, then exit "
+            "(docs/journalnode.md, 'Replacing a JournalNode')."
         ),
     )
-    parser.parse_args(argv)
+    parser.add_argument(
+        "-bootstrap",
+        action="store_true",
+        help="format the journal from its peers, fetch their finalized segments, exit",
+    )
+    parser.add_argument(
+        "-nonInteractive",
+        action="store_true",
+        help="with -bootstrap: do not ask before formatting",
+    )
+    args = parser.parse_args(argv)
+    if args.nonInteractive and not args.bootstrap:
+        raise UsageError("hdfs-py journalnode: -nonInteractive goes with -bootstrap")
+    if args.bootstrap:
+        from hadoop_qjm.qjournal.server.journal_node_bootstrap import bootstrap
+
+        configure_logging(default_level="WARNING")
+        return bootstrap(conf, non_interactive=args.nonInteractive)
     configure_logging(log_file=daemon_log_file("journalnode"), default_level="INFO")
     node = JournalNode(conf)
     stop = threading.Event()

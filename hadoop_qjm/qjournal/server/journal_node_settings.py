@@ -145,6 +145,9 @@ class JournalNodeSettings:
     enable_sync: bool
     sync_interval_ms: int
     edit_log_transfer_timeout_ms: int
+    #: ``dfs.journalnode.enable.sync.format``: an unformatted journal formats itself from
+    #: its peers (HDFS-16690; docs/journalnode.md "Replacing a JournalNode").
+    enable_sync_format: bool = False
 
     @classmethod
     def from_conf(cls, conf) -> JournalNodeSettings:
@@ -171,6 +174,10 @@ class JournalNodeSettings:
                 conf,
                 keys.DFS_EDIT_LOG_TRANSFER_TIMEOUT_KEY,
                 keys.DFS_EDIT_LOG_TRANSFER_TIMEOUT_DEFAULT,
+            ),
+            enable_sync_format=conf.get_bool(
+                keys.DFS_JOURNALNODE_ENABLE_SYNC_FORMAT_KEY,
+                keys.DFS_JOURNALNODE_ENABLE_SYNC_FORMAT_DEFAULT,
             ),
         )
         _check_keys_read_elsewhere(conf)

@@ -12,6 +12,12 @@ logged with its size and the download's rate; a download longer than
 
 Secured, both the manifest RPC and the download use the JournalNode's SSLFactory: this
 node's client certificate must be one its peers allow (docs/security.md).
+
+With ``dfs.journalnode.enable.sync.format`` on (HDFS-16690; off by default), a journal
+that is unformatted here formats itself from its peers first, when a majority of the
+configured JournalNodes agree on its storage info (:mod:`.journal_formatter`). Each
+round records how far this copy is behind the peer it asked (:meth:`status`'s
+``CatchUp``, ``SegmentsBehind``, ``TxnsBehind``; the ``journalnode_sync_*`` gauges).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import socket
 import threading
 import time
 import urllib.parse
+from dataclasses import dataclass
 from functools import cache
 
 import psutil
@@ -32,8 +39,16 @@ from hadoop_qjm.common.http_transfer import download_to_file
 from hadoop_qjm.common.progress import TransferProgress, transfer_summary
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog
 from hadoop_qjm.qjournal.client.qjournal_uri import QJournalURI, parse_qjournal_uri
+from hadoop_qjm.qjournal.protocol.peer_format import (
+    FORMATTING,
+    SYNCING,
+    UNFORMATTED,
+    CatchUp,
+    FormatDecision,
+    catch_up_state,
+)
 
-__all__ = ["JournalNodeSyncer", "missing_log_segments", "shared_edits_uri"]
+__all__ = ["JournalNodeSyncer", "SyncRound", "missing_log_segments", "shared_edits_uri"]
 
 LOG = logging.getLogger(__name__)
 
@@ -114,6 +129,20 @@ def _is_self(host: str, port: int, bound_host: str, bound_port: int) -> bool:
     return bool(resolved & bound)
 
 
+@dataclass(frozen=True)
+class SyncRound:
+    """One round against one peer: what it held that was missing here, what was
+    installed (and its bytes), how far behind it this copy still is."""
+
+    peer: tuple[str, int]
+    missing: list[RemoteEditLog]
+    installed: list[RemoteEditLog]
+    installed_bytes: int
+    catch_up: CatchUp
+    #: The peer's committed txid (INVALID_TXID when it knows none).
+    peer_committed_txid: int
+
+
 class JournalNodeSyncer:
     """The sync thread of one journal."""
 
@@ -131,6 +160,11 @@ class JournalNodeSyncer:
         # For the status page: when the last round ended (wall-clock ms) and how.
         self._last_round_ms = 0
         self._last_error: str | None = None
+        # The catch-up state (peer_format.CATCH_UP_STATES), as of the last round.
+        self._catch_up_state = UNFORMATTED
+        self._catch_up: CatchUp | None = None
+        self._format_refusal: str | None = None
+        self._set_catch_up(SYNCING if journal.is_formatted() else UNFORMATTED)
         self._thread: threading.Thread | None = None
         self._proxies: dict[tuple[str, int], object] = {}
         ssl_factory = getattr(journal_node, "ssl_factory", None)
@@ -186,7 +220,7 @@ class JournalNodeSyncer:
             self.peers,
         )
         while not self._stop.wait(self.interval_s):
-            if not self.journal.is_formatted():
+            if not self.journal.is_formatted() and not self.format_from_peers().ok:
                 continue
             try:
                 self.sync_once()
@@ -199,37 +233,98 @@ class JournalNodeSyncer:
     def status(self) -> dict[str, object]:
         """The syncer's state for the JournalNode's status page (``/jmx``'s ``Syncer``)."""
         running = self._thread is not None and self._thread.is_alive()
+        catch_up = self._catch_up
         return {
             "State": "running" if running else "stopped",
             "Peers": [f"{host}:{port}" for host, port in self.peers],
             "IntervalMs": int(self.interval_s * 1000),
             "LastRoundTime": self._last_round_ms,
             "LastError": self._last_error,
+            "CatchUp": self._catch_up_state,
+            "SegmentsBehind": catch_up.segments_behind if catch_up else None,
+            "TxnsBehind": catch_up.txns_behind if catch_up else None,
+            "FormatRefusal": self._format_refusal,
         }
+
+    def _set_catch_up(self, state: str, catch_up: CatchUp | None = None) -> None:
+        self._catch_up_state = state
+        self._catch_up = catch_up
+        self.journal.metrics.catch_up(state, catch_up)
+
+    def format_from_peers(self) -> FormatDecision:
+        """Format this unformatted journal from its peers if they agree (HDFS-16690), and
+        only with ``dfs.journalnode.enable.sync.format`` on; a refusal is logged (once
+        per distinct reason) and shown on the status page."""
+        from hadoop_qjm.qjournal.server.journal_formatter import ask_peers, format_from_peers
+
+        if not self.jn.settings.enable_sync_format:
+            decision = FormatDecision(
+                None, "dfs.journalnode.enable.sync.format is false: format it by hand"
+            )
+        else:
+            self._set_catch_up(FORMATTING)
+            answers = ask_peers(
+                self.peers, self.journal.journal_id, self.name_service_id, self._proxy
+            )
+            decision = format_from_peers(
+                self.journal, answers, len(self.uri.addresses), require_edits=True
+            )
+        if decision.ok:
+            self._format_refusal = None
+            self._set_catch_up(FORMATTING)
+            return decision
+        if decision.reason != self._format_refusal:
+            LOG.warning(
+                "Journal %s stays unformatted: %s", self.journal.journal_id, decision.reason
+            )
+        self._format_refusal = decision.reason
+        self._set_catch_up(UNFORMATTED)
+        return decision
 
     def sync_once(self) -> int:
         """One round against the next peer; returns how many segments were installed."""
         peer = self.peers[self._next_peer % len(self.peers)]
         self._next_peer += 1
+        return len(self.sync_with(peer).installed)
+
+    def sync_with(self, peer, *, committed_bound: int | None = None, on_segment=None) -> SyncRound:
+        """Download every finalized segment ``peer`` holds that is missing here, in txid
+        order, stopping at the first that fails or is beyond the committed txid (raised
+        to ``committed_bound`` for this round, see ``move_tmp_segment_to_current``).
+        ``on_segment(log, nbytes)`` is called after each one is installed."""
         self.journal.storage.edits_sync_dir.mkdir(exist_ok=True)
         local = self.journal.get_edit_log_manifest(0, False)
         response = self._proxy(peer).get_edit_log_manifest_from_journal(
             self.journal.journal_id, 0, False, self.name_service_id
         )
-        installed = 0
-        for log in missing_log_segments(list(local.logs), list(response.manifest.logs)):
+        missing = missing_log_segments(list(local.logs), list(response.manifest.logs))
+        installed: list[RemoteEditLog] = []
+        nbytes = 0
+        for log in missing:
             if self._stop.is_set():
                 break
-            if not self._download(peer, response.from_url, log):
+            size = self._download(peer, response.from_url, log, committed_bound)
+            if size is None:
                 break  # Hadoop stops the round at the first failure
-            installed += 1
-        return installed
+            installed.append(log)
+            nbytes += size
+            if on_segment is not None:
+                on_segment(log, size)
+        done = set(installed)
+        catch_up = catch_up_state(log for log in missing if log not in done)
+        self._set_catch_up(catch_up.state, catch_up)
+        return SyncRound(
+            peer, missing, installed, nbytes, catch_up, response.manifest.committed_txn_id
+        )
 
-    def _download(self, peer, from_url: str | None, log: RemoteEditLog) -> bool:
+    def _download(
+        self, peer, from_url: str | None, log: RemoteEditLog, committed_bound: int | None = None
+    ) -> int | None:
+        """Install ``log`` from ``peer``; its size in bytes, or None if it was not."""
         storage = self.journal.storage
         final = storage.finalized_edit_log(log.start_txid, log.end_txid)
         if final.exists():
-            return True
+            return final.stat().st_size
         tmp = storage.synced_edits_tmp(log.start_txid, log.end_txid)
         url = self._url(peer, from_url, log.start_txid)
         # A long download logs its progress (bytes, rate, ETA) every few seconds; every
@@ -243,15 +338,17 @@ class JournalNodeSyncer:
         try:
             size = self._download_to_file(url, tmp, self.transfer_timeout_s, progress=progress)
             took = transfer_summary(size, time.monotonic() - started)
-            if not self.journal.move_tmp_segment_to_current(tmp, final, log.end_txid):
+            if not self.journal.move_tmp_segment_to_current(
+                tmp, final, log.end_txid, committed_bound
+            ):
                 LOG.info("Not installing %s (%s) yet: beyond the committed txid", final.name, took)
-                return False
+                return None
             self.journal.metrics.edit_log_synced()
             LOG.info("Synced %s from %s:%d: %s", final.name, peer[0], peer[1], took)
-            return True
+            return size
         except (OSError, HadoopException) as e:
             LOG.warning("Failed to sync %s from %s:%d: %s", final.name, peer[0], peer[1], e)
-            return False
+            return None
         finally:
             try:
                 tmp.unlink()

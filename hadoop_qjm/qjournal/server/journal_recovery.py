@@ -172,16 +172,24 @@ class JournalRecovery:
                 self._install(synced_file, self.storage.in_progress_edit_log(seg_txid))
             self.log.info("Accepted recovery for segment %d: %s", seg_txid, new)
 
-    def move_tmp_segment_to_current(self, tmp: Path, final: Path, end_txid: int) -> bool:
+    def move_tmp_segment_to_current(
+        self, tmp: Path, final: Path, end_txid: int, committed_bound: int | None = None
+    ) -> bool:
         """Install a segment the syncer downloaded, but only if it is committed here.
 
         Returns False (and installs nothing) when ``end_txid`` is past this node's
         committed txid: a sync must never bring back a txn that was not committed.
+        ``committed_bound``: a txid known committed elsewhere (``journalnode -bootstrap``
+        passes the highest committed txid its agreeing peers report, having no writer to
+        learn one from); it raises the bound for this call only, never the stored txid.
         """
         with self._lock:
             self._check_formatted()
             self._check_writable()
-            if end_txid > self.committed_txn_id.get() or not self.storage.current_dir.is_dir():
+            bound = self.committed_txn_id.get()
+            if committed_bound is not None:
+                bound = max(bound, committed_bound)
+            if end_txid > bound or not self.storage.current_dir.is_dir():
                 return False
             validation = scan_edit_log(tmp)
             if validation.has_corrupt_header or validation.last_txid != end_txid:

@@ -174,6 +174,9 @@ class QJournalProtocolHandler:
     ) -> Any:
         return self.get_edit_log_manifest(jid, since_txid, in_progress_ok, name_service_id)
 
+    def get_storage_info(self, jid: str, name_service_id: str | None) -> Any:
+        return to_thrift(self._journal(jid, name_service_id).get_storage_info())
+
 
 #: Thrift method name -> handler method name.
 RPC_METHODS: dict[str, str] = {
@@ -198,4 +201,5 @@ RPC_METHODS: dict[str, str] = {
     "prepareRecovery": "prepare_recovery",
     "acceptRecovery": "accept_recovery",
     "getEditLogManifestFromJournal": "get_edit_log_manifest_from_journal",
+    "getStorageInfo": "get_storage_info",
 }

@@ -290,7 +290,23 @@ def run(argv, conf) -> int:
     )
     parser.add_argument("--max-batches", type=int, default=200000, help="cap per phase (200000)")
     parser.add_argument("--dir", default=None, help="where the JournalNode and baseline write")
+    parser.add_argument(
+        "--catch-up",
+        action="store_true",
+        help="instead: how fast a wiped JournalNode catches up from its peers, against a "
+        "raw local copy of the same segments",
+    )
+    parser.add_argument("--segments", type=int, default=20, help="with --catch-up (20)")
+    parser.add_argument(
+        "--segment-mb", type=finite_float, default=1.0, help="with --catch-up: MB each (1)"
+    )
     args = parser.parse_args(argv)
+    if args.catch_up:
+        if args.segments <= 0 or args.segment_mb <= 0:
+            parser.error("--segments and --segment-mb must be positive")
+        from hadoop_qjm.tools.bench.catch_up import run_catch_up
+
+        return run_catch_up(args.segments, args.segment_mb, args.dir)
     if args.batch <= 0 or args.seconds <= 0 or args.max_batches <= 0 or args.slice <= 0:
         parser.error("--batch, --seconds, --slice and --max-batches must be positive")
     slices = max(1, round(args.seconds / args.slice))

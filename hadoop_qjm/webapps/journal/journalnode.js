@@ -21,6 +21,15 @@
       return "-";
     }
     let text = syncer.State;
+    if (syncer.CatchUp) {
+      text += ", " + syncer.CatchUp;
+      if (syncer.CatchUp === "syncing" && syncer.SegmentsBehind !== null) {
+        text += " (" + syncer.SegmentsBehind + " segments, " + syncer.TxnsBehind + " txns behind)";
+      }
+      if (syncer.FormatRefusal) {
+        text += ": " + syncer.FormatRefusal;
+      }
+    }
     if (syncer.LastRoundTime > 0) {
       text += ", last round " + fmtTime(syncer.LastRoundTime);
     }

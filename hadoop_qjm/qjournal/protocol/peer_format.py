@@ -1,0 +1,157 @@
+"""Formatting a journal from its peers, and how far a copy is behind them: pure rules.
+
+HDFS-16690 lets an unformatted JournalNode format itself with the storage info one peer
+reports. We are stricter (docs/journalnode.md, "Replacing a JournalNode"):
+:func:`decide_format` formats only when a **majority of the configured JournalNodes**
+(this one included in the count, so it can never be the majority's missing member)
+answer with a formatted journal and **all that answer agree** on the namespace id, the
+cluster id, the cTime and the layout version. A JournalNode planted with another
+namespace, or a minority answering, is a refusal with the reason spelled out; the caller
+then changes nothing on disk.
+
+:func:`catch_up_state` reads a sync round: the finalized segments a peer holds that are
+not here, and how many txns they span.
+
+No socket, thread, Thrift or file code here (tests/unit/test_rules_purity.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from hadoop_qjm.common.remote_edit_log import RemoteEditLog
+from hadoop_qjm.common.storage_info import StorageInfo
+
+__all__ = [
+    "CATCH_UP_STATES",
+    "FORMATTING",
+    "IN_SYNC",
+    "SYNCING",
+    "UNFORMATTED",
+    "CatchUp",
+    "FormatDecision",
+    "PeerAnswer",
+    "catch_up_state",
+    "decide_format",
+    "majority",
+]
+
+#: The catch-up states a journal's syncer reports (/jmx ``Syncer.CatchUp``, /metrics
+#: ``journalnode_sync_state``).
+UNFORMATTED = "unformatted"
+FORMATTING = "formatting"
+SYNCING = "syncing"
+IN_SYNC = "in sync"
+CATCH_UP_STATES = (UNFORMATTED, FORMATTING, SYNCING, IN_SYNC)
+
+
+def majority(configured: int) -> int:
+    """How many of ``configured`` JournalNodes make a majority."""
+    return configured // 2 + 1
+
+
+@dataclass(frozen=True)
+class PeerAnswer:
+    """What one peer said when asked for the journal's storage info.
+
+    ``storage_info`` None: it gave none — ``error`` says why (its journal is not
+    formatted, it did not answer, …). ``holds_edits``: its journal holds at least one
+    segment, finalized or in progress.
+    """
+
+    peer: str
+    storage_info: StorageInfo | None = None
+    holds_edits: bool = False
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class FormatDecision:
+    """Format with ``storage_info``, or (None) refuse for ``reason``."""
+
+    storage_info: StorageInfo | None
+    reason: str
+
+    @property
+    def ok(self) -> bool:
+        return self.storage_info is not None
+
+
+def _describe(si: StorageInfo) -> str:
+    return (
+        f"namespaceID={si.namespace_id}, clusterID={si.cluster_id}, cTime={si.ctime}, "
+        f"layoutVersion={si.layout_version}"
+    )
+
+
+def decide_format(
+    answers: Sequence[PeerAnswer], configured: int, *, require_edits: bool = False
+) -> FormatDecision:
+    """Whether to format an unformatted journal from its peers' ``answers``.
+
+    ``configured``: how many JournalNodes the shared-edits URI names, this one included.
+    Rules, in order: every peer that gave a storage info must give the same one (a
+    single disagreeing peer refuses: which copy is right is for an operator to say);
+    those peers must be a majority of ``configured``; with ``require_edits`` (the
+    daemon's self-format), one of them must hold edits already — a freshly formatted
+    journal with none may be one a NameNode is formatting right now, whose ``format``
+    call to this node is still on its way (the race HDFS-16690 avoids the same way).
+    """
+    formatted = [a for a in answers if a.storage_info is not None]
+    groups: dict[tuple[int, str, int, int], list[str]] = {}
+    for a in formatted:
+        si = a.storage_info
+        key = (si.namespace_id, si.cluster_id, si.ctime, si.layout_version)  # type: ignore[union-attr]
+        groups.setdefault(key, []).append(a.peer)
+    if len(groups) > 1:
+        parts = []
+        for (ns_id, cluster_id, ctime, lv), peers in groups.items():
+            si = StorageInfo(lv, ns_id, cluster_id, ctime)
+            parts.append(f"{', '.join(peers)} say {_describe(si)}")
+        return FormatDecision(
+            None,
+            "the JournalNodes disagree about the journal's storage ("
+            + "; ".join(parts)
+            + "): not formatting; find out which one is wrong",
+        )
+    need = majority(configured)
+    if len(formatted) < need:
+        silent = [
+            f"{a.peer}: {a.error or 'no storage info'}" for a in answers if not a.storage_info
+        ]
+        detail = f" ({'; '.join(silent)})" if silent else ""
+        return FormatDecision(
+            None,
+            f"only {len(formatted)} of the {configured} configured JournalNodes answered with "
+            f"a formatted journal, a majority needs {need}{detail}: not formatting",
+        )
+    if require_edits and not any(a.holds_edits for a in formatted):
+        return FormatDecision(
+            None,
+            "no peer's journal holds edits yet (a NameNode may be formatting it right now): "
+            "not formatting",
+        )
+    si = formatted[0].storage_info
+    peers = ", ".join(a.peer for a in formatted)
+    return FormatDecision(
+        si, f"{len(formatted)} of {configured} JournalNodes ({peers}) agree on {_describe(si)}"
+    )  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class CatchUp:
+    """How far this copy is behind one peer: finalized segments it lacks, and their txns."""
+
+    segments_behind: int
+    txns_behind: int
+
+    @property
+    def state(self) -> str:
+        return IN_SYNC if self.segments_behind == 0 else SYNCING
+
+
+def catch_up_state(missing: Iterable[RemoteEditLog]) -> CatchUp:
+    """The catch-up of a copy still lacking the finalized segments ``missing``."""
+    logs = [log for log in missing if not log.is_in_progress]
+    return CatchUp(len(logs), sum(log.end_txid - log.start_txid + 1 for log in logs))

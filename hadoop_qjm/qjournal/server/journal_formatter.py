@@ -1,0 +1,79 @@
+"""Format an unformatted journal from its peers (HDFS-16690), never a formatted one.
+
+The I/O around :func:`~hadoop_qjm.qjournal.protocol.peer_format.decide_format`: ask
+every peer for the journal's storage info (InterQJournalProtocol ``getStorageInfo``) and
+whether it holds edits (``getEditLogManifestFromJournal``), decide, and format through
+``Journal.format(force=False)``, which takes the journal's lock and refuses a ``current/``
+that is not empty — so a journal a NameNode formatted a moment earlier is never
+overwritten. Used by the JournalNodeSyncer (``dfs.journalnode.enable.sync.format``) and
+by ``hdfs-py journalnode -bootstrap``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from hadoop_qjm.common.exceptions import HadoopException
+from hadoop_qjm.common.storage_info import NamespaceInfo, StorageInfo
+from hadoop_qjm.qjournal.protocol.exceptions import JournalNotFormattedException
+from hadoop_qjm.qjournal.protocol.peer_format import FormatDecision, PeerAnswer, decide_format
+
+__all__ = ["ask_peers", "format_from_peers", "peer_name"]
+
+LOG = logging.getLogger(__name__)
+
+Peer = tuple[str, int]
+
+
+def peer_name(peer: Peer) -> str:
+    host, port = peer
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def ask_peers(
+    peers: Sequence[Peer], jid: str, name_service_id: str | None, proxy_for: Callable
+) -> list[PeerAnswer]:
+    """Each peer's answer: its storage info of ``jid`` and whether it holds edits, or why not.
+
+    ``proxy_for(peer)`` gives a QJournalProtocolProxy (the syncer's cached ones). A peer
+    that fails is an answer with an error, never an exception.
+    """
+    answers = []
+    for peer in peers:
+        name = peer_name(peer)
+        try:
+            proxy = proxy_for(peer)
+            si = proxy.get_storage_info(jid, name_service_id)
+            if si.namespace_id == 0:
+                answers.append(PeerAnswer(name, error="it reports namespaceID 0"))
+                continue
+            manifest = proxy.get_edit_log_manifest_from_journal(jid, 0, True, name_service_id)
+            answers.append(PeerAnswer(name, si, holds_edits=bool(manifest.manifest.logs)))
+        except JournalNotFormattedException:
+            answers.append(PeerAnswer(name, error="its journal is not formatted"))
+        except (OSError, HadoopException) as e:
+            answers.append(PeerAnswer(name, error=f"{type(e).__name__}: {e}"))
+    return answers
+
+
+def namespace_info_of(si: StorageInfo) -> NamespaceInfo:
+    """A NamespaceInfo carrying exactly what a JournalNode's VERSION holds."""
+    return NamespaceInfo(si.namespace_id, si.cluster_id, "", si.ctime, si.layout_version)
+
+
+def format_from_peers(
+    journal, answers: Sequence[PeerAnswer], configured: int, *, require_edits: bool
+) -> FormatDecision:
+    """Decide from ``answers`` and, if the peers agree, format ``journal`` with their
+    storage info. A refusal changes nothing on disk; neither does a journal found
+    formatted (or with a non-empty ``current/``) by the time the lock is held."""
+    decision = decide_format(answers, configured, require_edits=require_edits)
+    if not decision.ok:
+        return decision
+    try:
+        journal.format(namespace_info_of(decision.storage_info), force=False)
+    except (OSError, HadoopException) as e:
+        return FormatDecision(None, f"not formatting {journal.storage}: {e}")
+    LOG.info("Formatted journal %s from its peers: %s", journal.journal_id, decision.reason)
+    return decision

@@ -1,0 +1,129 @@
+"""``hdfs-py bench journalnode --catch-up``: how fast a wiped JournalNode catches up.
+
+Two JournalNodes (processes, as real peers are) hold ``--segments`` finalized segments of about
+``--segment-mb`` MB each; a third, empty, is brought in with ``journalnode -bootstrap``'s
+code (format from the peers, then the JournalNodeSyncer's downloads: HTTP, fsync, rename,
+fsync dir, one segment after another). Its MB/s and segments/s are printed next to a raw
+local copy of the same files on the same disk (read, write, fsync, rename, fsync dir),
+measured in the same run; the goal is a ratio of at least 0.5. Printed, not asserted.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import socket
+import tempfile
+import time
+from pathlib import Path
+
+from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
+from hadoop_qjm.common.durable import fsync_dir
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
+from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, make_request
+
+__all__ = ["GOAL", "run_catch_up"]
+
+JID = "bench-catch-up"
+GOAL = 0.5
+_MB = 1024 * 1024
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _fill(cluster: MiniJournalCluster, segments: int, segment_bytes: int) -> None:
+    """Write ``segments`` finalized segments of about ``segment_bytes`` to nodes 0 and 1."""
+    from hadoop_qjm.tools.bench.journalnode import make_batch
+
+    per_op = len(make_batch(1, 100)) / 100
+    ops = max(1, int(segment_bytes / per_op))
+    batch_ops = min(ops, 2000)
+    for i in range(2):
+        with QJournalProtocolProxy(*cluster.rpc_address(i), timeout_s=120) as p:
+            p.format(JID, FAKE_NSINFO)
+            p.new_epoch(JID, FAKE_NSINFO, 1)
+            serial, txid = 0, 1
+            for _ in range(segments):
+                start = txid
+                committed = start - 1
+
+                def req(committed_txid: int = committed):
+                    nonlocal serial
+                    serial += 1
+                    return make_request(serial, committed_txid=committed_txid, journal_id=JID)
+
+                p.start_log_segment(req(), start, CURRENT_LAYOUT_VERSION)
+                while txid < start + ops:
+                    n = min(batch_ops, start + ops - txid)
+                    p.journal(req(), start, txid, n, make_batch(txid, n))
+                    txid += n
+                p.finalize_log_segment(req(txid - 1), start, txid - 1)
+
+
+def _raw_copy(files: list[Path], dest: Path) -> float:
+    """Copy ``files`` into ``dest`` as the syncer installs a segment; the seconds taken."""
+    dest.mkdir()
+    start = time.perf_counter()
+    for f in files:
+        tmp = dest / (f.name + ".tmp")
+        with open(f, "rb") as src, open(tmp, "wb") as out:
+            shutil.copyfileobj(src, out, 1024 * 1024)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, dest / f.name)
+        fsync_dir(dest)
+    return time.perf_counter() - start
+
+
+def run_catch_up(segments: int, segment_mb: float, directory: str | None) -> int:
+    from hadoop_qjm.qjournal.server.journal_node_bootstrap import bootstrap
+
+    base = Path(tempfile.mkdtemp(prefix="bench-catch-up-", dir=directory))
+    try:
+        conf = Configuration()
+        with MiniJournalCluster(2, base_dir=base / "cluster", conf=conf, processes=True) as cluster:
+            _fill(cluster, segments, int(segment_mb * _MB))
+            files = sorted(cluster.current_dir(0, JID).glob("edits_[0-9]*-[0-9]*"))
+            total = sum(f.stat().st_size for f in files)
+            print(
+                f"{len(files)} finalized segments, {total / _MB:.1f} MB "
+                f"({total / _MB / max(len(files), 1):.2f} MB each), on 2 JournalNodes"
+            )
+            raw_s = _raw_copy(files, base / "raw-copy")
+            port = _free_port()
+            hosts = ";".join(f"127.0.0.1:{p}" for p in [*cluster.rpc_ports, port])
+            new = Configuration()
+            new.set("dfs.journalnode.edits.dir", str(base / "new-jn"))
+            new.set("dfs.journalnode.rpc-address", f"127.0.0.1:{port}")
+            new.set("dfs.journalnode.http-address", "127.0.0.1:0")
+            new.set("dfs.namenode.shared.edits.dir", f"qjournal://{hosts}/{JID}")
+            start = time.perf_counter()
+            bootstrap(new, non_interactive=True, out=io.StringIO())
+            sync_s = time.perf_counter() - start
+            copied = sorted((base / "new-jn" / JID / "current").glob("edits_[0-9]*-[0-9]*"))
+            if [f.name for f in copied] != [f.name for f in files]:
+                print("catch-up: the new JournalNode did not get every segment")
+                return 1
+        raw_mb_s = total / _MB / raw_s if raw_s else 0.0
+        sync_mb_s = total / _MB / sync_s if sync_s else 0.0
+        print(
+            f"raw local copy (read, write, fsync, rename, fsync dir): {raw_mb_s:,.1f} MB/s, "
+            f"{len(files) / raw_s:,.1f} segments/s"
+        )
+        print(
+            f"catch-up of a wiped JournalNode (format from peers + JournalNodeSyncer "
+            f"downloads): {sync_mb_s:,.1f} MB/s, {len(files) / sync_s:,.1f} segments/s "
+            f"in {sync_s:.2f} s"
+        )
+        ratio = sync_mb_s / raw_mb_s if raw_mb_s else 0.0
+        print(f"ratio to the raw copy: {ratio:.2f} (goal >= {GOAL})")
+        return 0
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
