@@ -20,6 +20,8 @@ __all__ = [
     "close_streams",
     "assert_exists_in_quorum",
     "check_recovery",
+    "flip_byte_in_op",
+    "op_offsets",
 ]
 
 FAKE_NSINFO = NamespaceInfo(12345, "mycluster", "my-bp", 0)
@@ -185,3 +187,34 @@ def snapshot_files(directory) -> dict[str, bytes]:
             with open(path, "rb") as f:
                 out[os.path.relpath(path, directory)] = f.read()
     return out
+
+
+def op_offsets(path) -> dict[int, int]:
+    """{txid: byte offset of its op} of a segment file (read with a frame-only scan)."""
+    from hadoop_qjm.namenode.edit_log_file_input_stream import EditLogFileInputStream
+
+    offsets: dict[int, int] = {}
+    with EditLogFileInputStream(path) as stream:
+        stream.get_version(False)
+        while True:
+            at = stream.position
+            txid = stream.scan_next_op()
+            if txid < 0:
+                return offsets
+            offsets[txid] = at
+
+
+def flip_byte_in_op(path, txid: int, delta: int = 20) -> int:
+    """Flip one byte inside the op of ``txid`` in segment file ``path`` (bit rot: its CRC
+    no longer matches), in place; returns the byte's offset."""
+    import os
+
+    offset = op_offsets(path)[txid] + delta
+    fd = os.open(path, os.O_RDWR)
+    try:
+        byte = os.pread(fd, 1, offset)
+        os.pwrite(fd, bytes([byte[0] ^ 0x01]), offset)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return offset

@@ -197,6 +197,14 @@ class JournalNodeHttpServer(HttpServer2):
                     **attributes,
                 }
             )
+        for jid, scrubber in sorted(getattr(jn, "scrubbers", {}).items()):
+            beans.append(
+                {
+                    "name": f"{_SERVICE},name=JournalNodeScrubber-{jid}",
+                    "modelerType": f"JournalNodeScrubber-{jid}",
+                    **scrubber.bean(),
+                }
+            )
         beans.append(self.jvm_metrics_bean("JournalNode", hostname))
         return beans
 
@@ -251,6 +259,9 @@ class JournalNodeHttpServer(HttpServer2):
             state = "in progress" if log.is_in_progress else "finalized"
             out.append(f"<tr><td>{e(log.name)}</td><td>{state}</td><td>{e(size)}</td></tr>")
         out.append("</table>")
+        scrubber = getattr(self.journal_node, "scrubbers", {}).get(journal.journal_id)
+        if scrubber is not None:
+            out.append(scrubber.status_html())
         return "".join(out)
 
     def __str__(self) -> str:

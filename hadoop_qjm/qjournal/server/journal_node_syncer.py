@@ -28,6 +28,7 @@ from hadoop_qjm.common.exceptions import HadoopException
 from hadoop_qjm.common.http_transfer import download_to_file
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog
 from hadoop_qjm.qjournal.client.qjournal_uri import QJournalURI, parse_qjournal_uri
+from hadoop_qjm.qjournal.server.journal_scrubber import verify_segment_file
 
 __all__ = ["JournalNodeSyncer", "missing_log_segments", "shared_edits_uri"]
 
@@ -123,6 +124,7 @@ class JournalNodeSyncer:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._proxies: dict[tuple[str, int], object] = {}
+        self._rpc_lock = threading.Lock()
         ssl_factory = getattr(journal_node, "ssl_factory", None)
         self._download_to_file = (
             ssl_factory.downloader() if ssl_factory is not None else download_to_file
@@ -189,9 +191,10 @@ class JournalNodeSyncer:
         self._next_peer += 1
         self.journal.storage.edits_sync_dir.mkdir(exist_ok=True)
         local = self.journal.get_edit_log_manifest(0, False)
-        response = self._proxy(peer).get_edit_log_manifest_from_journal(
-            self.journal.journal_id, 0, False, self.name_service_id
-        )
+        with self._rpc_lock:
+            response = self._proxy(peer).get_edit_log_manifest_from_journal(
+                self.journal.journal_id, 0, False, self.name_service_id
+            )
         installed = 0
         for log in missing_log_segments(list(local.logs), list(response.manifest.logs)):
             if self._stop.is_set():
@@ -207,9 +210,13 @@ class JournalNodeSyncer:
         if final.exists():
             return True
         tmp = storage.synced_edits_tmp(log.start_txid, log.end_txid)
-        url = self._url(peer, from_url, log.start_txid)
         try:
-            self._download_to_file(url, tmp, self.transfer_timeout_s)
+            self.fetch(peer, from_url, log, tmp)
+            finding, _, _ = verify_segment_file(tmp, log.start_txid, log.end_txid)
+            if finding is not None:
+                # Never install a damaged copy (issue 27): another peer may have a good one.
+                LOG.warning("Not installing %s from %s:%d: %s", final.name, *peer, finding)
+                return False
             if not self.journal.move_tmp_segment_to_current(tmp, final, log.end_txid):
                 LOG.info("Not installing %s yet: beyond the committed txid", final.name)
                 return False
@@ -224,6 +231,33 @@ class JournalNodeSyncer:
                 tmp.unlink()
             except OSError:
                 pass
+
+    def fetch(self, peer, from_url: str | None, log: RemoteEditLog, tmp) -> None:
+        """Download finalized segment ``log`` from ``peer`` into ``tmp`` (fsynced): the one
+        download path of the syncer and the scrubber."""
+        url = self._url(peer, from_url, log.start_txid)
+        self._download_to_file(url, tmp, self.transfer_timeout_s)
+
+    def peers_holding(self, log: RemoteEditLog) -> list[tuple[tuple[str, int], str | None]]:
+        """(peer, its fromURL) of every peer whose manifest lists finalized segment ``log``
+        with the same txids; a peer that cannot be asked is skipped."""
+        holding = []
+        for peer in self.peers:
+            try:
+                with self._rpc_lock:  # the scrubber's thread shares the proxies
+                    response = self._proxy(peer).get_edit_log_manifest_from_journal(
+                        self.journal.journal_id, log.start_txid, False, self.name_service_id
+                    )
+            except (OSError, HadoopException) as e:
+                LOG.warning("Unable to get the manifest of %s:%d: %s", peer[0], peer[1], e)
+                continue
+            if any(
+                (m.start_txid, m.end_txid, m.is_in_progress)
+                == (log.start_txid, log.end_txid, False)
+                for m in response.manifest.logs
+            ):
+                holding.append((peer, response.from_url))
+        return holding
 
     def _url(self, peer, from_url: str | None, segment_txid: int) -> str:
         scheme, port = "http", None
