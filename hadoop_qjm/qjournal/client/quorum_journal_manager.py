@@ -559,7 +559,7 @@ class QuorumJournalManager(JournalManager):
         finally:
             call.cancel_calls()
         found = []
-        for logger, manifest in call.successes().items():
+        for logger, manifest in call.successes.items():
             for log in manifest.logs:
                 if log.start_txid == segment_txid:
                     listed.add(logger)
