@@ -23,7 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hadoop_qjm.common.constants import INVALID_TXID
-from hadoop_qjm.common.exceptions import EditLogCorruptionError, IOException, always_assert
+from hadoop_qjm.common.exceptions import (
+    EditLogCorruptionError,
+    IllegalArgumentException,
+    IOException,
+    always_assert,
+)
 from hadoop_qjm.namenode.fs_edit_log_op import (
     DEFAULT_MAX_OP_SIZE,
     EDITLOG_LENGTH_LAYOUT_VERSION,
@@ -466,6 +471,19 @@ class EditLogFileInputStream:
             except Exception as e:  # noqa: BLE001 - Hadoop's nextValidOp logs and gives up
                 LOG.error("resync: got exception while reading %s: %s", self, e)
                 self._cached = None
+
+    def seek(self, offset: int) -> None:
+        """Read on from byte ``offset``, which must be where an op starts (known from an
+        identical copy: RedundantEditLogInputStream jumps past this copy's damage)."""
+        if self._state == "UNINIT":
+            self._init(True)
+        if self._state != "OPEN":
+            raise IOException(f"{self.name} is closed")
+        if offset < HEADER_LENGTH:
+            raise IllegalArgumentException(f"offset {offset} is inside the header")
+        self._pos = offset
+        self._cached = None
+        self._exhausted = False
 
     def skip_until(self, txid: int) -> bool:
         """Read past ops below ``txid``; False if the stream ended first."""

@@ -23,17 +23,27 @@ from __future__ import annotations
 import enum
 import http.client
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hadoop_qjm.common.constants import INVALID_TXID
-from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException, always_assert
+from hadoop_qjm.common.exceptions import (
+    EditLogCorruptionError,
+    IllegalArgumentException,
+    IOException,
+    always_assert,
+    one_line_message,
+)
 from hadoop_qjm.common.http_transfer import CHUNK_SIZE, open_url
 from hadoop_qjm.namenode.edit_log_file_input_stream import EditLogFileInputStream
 from hadoop_qjm.namenode.fs_edit_log_op import DEFAULT_MAX_OP_SIZE, FSEditLogOp
 
 __all__ = [
+    "AllCopiesFailedException",
+    "CopyFailure",
     "EditLogInputStreamLike",
+    "MoreCopies",
     "EditLogHttpInputStream",
     "RedundantEditLogInputStream",
     "PrematureEOFException",
@@ -156,6 +166,19 @@ class EditLogHttpInputStream:
     def read_op(self) -> FSEditLogOp | None:
         return self._open().read_op()
 
+    @property
+    def position(self) -> int:
+        """Offset of the next op in the segment (0 before the download)."""
+        return self._stream.position if self._stream is not None else 0
+
+    def seek(self, offset: int) -> None:
+        """Read on from byte ``offset`` (the start of an op), downloading first if needed."""
+        self._open().seek(offset)
+
+    def resync(self) -> None:
+        """After a damaged op, move to the next op that decodes."""
+        self._open().resync()
+
     def skip_until(self, txid: int) -> bool:
         return self._open().skip_until(txid)
 
@@ -173,10 +196,51 @@ class EditLogHttpInputStream:
 
 
 class _State(enum.Enum):
-    SKIP_UNTIL = "skip until the next expected txid"
+    SKIP_UNTIL = "position the current copy at the next expected txid"
     OK = "reading"
-    STREAM_FAILED = "the current copy failed"
     EOF = "end of the segment"
+
+
+@dataclass(frozen=True)
+class CopyFailure:
+    """One copy's failure: the txid it could not deliver and why."""
+
+    name: str
+    txid: int
+    error: str
+
+    def __str__(self) -> str:
+        return f"{self.name} failed at txid {self.txid}: {self.error}"
+
+
+class AllCopiesFailedException(IOException):
+    """Every copy of a segment, including any found late, failed at ``txid``.
+
+    ``failures`` holds the last failure of each copy tried (its name, the txid and the
+    error, whose message says at which byte position); nothing past ``txid - 1`` was read.
+    """
+
+    def __init__(self, txid: int, failures: Sequence[CopyFailure]) -> None:
+        self.txid = txid
+        self.failures = tuple(failures)
+        super().__init__(
+            f"Unable to read transaction {txid}: every copy of the segment failed "
+            f"({len(self.failures)} tried): " + "; ".join(str(f) for f in self.failures)
+        )
+
+
+class _PositioningError(OSError):
+    """A copy failed while being fast-forwarded, at ``txid`` (below the txid wanted)."""
+
+    def __init__(self, txid: int, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.txid = txid
+        self.cause = cause
+
+
+#: ``more_copies(segment_first_txid, txid)``: copies of the segment not yet held (the
+#: QJM asks the JournalNodes it has not heard from), or an empty list.
+MoreCopies = Callable[[int, int], "list[EditLogInputStreamLike]"]
 
 
 class RedundantEditLogInputStream:
@@ -184,32 +248,60 @@ class RedundantEditLogInputStream:
 
     All copies must share a first txid and have a known last txid. Reading
     starts at ``start_txid`` (INVALID_TXID: at the first op).
+
+    Beyond Hadoop (which gives up once it has tried each copy once), a reader never
+    gives up while a good copy may exist (issue 27):
+
+    * a copy that failed at an earlier txid is tried again for a later one: finalized
+      copies of a segment are byte-identical, so it is positioned at the byte offset where
+      the next op starts in the copy that delivered the previous one (``seek``), past its
+      own damage; the op read there must carry the expected txid and a good checksum;
+    * when every copy held has failed at the txid wanted, ``more_copies`` is asked for
+      copies not yet held before giving up;
+    * the final error (:class:`AllCopiesFailedException`) names every copy tried and why
+      each failed. With a single copy its own error is raised, as before.
     """
 
-    def __init__(self, streams: Iterable[EditLogInputStreamLike], start_txid: int) -> None:
+    def __init__(
+        self,
+        streams: Iterable[EditLogInputStreamLike],
+        start_txid: int,
+        *,
+        more_copies: MoreCopies | None = None,
+    ) -> None:
         copies = list(streams)
         first: EditLogInputStreamLike | None = None
         for s in copies:
-            if s.first_txid == INVALID_TXID:
-                raise IllegalArgumentException(f"invalid first txid in stream: {s}")
-            if s.last_txid == INVALID_TXID:
-                raise IllegalArgumentException(f"invalid last txid in stream: {s}")
+            self._check_copy(s, first)
             if first is None:
                 first = s
-            elif s.first_txid != first.first_txid:
-                raise IllegalArgumentException(
-                    "All streams in the RedundantEditLogInputStream must have the same start "
-                    f"transaction ID!  {first.name} had start txId {first.first_txid}, but "
-                    f"{s.name} had start txId {s.first_txid}"
-                )
         # Longest first; the sort is stable, so a preferred (local) copy stays ahead of an
         # equally long remote one.
         self._streams = sorted(copies, key=lambda s: -s.last_txid)
         self._cur = 0
         self._prev_txid = INVALID_TXID if start_txid == INVALID_TXID else start_txid - 1
         self._state = _State.EOF if not copies else _State.SKIP_UNTIL
-        self._prev_exception: BaseException | None = None
         self._cached_op: FSEditLogOp | None = None
+        self._more_copies = more_copies
+        #: The latest failure of each copy, by index in ``_streams``.
+        self._failures: dict[int, CopyFailure] = {}
+        self._errors: dict[int, BaseException] = {}
+        #: (last txid, byte offset) where the next op starts in the finalized copy that
+        #: delivered the previous one; None when that copy was in progress or unseekable.
+        self._resume: tuple[int, int] | None = None
+
+    @staticmethod
+    def _check_copy(s: EditLogInputStreamLike, first: EditLogInputStreamLike | None) -> None:
+        if s.first_txid == INVALID_TXID:
+            raise IllegalArgumentException(f"invalid first txid in stream: {s}")
+        if s.last_txid == INVALID_TXID:
+            raise IllegalArgumentException(f"invalid last txid in stream: {s}")
+        if first is not None and s.first_txid != first.first_txid:
+            raise IllegalArgumentException(
+                "All streams in the RedundantEditLogInputStream must have the same start "
+                f"transaction ID!  {first.name} had start txId {first.first_txid}, but "
+                f"{s.name} had start txId {s.first_txid}"
+            )
 
     # ---- description ---------------------------------------------------------------------------
     @property
@@ -235,6 +327,11 @@ class RedundantEditLogInputStream:
     @property
     def name(self) -> str:
         return ", ".join(s.name for s in self._streams)
+
+    @property
+    def failures(self) -> tuple[CopyFailure, ...]:
+        """The latest failure of each copy that has failed so far."""
+        return tuple(self._failures[i] for i in sorted(self._failures))
 
     def __repr__(self) -> str:
         return f"RedundantEditLogInputStream([{self.name}], [{self.first_txid}, {self.last_txid}])"
@@ -262,72 +359,177 @@ class RedundantEditLogInputStream:
             yield op
 
     def _next_op(self) -> FSEditLogOp | None:
-        while True:
-            state = self._state
-            if state is _State.EOF:
-                return None
+        while self._state is not _State.EOF:
             stream = self._streams[self._cur]
-            if state is _State.SKIP_UNTIL:
-                self._state = _State.OK
-                if self._prev_txid != INVALID_TXID:
-                    LOG.info(
-                        "Fast-forwarding stream '%s' to transaction ID %d",
-                        stream.name,
-                        self._prev_txid + 1,
-                    )
-                    try:
-                        stream.skip_until(self._prev_txid + 1)
-                    except OSError as e:
-                        # (Hadoop then reads on regardless; failing over is what it means.)
-                        self._prev_exception = e
-                        self._state = _State.STREAM_FAILED
-            elif state is _State.OK:
-                try:
+            # The txid a failure is charged to: while positioning, the op after the last
+            # one this copy delivered (which may be below the txid wanted).
+            at = self._prev_txid + 1 if self._prev_txid != INVALID_TXID else stream.first_txid
+            try:
+                if self._state is _State.SKIP_UNTIL:
+                    op, at = self._position(stream)
+                    self._state = _State.OK
+                else:
                     op = stream.read_op()
-                except OSError as e:
-                    self._prev_exception = e
-                    self._state = _State.STREAM_FAILED
-                    continue
-                if op is None:
-                    if stream.last_txid == self._prev_txid:
-                        self._state = _State.EOF
-                        return None
-                    self._prev_exception = PrematureEOFException(
+            except OSError as e:
+                self._fail_over(at, e)
+                continue
+            if op is None:
+                if stream.last_txid == self._prev_txid:
+                    self._state = _State.EOF
+                    return None
+                self._fail_over(
+                    self._prev_txid + 1,
+                    PrematureEOFException(
                         f"got premature end-of-file at txid {self._prev_txid}; expected file "
                         f"to go up to {stream.last_txid}"
-                    )
-                    self._state = _State.STREAM_FAILED
-                    continue
-                self._prev_txid = op.txid
-                return op
-            else:  # STREAM_FAILED
-                self._fail_over()
+                    ),
+                )
+                continue
+            self._prev_txid = op.txid
+            position = getattr(stream, "position", None)
+            self._resume = (
+                (stream.last_txid, position)
+                if not stream.is_in_progress and isinstance(position, int) and position > 0
+                else None
+            )
+            return op
+        return None
 
-    def _fail_over(self) -> None:
-        error = self._prev_exception
-        always_assert(error is not None, "failing over without an error")
-        if self._cur + 1 == len(self._streams):
-            self._state = _State.EOF
-            raise error
+    def _position(self, stream: EditLogInputStreamLike) -> tuple[FSEditLogOp | None, int]:
+        """The first op of ``stream`` at or after the txid wanted (None at its end), and
+        the txid a failure would be charged to."""
+        if self._prev_txid == INVALID_TXID:
+            return stream.read_op(), stream.first_txid
+        want = self._prev_txid + 1
+        failure = self._failures.get(self._cur)
+        if failure is not None and failure.txid < want:
+            # Damaged behind us: jump over the damage (see the class doc).
+            always_assert(self._resume is not None, "seeking without a known offset")
+            _, offset = self._resume  # type: ignore[misc]
+            LOG.info(
+                "Seeking stream '%s' to transaction ID %d at offset %d", stream.name, want, offset
+            )
+            stream.seek(offset)  # type: ignore[attr-defined]
+            op = stream.read_op()
+            if op is not None and op.txid != want:
+                raise IOException(
+                    f"{stream.name} holds txid {op.txid} at offset {offset}, where another "
+                    f"copy holds txid {want}: the copies are not identical"
+                )
+            return op, want
+        LOG.info("Fast-forwarding stream '%s' to transaction ID %d", stream.name, want)
+        seen = stream.first_txid - 1
+        resynced = False
+        while True:
+            try:
+                op = stream.read_op()
+            except EditLogCorruptionError as e:
+                resync = getattr(stream, "resync", None)
+                if resync is None or seen + 1 >= want:
+                    raise _PositioningError(seen + 1, e) from e
+                # An op below the one wanted is never applied: step over its damage to
+                # the next op that decodes (Hadoop's resync) and check the txids from there.
+                LOG.warning("Skipping a damaged op of '%s' below txid %d: %s", stream.name, want, e)
+                resync()
+                resynced = True
+                continue
+            except OSError as e:
+                raise _PositioningError(seen + 1, e) from e
+            if op is None or op.txid >= want:
+                if resynced and op is not None and op.txid != want:
+                    raise _PositioningError(
+                        seen + 1, IOException(f"{stream.name} has no txid {want} after a resync")
+                    )
+                return op, want
+            seen = op.txid
+
+    def _eligible(self, i: int, want: int, min_last_txid: int) -> bool:
+        s = self._streams[i]
+        if s.last_txid < min_last_txid:
+            return False
+        failure = self._failures.get(i)
+        if failure is None:
+            return True
+        if failure.txid >= want:
+            return False
+        # Damaged at an earlier txid: usable past its damage only by offset, which is
+        # known only between finalized copies of the same length.
+        return (
+            not s.is_in_progress
+            and hasattr(s, "seek")
+            and self._resume is not None
+            and self._resume[0] == s.last_txid
+        )
+
+    def _choose(self, want: int, min_last_txid: int) -> int | None:
+        order = sorted(range(len(self._streams)), key=lambda i: i in self._failures)
+        return next((i for i in order if self._eligible(i, want, min_last_txid)), None)
+
+    def _fail_over(self, at: int, error: BaseException) -> None:
+        if isinstance(error, _PositioningError):
+            at, error = error.txid, error.cause
         failed = self._streams[self._cur]
-        following = self._streams[self._cur + 1]
-        if following.last_txid < failed.last_txid:
+        self._failures[self._cur] = CopyFailure(failed.name, at, one_line_message(error))
+        self._errors[self._cur] = error
+        want = self._prev_txid + 1 if self._prev_txid != INVALID_TXID else failed.first_txid
+        chosen = self._choose(want, failed.last_txid)
+        if chosen is None and self._more_copies is not None:
+            chosen = self._add_more_copies(want, failed.last_txid)
+        if chosen is None:
             self._state = _State.EOF
-            raise IOException(
-                f"We encountered an error reading {failed.name}.  During automatic edit log "
-                "failover, we noticed that all of the remaining edit log streams are shorter "
-                "than the current one!  The best remaining edit log ends at transaction "
-                f"{following.last_txid}, but we thought we could read up to transaction "
-                f"{failed.last_txid}.  If you continue, metadata will be lost forever!"
-            ) from error
+            self._give_up(want, failed, error)
+        following = self._streams[chosen]  # type: ignore[index]
         LOG.error(
             "Got error reading edit log input stream %s; failing over to edit log %s",
             failed.name,
             following.name,
             exc_info=error,
         )
-        self._cur += 1
+        self._cur = chosen  # type: ignore[assignment]
         self._state = _State.SKIP_UNTIL
+
+    def _add_more_copies(self, want: int, min_last_txid: int) -> int | None:
+        held = {s.name for s in self._streams}
+        try:
+            found = self._more_copies(self._streams[0].first_txid, want)  # type: ignore[misc]
+        except Exception as e:  # noqa: BLE001 - a failed search leaves the copies held
+            LOG.warning("Unable to find more copies of %s: %s", self.name, e)
+            return None
+        added = 0
+        for s in found:
+            if s.name in held:
+                s.close()
+                continue
+            try:
+                self._check_copy(s, self._streams[0])
+            except IllegalArgumentException as e:
+                LOG.warning("Ignoring a late copy: %s", e)
+                s.close()
+                continue
+            LOG.info("Found a late copy of the segment: %s", s.name)
+            self._streams.append(s)
+            held.add(s.name)
+            added += 1
+        return self._choose(want, min_last_txid) if added else None
+
+    def _give_up(self, want: int, failed: EditLogInputStreamLike, error: BaseException) -> None:
+        shorter = [
+            s
+            for i, s in enumerate(self._streams)
+            if i not in self._failures and s.last_txid < failed.last_txid
+        ]
+        if shorter:
+            best = max(shorter, key=lambda s: s.last_txid)
+            raise IOException(
+                f"We encountered an error reading {failed.name}.  During automatic edit log "
+                "failover, we noticed that all of the remaining edit log streams are shorter "
+                "than the current one!  The best remaining edit log ends at transaction "
+                f"{best.last_txid}, but we thought we could read up to transaction "
+                f"{failed.last_txid}.  If you continue, metadata will be lost forever!"
+            ) from error
+        if len(self._failures) == 1:
+            raise error
+        raise AllCopiesFailedException(want, self.failures) from error
 
     def close(self) -> None:
         for s in self._streams:
@@ -344,13 +546,16 @@ class RedundantEditLogInputStream:
 
 
 def chain_and_make_redundant_streams(
-    streams: Iterable[EditLogInputStreamLike], from_txid: int
+    streams: Iterable[EditLogInputStreamLike],
+    from_txid: int,
+    more_copies: MoreCopies | None = None,
 ) -> list[RedundantEditLogInputStream]:
     """Group ``streams`` by first txid into RedundantEditLogInputStreams, in txid order.
 
     Within a group a finalized copy discards the in-progress ones (it is the
     decided content); local copies are preferred over remote ones of equal
-    length. Each group reads from ``from_txid`` (JournalSet.chainAndMakeRedundantStreams).
+    length. Each group reads from ``from_txid`` (JournalSet.chainAndMakeRedundantStreams)
+    and, once all its copies fail, asks ``more_copies`` for others.
     """
     ordered = sorted(streams, key=lambda s: (s.first_txid, -s.last_txid))
     result: list[RedundantEditLogInputStream] = []
@@ -358,7 +563,7 @@ def chain_and_make_redundant_streams(
 
     def emit() -> None:
         group.sort(key=lambda s: not s.is_local_log)
-        result.append(RedundantEditLogInputStream(group, from_txid))
+        result.append(RedundantEditLogInputStream(group, from_txid, more_copies=more_copies))
 
     for s in ordered:
         if not group:

@@ -20,7 +20,9 @@ Every fault is decided on the client side, in the call order, by one object
   on acceptRecovery, :class:`PaxosCrashInjector` is armed to fail before or
   after the paxos commit point (p=0.1 each). Beyond Hadoop's test, a node may
   also be cut off from a whole writer (a partition that outlasts a failover,
-  p=0.1 per writer). With the calls made in a fixed order (DirectExecutors),
+  p=0.1 per writer), and a byte of a finalized segment may flip on one node's disk
+  (bit rot, p=0.2 per writer; drawn by the harness from its own RNG, see
+  ``randomized._Run.maybe_flip_a_bit``). With the calls made in a fixed order (DirectExecutors),
   the same seed gives the same faults in the same order.
 
 A failure that is not injected is recorded (``unexpected_errors``); an
@@ -271,6 +273,11 @@ class FaultProbabilities:
     #: When a writer starts, one node (chosen at random) is cut off from it for its
     #: whole life: a partition that lasts across a failover (not in Hadoop's test).
     isolate: float = 0.1
+    #: When a writer starts, a byte flips inside an op of one node's finalized segment
+    #: (bit rot, issue 27): never the newest segment (recovery may still copy it), only
+    #: one every node holds, never an op already damaged on another node, so any two
+    #: nodes hold every op intact.
+    bit_flip: float = 0.2
 
 
 class RandomFaults(_ErrorLog):

@@ -20,6 +20,8 @@ __all__ = [
     "close_streams",
     "assert_exists_in_quorum",
     "check_recovery",
+    "flip_byte_in_op",
+    "op_offsets",
 ]
 
 FAKE_NSINFO = NamespaceInfo(12345, "mycluster", "my-bp", 0)
@@ -185,3 +187,41 @@ def snapshot_files(directory) -> dict[str, bytes]:
             with open(path, "rb") as f:
                 out[os.path.relpath(path, directory)] = f.read()
     return out
+
+
+def op_offsets(path) -> dict[int, int]:
+    """{txid: byte offset of its op} of a finalized segment file, found by the ops' length
+    fields alone (so an op whose CRC or txid a flipped bit spoiled is still found); the
+    txids are counted from the first one in the file name."""
+    from pathlib import Path
+
+    from hadoop_qjm.namenode.file_journal_manager import EDITS_REGEX
+
+    path = Path(path)
+    m = EDITS_REGEX.fullmatch(path.name)
+    if m is None:
+        raise ValueError(f"{path.name} is not a finalized segment")
+    data = path.read_bytes()
+    offsets: dict[int, int] = {}
+    txid, pos = int(m.group(1)), 8
+    while pos + 5 <= len(data) and data[pos] != 0xFF and txid <= int(m.group(2)):
+        offsets[txid] = pos
+        pos += int.from_bytes(data[pos + 1 : pos + 5], "big", signed=True) + 5
+        txid += 1
+    return offsets
+
+
+def flip_byte_in_op(path, txid: int, delta: int = 20) -> int:
+    """Flip one byte inside the op of ``txid`` in segment file ``path`` (bit rot: its CRC
+    no longer matches), in place; returns the byte's offset."""
+    import os
+
+    offset = op_offsets(path)[txid] + delta
+    fd = os.open(path, os.O_RDWR)
+    try:
+        byte = os.pread(fd, 1, offset)
+        os.pwrite(fd, bytes([byte[0] ^ 0x01]), offset)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return offset

@@ -81,6 +81,7 @@ from prometheus_client import CollectorRegistry
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import always_assert
 from hadoop_qjm.conf import Configuration
+from hadoop_qjm.namenode.file_journal_manager import EDITS_REGEX
 from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, encode_op
 from hadoop_qjm.qjournal.client import segment_recovery_comparator
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
@@ -96,7 +97,13 @@ from hadoop_qjm.testing.faults import (
 )
 from hadoop_qjm.testing.invariants import FinalizedSegmentChecker
 from hadoop_qjm.testing.local_transport import LocalJournalCluster
-from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, JID, close_streams
+from hadoop_qjm.testing.qjm_test_util import (
+    FAKE_NSINFO,
+    JID,
+    close_streams,
+    flip_byte_in_op,
+    op_offsets,
+)
 
 __all__ = [
     "DEFAULT_ITERATIONS",
@@ -265,6 +272,9 @@ class _Run:
 
         self.trace_line = trace_line
         self.conf = Configuration()
+        # The harness flips bits itself and checks what the readers make of them; a
+        # scrubber repairing them behind its back would spoil the bookkeeping.
+        self.conf.set("dfs.journalnode.scrub.enabled", "false")
         self.paxos = PaxosCrashInjector()
         self.rng = random.Random(seed)
         restart: Callable[[int], None] | None = None
@@ -329,8 +339,14 @@ class _Run:
         self.writers = 0
         self.recoveries = 0
         self.txns_acknowledged = 0
+        # Bit rot (issue 27), drawn from its own RNG so the other faults of a seed stay
+        # what they were: (node, file) -> offsets flipped; (file, txid) -> the damaged node.
+        self.flip_rng = random.Random(seed * 7919 + 27)
+        self.flips: dict[tuple[int, str], set[int]] = {}
+        self.damaged: dict[tuple[str, int], int] = {}
         self.segments = FinalizedSegmentChecker(
-            lambda: [self.cluster.current_dir(n, JID) for n in range(NUM_NODES)]
+            lambda: [self.cluster.current_dir(n, JID) for n in range(NUM_NODES)],
+            lambda node, name: self.flips.get((node, name), ()),
         )
 
     def _wrap(self, node: int, proxy: Any) -> FaultInjectingProxy:
@@ -358,6 +374,7 @@ class _Run:
         self.writers += 1
         self.faults.start_writer(i)
         self.trace_line(f"--- writer {i}")
+        self.maybe_flip_a_bit(i)
         qjm = self._qjm(self.faulty_factory)
         try:
             recovered = self.recover(i, qjm)
@@ -420,6 +437,31 @@ class _Run:
             self.check_failure(i, f"writing txid {txid}", e)
             return False
         return True
+
+    def maybe_flip_a_bit(self, i: int) -> None:
+        """Bit rot in a finalized segment of one node (FaultProbabilities.bit_flip)."""
+        rng = self.flip_rng
+        if rng.random() >= self.faults.p.bit_flip:
+            return
+        node = rng.randrange(NUM_NODES)
+        directory = self.cluster.current_dir(node, JID)
+        try:
+            names = sorted(n for n in os.listdir(directory) if EDITS_REGEX.fullmatch(n))
+        except FileNotFoundError:
+            return
+        if len(names) < 2:
+            return
+        name = rng.choice(names[:-1])  # never the newest: a recovery may copy it
+        if not all((self.cluster.current_dir(n, JID) / name).exists() for n in range(NUM_NODES)):
+            return  # only where every node holds it: any two nodes then hold each op intact
+        txid = rng.choice(sorted(op_offsets(directory / name)))
+        if (name, txid) in self.damaged:
+            return  # every op keeps an intact copy somewhere
+        # Byte 12 of an op is the last byte of its txid: inside every op, covered by its CRC.
+        offset = flip_byte_in_op(directory / name, txid, 12)
+        self.damaged[(name, txid)] = node
+        self.flips.setdefault((node, name), set()).add(offset)
+        self.trace_line(f"writer {i}: bit flip in jn{node} {name} at txid {txid}")
 
     # ---- the invariants -------------------------------------------------------------------------
     def check_failure(self, i: int, step: str, error: BaseException) -> None:

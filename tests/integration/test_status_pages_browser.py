@@ -191,10 +191,16 @@ def test_journal_node_page_and_the_links_between_the_pages(
         assert row[7].startswith("edits_inprogress_")
         assert row[8].startswith("not running")  # no shared edits dir in the JNs' conf
         segments = page.evaluate(
-            f"[...document.querySelectorAll('#segments-{JID} tbody tr')]"
+            f"[...document.querySelectorAll('#segments-{JID} > table > tbody > tr')]"
             ".map((tr) => tr.cells[1].textContent)"
         )
         assert "finalized" in segments and segments[-1] == "in progress"
+        # The journal's scrubber (bit rot), from its JournalNodeScrubber-<jid> bean.
+        scrubber = page.evaluate(
+            f"[...document.querySelectorAll('#scrubber-{JID} tbody tr')]"
+            ".map((tr) => tr.cells[0].textContent)"
+        )
+        assert scrubber[:3] == ["State", "Segments / bytes scrubbed", "Corrupt found"]
         assert page.evaluate("document.getElementById('namenode-link').hidden") is False
         assert page.evaluate("document.getElementById('namenode-link').href") == cluster.url
         page.screenshot(tmp_path / "journalnode.png")

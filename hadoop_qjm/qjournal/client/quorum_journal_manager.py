@@ -42,6 +42,7 @@ from hadoop_qjm.common.exceptions import (
     IOException,
     always_assert,
 )
+from hadoop_qjm.common.remote_edit_log import RemoteEditLog, RemoteEditLogManifest
 from hadoop_qjm.common.security import SSLFactory
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
@@ -485,35 +486,85 @@ class QuorumJournalManager(JournalManager):
             "selectStreamingInputStreams",
         )
         LOG.debug("selectStreamingInputStream manifests:\n%s", map_to_string(manifests))
-        timeout_s = max(self.timeouts.http_open_ms, self.timeouts.http_read_ms) / 1000.0
+        listed: dict[int, set[AsyncLogger]] = {}
         streams = []
         for logger, manifest in manifests.items():
             for log in manifest.logs:
-                end_txid = log.end_txid
-                # An in-progress log is only read up to what is known committed;
-                # finalized ones hold only committed txns.
-                if only_durable_txns and in_progress_ok and log.is_in_progress:
-                    end_txid = min(end_txid, manifest.committed_txn_id)
-                    if end_txid < log.start_txid:
-                        LOG.warning(
-                            "Found endTxId (%d) that is less than the startTxId (%d) - "
-                            "setting it to startTxId.",
-                            end_txid,
-                            log.start_txid,
-                        )
-                        end_txid = log.start_txid
-                streams.append(
-                    EditLogHttpInputStream(
-                        logger.build_url_to_fetch_logs(log.start_txid),
-                        log.start_txid,
-                        end_txid,
-                        log.is_in_progress,
-                        timeout_s=timeout_s,
-                        max_op_size=self.max_op_size,
-                        opener=self._http_opener,
-                    )
+                listed.setdefault(log.start_txid, set()).add(logger)
+                streams.append(self._http_stream(logger, log, manifest, only_durable_txns))
+
+        def more_copies(segment_txid: int, txid: int) -> list[EditLogHttpInputStream]:
+            return self._late_copies(
+                segment_txid,
+                listed.setdefault(segment_txid, set()),
+                in_progress_ok,
+                only_durable_txns,
+            )
+
+        return chain_and_make_redundant_streams(streams, from_txid, more_copies)
+
+    def _http_stream(
+        self,
+        logger: AsyncLogger,
+        log: RemoteEditLog,
+        manifest: RemoteEditLogManifest,
+        only_durable_txns: bool,
+    ) -> EditLogHttpInputStream:
+        end_txid = log.end_txid
+        # An in-progress log is only read up to what is known committed; finalized ones
+        # hold only committed txns.
+        if only_durable_txns and log.is_in_progress:
+            end_txid = min(end_txid, manifest.committed_txn_id)
+            if end_txid < log.start_txid:
+                LOG.warning(
+                    "Found endTxId (%d) that is less than the startTxId (%d) - "
+                    "setting it to startTxId.",
+                    end_txid,
+                    log.start_txid,
                 )
-        return chain_and_make_redundant_streams(streams, from_txid)
+                end_txid = log.start_txid
+        return EditLogHttpInputStream(
+            logger.build_url_to_fetch_logs(log.start_txid),
+            log.start_txid,
+            end_txid,
+            log.is_in_progress,
+            timeout_s=max(self.timeouts.http_open_ms, self.timeouts.http_read_ms) / 1000.0,
+            max_op_size=self.max_op_size,
+            opener=self._http_opener,
+        )
+
+    def _late_copies(
+        self,
+        segment_txid: int,
+        listed: set[AsyncLogger],
+        in_progress_ok: bool,
+        only_durable_txns: bool,
+    ) -> list[EditLogHttpInputStream]:
+        """Copies of segment ``segment_txid`` from the JournalNodes whose manifest did not
+        list it (they answered late, or not at all, or lacked it then): asked when every
+        copy held has failed (issue 27), waiting up to the HTTP read timeout."""
+        others = [lg for lg in self.loggers.loggers if lg not in listed]
+        if not others:
+            return []
+        LOG.info(
+            "Every copy of the segment at txid %d failed; asking %s for theirs",
+            segment_txid,
+            ", ".join(str(lg) for lg in others),
+        )
+        call = self.loggers.call("get_edit_log_manifest", segment_txid, in_progress_ok, only=others)
+        try:
+            call.wait_for(len(others), 0, -1, self.timeouts.http_read_ms, "getEditLogManifest")
+        except (TimeoutError, OSError) as e:
+            LOG.info("Not every JournalNode answered for segment %d: %s", segment_txid, e)
+        finally:
+            call.cancel_calls()
+        found = []
+        for logger, manifest in call.successes.items():
+            for log in manifest.logs:
+                if log.start_txid == segment_txid:
+                    listed.add(logger)
+                    found.append(self._http_stream(logger, log, manifest, only_durable_txns))
+        return found
 
     # ---- life cycle ----------------------------------------------------------------------------
     def close(self) -> None:

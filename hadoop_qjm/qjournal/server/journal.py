@@ -18,6 +18,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import BinaryIO
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
@@ -50,6 +51,7 @@ from hadoop_qjm.qjournal.server.journal_metrics import JournalMetrics, JournalNo
 from hadoop_qjm.qjournal.server.journal_node_rpc_server import remote_ip
 from hadoop_qjm.qjournal.server.journal_node_settings import edits_dir_permission
 from hadoop_qjm.qjournal.server.journal_recovery import JournalRecovery, segment_md5
+from hadoop_qjm.qjournal.server.journal_scrubber import SegmentReaders
 from hadoop_qjm.qjournal.server.journaled_edits_cache import JournaledEditsCache
 from hadoop_qjm.qjournal.server.paxos_record import read_paxos_record
 
@@ -131,6 +133,8 @@ class Journal(JournalRecovery):
         if latest is not None:
             self._update_highest_written_txid(latest.last_txid)
         self.metrics: JournalMetrics = (metrics or JournalNodeMetrics()).for_journal(self)
+        #: Segment files open for /getJournal: the scrubber leaves them alone (issue 27).
+        self.segment_readers = SegmentReaders()
 
     # ---- persistent state -----------------------------------------------------------------------
     def _refresh_cached_data(self) -> None:
@@ -221,7 +225,7 @@ class Journal(JournalRecovery):
             except BaseException:
                 f.close()
                 raise
-            return f, elf.name, size
+            return self.segment_readers.track(f, elf.path), elf.name, size
 
     @property
     def is_segment_open(self) -> bool:
@@ -720,6 +724,28 @@ class Journal(JournalRecovery):
         if data is not None and data.segment_state.start_txid != segment_txid:
             raise IllegalStateException(f"Bad persisted data for segment {segment_txid}: {data}")
         return data
+
+    def replace_damaged_segment(
+        self, path: Path, replacement: Path | None, readers: SegmentReaders
+    ) -> str:
+        """The scrubber's change (issue 27): move the damaged finalized segment ``path``
+        aside as ``<name>.corrupt`` and, if given, rename the fsynced ``replacement`` to its
+        name. Returns "in use" (a reader has it open: nothing done), "gone" (purged
+        meanwhile) or "done". The commit point is the fsync of the directory after the
+        second rename; a crash before it leaves the segment missing here, which the
+        syncer fills from a peer."""
+        with self._lock:
+            self._check_formatted()
+            if readers.in_use(path):
+                return "in use"
+            if not path.exists():
+                return "gone"
+            aside = path.with_name(path.name + ".corrupt")
+            os.replace(path, aside)
+            if replacement is not None:
+                os.replace(replacement, path)
+            fsync_dir(path.parent)
+            return "done"
 
     def close(self) -> None:
         """Release the segment, the committed-txid file and the storage lock."""

@@ -35,6 +35,11 @@ from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.server.journal import Journal
 from hadoop_qjm.qjournal.server.journal_metrics import JournalNodeMetrics
 from hadoop_qjm.qjournal.server.journal_node_settings import JournalNodeSettings
+from hadoop_qjm.qjournal.server.journal_scrubber import (
+    JournalNodeScrubber,
+    ScrubMetrics,
+    ScrubSettings,
+)
 
 __all__ = ["JournalNode", "run"]
 
@@ -89,6 +94,10 @@ class JournalNode:
         self._socket_factory = socket_factory
         self._journals: dict[str, Journal] = {}
         self._syncers: dict[str, object] = {}
+        self.scrub_settings = ScrubSettings.from_conf(conf)
+        self.scrub_metrics = ScrubMetrics(self.metrics.registry)
+        self.scrubbers: dict[str, JournalNodeScrubber] = {}
+        self._scrub_syncers: list[object] = []  # download-only syncers when sync is off
         self._lock = threading.RLock()
         self._stopped = threading.Event()
         self.rpc_server = None
@@ -242,7 +251,9 @@ class JournalNode:
                 return
             self._stopped.set()
             servers = [self.rpc_server, self.http_server, self.https_server]
-            syncers = list(self._syncers.values())
+            scrubbers = list(self.scrubbers.values())
+            self.scrubbers.clear()
+            syncers = list(self._syncers.values()) + self._scrub_syncers
             journals = list(self._journals.values())
             self._syncers.clear()
             self._journals.clear()
@@ -252,6 +263,8 @@ class JournalNode:
                     server.stop()
                 except Exception:  # noqa: BLE001 - keep stopping the rest
                     LOG.exception("Error stopping %s", server)
+        for scrubber in scrubbers:
+            scrubber.stop()
         for syncer in syncers:
             syncer.stop()
         for journal in journals:
@@ -327,6 +340,7 @@ class JournalNode:
                 )
                 self._journals[journal_id] = journal
                 self._maybe_start_syncer(journal, name_service_id)
+                self._maybe_start_scrubber(journal, name_service_id)
             return journal
 
     def get_journal_if_exists(self, journal_id: str) -> Journal | None:
@@ -392,6 +406,30 @@ class JournalNode:
         if syncer is not None:
             self._syncers[journal.journal_id] = syncer
             syncer.start()
+
+    def _maybe_start_scrubber(self, journal: Journal, name_service_id: str | None) -> None:
+        """Start the journal's scrubber (issue 27); it repairs through the journal's syncer,
+        or a download-only one when syncing is off."""
+        if not self.scrub_settings.enabled or self.rpc_server is None:
+            return
+        syncer = self._syncers.get(journal.journal_id)
+        if syncer is None:
+            from hadoop_qjm.qjournal.server.journal_node_syncer import JournalNodeSyncer
+
+            syncer = JournalNodeSyncer.create(self, journal, name_service_id)
+            if syncer is not None:
+                self._scrub_syncers.append(syncer)
+        scrubber = JournalNodeScrubber(
+            journal,
+            self.scrub_settings,
+            self.scrub_metrics,
+            syncer,
+            max_op_size=self.conf.get_int(
+                keys.DFS_NAMENODE_MAX_OP_SIZE_KEY, keys.DFS_NAMENODE_MAX_OP_SIZE_DEFAULT
+            ),
+        )
+        self.scrubbers[journal.journal_id] = scrubber
+        scrubber.start()
 
     def __str__(self) -> str:
         return f"JournalNode(rpc={self.rpc_address}, {self.http_server_uri})"

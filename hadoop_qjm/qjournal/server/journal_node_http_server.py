@@ -236,6 +236,14 @@ class JournalNodeHttpServer(HttpServer2):
                     **attributes,
                 }
             )
+        for jid, scrubber in sorted(getattr(jn, "scrubbers", {}).items()):
+            beans.append(
+                {
+                    "name": f"{_SERVICE},name=JournalNodeScrubber-{jid}",
+                    "modelerType": f"JournalNodeScrubber-{jid}",
+                    **scrubber.bean(),
+                }
+            )
         beans.append(self.jvm_metrics_bean("JournalNode", hostname))
         return beans
 

@@ -47,6 +47,7 @@ from hadoop_qjm.qjournal.protocol.peer_format import (
     FormatDecision,
     catch_up_state,
 )
+from hadoop_qjm.qjournal.server.journal_scrubber import verify_segment_file
 
 __all__ = ["JournalNodeSyncer", "SyncRound", "missing_log_segments", "shared_edits_uri"]
 
@@ -167,6 +168,7 @@ class JournalNodeSyncer:
         self._set_catch_up(SYNCING if journal.is_formatted() else UNFORMATTED)
         self._thread: threading.Thread | None = None
         self._proxies: dict[tuple[str, int], object] = {}
+        self._rpc_lock = threading.Lock()
         ssl_factory = getattr(journal_node, "ssl_factory", None)
         self._download_to_file = (
             ssl_factory.downloader() if ssl_factory is not None else download_to_file
@@ -263,9 +265,10 @@ class JournalNodeSyncer:
             )
         else:
             self._set_catch_up(FORMATTING)
-            answers = ask_peers(
-                self.peers, self.journal.journal_id, self.name_service_id, self._proxy
-            )
+            with self._rpc_lock:  # the scrubber's thread shares the proxies
+                answers = ask_peers(
+                    self.peers, self.journal.journal_id, self.name_service_id, self._proxy
+                )
             decision = format_from_peers(
                 self.journal, answers, len(self.uri.addresses), require_edits=True
             )
@@ -294,9 +297,10 @@ class JournalNodeSyncer:
         ``on_segment(log, nbytes)`` is called after each one is installed."""
         self.journal.storage.edits_sync_dir.mkdir(exist_ok=True)
         local = self.journal.get_edit_log_manifest(0, False)
-        response = self._proxy(peer).get_edit_log_manifest_from_journal(
-            self.journal.journal_id, 0, False, self.name_service_id
-        )
+        with self._rpc_lock:  # the scrubber's thread shares the proxies
+            response = self._proxy(peer).get_edit_log_manifest_from_journal(
+                self.journal.journal_id, 0, False, self.name_service_id
+            )
         missing = missing_log_segments(list(local.logs), list(response.manifest.logs))
         installed: list[RemoteEditLog] = []
         nbytes = 0
@@ -326,7 +330,6 @@ class JournalNodeSyncer:
         if final.exists():
             return final.stat().st_size
         tmp = storage.synced_edits_tmp(log.start_txid, log.end_txid)
-        url = self._url(peer, from_url, log.start_txid)
         # A long download logs its progress (bytes, rate, ETA) every few seconds; every
         # download ends with one line of its size and rate.
         progress = TransferProgress(
@@ -336,8 +339,13 @@ class JournalNodeSyncer:
         )
         started = time.monotonic()
         try:
-            size = self._download_to_file(url, tmp, self.transfer_timeout_s, progress=progress)
+            size = self.fetch(peer, from_url, log, tmp, progress=progress)
             took = transfer_summary(size, time.monotonic() - started)
+            finding, _, _ = verify_segment_file(tmp, log.start_txid, log.end_txid)
+            if finding is not None:
+                # Never install a damaged copy (issue 27): another peer may have a good one.
+                LOG.warning("Not installing %s from %s:%d: %s", final.name, *peer, finding)
+                return None
             if not self.journal.move_tmp_segment_to_current(
                 tmp, final, log.end_txid, committed_bound
             ):
@@ -354,6 +362,33 @@ class JournalNodeSyncer:
                 tmp.unlink()
             except OSError:
                 pass
+
+    def fetch(self, peer, from_url: str | None, log: RemoteEditLog, tmp, progress=None) -> int:
+        """Download finalized segment ``log`` from ``peer`` into ``tmp`` (fsynced): the one
+        download path of the syncer and the scrubber. Its size in bytes."""
+        url = self._url(peer, from_url, log.start_txid)
+        return self._download_to_file(url, tmp, self.transfer_timeout_s, progress=progress)
+
+    def peers_holding(self, log: RemoteEditLog) -> list[tuple[tuple[str, int], str | None]]:
+        """(peer, its fromURL) of every peer whose manifest lists finalized segment ``log``
+        with the same txids; a peer that cannot be asked is skipped."""
+        holding = []
+        for peer in self.peers:
+            try:
+                with self._rpc_lock:  # the scrubber's thread shares the proxies
+                    response = self._proxy(peer).get_edit_log_manifest_from_journal(
+                        self.journal.journal_id, log.start_txid, False, self.name_service_id
+                    )
+            except (OSError, HadoopException) as e:
+                LOG.warning("Unable to get the manifest of %s:%d: %s", peer[0], peer[1], e)
+                continue
+            if any(
+                (m.start_txid, m.end_txid, m.is_in_progress)
+                == (log.start_txid, log.end_txid, False)
+                for m in response.manifest.logs
+            ):
+                holding.append((peer, response.from_url))
+        return holding
 
     def _url(self, peer, from_url: str | None, segment_txid: int) -> str:
         scheme, port = "http", None

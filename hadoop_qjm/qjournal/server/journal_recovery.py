@@ -124,10 +124,16 @@ class JournalRecovery:
             current = self._get_segment_info(seg_txid)
             # Same last txid is not enough: two writers can leave different copies of one
             # length (each wrote txid N to a minority). The digest tells them apart.
+            # Two finalized copies of one length are the same decided value: a different
+            # digest there is bit rot (issue 27: the reader reads around it, the scrubber
+            # repairs it), not another writer's copy to download.
+            both_finalized = (
+                current is not None and not current.is_in_progress and not segment.is_in_progress
+            )
             same_content = (
                 current is not None
                 and current.end_txid == segment.end_txid
-                and (segment.md5 is None or current.md5 == segment.md5)
+                and (segment.md5 is None or current.md5 == segment.md5 or both_finalized)
             )
             if not same_content:
                 if current is None:

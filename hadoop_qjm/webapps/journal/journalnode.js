@@ -39,7 +39,31 @@
     return text;
   }
 
-  function segmentsSection(j) {
+  /** The journal's scrubber (bit rot): its state and counters, findings, files moved aside. */
+  function scrubberSection(j, scrubber) {
+    if (!scrubber) {
+      return el("p", { className: "muted" }, "Scrubber: not running");
+    }
+    const state = scrubber.State + (scrubber.Current ? " (" + scrubber.Current + ")" : "");
+    const rows = kvRows([
+      ["State", state],
+      ["Segments / bytes scrubbed", scrubber.SegmentsScrubbed + " / " + fmtBytes(scrubber.BytesScrubbed)],
+      ["Corrupt found", scrubber.CorruptSegments],
+      ["Repaired", scrubber.RepairedSegments],
+      ["Unrepairable", scrubber.UnrepairableSegments],
+      ["Last full pass", scrubber.LastFullPassTime > 0 ? fmtTime(scrubber.LastFullPassTime) : "none yet"],
+      ["Rate limit", fmtBytes(scrubber.BytesPerSecondLimit) + "/s"],
+      ["Moved aside", (scrubber.MovedAside || []).join(", ") || "none"],
+    ]);
+    const findings = (scrubber.Findings || []).map((f) => el("li", {}, f));
+    return el("div", { id: "scrubber-" + j.JournalId,
+      className: scrubber.UnrepairableSegments > 0 ? "scrubber bad" : "scrubber" },
+      el("h3", {}, "Scrubber"),
+      el("table", { className: "kv" }, el("tbody", {}, ...rows)),
+      el("ul", {}, ...findings));
+  }
+
+  function segmentsSection(j, scrubber) {
     const rows = (j.Segments || []).map((s) => el("tr", {},
       el("td", {}, s.Name), el("td", {}, s.State), el("td", { className: "num" }, fmtBytes(s.Bytes))));
     const shown = rows.length < j.SegmentCount ? ", newest " + rows.length + " shown" : "";
@@ -47,7 +71,8 @@
       el("h2", {}, "Journal " + j.JournalId + ": segments (" + j.SegmentCount + shown + ")"),
       el("table", {},
         el("thead", {}, el("tr", {}, el("th", {}, "File"), el("th", {}, "State"), el("th", {}, "Size"))),
-        el("tbody", {}, ...rows)));
+        el("tbody", {}, ...rows)),
+      scrubberSection(j, scrubber));
   }
 
   async function load() {
@@ -86,7 +111,10 @@
     }
     const dormant = Object.keys(onDisk).filter((jid) => !loaded.has(jid)).sort();
     setText("not-loaded", dormant.length ? "On disk, not loaded: " + dormant.join(", ") : "");
-    document.getElementById("segments").replaceChildren(...journals.map(segmentsSection));
+    const scrubbers = new Map(beans.filter((b) => b.modelerType.startsWith("JournalNodeScrubber-"))
+      .map((b) => [b.modelerType.slice("JournalNodeScrubber-".length), b]));
+    document.getElementById("segments").replaceChildren(
+      ...journals.map((j) => segmentsSection(j, scrubbers.get(j.JournalId))));
     document.title = "JournalNode " + info.HostAndPort;
   }
 
