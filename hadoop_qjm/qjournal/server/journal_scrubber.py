@@ -439,4 +439,3 @@ class JournalNodeScrubber:
                 p.name for p in self.journal.storage.current_dir.glob("edits_*.corrupt")
             ),
         }
-
