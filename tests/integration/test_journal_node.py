@@ -31,6 +31,7 @@ from hadoop_qjm.testing.qjm_test_util import (
     FAKE_NSINFO,
     JID,
     create_txn_data,
+    flip_byte_in_op,
     make_request,
     snapshot_files,
 )
@@ -381,6 +382,49 @@ def test_syncer_restores_a_deleted_finalized_segment(tmp_path):
         finally:
             for p in proxies:
                 p.close()
+
+
+def test_syncer_never_installs_a_damaged_copy(tmp_path, caplog):
+    """A peer's finalized copy with a flipped byte (bit rot) is downloaded, fails its
+    verification and is not installed; nothing is left in the sync dir; the same round
+    installs an intact copy once the peer holds one."""
+    conf = Configuration()
+    conf.set("dfs.journalnode.sync.interval", "3600000")  # rounds are driven by the test
+    conf.set("dfs.journalnode.scrub.enabled", "false")  # the peer's damage stays in place
+    with MiniJournalCluster(2, base_dir=tmp_path, conf=conf) as cluster:
+        cluster.conf.set("dfs.namenode.shared.edits.dir", cluster.quorum_journal_uri(JID))
+        for i in range(2):
+            cluster.restart_journal_node(i)
+        node0 = cluster.journal_node(0)
+        name = "edits_0000000000000000001-0000000000000000003"
+        with (
+            QJournalProtocolProxy(*cluster.rpc_address(1), timeout_s=30) as p1,
+            QJournalProtocolProxy(*cluster.rpc_address(0), timeout_s=30) as p0,
+        ):
+            p0.format(JID, FAKE_NSINFO)
+            p0.new_epoch(JID, FAKE_NSINFO, 1)
+            p0.heartbeat(make_request(1, committed_txid=3))
+            p1.format(JID, FAKE_NSINFO)
+            p1.new_epoch(JID, FAKE_NSINFO, 1)
+            p1.start_log_segment(make_request(1), 1, LV)
+            p1.journal(make_request(2), 1, 1, 3, create_txn_data(1, 3))
+            p1.finalize_log_segment(make_request(3), 1, 3)
+            peer_copy = cluster.current_dir(1, JID) / name
+            intact = peer_copy.read_bytes()
+            flip_byte_in_op(peer_copy, 2)
+            node0.get_or_create_journal(JID)
+            syncer = node0._syncers[JID]
+            with caplog.at_level(logging.WARNING, logger="hadoop_qjm.qjournal.server"):
+                assert syncer.sync_once() == 0
+            assert not (cluster.current_dir(0, JID) / name).exists()
+            assert any(
+                r.getMessage().startswith(f"Not installing {name} from") for r in caplog.records
+            )
+            sync_dir = cluster.journal_node(0).get_or_create_journal(JID).storage.edits_sync_dir
+            assert list(sync_dir.iterdir()) == []
+            peer_copy.write_bytes(intact)
+            assert syncer.sync_once() == 1
+            assert (cluster.current_dir(0, JID) / name).read_bytes() == intact
 
 
 def test_syncer_never_installs_an_uncommitted_segment(tmp_path, caplog):

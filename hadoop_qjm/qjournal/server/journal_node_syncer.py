@@ -347,7 +347,7 @@ class JournalNodeSyncer:
                 LOG.warning("Not installing %s from %s:%d: %s", final.name, *peer, finding)
                 return None
             if not self.journal.move_tmp_segment_to_current(
-                tmp, final, log.end_txid, committed_bound
+                tmp, final, log.start_txid, log.end_txid, committed_bound
             ):
                 LOG.info("Not installing %s (%s) yet: beyond the committed txid", final.name, took)
                 return None

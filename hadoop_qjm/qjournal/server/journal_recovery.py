@@ -179,10 +179,18 @@ class JournalRecovery:
             self.log.info("Accepted recovery for segment %d: %s", seg_txid, new)
 
     def move_tmp_segment_to_current(
-        self, tmp: Path, final: Path, end_txid: int, committed_bound: int | None = None
+        self,
+        tmp: Path,
+        final: Path,
+        start_txid: int,
+        end_txid: int,
+        committed_bound: int | None = None,
     ) -> bool:
         """Install a segment the syncer downloaded, but only if it is committed here.
 
+        ``tmp`` must already be verified by the caller (``verify_segment_file``: its header,
+        every op's length and CRC, txids ``start_txid`` … ``end_txid`` one by one), outside
+        this journal's lock, so a catch-up never holds the writer's calls up with a scan.
         Returns False (and installs nothing) when ``end_txid`` is past this node's
         committed txid: a sync must never bring back a txn that was not committed.
         ``committed_bound``: a txid known committed elsewhere (``journalnode -bootstrap``
@@ -197,13 +205,6 @@ class JournalRecovery:
                 bound = max(bound, committed_bound)
             if end_txid > bound or not self.storage.current_dir.is_dir():
                 return False
-            validation = scan_edit_log(tmp)
-            if validation.has_corrupt_header or validation.last_txid != end_txid:
-                raise IOException(
-                    f"Synced segment {tmp.name} holds txns up to {validation.last_txid}, "
-                    f"expected {end_txid}"
-                )
-            start_txid = validation.first_txid
             if start_txid == self.cur_segment_txid:
                 return False
             stale = self.fjm.get_log_file(start_txid)
