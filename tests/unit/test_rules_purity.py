@@ -47,6 +47,7 @@ PURE_MODULES = {
     "hadoop_qjm.qjournal.client.segment_recovery_comparator": set(),
     "hadoop_qjm.ha.election_rules": {"kazoo", "time", "random"},
     "hadoop_qjm.namenode.name_node_resource_policy": set(),
+    "hadoop_qjm.qjournal.server.kept_segment_state": set(),
 }
 
 
