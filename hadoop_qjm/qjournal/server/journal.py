@@ -30,6 +30,7 @@ from hadoop_qjm.common.exceptions import (
 )
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog, RemoteEditLogManifest
 from hadoop_qjm.common.storage_info import NamespaceInfo
+from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.file_journal_manager import EditLogFile
 from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.protocol.exceptions import (
@@ -71,7 +72,7 @@ COMMITTED_TXID_FILENAME = "committed-txid"
 #: is a hint read as a lower bound either way (docs/journalnode.md, "committed-txid").
 COMMITTED_TXID_WRITE_INTERVAL_S = 0.1
 #: Keep what a scan of the open segment would find (issue 25; docs/journalnode.md).
-KEPT_SEGMENT_STATE_KEY = "dfs.journalnode.kept-segment-state.enabled"
+KEPT_SEGMENT_STATE_KEY = keys.DFS_JOURNALNODE_KEPT_SEGMENT_STATE_KEY
 #: Compare the kept state with a fresh scan at every use (tests and fault runs only).
 KEPT_SEGMENT_STATE_VERIFY_KEY = "dfs.journalnode.kept-segment-state.verify"
 #: The longest a getJournaledEdits long poll may wait, whatever the caller asks for.
@@ -137,7 +138,11 @@ class Journal(JournalRecovery):
         in_progress = conf.get_bool("dfs.ha.tail-edits.in-progress", False) if conf else False
         self.cache = JournaledEditsCache(conf) if in_progress else None
         self._kept: KeptSegmentState | None = None
-        self._kept_enabled = conf.get_bool(KEPT_SEGMENT_STATE_KEY, True) if conf else True
+        self._kept_enabled = (
+            conf.get_bool(KEPT_SEGMENT_STATE_KEY, keys.DFS_JOURNALNODE_KEPT_SEGMENT_STATE_DEFAULT)
+            if conf
+            else True
+        )
         self._kept_verify = (
             conf.get_bool(KEPT_SEGMENT_STATE_VERIFY_KEY, False) if conf else False
         ) and self._kept_enabled
