@@ -14,7 +14,7 @@ import os
 import zlib
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
@@ -269,8 +269,11 @@ real_check_download = journal_recovery.JournalRecovery._check_download
 def test_a_planted_md5_bug_is_caught(tmp_path_factory, monkeypatch, target, name, planted):
     monkeypatch.setattr(target, name, planted)
 
-    @settings(_SETTINGS, max_examples=100, phases=[Phase.generate])  # found, not shrunk
+    # Found, not shrunk; the two explicit examples reach each planted path for sure.
+    @settings(_SETTINGS, max_examples=100, phases=[Phase.explicit, Phase.generate])
     @given(steps=st.lists(STEPS, min_size=1, max_size=12))
+    @example(steps=[("write", 3, False), ("recover", 2)])
+    @example(steps=[("write", 3, False), ("recover", -1)])
     def prop(steps):
         run_steps(tmp_path_factory, steps)
 
