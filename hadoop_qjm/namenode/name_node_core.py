@@ -323,6 +323,22 @@ class NameNodeCore:
         if applied > edit_log.last_written_txid:
             edit_log.set_next_txid(applied + 1)
 
+    def await_shared_edits(self, wait_s: float) -> bool | None:
+        """Long-poll the shared journal for the txn after the last applied one (issue 25).
+
+        True once a majority of JournalNodes has written it, False when ``wait_s`` passed
+        first; None when no journal can be waited on (in-progress tailing off, or not a
+        quorum journal): the tailer then polls. Raises IOException when the JournalNodes
+        cannot be reached."""
+        edit_log, image = self.edit_log, self.fs_image
+        if edit_log is None or image is None:
+            return None
+        for jas in edit_log.journal_set.journals:
+            wait = getattr(jas.manager, "await_journaled_edits", None)
+            if wait is not None and getattr(jas.manager, "in_progress_tailing", False):
+                return wait(image.last_applied_txid + 1, max(1, int(wait_s * 1000)))
+        return None
+
     def tail_edits(
         self, in_progress_ok: bool, max_txns: int | None = None, *, catching_up: bool = False
     ) -> int:

@@ -28,7 +28,11 @@ After every step the invariants are checked with ``always_assert``:
    writes its own content (``/w<writer>/tx<txid>``), the bytes of every
    acknowledged op are recorded, and after each recovery the finalized edits
    read back through ``select_input_streams`` must hold exactly those bytes;
-   every txid read back once must read back the same forever after.
+   every txid read back once must read back the same forever after;
+5. every JournalNode's kept scan state of its open segment (issue 25) equals a
+   fresh scan of the file whenever newEpoch, prepareRecovery, acceptRecovery or
+   finalizeLogSegment answers from it (``dfs.journalnode.kept-segment-state.verify``:
+   the node's ``always_assert``, so a mismatch fails the run as in 2).
 
 The first violation ends the run: ``SeedResult.first_failure`` says what, and
 ``log_excerpt`` ends with the trace leading to it. With ``transport="local"``
@@ -275,6 +279,8 @@ class _Run:
         # The harness flips bits itself and checks what the readers make of them; a
         # scrubber repairing them behind its back would spoil the bookkeeping.
         self.conf.set("dfs.journalnode.scrub.enabled", "false")
+        self.conf.set("dfs.journalnode.kept-segment-state.enabled", "true")
+        self.conf.set("dfs.journalnode.kept-segment-state.verify", "true")  # invariant 5
         self.paxos = PaxosCrashInjector()
         self.rng = random.Random(seed)
         restart: Callable[[int], None] | None = None

@@ -276,6 +276,23 @@ def test_harness_finds_each_planted_bug_among_the_first_200_seeds(bug: str) -> N
         assert result.seed == COMPARATOR_BUG_SEED, "update COMPARATOR_BUG_SEED"
 
 
+@pytest.mark.timeout(120)
+def test_harness_finds_a_kept_segment_state_whose_md5_is_not_moved(monkeypatch) -> None:
+    """Invariant 5: a running md5 that misses the batches is caught at the next recovery."""
+    from hadoop_qjm.qjournal.server import journal as journal_module
+
+    def planted(state, position, records, *_args):
+        if position != state.valid_length:
+            return None
+        state.valid_length += len(records)  # the txid too, but not the md5
+        return state
+
+    monkeypatch.setattr(journal_module, "after_append", planted)
+    result = run_seed(1, 40)
+    assert not result.passed
+    assert "kept state" in (result.first_failure or ""), result.first_failure
+
+
 def test_unknown_planted_bug_is_rejected() -> None:
     with pytest.raises(ValueError, match="unknown planted bug"):
         run_seed(1, 1, planted_bug="no-such-bug")

@@ -44,17 +44,31 @@ def test_bench_failover_quick_prints_every_figure(
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("3 JournalNode processes (pids ")
     failovers = [m for line in lines if (m := FAILOVER_LINE.match(line))]
-    assert [m.group(1) for m in failovers] == ["0", "1,000"], lines
-    assert sum(1 for line in lines if RECOVERY_LINE.match(line)) == 2, lines
+    # Kept segment state on, then off (issue 25).
+    assert [m.group(1) for m in failovers] == ["0", "1,000", "0", "1,000"], lines
+    assert sum(1 for line in lines if RECOVERY_LINE.match(line)) == 4, lines
+    stripped = [line.strip() for line in lines]
+    identical = re.compile(
+        r"^recovered segment identical on the [23] JournalNodes that finalized it "
+        r"and to a rescan: yes$"
+    )
+    assert sum(1 for line in stripped if identical.match(line)) == 2, lines
     lags = [m for line in lines if (m := LAG_LINE.match(line))]
-    assert [m.group(1).strip() for m in lags] == ["on", "off"], lines
-    assert "log-roll period 1s" in lags[1].group(2)
+    assert [m.group(1).strip() for m in lags] == ["on", "on", "off"], lines
+    assert lags[0].group(2).startswith("push") and lags[1].group(2).startswith("poll")
+    assert "log-roll period 1s" in lags[2].group(2)
     assert all(int(m.group(3)) > 0 for m in lags)
     assert re.search(
         r"^tailing lag p99 with in-progress tailing: [\d.]+ ms \(goal < 100 ms: ",
         "\n".join(lines),
         re.M,
     )
+    text = "\n".join(lines)
+    assert re.search(r"^kept state: failover with 1,000 txns / with 1,000: ", text, re.M) is None
+    assert re.search(r"^failover with 1,000 txns, kept state / rescans: ", text, re.M)
+    assert "recovered segments identical everywhere and to a rescan: yes" in lines
+    assert re.search(r"^tail lag p99 push / poll: ", text, re.M)
+    assert re.search(r"^idle CPU \(NameNodes \+ JournalNodes\), push / poll: ", text, re.M)
     assert _daemons() == []
     assert list(work.iterdir()) == []
 

@@ -49,6 +49,7 @@ PURE_MODULES = {
     "hadoop_qjm.namenode.name_node_resource_policy": set(),
     "hadoop_qjm.qjournal.protocol.peer_format": set(),
     "hadoop_qjm.qjournal.server.scrub_rules": set(),
+    "hadoop_qjm.qjournal.server.kept_segment_state": set(),
 }
 
 

@@ -9,6 +9,14 @@ otherwise only finalized segments are read, and the active's ``dfs.ha.log-roll.p
 rolls are what make new edits visible. With ``dfs.ha.tail-edits.period.backoff-max`` > 0,
 each round that finds nothing doubles the wait, up to that maximum.
 
+Tailing by push (issue 25; not in Hadoop): with in-progress tailing and
+``dfs.ha.tail-edits.in-progress.wait`` > 0 the tailer does not sleep a period between
+rounds. It asks the JournalNodes for the edits after its last txid with a long poll
+(getJournaledEdits' ``waitMs``); they answer the moment a majority has written them, and
+the round that follows applies them at once. An idle cluster costs one call per wait. A
+stop does not wait for a long poll in flight: the round after it is never run, and the
+edit log it uses is closed by the transition (which interrupts the call).
+
 When nothing has been loaded for ``dfs.ha.log-roll.period`` but new txns were loaded since
 the last roll, the tailer asks the active to roll its edit log (rollEditLog on each other
 NameNode in turn; a standby answers StandbyException and the next is tried).
@@ -74,6 +82,13 @@ class TailerSettings:
             keys.DFS_HA_TAILEDITS_MAX_TXNS_PER_LOCK_DEFAULT,
         )
         self.max_txns_per_lock = max_txns if 0 < max_txns < 2**62 else None
+        wait_ms = conf.get_time_duration(
+            keys.DFS_HA_TAILEDITS_INPROGRESS_WAIT_KEY,
+            keys.DFS_HA_TAILEDITS_INPROGRESS_WAIT_DEFAULT,
+            "ms",
+        )
+        #: The long poll's wait (push); None: poll every period.
+        self.push_wait_s = wait_ms / 1000.0 if self.in_progress and wait_ms > 0 else None
 
 
 class EditLogTailer:
@@ -99,6 +114,10 @@ class EditLogTailer:
         self._clock = clock
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # Guards the hand-over between a long poll (which stop() does not wait for) and
+        # the round after it (which it does).
+        self._state_lock = threading.Lock()
+        self._awaiting = False
         self.last_load_time = clock()
         # INVALID_TXID, as in Hadoop: a fresh standby (txid 0) must be able to ask for a roll.
         self.last_roll_trigger_txid = INVALID_TXID
@@ -154,15 +173,22 @@ class EditLogTailer:
 
     # ---- the thread ------------------------------------------------------------------------------
     def start(self) -> None:
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="Edit log tailer", daemon=True)
+        # A new event per run: a thread still in a long poll of an earlier run sees its
+        # own, set, and exits when the poll returns.
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(self._stop,), name="Edit log tailer", daemon=True
+        )
         self._thread.start()
 
     def stop(self, timeout_s: float = 60.0) -> None:
-        """Stop after the current round (a transition waits for this before it writes)."""
-        self._stop.set()
+        """Stop after the current round (a transition waits for this before it writes).
+        A long poll in flight is not waited for: no round follows it."""
+        with self._state_lock:
+            self._stop.set()
+            awaiting = self._awaiting
         thread, self._thread = self._thread, None
-        if thread is not None and thread is not threading.current_thread():
+        if thread is not None and thread is not threading.current_thread() and not awaiting:
             thread.join(timeout_s)
             if thread.is_alive():
                 # A round stuck in a roll request: it applies nothing once the edit log is
@@ -173,9 +199,35 @@ class EditLogTailer:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def _run(self) -> None:
+    def _await_edits(self, stop: threading.Event) -> bool:
+        """One long poll (push); False when the thread must end. After a failed or
+        unanswered poll, or a JournalNode that answered without waiting, the tailer
+        waits a period, as when polling."""
+        wait_s = self.settings.push_wait_s
+        with self._state_lock:
+            if stop.is_set():
+                return False
+            self._awaiting = True
+        started = self._clock()
+        try:
+            news = self.core.await_shared_edits(wait_s)
+        except Exception as e:  # noqa: BLE001 - the round after it reports read errors
+            LOG.debug("Long poll for new edits failed: %s", e)
+            news = None
+        finally:
+            with self._state_lock:
+                self._awaiting = False
+                stopped = stop.is_set()
+        if stopped:
+            return False
+        if news is None or (not news and self._clock() - started < wait_s / 2):
+            stop.wait(self.settings.period_s)
+        return not stop.is_set()
+
+    def _run(self, stop: threading.Event | None = None) -> None:
+        stop = stop or self._stop
         delay = self.settings.period_s
-        while not self._stop.is_set():
+        while not stop.is_set():
             try:
                 self.maybe_trigger_roll()
                 loaded = self.do_tail_edits()
@@ -187,16 +239,20 @@ class EditLogTailer:
                 # A failed round makes the standby unhealthy (monitorHealth): try again
                 # soon, not a whole tailing period later, so that it is electable as soon
                 # as the JournalNodes answer again.
-                self._stop.wait(min(self.settings.period_s, _RETRY_AFTER_ERROR_S))
+                stop.wait(min(self.settings.period_s, _RETRY_AFTER_ERROR_S))
                 continue
             except Exception as e:  # noqa: BLE001 - anything else: the namespace is suspect
                 self._shut_down(e)
                 return
+            if self.settings.push_wait_s is not None:
+                if not self._await_edits(stop):
+                    return
+                continue
             if loaded == 0 and self.settings.backoff_max_s > 0:
                 delay = min(max(delay, self.settings.period_s) * 2, self.settings.backoff_max_s)
             else:
                 delay = self.settings.period_s
-            self._stop.wait(delay)
+            stop.wait(delay)
 
     def _shut_down(self, error: BaseException) -> None:
         message = (

@@ -58,9 +58,10 @@ class AsyncLogger(ABC):
 
     @abstractmethod
     def get_journaled_edits(
-        self, from_txid: int, max_txns: int
+        self, from_txid: int, max_txns: int, wait_ms: int | None = None
     ) -> Future[GetJournaledEditsResponse]:
-        """Up to ``max_txns`` txns from the node's in-memory cache (header + ops)."""
+        """Up to ``max_txns`` txns from the node's in-memory cache (header + ops); with
+        ``wait_ms``, once the node has written ``from_txid`` or after that long."""
 
     @abstractmethod
     def discard_segments(self, start_txid: int) -> Future[None]:

@@ -514,11 +514,11 @@ class IPCLoggerChannel(AsyncLogger):
         return self._submit_parallel(call)
 
     def get_journaled_edits(
-        self, from_txid: int, max_txns: int
+        self, from_txid: int, max_txns: int, wait_ms: int | None = None
     ) -> Future[GetJournaledEditsResponse]:
         return self._submit_parallel(
             lambda: self._get_proxy().get_journaled_edits(
-                self.journal_id, from_txid, max_txns, self.name_service_id
+                self.journal_id, from_txid, max_txns, self.name_service_id, wait_ms
             )
         )
 

@@ -546,9 +546,17 @@ class QJournalProtocolProxy:
         )
 
     def get_journaled_edits(
-        self, jid: str, since_txid: int, max_txns: int, ns_id: str | None = None
+        self,
+        jid: str,
+        since_txid: int,
+        max_txns: int,
+        ns_id: str | None = None,
+        wait_ms: int | None = None,
     ) -> GetJournaledEditsResponse:
-        """Up to ``max_txns`` ops from ``since_txid``, served from the JournalNode's cache."""
+        """Up to ``max_txns`` ops from ``since_txid``, served from the JournalNode's cache.
+
+        With ``wait_ms`` the node answers once it has written ``since_txid`` or after
+        that long (a long poll; not in Hadoop, whose nodes ignore the field)."""
         return from_thrift(
             self._call(
                 _Q,
@@ -557,6 +565,7 @@ class QJournalProtocolProxy:
                 sinceTxId=since_txid,
                 maxTxns=max_txns,
                 nameServiceId=ns_id,
+                waitMs=wait_ms,
             )
         )
 

@@ -429,6 +429,29 @@ class QuorumJournalManager(JournalManager):
                 )
         return self._select_streaming_input_streams(from_txid, in_progress_ok, only_durable_txns)
 
+    def await_journaled_edits(self, from_txid: int, wait_ms: int) -> bool:
+        """Wait until a majority has written ``from_txid`` (True) or ``wait_ms`` passes.
+
+        The push half of in-progress tailing (issue 25): every node holds the call until
+        it writes ``from_txid`` (getJournaledEdits' long poll), so the answer comes the
+        moment the edit is durable on a majority — no polling. Only the newest writer's
+        answers count, as for :meth:`select_input_streams`. Raises IOException when no
+        majority answers (the caller then falls back to its tailing period).
+        """
+        call = self.loggers.call("get_journaled_edits", from_txid, 1, wait_ms)
+        try:
+            responses = self.loggers.wait_for_write_quorum(
+                call, self.timeouts.select_input_streams_ms + wait_ms, "awaitJournaledEdits"
+            )
+        finally:
+            call.cancel_calls()
+        decision = rules.rpc_readable_txn_count(
+            [(r.txn_count, r.writer_epoch) for r in responses.values()],
+            self.loggers.majority_size,
+            True,
+        )
+        return decision is not None and decision[0] > 0
+
     def _select_rpc_input_streams(
         self, from_txid: int, only_durable_txns: bool
     ) -> list[RedundantEditLogInputStream]:

@@ -233,10 +233,16 @@ service QJournalProtocol {
                                                 5: optional string nameServiceId)
       throws (1: QJournalException e),
 
+  /**
+   * Field 5 is not in Hadoop: a long poll. With waitMs > 0 the JournalNode answers
+   * as soon as it has written sinceTxId, or after waitMs (capped at 60 s) with what
+   * it has then; without it (Hadoop's callers) it answers at once, as Hadoop does.
+   */
   GetJournaledEditsResponse getJournaledEdits(1: required string jid,
                                               2: required i64 sinceTxId,
                                               3: required i32 maxTxns,
-                                              4: optional string nameServiceId)
+                                              4: optional string nameServiceId,
+                                              5: optional i32 waitMs)
       throws (1: QJournalException e),
 
   PrepareRecoveryResponse prepareRecovery(1: required RequestInfo reqInfo,

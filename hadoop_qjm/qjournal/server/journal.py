@@ -31,6 +31,7 @@ from hadoop_qjm.common.exceptions import (
 )
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog, RemoteEditLogManifest
 from hadoop_qjm.common.storage_info import NamespaceInfo
+from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.file_journal_manager import EditLogFile
 from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.protocol.exceptions import (
@@ -50,9 +51,14 @@ from hadoop_qjm.qjournal.server.jn_storage import JNStorage
 from hadoop_qjm.qjournal.server.journal_metrics import JournalMetrics, JournalNodeMetrics
 from hadoop_qjm.qjournal.server.journal_node_rpc_server import remote_ip
 from hadoop_qjm.qjournal.server.journal_node_settings import edits_dir_permission
-from hadoop_qjm.qjournal.server.journal_recovery import JournalRecovery, segment_md5
+from hadoop_qjm.qjournal.server.journal_recovery import (
+    JournalRecovery,
+    scan_segment_state,
+    segment_md5,
+)
 from hadoop_qjm.qjournal.server.journal_scrubber import SegmentReaders
 from hadoop_qjm.qjournal.server.journaled_edits_cache import JournaledEditsCache
+from hadoop_qjm.qjournal.server.kept_segment_state import KeptSegmentState, after_append
 from hadoop_qjm.qjournal.server.paxos_record import read_paxos_record
 
 __all__ = ["Journal", "JournalFaultInjector"]
@@ -67,6 +73,12 @@ COMMITTED_TXID_FILENAME = "committed-txid"
 #: when discardSegments lowers it. Hadoop rewrites it on every call that moves it; it
 #: is a hint read as a lower bound either way (docs/journalnode.md, "committed-txid").
 COMMITTED_TXID_WRITE_INTERVAL_S = 0.1
+#: Keep what a scan of the open segment would find (issue 25; docs/journalnode.md).
+KEPT_SEGMENT_STATE_KEY = keys.DFS_JOURNALNODE_KEPT_SEGMENT_STATE_KEY
+#: Compare the kept state with a fresh scan at every use (tests and fault runs only).
+KEPT_SEGMENT_STATE_VERIFY_KEY = "dfs.journalnode.kept-segment-state.verify"
+#: The longest a getJournaledEdits long poll may wait, whatever the caller asks for.
+MAX_JOURNALED_EDITS_WAIT_S = 60.0
 #: A batch whose fsync takes longer than this is logged (Hadoop: WARN_SYNC_MILLIS_THRESHOLD).
 WARN_SYNC_MILLIS_THRESHOLD = 1000
 
@@ -127,6 +139,19 @@ class Journal(JournalRecovery):
         self._storage_failure: str | None = None
         in_progress = conf.get_bool("dfs.ha.tail-edits.in-progress", False) if conf else False
         self.cache = JournaledEditsCache(conf) if in_progress else None
+        self._kept: KeptSegmentState | None = None
+        self._kept_enabled = (
+            conf.get_bool(KEPT_SEGMENT_STATE_KEY, keys.DFS_JOURNALNODE_KEPT_SEGMENT_STATE_DEFAULT)
+            if conf
+            else True
+        )
+        self._kept_verify = (
+            conf.get_bool(KEPT_SEGMENT_STATE_VERIFY_KEY, False) if conf else False
+        ) and self._kept_enabled
+        # getJournaledEdits long polls wait on this for a batch past their txid.
+        self._written = threading.Condition(threading.Lock())
+        self._edit_waiters = 0
+        self._closed = False
         self._refresh_cached_data()
         self._drop_edits_cache()  # tagged with the promise just read
         latest = self.scan_storage_for_latest_edits()
@@ -231,6 +256,18 @@ class Journal(JournalRecovery):
     def is_segment_open(self) -> bool:
         return self._cur_segment is not None
 
+    @property
+    def kept_segment_state(self) -> KeptSegmentState | None:
+        """What a scan of the open (or last scanned) in-progress segment would find, kept
+        without reading it; None when not kept (the next use scans)."""
+        return self._kept
+
+    def scanned_segment_state(self, segment_txid: int) -> KeptSegmentState | None:
+        """A fresh scan of ``edits_inprogress_<segment_txid>``, for comparison with
+        :attr:`kept_segment_state` (tests, the fault harness)."""
+        with self._lock:
+            return scan_segment_state(self.storage.in_progress_edit_log(segment_txid), segment_txid)
+
     # ---- checks ---------------------------------------------------------------------------------
     def _check_formatted(self) -> None:
         if not self.storage.is_formatted():
@@ -296,6 +333,7 @@ class Journal(JournalRecovery):
                     "Can't format the storage directory because the current directory is not empty."
                 )
             self._abort_cur_segment()
+            self._drop_kept()
             self.committed_txn_id.close(flush=False)  # its directory is recreated
             self.storage.format(ns_info)
             self._refresh_cached_data()
@@ -415,6 +453,7 @@ class Journal(JournalRecovery):
         # A batch the quorum already committed (we are catching up) need not be fsynced.
         lagging = last_txid <= self.committed_txn_id.get()
         self._fault.before_write_edits()
+        position = self._cur_segment.position
         started = time.perf_counter()
         try:
             self._cur_segment.write_batch(records, not lagging)
@@ -437,6 +476,14 @@ class Journal(JournalRecovery):
                 sync_micros = (synced - started) * 1e6
                 metrics.batch_written(num_txns, len(records), lagging, sync_micros)
                 self.last_journal_timestamp_ms = int(self._clock() * 1000)
+        # After the acknowledgement (the writer does not wait for it), under the lock (no
+        # reader sees the state between the write and this).
+        kept = self._kept
+        if kept is not None and kept.start_txid == self.cur_segment_txid:
+            self._kept = after_append(kept, position, records)
+        if self._edit_waiters:
+            with self._written:
+                self._written.notify_all()
         if sync_micros > WARN_SYNC_MILLIS_THRESHOLD * 1000:
             self.log.warning(
                 "Sync of transaction range %d-%d took %dms",
@@ -485,11 +532,15 @@ class Journal(JournalRecovery):
                 self.last_writer_epoch.set(req.epoch)
             # A new segment at this txid supersedes any recovery decided for it.
             self._purge_paxos_decision(txid)
+            self._drop_kept(txid)
             try:
                 self._cur_segment = self.fjm.start_log_segment(txid, layout_version)
             except OSError as e:
                 self._fail_storage(f"creating segment {txid}: {e}")
                 raise
+            if self._kept_enabled:
+                # A new file holds only its header: its scan costs nothing.
+                self._kept = scan_segment_state(self.storage.in_progress_edit_log(txid), txid)
             self.cur_segment_txid = txid
             self.cur_segment_layout_version = layout_version
             self.next_txid = txid
@@ -530,7 +581,7 @@ class Journal(JournalRecovery):
                 truncate_to = None
                 if needs_validation:
                     self.log.info("Validating log segment %s about to be finalized", elf.path)
-                    elf.scan_log()
+                    kept = self._scan_in_progress(elf)
                     if elf.last_txid != end_txid:
                         raise JournalOutOfSyncException(
                             f"Trying to finalize in-progress log segment {start_txid} to end at txid "
@@ -541,7 +592,11 @@ class Journal(JournalRecovery):
                     # never be finalized (the finalized copies must agree everywhere).
                     accepted = self._get_persisted_paxos_data(start_txid)
                     if accepted is not None and accepted.segment_state.md5 is not None:
-                        digest = segment_md5(elf.path, elf.valid_length)
+                        digest = (
+                            kept.md5_hex
+                            if kept is not None
+                            else segment_md5(elf.path, elf.valid_length)
+                        )
                         if digest != accepted.segment_state.md5:
                             raise JournalOutOfSyncException(
                                 f"Trying to finalize log segment {start_txid} but the copy on "
@@ -552,6 +607,7 @@ class Journal(JournalRecovery):
                     # A segment installed by recovery still carries its source's padding; the
                     # finalized copies of one segment must be byte-identical everywhere.
                     truncate_to = elf.valid_length
+                self._drop_kept(start_txid)  # renamed (and cut) below: no longer open
                 try:
                     self.fjm.finalize_log_segment(start_txid, end_txid, truncate_to=truncate_to)
                 except IllegalStateException as e:
@@ -571,6 +627,8 @@ class Journal(JournalRecovery):
         with self._lock:
             self._check_formatted()
             self._check_request(req)
+            if self._kept is not None and self._kept.start_txid < min_txid_to_keep:
+                self._drop_kept()
             self.storage.purge_data_older_than(min_txid_to_keep)
 
     def get_edit_log_manifest(
@@ -595,6 +653,31 @@ class Journal(JournalRecovery):
                             )
                         break
             return RemoteEditLogManifest(tuple(logs), self.committed_txn_id.get())
+
+    def await_journaled_edits(self, since_txid: int, wait_s: float) -> bool:
+        """Wait until this node has written ``since_txid`` (True) or ``wait_s`` passes (False).
+
+        The long poll of getJournaledEdits (its optional ``waitMs``, issue 25): a tailing
+        standby asks for the edits after its last txid and is answered as soon as a batch
+        holding them is written here. Takes no journal lock and no handler slot; returns
+        at once when the edits cache is off (the call that follows then fails as usual).
+        """
+        wait_s = min(max(wait_s, 0.0), MAX_JOURNALED_EDITS_WAIT_S)
+        if self.cache is None or self.highest_written_txid >= since_txid or wait_s <= 0:
+            return self.highest_written_txid >= since_txid
+        with self._written:
+            # Counted before the check inside wait_for: a writer that saw no waiter had
+            # already moved the highest txid, which that check then sees.
+            self._edit_waiters += 1
+            try:
+                return (
+                    self._written.wait_for(
+                        lambda: self._closed or self.highest_written_txid >= since_txid, wait_s
+                    )
+                    and not self._closed
+                )
+            finally:
+                self._edit_waiters -= 1
 
     def get_journaled_edits(self, since_txid: int, max_txns: int) -> GetJournaledEditsResponse:
         """Edits from the in-memory cache (``dfs.ha.tail-edits.in-progress``), header included."""
@@ -654,6 +737,7 @@ class Journal(JournalRecovery):
         """Move aside every segment from ``start_txid`` on (rolling-upgrade rollback)."""
         with self._lock:
             self._check_formatted()
+            self._drop_kept()
             self.fjm.discard_segments(start_txid)
             self.committed_txn_id.set(start_txid - 1)
             self._drop_edits_cache()
@@ -666,13 +750,17 @@ class Journal(JournalRecovery):
         files = self.fjm.get_log_files(0)
         while files:
             latest = files.pop()
-            latest.scan_log()
+            if latest.is_in_progress:
+                self._scan_in_progress(latest)  # the kept state, when it describes it
+            else:
+                latest.scan_log()
             self.log.info("Latest log is %s", latest)
             if latest.last_txid == INVALID_TXID:
                 self.log.warning(
                     "Latest log %s has no transactions. moving it aside and looking for previous log",
                     latest,
                 )
+                self._drop_kept(latest.first_txid)
                 latest.move_aside_empty_file()
             else:
                 return latest
@@ -707,6 +795,7 @@ class Journal(JournalRecovery):
         """After a failed write or fsync nothing more may be acknowledged (see the module doc)."""
         self.log.error("Storage failure %s: this journal stops accepting writes", what)
         self._storage_failure = what
+        self._drop_kept()  # what the file holds after a failed write is unknown
         self._abort_cur_segment()
 
     def _purge_paxos_decision(self, segment_txid: int) -> None:
@@ -751,6 +840,10 @@ class Journal(JournalRecovery):
         """Release the segment, the committed-txid file and the storage lock."""
         with self._lock:
             self._abort_cur_segment()
+            self._drop_kept()
+            with self._written:
+                self._closed = True
+                self._written.notify_all()
             try:
                 self.committed_txn_id.close()
             finally:

@@ -206,6 +206,12 @@ class QJournalProtocolDispatcher:
             self._by_name[f"{rpc.service_name}:{name}"] = self._by_name[f":{name}"] = rpc
         self._stats_lock = threading.Lock()
         self._queued = 0
+        # A handler's ``await_<method>`` runs before ``<method>`` takes a slot (long polls).
+        self._waits: dict[str, Callable[..., None]] = {
+            rpc.method_name: getattr(handler, "await_" + rpc.method_name)
+            for rpc in self._rpcs.values()
+            if hasattr(handler, "await_" + rpc.method_name)
+        }
         # The one-pass path for a writer's next batch: only for a handler that has one,
         # and not with an authorizer (every call is then authorized first).
         self._one_pass: Callable[[JournalCall, Callable[[], None] | None], bool] | None = (
@@ -335,6 +341,11 @@ class QJournalProtocolDispatcher:
             check_required(args)
         method = getattr(self.handler, rpc.method_name)
         values = [getattr(args, name) for name in rpc.arg_names]
+        wait = self._waits.get(rpc.method_name)
+        if wait is not None:
+            # A long poll (getJournaledEdits' waitMs) waits here, before it takes a
+            # handler slot: a waiting standby never holds up a writer's batch.
+            wait(*values)
         slots = self._slots
         if slots is not None and not slots.acquire(blocking=False):
             # All handlers busy: this call waits in the queue.

@@ -21,6 +21,7 @@ from hadoop_qjm.common.exceptions import (
     always_assert,
 )
 from hadoop_qjm.namenode.edit_log_file_input_stream import scan_edit_log
+from hadoop_qjm.namenode.file_journal_manager import EditLogFile
 from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.protocol.messages import (
     PersistedRecoveryPaxosData,
@@ -28,14 +29,19 @@ from hadoop_qjm.qjournal.protocol.messages import (
     RequestInfo,
     SegmentState,
 )
+from hadoop_qjm.qjournal.server.kept_segment_state import KeptSegmentState
 from hadoop_qjm.qjournal.server.paxos_record import write_paxos_record
 
-__all__ = ["JournalRecovery", "segment_md5"]
+__all__ = ["JournalRecovery", "scan_segment_state", "segment_md5"]
 
 
 def segment_md5(path: Path, length: int | None = None) -> str:
     """Hex MD5 of a segment's first ``length`` bytes (all of it when None): the content
     proxy of recovery (design paper §2.8: "the highest txid and md5sum")."""
+    return _md5_of(path, length).hexdigest()
+
+
+def _md5_of(path: Path, length: int | None = None):
     digest = hashlib.md5(usedforsecurity=False)
     remaining = length if length is not None else -1
     with open(path, "rb") as f:
@@ -46,7 +52,38 @@ def segment_md5(path: Path, length: int | None = None) -> str:
             digest.update(chunk)
             if remaining > 0:
                 remaining -= len(chunk)
-    return digest.hexdigest()
+    return digest
+
+
+def scan_segment_state(path: Path, start_txid: int) -> KeptSegmentState | None:
+    """A fresh scan of an in-progress segment, hashed: what the kept state must equal.
+    None when the file has no usable header (nothing to keep)."""
+    validation = scan_edit_log(path)
+    if validation.has_corrupt_header or validation.unscannable_layout:
+        return None
+    return KeptSegmentState(
+        start_txid,
+        validation.last_txid,
+        validation.valid_length,
+        _md5_of(path, validation.valid_length),
+        _file_id(path),
+    )
+
+
+def _file_id(path: Path) -> int:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return -1
+
+
+def _still_describes(kept: KeptSegmentState, path: Path) -> bool:
+    """The file is the one the state was kept for, and not cut below its valid length."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return st.st_ino == kept.file_id and st.st_size >= kept.valid_length
 
 
 def _txn_range_contains(seg: SegmentState, txid: int) -> bool:
@@ -63,6 +100,9 @@ class JournalRecovery:
     ``_check_formatted``, ``_check_writable``, ``_check_request``,
     ``_abort_cur_segment``, ``_drop_edits_cache``, ``_update_highest_written_txid``,
     ``_get_persisted_paxos_data`` (the last two are shared with the write path).
+    It also keeps, in ``_kept`` (a :class:`KeptSegmentState` or None), what a scan of
+    the open segment would find (``dfs.journalnode.kept-segment-state.enabled``,
+    ``_kept_enabled``; ``_kept_verify`` compares it with a fresh scan at every use).
     """
 
     def prepare_recovery(self, req: RequestInfo, segment_txid: int) -> PrepareRecoveryResponse:
@@ -121,6 +161,7 @@ class JournalRecovery:
                 f"Bad paxos transition, out-of-order epochs.\nOld: {old}\nNew: {new}\n",
             )
             synced_file: Path | None = None
+            synced_state: KeptSegmentState | None = None
             current = self._get_segment_info(seg_txid)
             # Same last txid is not enough: two writers can leave different copies of one
             # length (each wrote txid N to a minority). The digest tells them apart.
@@ -163,7 +204,7 @@ class JournalRecovery:
                     )
                     if _txn_range_contains(current, self.highest_written_txid):
                         self._update_highest_written_txid(segment.end_txid)
-                synced_file = self._sync_log(req, segment, from_url)
+                synced_file, synced_state = self._sync_log(req, segment, from_url)
             else:
                 self.log.info("Skipping download of log %s: already have up-to-date logs", segment)
             # The commit point (design paper §2.8): once the record is durable this node has
@@ -175,7 +216,14 @@ class JournalRecovery:
                 # The cache may hold this segment as another writer wrote it (the promise
                 # before this accept emptied it already; the install does not rely on that).
                 self._drop_edits_cache()
-                self._install(synced_file, self.storage.in_progress_edit_log(seg_txid))
+                self._drop_kept(seg_txid)
+                dst = self.storage.in_progress_edit_log(seg_txid)
+                self._install(synced_file, dst)
+                if self._kept_enabled and synced_state is not None:
+                    # The download was scanned and hashed to check it: that scan is the
+                    # installed file's (it was fsynced before the rename).
+                    synced_state.file_id = _file_id(dst)
+                    self._kept = synced_state
             self.log.info("Accepted recovery for segment %d: %s", seg_txid, new)
 
     def move_tmp_segment_to_current(
@@ -212,6 +260,7 @@ class JournalRecovery:
                 # A committed, finalized copy supersedes this node's leftover in-progress one
                 # (it missed the finalize); keep the old bytes aside, never two segments at S.
                 stale.move_aside_stale_inprogress_file()
+                self._drop_kept(start_txid)
             self._install(tmp, final)
             return True
 
@@ -231,6 +280,7 @@ class JournalRecovery:
                 "Rolling forward previously half-completed synchronization: %s -> %s", tmp, dst
             )
             self._drop_edits_cache()
+            self._drop_kept(seg_txid)
             self._install(tmp, dst)
 
     def _install(self, tmp: Path, dst: Path) -> None:
@@ -244,18 +294,68 @@ class JournalRecovery:
         elf = self.fjm.get_log_file(segment_txid)
         if elf is None:
             return None
-        if elf.is_in_progress:
-            elf.scan_log()
+        kept = self._scan_in_progress(elf) if elf.is_in_progress else None
         if elf.last_txid == INVALID_TXID:
             self.log.info("Edit log file %s appears to be empty. Moving it aside...", elf)
+            self._drop_kept(segment_txid)
             elf.move_aside_empty_file()
             return None
-        length = elf.valid_length if elf.is_in_progress else None
-        return SegmentState(
-            segment_txid, elf.last_txid, elf.is_in_progress, segment_md5(elf.path, length)
+        if kept is not None:
+            md5 = kept.md5_hex
+        else:
+            md5 = segment_md5(elf.path, elf.valid_length if elf.is_in_progress else None)
+        return SegmentState(segment_txid, elf.last_txid, elf.is_in_progress, md5)
+
+    # ---- the kept scan state of an open segment (issue 25) ---------------------------------------
+    def _scan_in_progress(self, elf: EditLogFile) -> KeptSegmentState | None:
+        """Scan the in-progress ``elf`` (sets its ``last_txid``, ``valid_length``, …).
+
+        From the kept state when it describes this very file (same inode, not shorter
+        than its valid length); otherwise the file is scanned and hashed, and that is
+        kept. None when the kept state is off or the header is unusable: the caller
+        then hashes the file itself if it needs the md5.
+        """
+        kept = self._kept
+        if kept is not None and kept.start_txid == elf.first_txid:
+            if _still_describes(kept, elf.path):
+                if self._kept_verify:
+                    self._verify_kept(kept, elf.path)
+                elf.last_txid = kept.last_txid
+                elf.valid_length = kept.valid_length
+                elf.has_corrupt_header = elf.unscannable_layout = False
+                return kept
+            self.log.warning("%s changed behind the journal's back: scanning it", elf.path)
+            self._kept = None
+        if not self._kept_enabled:
+            elf.scan_log()
+            return None
+        state = scan_segment_state(elf.path, elf.first_txid)
+        if state is None:
+            elf.scan_log()  # a bad header: sets the fields (cheaply) as before
+            return None
+        elf.last_txid = state.last_txid
+        elf.valid_length = state.valid_length
+        elf.has_corrupt_header = elf.unscannable_layout = False
+        self._kept = state
+        return state
+
+    def _verify_kept(self, kept: KeptSegmentState, path: Path) -> None:
+        """``dfs.journalnode.kept-segment-state.verify``: the kept state is the scan's."""
+        fresh = scan_segment_state(path, kept.start_txid)
+        always_assert(
+            fresh is not None and fresh.facts() == kept.facts(),
+            f"kept state of {path} {kept.facts()} != a fresh scan "
+            f"{fresh.facts() if fresh is not None else None}",
         )
 
-    def _sync_log(self, req: RequestInfo, segment: SegmentState, url: str) -> Path:
+    def _drop_kept(self, segment_txid: int | None = None) -> None:
+        """Forget the kept state (of ``segment_txid`` only, when given): its file changed."""
+        if self._kept is not None and segment_txid in (None, self._kept.start_txid):
+            self._kept = None
+
+    def _sync_log(
+        self, req: RequestInfo, segment: SegmentState, url: str
+    ) -> tuple[Path, KeptSegmentState | None]:
         """Download the accepted segment into ``edits_inprogress_<start>.epoch=<E>`` (fsynced)."""
         tmp = self.storage.temporary_edits_file(segment.start_txid, req.epoch)
         self.log.info("Synchronizing log %s from %s", segment, url)
@@ -266,7 +366,7 @@ class JournalRecovery:
         try:
             fetch(url, tmp, timeout_ms / 1000.0)
             fsync_dir(tmp.parent)
-            self._check_download(tmp, segment)
+            state = self._check_download(tmp, segment)
         except BaseException as e:
             try:
                 tmp.unlink()
@@ -275,17 +375,24 @@ class JournalRecovery:
             if isinstance(e, (OSError, HadoopException)):
                 raise IOException(f"Unable to download {url} for segment {segment}: {e}") from e
             raise
-        return tmp
+        return tmp, state
 
-    def _check_download(self, tmp: Path, segment: SegmentState) -> None:
+    def _check_download(self, tmp: Path, segment: SegmentState) -> KeptSegmentState | None:
         """What was downloaded must be exactly the accepted segment: its last txid, and its
-        digest when the coordinator sent one (so a wrong or stale copy is never installed)."""
+        digest when the coordinator sent one (so a wrong or stale copy is never installed).
+        Returns the download's scan (hashed) when the kept state is on."""
         validation = scan_edit_log(tmp)
         if validation.has_corrupt_header or validation.last_txid != segment.end_txid:
             raise IOException(
                 f"downloaded copy ends at txid {validation.last_txid}, expected {segment}"
             )
-        if segment.md5 is not None:
-            digest = segment_md5(tmp, validation.valid_length)
-            if digest != segment.md5:
-                raise IOException(f"downloaded copy has md5 {digest}, expected {segment}")
+        if segment.md5 is None and not self._kept_enabled:
+            return None
+        digest = _md5_of(tmp, validation.valid_length)
+        if segment.md5 is not None and digest.hexdigest() != segment.md5:
+            raise IOException(f"downloaded copy has md5 {digest.hexdigest()}, expected {segment}")
+        if validation.unscannable_layout:
+            return None
+        return KeptSegmentState(
+            segment.start_txid, validation.last_txid, validation.valid_length, digest
+        )

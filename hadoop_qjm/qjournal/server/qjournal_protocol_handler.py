@@ -154,10 +154,27 @@ class QJournalProtocolHandler:
         )
 
     def get_journaled_edits(
-        self, jid: str, since_txid: int, max_txns: int, name_service_id: str | None
+        self,
+        jid: str,
+        since_txid: int,
+        max_txns: int,
+        name_service_id: str | None,
+        wait_ms: int | None = None,
     ) -> Any:
         journal = self._journal(jid, name_service_id)
         return to_thrift(journal.get_journaled_edits(since_txid, max_txns))
+
+    def await_get_journaled_edits(
+        self,
+        jid: str,
+        since_txid: int,
+        max_txns: int,
+        name_service_id: str | None,
+        wait_ms: int | None = None,
+    ) -> None:
+        """The long poll before getJournaledEdits (run holding no handler slot)."""
+        if wait_ms:
+            self._journal(jid, name_service_id).await_journaled_edits(since_txid, wait_ms / 1000)
 
     def prepare_recovery(self, req_info: Any, segment_txid: int) -> Any:
         req, journal = self._request_journal(req_info)

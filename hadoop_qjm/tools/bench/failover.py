@@ -27,14 +27,29 @@ standby applied it first), p50 and p99, with in-progress tailing on, then off (t
 finalized segments are read: the standby asks the active to roll every
 ``dfs.ha.log-roll.period``, 1 s here).
 
+Issue 25: (a) runs twice in one run, on JournalNodes with the kept segment state on
+(``dfs.journalnode.kept-segment-state.enabled``, the default) and off (every recovery
+step rescans the segment, as Hadoop does). After each failover the finalized segment is
+compared on the three JournalNodes, and with what a rescan of the crashed in-progress copy
+gives (its bytes up to the end of its last whole op, taken before the failover): "recovered
+segment identical" says whether all four agree. (b) runs with in-progress tailing by push
+(the long poll, ``dfs.ha.tail-edits.in-progress.wait`` 1 s) and by the 20 ms poll
+(``wait`` 0), then with in-progress tailing off; for push and poll it also measures the
+CPU an idle pair costs (this process, both NameNodes, plus the three JournalNode
+processes) over ``--idle-seconds``.
+
 Goals, printed beside the figures and never asserted: failover under 1 s with 10,000
-unfinalized txns; tailing lag p99 under 100 ms with in-progress tailing on. Every phase is
-bounded in count and time; every process is stopped by its pid, also on errors.
+unfinalized txns; tailing lag p99 under 100 ms with in-progress tailing on; with the kept
+state, failover with the most txns within 1.5x the one with the fewest and within 0.1x the
+rescanning path's; push p99 lag within 0.25x the poll's, and idle CPU with push at most
+the poll's. Every phase is bounded in count and time; every process is stopped by its pid,
+also on errors.
 """
 
 from __future__ import annotations
 
 import bisect
+import hashlib
 import logging
 import shutil
 import tempfile
@@ -45,7 +60,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from hadoop_qjm.conf import Configuration
+from hadoop_qjm.namenode.edit_log_file_input_stream import scan_edit_log
 from hadoop_qjm.namenode.fs_edit_log_op import FSEditLogOp, MkdirOp
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy
 from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf, journal_node_conf
@@ -68,6 +86,14 @@ GOAL_FAILOVER_TXNS = 10_000
 #: p99 tailing lag with in-progress tailing on.
 GOAL_LAG_P99_MS = 100.0
 TAIL_PERIOD = "20ms"
+#: The long poll's wait when tailing by push.
+PUSH_WAIT = "1s"
+#: With the kept state: the most txns' failover within this many times the fewest's ...
+GOAL_CONSTANT_RATIO = 1.5
+#: ... and within this fraction of the rescanning path's.
+GOAL_VS_RESCAN_RATIO = 0.1
+#: Push: p99 lag within this fraction of the 20 ms poll's.
+GOAL_PUSH_P99_RATIO = 0.25
 LOG_ROLL_PERIOD = "1s"
 #: The tailer's thread name (EditLogTailer.start): its tail_edits calls are not the transition's.
 _TAILER_THREAD = "Edit log tailer"
@@ -85,6 +111,11 @@ class FailoverResult:
     catchup_txns: int
     segment_s: float
     first_write_s: float
+    kept: bool = True
+    #: The finalized segment is the same on every JournalNode and equals a rescan's result.
+    identical: bool = True
+    #: On how many JournalNodes the recovered segment was finalized when checked.
+    finalized_on: int = 0
 
 
 @dataclass(frozen=True)
@@ -95,6 +126,9 @@ class LagResult:
     p50_ms: float
     p99_ms: float
     max_ms: float
+    push: bool = False
+    #: CPU seconds per second an idle pair costs (NameNodes and JournalNodes), push or poll.
+    idle_cpu: float | None = None
 
 
 def _percentile(sorted_values: list[float], fraction: float) -> float:
@@ -205,11 +239,41 @@ def _load_segment(pair: HAPair, txns: int, batch: int) -> None:
         namesystem.edit_log = original
 
 
+def _rescanned_md5(path: Path) -> str:
+    """What the rescanning path makes of an in-progress copy: its bytes up to the end of
+    its last whole op."""
+    length = scan_edit_log(path).valid_length
+    digest = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as f:
+        while length > 0:
+            chunk = f.read(min(1 << 20, length))
+            if not chunk:
+                break
+            digest.update(chunk)
+            length -= len(chunk)
+    return digest.hexdigest()
+
+
+def _file_md5(path: Path) -> str:
+    digest = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def measure_failover(
-    mjc: MiniJournalCluster, base: Path, txns: int, batch: int, timeout_s: float
+    mjc: MiniJournalCluster,
+    base: Path,
+    txns: int,
+    batch: int,
+    timeout_s: float,
+    kept: bool = True,
 ) -> FailoverResult:
-    """Scenario (a) for one count (see the module docstring)."""
-    pair = _pair(mjc, base, f"failover-{txns}", **{"dfs.ha.log-roll.period": "-1"})
+    """Scenario (a) for one count (see the module docstring); ``kept`` only labels the
+    result (the JournalNodes' configuration decides)."""
+    jid = f"failover-{txns}"
+    pair = _pair(mjc, base, jid, **{"dfs.ha.log-roll.period": "-1"})
     try:
         nn1, nn2 = pair["nn1"], pair["nn2"]
         setup_start = time.perf_counter()
@@ -221,6 +285,11 @@ def measure_failover(
         # The crash: nothing finalized, the segment stays in progress on the JournalNodes.
         nn1.core.abort()
         nn1.stop()
+        segment = expected = None
+        if txns:
+            (open_copy,) = mjc.current_dir(0, jid).glob("edits_inprogress_*")
+            segment = open_copy.name.removeprefix("edits_inprogress_")
+            expected = _rescanned_md5(open_copy)
 
         core = nn2.core
         calls: list[tuple[float, float, int]] = []
@@ -246,6 +315,16 @@ def measure_failover(
             if not proxy.mkdirs("/first-write"):
                 raise RuntimeError("mkdirs /first-write was not acknowledged")
             t2 = time.perf_counter()
+        identical, finalized_on = True, 0
+        if segment is not None:
+            found = [
+                _file_md5(p)
+                for i in range(mjc.num_journal_nodes)
+                for p in mjc.current_dir(i, jid).glob(f"edits_{segment}-*")
+            ]
+            # Recovery finalizes on the nodes that answered its prepare (a majority at least).
+            identical = len(found) > mjc.num_journal_nodes // 2 and set(found) == {expected}
+            finalized_on = len(found)
         first_catchup = calls[0][0] if calls else t1
         last_catchup = calls[-1][1] if calls else t1
         epoch_s = steps.times.get("epoch", wall0) - wall0
@@ -261,24 +340,54 @@ def measure_failover(
             catchup_txns=sum(n for _, _, n in calls),
             segment_s=t1 - last_catchup,
             first_write_s=t2 - t1,
+            kept=kept,
+            identical=identical,
+            finalized_on=finalized_on,
         )
     finally:
         pair.stop()
 
 
+def _cpu_seconds(pids: Sequence[int]) -> float:
+    total = time.process_time()
+    for pid in pids:
+        try:
+            times = psutil.Process(pid).cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
+
+
 def measure_lag(
-    mjc: MiniJournalCluster, base: Path, in_progress: bool, seconds: float, max_ops: int
+    mjc: MiniJournalCluster,
+    base: Path,
+    in_progress: bool,
+    seconds: float,
+    max_ops: int,
+    push: bool = False,
+    idle_s: float = 0.0,
 ) -> LagResult:
-    """Scenario (b) with in-progress tailing on or off (see the module docstring)."""
+    """Scenario (b) with in-progress tailing on (by push or by poll) or off (see the
+    module docstring)."""
     extra: dict[str, object] = {"dfs.ha.tail-edits.in-progress": str(in_progress).lower()}
     extra["dfs.ha.log-roll.period"] = "-1" if in_progress else LOG_ROLL_PERIOD
-    pair = _pair(mjc, base, "lag-" + ("on" if in_progress else "off"), **extra)
+    extra["dfs.ha.tail-edits.in-progress.wait"] = PUSH_WAIT if push else "0"
+    mode = ("push" if push else "on") if in_progress else "off"
+    pair = _pair(mjc, base, "lag-" + mode, **extra)
+    idle_cpu = None
     applied: list[tuple[int, float]] = [(0, 0.0)]
     stop = threading.Event()
     poller: threading.Thread | None = None
     try:
         nn1, nn2 = pair["nn1"], pair["nn2"]
         nn1.transition_to_active()
+        if idle_s > 0:
+            pids = [node.pid for node in mjc.nodes if node is not None and node.pid]
+            time.sleep(0.5)  # settled: the standby's first rounds are done
+            cpu0, wall0 = _cpu_seconds(pids), time.perf_counter()
+            time.sleep(idle_s)
+            idle_cpu = (_cpu_seconds(pids) - cpu0) / (time.perf_counter() - wall0)
         recorder = _TxidRecorder(nn1.core.namesystem.edit_log)
         nn1.core.namesystem.edit_log = recorder
         standby = nn2.core
@@ -323,6 +432,8 @@ def measure_lag(
         p50_ms=_percentile(lags, 0.50),
         p99_ms=_percentile(lags, 0.99),
         max_ms=lags[-1] if lags else 0.0,
+        push=push,
+        idle_cpu=idle_cpu,
     )
 
 
@@ -339,14 +450,21 @@ def _print_failover(r: FailoverResult) -> None:
         f" + accept and finalize {_ms(r.recovery_s - r.epoch_s - r.prepare_s)}",
         flush=True,
     )
+    if r.txns:
+        print(
+            f"  {'':>9}       recovered segment identical on the {r.finalized_on} JournalNodes "
+            f"that finalized it and to a rescan: {'yes' if r.identical else 'NO'}",
+            flush=True,
+        )
 
 
 def _print_lag(r: LagResult) -> None:
-    mode = (
-        f"in-progress on  (tail period {TAIL_PERIOD})"
-        if r.in_progress
-        else f"in-progress off (log-roll period {LOG_ROLL_PERIOD}, tail period {TAIL_PERIOD})"
-    )
+    if r.in_progress and r.push:
+        mode = f"in-progress on  (push, long poll up to {PUSH_WAIT})"
+    elif r.in_progress:
+        mode = f"in-progress on  (poll, tail period {TAIL_PERIOD})"
+    else:
+        mode = f"in-progress off (log-roll period {LOG_ROLL_PERIOD}, tail period {TAIL_PERIOD})"
     print(
         f"  {mode}: p50 {r.p50_ms:8.1f} ms  p99 {r.p99_ms:8.1f} ms  max {r.max_ms:8.1f} ms"
         f"  ({r.ops} ops in {r.seconds:.1f} s)",
@@ -364,8 +482,14 @@ def run(argv: Sequence[str], conf: Configuration | None) -> int:
     parser = CommandParser(prog="hdfs-py bench failover", description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--txns",
-        default="0,10000,1000000",
-        help="unfinalized txns before each failover, comma-separated (0,10000,1000000)",
+        default="10000,100000,1000000",
+        help="unfinalized txns before each failover, comma-separated (10000,100000,1000000)",
+    )
+    parser.add_argument(
+        "--idle-seconds",
+        type=finite_float,
+        default=3.0,
+        help="idle CPU measured over this long, push and poll (3)",
     )
     parser.add_argument("--batch", type=int, default=5000, help="mkdirs per log_sync (5000)")
     parser.add_argument("--lag-seconds", type=finite_float, default=5.0, help="per lag phase (5)")
@@ -417,6 +541,7 @@ def run(argv: Sequence[str], conf: Configuration | None) -> int:
         return run_auto(args)
     if args.quick:
         args.txns, args.lag_seconds, args.lag_ops = "0,1000", 1.5, 300
+        args.idle_seconds = 0.5
     try:
         counts = [int(c) for c in args.txns.split(",") if c.strip()]
     except ValueError:
@@ -430,30 +555,45 @@ def run(argv: Sequence[str], conf: Configuration | None) -> int:
     failovers: list[FailoverResult] = []
     lags: list[LagResult] = []
     try:
-        with MiniJournalCluster(3, base / "jn", journal_node_conf(), processes=True) as cluster:
-            pids = ", ".join(str(cluster.nodes[i].pid) for i in range(3))  # type: ignore[union-attr]
-            print(
-                f"3 JournalNode processes (pids {pids}); NameNodes nn1, nn2 in this process; "
-                f"tail period {TAIL_PERIOD}"
-            )
-            print("(a) transitionToActive -> first acknowledged mkdirs on the new active:")
-            for n in counts:
-                result = measure_failover(
-                    cluster, base / f"failover-{n}", n, args.batch, args.timeout
+        for kept in (True, False):
+            jn_conf = journal_node_conf()
+            jn_conf.set("dfs.journalnode.kept-segment-state.enabled", str(kept).lower())
+            with MiniJournalCluster(3, base / f"jn-{kept}", jn_conf, processes=True) as cluster:
+                pids = ", ".join(str(cluster.nodes[i].pid) for i in range(3))  # type: ignore[union-attr]
+                if kept:
+                    print(
+                        f"3 JournalNode processes (pids {pids}); NameNodes nn1, nn2 in this "
+                        f"process; tail period {TAIL_PERIOD}"
+                    )
+                else:
+                    print(f"3 JournalNode processes (pids {pids}), kept segment state off")
+                print(
+                    "(a) transitionToActive -> first acknowledged mkdirs on the new active, "
+                    f"kept segment state {'on' if kept else 'off (rescans)'}:"
                 )
-                failovers.append(result)
-                _print_failover(result)
-            print("(b) tailing lag, mkdirs acknowledged on the active -> applied on the standby:")
-            for in_progress in (True, False):
-                result = measure_lag(
-                    cluster,
-                    base / f"lag-{in_progress}",
-                    in_progress,
-                    args.lag_seconds,
-                    args.lag_ops,
+                for n in counts:
+                    result = measure_failover(
+                        cluster, base / f"failover-{n}-{kept}", n, args.batch, args.timeout, kept
+                    )
+                    failovers.append(result)
+                    _print_failover(result)
+                if not kept:
+                    break
+                print(
+                    "(b) tailing lag, mkdirs acknowledged on the active -> applied on the standby:"
                 )
-                lags.append(result)
-                _print_lag(result)
+                for in_progress, push in ((True, True), (True, False), (False, False)):
+                    result = measure_lag(
+                        cluster,
+                        base / f"lag-{in_progress}-{push}",
+                        in_progress,
+                        args.lag_seconds,
+                        args.lag_ops,
+                        push=push,
+                        idle_s=args.idle_seconds if in_progress else 0.0,
+                    )
+                    lags.append(result)
+                    _print_lag(result)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     goal = next((r for r in failovers if r.txns == GOAL_FAILOVER_TXNS), None)
@@ -467,4 +607,43 @@ def run(argv: Sequence[str], conf: Configuration | None) -> int:
         f"tailing lag p99 with in-progress tailing: {on.p99_ms:.1f} ms "
         f"(goal < {GOAL_LAG_P99_MS:g} ms: {_verdict(on.p99_ms < GOAL_LAG_P99_MS)})"
     )
+    _print_issue_25_goals(failovers, lags)
     return 0
+
+
+def _print_issue_25_goals(failovers: list[FailoverResult], lags: list[LagResult]) -> None:
+    kept = sorted((r for r in failovers if r.kept and r.txns), key=lambda r: r.txns)
+    rescans = {r.txns: r for r in failovers if not r.kept}
+    if len(kept) >= 2:
+        small, big = kept[0], kept[-1]
+        ratio = big.total_s / small.total_s if small.total_s else float("inf")
+        print(
+            f"kept state: failover with {big.txns:,} txns / with {small.txns:,}: {ratio:.2f}x "
+            f"(goal <= {GOAL_CONSTANT_RATIO:g}x: {_verdict(ratio <= GOAL_CONSTANT_RATIO)})"
+        )
+    if kept and kept[-1].txns in rescans:
+        big, old = kept[-1], rescans[kept[-1].txns]
+        ratio = big.total_s / old.total_s if old.total_s else float("inf")
+        print(
+            f"failover with {big.txns:,} txns, kept state / rescans: {big.total_s:.3f} s / "
+            f"{old.total_s:.3f} s = {ratio:.3f}x "
+            f"(goal <= {GOAL_VS_RESCAN_RATIO:g}x: {_verdict(ratio <= GOAL_VS_RESCAN_RATIO)})"
+        )
+    if failovers:
+        same = all(r.identical for r in failovers)
+        print(f"recovered segments identical everywhere and to a rescan: {'yes' if same else 'NO'}")
+    push = next((r for r in lags if r.in_progress and r.push), None)
+    poll = next((r for r in lags if r.in_progress and not r.push), None)
+    if push is not None and poll is not None:
+        ratio = push.p99_ms / poll.p99_ms if poll.p99_ms else float("inf")
+        print(
+            f"tail lag p99 push / poll: {push.p99_ms:.1f} ms / {poll.p99_ms:.1f} ms = "
+            f"{ratio:.2f}x (goal <= {GOAL_PUSH_P99_RATIO:g}x: "
+            f"{_verdict(ratio <= GOAL_PUSH_P99_RATIO)})"
+        )
+        if push.idle_cpu is not None and poll.idle_cpu is not None:
+            print(
+                f"idle CPU (NameNodes + JournalNodes), push / poll: "
+                f"{push.idle_cpu * 1000:.1f} / {poll.idle_cpu * 1000:.1f} ms per s "
+                f"(goal push <= poll: {_verdict(push.idle_cpu <= poll.idle_cpu)})"
+            )
