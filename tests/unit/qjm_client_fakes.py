@@ -220,7 +220,7 @@ class FakeProxy:
     def get_edit_log_manifest(self, jid, since_txid, in_progress_ok=False, ns_id=None):
         return self._call("get_edit_log_manifest", jid, since_txid, in_progress_ok)
 
-    def get_journaled_edits(self, jid, since_txid, max_txns, ns_id=None):
+    def get_journaled_edits(self, jid, since_txid, max_txns, ns_id=None, wait_ms=None):
         return self._call("get_journaled_edits", jid, since_txid, max_txns)
 
     def discard_segments(self, jid, start_txid, ns_id=None):
