@@ -34,6 +34,18 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _conf_dir_in_use: str | None = None
 
 
+class _StderrHandler(logging.StreamHandler):
+    """A handler writing to whatever ``sys.stderr`` is when a record is emitted (as
+    logging's own last-resort handler), never to a stream replaced and closed since."""
+
+    def __init__(self) -> None:
+        logging.Handler.__init__(self)
+
+    @property
+    def stream(self):  # type: ignore[override]
+        return sys.stderr
+
+
 def set_conf_dir_in_use(conf_dir: str | None) -> None:
     """The configuration directory of this process (hdfs-py's ``--config``, else
     ``$HADOOP_CONF_DIR``, else the installation's), where ``log4j.properties`` is read."""
@@ -100,7 +112,7 @@ def configure_logging(
         root.removeHandler(handler)
     handlers: list[logging.Handler] = []
     if to_console:
-        handlers.append(logging.StreamHandler(sys.stderr))
+        handlers.append(_StderrHandler())
     if to_file:
         handlers.append(
             RotatingFileHandler(log_file, maxBytes=settings.max_bytes, backupCount=settings.backups)

@@ -33,6 +33,16 @@ TRACEBACK = 'Traceback (most recent call last):\n  File "a.py", line 3, in f\n  
         (f"ERROR x: y\n{TRACEBACK}OSError: [Errno 28] No space left", ["traceback: OSError: [Errno 28] No space left"]),
         ("jn2 accept_recovery(...) -> HadoopAssertionError: bad", ["jn2 accept_recovery(...) -> HadoopAssertionError: bad"]),
         (f"{TRACEBACK}AttributeError: 'NoneType' object has no attribute 'x'", ["AttributeError: 'NoneType' object has no attribute 'x'"]),
+        (
+            "writer 2: bit flip in jn0 edits_0000000000000000005-0000000000000000009 at txid 7\n"
+            f"{TRACEBACK}ChecksumException: http://jn0:8480/getJournal?segmentTxId=5 at position 8",
+            [],
+        ),
+        (  # a checksum error on a copy the harness did not damage is a finding
+            "writer 2: bit flip in jn0 edits_0000000000000000005-0000000000000000009 at txid 7\n"
+            f"{TRACEBACK}ChecksumException: http://jn1:8480/getJournal?segmentTxId=5 at position 8",
+            ["traceback: ChecksumException: http://jn1:8480/getJournal?segmentTxId=5 at position 8"],
+        ),
         ("", []),
         (None, []),
     ],
