@@ -201,7 +201,8 @@ def lose_journal_majority(cluster: MiniHACluster, under_load: bool) -> None:
         cluster.transition_to_active("nn2")
         with cluster.proxy("nn2") as p2:
             assert p2.get_file_info("/before") is not None
-            assert p2.get_file_info("/after") is None
+            # "/after" was never acknowledged: if its txn reached the surviving JournalNode,
+            # recovery may keep it (the longest copy wins), else not. Either is allowed.
             missing = [path for path in acked if p2.get_file_info(path) is None]
             assert missing == [], f"{len(missing)} acknowledged mkdirs lost"
 
