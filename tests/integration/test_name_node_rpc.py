@@ -8,6 +8,7 @@ import hashlib
 import http.client
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -388,8 +389,25 @@ def test_status_page_and_the_jmx_it_reads(daemon: Daemon, mjc: MiniJournalCluste
         assert b"<title>NameNode information</title>" in body and b"/dfshealth.js" in body
     assert daemon.http_get("/dfshealth.js")[0] == 200
     assert daemon.http_get("/journalnode.js")[0] == 404
-    _, _, body = daemon.http_get("/jmx?qry=Hadoop:service=NameNode,*")
-    beans = {b["name"]: b for b in json.loads(body)["beans"]}
+
+    def read_beans() -> dict[str, dict]:
+        _, _, body = daemon.http_get("/jmx?qry=Hadoop:service=NameNode,*")
+        return {b["name"]: b for b in json.loads(body)["beans"]}
+
+    def all_acked(beans: dict[str, dict]) -> bool:
+        # A quorum's acks return the call; the last JournalNode's may come a moment later.
+        last = beans["Hadoop:service=NameNode,name=FSNamesystem"]["LastWrittenTransactionId"]
+        return all(
+            b["HighestAckedTxId"] == last
+            for b in beans.values()
+            if b["modelerType"] == "IPCLoggerChannel"
+        )
+
+    deadline = time.monotonic() + 10
+    beans = read_beans()
+    while not all_acked(beans) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        beans = read_beans()
     info = beans["Hadoop:service=NameNode,name=NameNodeInfo"]
     assert info["NamespaceId"] == daemon.nn.core.ns_info.namespace_id
     fsn = beans["Hadoop:service=NameNode,name=FSNamesystem"]
