@@ -43,8 +43,13 @@ class AsyncLogger(ABC):
         """The journal's last promised epoch (and the node's HTTP endpoint)."""
 
     @abstractmethod
-    def new_epoch(self, epoch: int) -> Future[NewEpochResponse]:
-        """Ask the node to promise ``epoch`` (design paper §2.5 step 3)."""
+    def new_epoch(self, epoch: int, writer_config: str | None = None) -> Future[NewEpochResponse]:
+        """Ask the node to promise ``epoch`` (design paper §2.5 step 3); ``writer_config``
+        (not Hadoop's): the set the writer counts, ``membership.Config.to_text()``."""
+
+    def set_membership(self, record: str) -> Future[None]:
+        """Replace the node's membership record (a set change's step; not Hadoop's)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot change a JournalNode set")
 
     @abstractmethod
     def format(self, ns_info: NamespaceInfo, force: bool = False) -> Future[None]:

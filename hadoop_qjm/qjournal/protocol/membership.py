@@ -100,6 +100,18 @@ class Config:
         failed = set(failures)
         return any(len(failed & half) > len(half) - majority(len(half)) for half in self.halves)
 
+    def to_text(self) -> str:
+        """The wire form (newEpoch's ``writerConfig``): ``"a:1;b:1"`` or ``"a:1;b:1|a:1;c:1"``."""
+        return "|".join(_text(half) for half in self.halves)
+
+    @classmethod
+    def parse(cls, text: str) -> Config:
+        """The configuration of :meth:`to_text`'s form; bad input raises one sentence."""
+        halves = [parse_members(half) for half in text.split("|")]
+        if len(halves) > 2 or not all(halves):
+            raise IllegalArgumentException(f"not a JournalNode configuration: {text!r}")
+        return cls(*halves)
+
     def describe(self) -> str:
         """``"a:1;b:2;c:3"`` or ``"a:1;b:2;c:3 + a:1;b:2;d:4"`` for messages."""
         if self.new is None:

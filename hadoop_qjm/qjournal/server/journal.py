@@ -39,6 +39,7 @@ from hadoop_qjm.qjournal.protocol.exceptions import (
     NewerTxnIdException,
     SegmentMismatchException,
 )
+from hadoop_qjm.qjournal.protocol.membership import Config, MembershipRecord
 from hadoop_qjm.qjournal.protocol.messages import (
     GetJournaledEditsResponse,
     NewEpochResponse,
@@ -46,6 +47,7 @@ from hadoop_qjm.qjournal.protocol.messages import (
     RequestInfo,
 )
 from hadoop_qjm.qjournal.server.jn_storage import JNStorage
+from hadoop_qjm.qjournal.server.journal_membership import JournalMembership
 from hadoop_qjm.qjournal.server.journal_metrics import JournalMetrics, JournalNodeMetrics
 from hadoop_qjm.qjournal.server.journal_node_rpc_server import remote_ip
 from hadoop_qjm.qjournal.server.journal_node_settings import edits_dir_permission
@@ -142,6 +144,7 @@ class Journal(JournalRecovery):
         self.committed_txn_id = BestEffortLongFile(
             current / COMMITTED_TXID_FILENAME, INVALID_TXID, COMMITTED_TXID_WRITE_INTERVAL_S
         )
+        self.membership = JournalMembership(current, self.journal_id)
 
     def _update_highest_written_txid(self, txid: int) -> None:
         self.highest_written_txid = txid
@@ -156,6 +159,21 @@ class Journal(JournalRecovery):
         with self._lock:
             self._check_formatted()
             return self.last_promised_epoch.get()
+
+    def get_membership_text(self) -> str | None:
+        """This node's membership record (getJournalState; not Hadoop's), None if the set
+        never changed (docs/journalnode.md, "Online, by joint consensus")."""
+        with self._lock:
+            self._check_formatted()
+            record = self.membership.record
+            return None if record is None else record.to_text()
+
+    def set_membership(self, req: RequestInfo, record: str) -> None:
+        """Replace the membership record: a set change's step, by the writer (not Hadoop's)."""
+        with self._lock:
+            self._check_formatted()
+            self._check_request(req)
+            self.membership.set(MembershipRecord.parse(record), req.epoch)
 
     def get_last_writer_epoch(self) -> int:
         with self._lock:
@@ -300,11 +318,20 @@ class Journal(JournalRecovery):
             self._storage_failure = None
             self._drop_edits_cache()
 
-    def new_epoch(self, ns_info: NamespaceInfo, epoch: int) -> NewEpochResponse:
-        """Promise never to accept an epoch below ``epoch``; report the latest segment."""
+    def new_epoch(
+        self, ns_info: NamespaceInfo, epoch: int, writer_config: str | None = None
+    ) -> NewEpochResponse:
+        """Promise never to accept an epoch below ``epoch``; report the latest segment.
+
+        ``writer_config`` (not Hadoop's): the set the writer counts; once the
+        journal's set changed, only a writer using the recorded one is promised.
+        """
         with self._lock:
             self._check_formatted()
             self.storage.check_consistent_namespace(ns_info)
+            self.membership.check_writer(
+                None if writer_config is None else Config.parse(writer_config)
+            )
             rules.check_new_epoch(epoch, self.last_promised_epoch.get(), self.journal_id)
             self._promise(epoch)
             self._abort_cur_segment()

@@ -71,8 +71,17 @@ class JournalMembership:
             self._loaded = True
         return self._record
 
-    def set(self, proposed: MembershipRecord) -> None:
-        """Replace the record by ``proposed`` if it is a legal successor; durable on return."""
+    def set(self, proposed: MembershipRecord, writer_epoch: int | None = None) -> None:
+        """Replace the record by ``proposed`` if it is a legal successor; durable on return.
+
+        ``writer_epoch``: the epoch of the (epoch-checked) call; a writer may only
+        write records of its own epoch, so a record's epoch names who decided it.
+        """
+        if writer_epoch is not None and proposed.epoch != writer_epoch:
+            raise JournalMembershipException(
+                f"the record {proposed} is not of the writer's epoch {writer_epoch}; "
+                f"journal id: {self.journal_id}"
+            )
         current = self.record
         if current == proposed:
             return  # a retried call: already durable
