@@ -160,14 +160,17 @@ def test_legal_successors() -> None:
     assert m.check_successor(joint, done) is None
     assert m.check_successor(joint, undone) is None
     assert m.check_successor(MembershipRecord.stable(O3, 4, 0), joint) is None
-    # Not newer, skipping the joint step, or starting from another set: refused.
+    # Not newer, or (within one writer's epoch) skipping the joint step or starting from
+    # another set: refused.
     assert "not newer" in m.check_successor(done, joint)
     assert "skips the joint step" in m.check_successor(
-        MembershipRecord.stable(O3, 4, 0), MembershipRecord.stable(N3, 5, 1)
+        MembershipRecord.stable(O3, 5, 0), MembershipRecord.stable(N3, 5, 1)
     )
     assert "does not start from" in m.check_successor(
-        MembershipRecord.stable(N3, 4, 0), MembershipRecord.joint(O3, N3, 5, 1)
+        MembershipRecord.stable(N3, 5, 0), MembershipRecord.joint(O3, N3, 5, 1)
     )
+    # A newer writer's record replaces any older one: a node that missed steps catches up.
+    assert m.check_successor(MembershipRecord.stable(N3, 4, 7), joint) is None
     # A newer writer re-proposes the joint configuration it adopted.
     assert m.check_successor(joint, MembershipRecord.joint(O3, N3, 6, 2)) is None
 

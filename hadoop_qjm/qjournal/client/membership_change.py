@@ -99,13 +99,15 @@ def begin_reconfiguration(qjm: QuorumJournalManager, new_uri: str) -> None:
     joint = Config(old, new)
     qjm.use_config(joint)
     try:
+        record = MembershipRecord.joint(old, new, epoch, _next_version(qjm))
         added = [lg for lg in qjm.loggers.loggers if logger_address(lg) in new - old]
         if added:
-            # S0 + S1: each new node is formatted for this namespace (newEpoch checks it)
-            # and promises this writer's epoch; one that promised more refuses.
-            _all_of(qjm, added, "new_epoch", epoch, joint.to_text())
+            # S0 + S1: each new node is formatted for this namespace and comes under this
+            # writer's epoch (the epoch-checked call raises its promise; one that promised
+            # more refuses), taking the joint record — all of them must.
+            _all_of(qjm, added, "set_membership", record.to_text(), True)
         # S2: the joint record, at the joint quorum.
-        _write_record(qjm, MembershipRecord.joint(old, new, epoch, _next_version(qjm)))
+        _write_record(qjm, record)
     except BaseException as e:
         # Nothing was written under O+N: going on with O alone is safe (a JOINT record on
         # a minority only makes a later writer use O+N, whose quorums include O's).

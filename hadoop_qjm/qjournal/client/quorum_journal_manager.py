@@ -27,6 +27,7 @@ configuration into :class:`QuorumJournalTimeouts`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import time
@@ -317,12 +318,35 @@ class QuorumJournalManager(JournalManager):
         always_assert(max_promised >= 0, f"negative promised epoch {max_promised}")
         my_epoch = max_promised + 1
         responses = self.loggers.wait_for_write_quorum(
-            self.loggers.call("new_epoch", my_epoch, self.config.to_text()),
+            self.loggers.call(
+                "new_epoch",
+                my_epoch,
+                self.config.to_text(),
+                None if self.membership_record is None else self.membership_record.to_text(),
+            ),
             self.timeouts.new_epoch_ms,
             f"newEpoch({my_epoch})",
         )
         self.loggers.set_epoch(my_epoch)
+        self._repair_records(promises)
         return responses
+
+    def _repair_records(self, states: dict[AsyncLogger, Any]) -> None:
+        """Re-propose the record this writer follows, under its own epoch, to the nodes
+        whose answer showed an older one (Paxos's re-proposal): a node that missed a step
+        catches up and counts again. Not waited for."""
+        record = self.membership_record
+        if record is None:
+            return
+        behind = [
+            logger
+            for logger, state in states.items()
+            if state.membership is None or MembershipRecord.parse(state.membership).key < record.key
+        ]
+        record = dataclasses.replace(record, epoch=self.loggers.epoch)
+        self.membership_record = record
+        if behind:
+            self.loggers.call("set_membership", record.to_text(), only=behind)
 
     def _settle_configuration(self) -> dict[AsyncLogger, Any]:
         """getJournalState from a quorum, following the membership records it shows
@@ -502,7 +526,8 @@ class QuorumJournalManager(JournalManager):
         segments are streamed over HTTP instead. ``only_durable_txns`` limits
         the result to txns a majority holds (RPC) or known committed (HTTP).
         """
-        if in_progress_ok and self.in_progress_tailing:
+        # While the set changes, "a majority holds it" has no single count: stream instead.
+        if in_progress_ok and self.in_progress_tailing and not self.config.is_joint:
             LOG.debug("Tailing edits starting from txn ID %d via RPC mechanism", from_txid)
             try:
                 return self._select_rpc_input_streams(from_txid, only_durable_txns)

@@ -210,14 +210,19 @@ def check_successor(current: MembershipRecord | None, proposed: MembershipRecord
     """Why ``proposed`` may not replace ``current`` on a JournalNode; None if it may.
 
     The same record again is allowed (a retried call). Otherwise it must be
-    greater, and a legal step: none or STABLE(X) → JOINT(X, Y); JOINT(X, Y) →
-    STABLE(Y) (done) or STABLE(X) (abandoned). A newer writer (higher epoch)
-    that adopted JOINT(X, Y) continues from it, so the same steps apply.
+    greater. A record of a newer writer (higher epoch) replaces any older
+    one, as a Paxos value with a higher ballot does: that writer won its epoch
+    on a quorum that showed it the newest record, and a node that missed steps
+    (it was down, or had left the set and now rejoins) catches up. Within one
+    writer's epoch, only its own steps: none or STABLE(X) → JOINT(X, Y);
+    JOINT(X, Y) → STABLE(Y) (done) or STABLE(X) (abandoned).
     """
     if current == proposed:
         return None
     if current is not None and proposed.key <= current.key:
         return f"the record {proposed} is not newer than this node's {current}"
+    if current is not None and proposed.epoch > current.epoch:
+        return None
     if proposed.state is RecordState.JOINT:
         if current is None:
             return None
@@ -225,6 +230,10 @@ def check_successor(current: MembershipRecord | None, proposed: MembershipRecord
             return None
         if current.state is RecordState.JOINT and current.config == proposed.config:
             return None  # a newer writer re-proposing the joint configuration it adopted
+        if current.state is RecordState.JOINT and current.new == proposed.old:
+            # This node missed STABLE(new) (it was down, or had left the set and now
+            # rejoins): a switch from the new set can only follow STABLE(new).
+            return None
         return f"the record {proposed} does not start from this node's {current}"
     if current is None or current.state is RecordState.STABLE:
         if current is None or current.new == proposed.new:
@@ -300,11 +309,17 @@ def check_writer(
     None to accept.
 
     No record: anyone (Hadoop's behaviour; a Hadoop client sends no
-    configuration). A record: only a writer using exactly the record's
-    configuration — O+N under JOINT, S under STABLE(S). Once a majority of O
-    holds a record, no writer can win an epoch over a majority of O alone.
+    configuration). A record: a writer using exactly the record's
+    configuration — O+N under JOINT, S under STABLE(S) — or a joint one
+    starting from the record's newest set (S+X under STABLE(S), N+X under
+    JOINT(O, N): a writer starting the next switch; such a configuration only
+    exists once N became the set, and its quorums include a majority of it).
+    Once a majority of O holds a record, no writer can win an epoch over a
+    majority of O alone.
     """
     if record is None or writer_config == record.config:
+        return None
+    if writer_config is not None and writer_config.is_joint and writer_config.old == record.new:
         return None
     used = "no configuration" if writer_config is None else writer_config.describe()
     return f"{_moved(journal_id, record.config)} (the writer uses {used}; this node holds {record})"

@@ -200,11 +200,16 @@ service QJournalProtocol {
                             3: required i64 epoch,
                             4: optional string nameServiceId,
                             /** Not in Hadoop: the writer's set, "a:1;b:1" or joint "a:1;b:1|a:1;c:1". */
-                            5: optional string writerConfig)
+                            5: optional string writerConfig,
+                            /** Not in Hadoop: the membership record the writer follows. */
+                            6: optional string writerRecord)
       throws (1: QJournalException e),
 
   /** Not in Hadoop: replace the journal's membership record (a set change's step). */
-  void setMembership(1: required RequestInfo reqInfo, 2: required string record)
+  void setMembership(1: required RequestInfo reqInfo,
+                     2: required string record,
+                     /** When given, the journal must be of this namespace (a joining node). */
+                     3: optional NamespaceInfo nsInfo)
       throws (1: QJournalException e),
 
   void format(1: required string jid,

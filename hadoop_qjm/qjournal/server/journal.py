@@ -168,10 +168,15 @@ class Journal(JournalRecovery):
             record = self.membership.record
             return None if record is None else record.to_text()
 
-    def set_membership(self, req: RequestInfo, record: str) -> None:
-        """Replace the membership record: a set change's step, by the writer (not Hadoop's)."""
+    def set_membership(
+        self, req: RequestInfo, record: str, ns_info: NamespaceInfo | None = None
+    ) -> None:
+        """Replace the membership record: a set change's step, by the writer (not Hadoop's).
+        A joining node is asked with the writer's ``ns_info``: it must be of that namespace."""
         with self._lock:
             self._check_formatted()
+            if ns_info is not None:
+                self.storage.check_consistent_namespace(ns_info)
             self._check_request(req)
             self.membership.set(MembershipRecord.parse(record), req.epoch)
 
@@ -319,16 +324,24 @@ class Journal(JournalRecovery):
             self._drop_edits_cache()
 
     def new_epoch(
-        self, ns_info: NamespaceInfo, epoch: int, writer_config: str | None = None
+        self,
+        ns_info: NamespaceInfo,
+        epoch: int,
+        writer_config: str | None = None,
+        writer_record: str | None = None,
     ) -> NewEpochResponse:
         """Promise never to accept an epoch below ``epoch``; report the latest segment.
 
-        ``writer_config`` (not Hadoop's): the set the writer counts; once the
-        journal's set changed, only a writer using the recorded one is promised.
+        Not Hadoop's: ``writer_config``, the set the writer counts — once the
+        journal's set changed, only a writer using the recorded one is promised;
+        ``writer_record``, the record the writer follows — a newer one than this
+        node's is taken first (a node that missed a step catches up).
         """
         with self._lock:
             self._check_formatted()
             self.storage.check_consistent_namespace(ns_info)
+            if writer_record is not None:
+                self.membership.catch_up(MembershipRecord.parse(writer_record), writer_config)
             self.membership.check_writer(
                 None if writer_config is None else Config.parse(writer_config)
             )

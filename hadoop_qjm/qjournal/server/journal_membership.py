@@ -96,6 +96,18 @@ class JournalMembership:
         )
         self._record = proposed
 
+    def catch_up(self, record: MembershipRecord, writer_config: str | None) -> None:
+        """Take ``record`` (the one a writer follows, sent with its newEpoch) if it is a
+        newer legal successor of this node's and names the writer's configuration; else
+        keep this node's (the check that follows decides)."""
+        if writer_config is None or record.config.to_text() != writer_config:
+            return
+        current = self.record
+        if current is not None and record.key <= current.key:
+            return
+        if membership.check_successor(current, record) is None:
+            self.set(record)
+
     def check_writer(self, writer_config: Config | None) -> None:
         """Raise JournalMembershipException if this node may not promise an epoch to a
         writer using ``writer_config`` (None: a client that sends none, as Hadoop's)."""

@@ -94,13 +94,16 @@ class QJournalProtocolHandler:
         epoch: int,
         name_service_id: str | None,
         writer_config: str | None = None,
+        writer_record: str | None = None,
     ) -> Any:
         journal = self._journal(jid, name_service_id)
-        return to_thrift(journal.new_epoch(from_thrift(ns_info), epoch, writer_config))
+        return to_thrift(
+            journal.new_epoch(from_thrift(ns_info), epoch, writer_config, writer_record)
+        )
 
-    def set_membership(self, req_info: Any, record: str) -> None:
+    def set_membership(self, req_info: Any, record: str, ns_info: Any = None) -> None:
         req, journal = self._request_journal(req_info)
-        journal.set_membership(req, record)
+        journal.set_membership(req, record, from_thrift(ns_info))
 
     def format(self, jid: str, ns_info: Any, name_service_id: str | None, force: bool) -> None:
         self._journal(jid, name_service_id).format(from_thrift(ns_info), bool(force))
