@@ -198,6 +198,7 @@ def test_planted_bug_is_caught_and_its_replay_command_reproduces_it(spark, tmp_p
     assert f"seed {row['seed']}: FAILED" in replay.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_the_campaign_runs_set_changes_and_catches_the_new_set_deciding_alone(spark, tmp_path):
     bug = "joint-quorum-new-set-only"
