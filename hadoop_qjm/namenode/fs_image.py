@@ -219,6 +219,37 @@ class FSImage:
         with namesystem.lock:
             return self.edit_log.roll_edit_log()
 
+    def reconfigure_shared_edits(self, namesystem: FSNamesystem, uri: str) -> str:
+        """Move the shared edits to the JournalNodes of ``uri`` by joint consensus
+        (docs/journalnode.md, "Online, by joint consensus"): at one roll the joint
+        configuration begins, at the next the new set takes over once it holds the
+        history a restart reads (from the newest checkpoint on). Run it again after an
+        interruption: a switch already begun to the same set is finished."""
+        from hadoop_qjm.qjournal.client.membership_change import (
+            begin_reconfiguration,
+            finish_reconfiguration,
+            members_of_uri,
+        )
+        from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
+
+        if self.edit_log is None:
+            raise IOException("No edit log to reconfigure")
+        shared = [
+            jas.manager
+            for jas in self.edit_log.journal_set.journals
+            if jas.shared and isinstance(jas.manager, QuorumJournalManager)
+        ]
+        if len(shared) != 1:
+            raise IOException("the shared edits are not on a qjournal:// URI")
+        qjm = shared[0]
+        _, new = members_of_uri(uri)
+        since = self.most_recent_checkpoint_txid + 1
+        with namesystem.lock:
+            if not (qjm.config.is_joint and qjm.config.new == new):
+                self.edit_log.roll_edit_log(between=lambda: begin_reconfiguration(qjm, uri))
+            self.edit_log.roll_edit_log(between=lambda: finish_reconfiguration(qjm, since))
+        return qjm.config.describe()
+
     def save_image_in_all_dirs(self, namesystem: FSNamesystem, txid: int) -> None:
         """Write ``fsimage_<txid>`` in every image directory (FSImage.saveFSImageInAllDirs)."""
         ns_info = self.storage.ns_info
