@@ -1,12 +1,13 @@
 """``haadmin -reconfigureSharedEdits``: the HA pair moves its shared edits to another
 JournalNode set while a client streams mkdirs (docs/journalnode.md, "Online, by joint
-consensus"). Nodes 0-2 are the old set; node 3 replaces node 2.
+consensus"): replacing one of three, growing 3 -> 5, shrinking 5 -> 3.
 
 ::
 
     client   mkdirs /s0 /s1 ...  (acknowledged ones recorded)
-    nn1      active on {0,1,2} | roll: JOINT {0,1,2}+{0,1,3} | roll: STABLE {0,1,3}
-    nn2      standby, configured with {0,1,2}: fails over, follows the records to {0,1,3}
+    nn1      active on O | roll: JOINT O+N | roll: STABLE N (once N holds the history)
+    nn2      standby, configured with O: fails over, follows the records to N
+    both     restarted, configured with O: come up on N
 """
 
 from __future__ import annotations
@@ -47,18 +48,27 @@ def _shared_qjm(nn) -> QuorumJournalManager:  # noqa: ANN001
     return qjm
 
 
-def test_replace_a_journal_node_under_load_then_fail_over_and_restart(tmp_path) -> None:  # noqa: ANN001
-    with MiniJournalCluster(4, conf=journal_node_conf()) as mjc:
-        old, new = [0, 1, 2], [0, 1, 3]
+CHANGES = {
+    "replace one of three": ([0, 1, 2], [0, 1, 3]),
+    "grow 3 to 5": ([0, 1, 2], [0, 1, 2, 3, 4]),
+    "shrink 5 to 3": ([0, 1, 2, 3, 4], [1, 3, 4]),
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_change_the_set_under_load_then_fail_over_and_restart(tmp_path, change: str) -> None:  # noqa: ANN001
+    old, new = CHANGES[change]
+    with MiniJournalCluster(5, conf=journal_node_conf()) as mjc:
         conf = ha_conf(tmp_path, mjc, JID)
         conf.set("dfs.namenode.shared.edits.dir", _uri(mjc, old))
         pair = HAPair(conf, tmp_path)
         try:
-            # The new host, formatted for the namespace (as journalnode -bootstrap would).
-            with QuorumJournalManager(
-                Configuration(), _uri(mjc, [3]), pair["nn1"].core.ns_info
-            ) as q:
-                q.format(pair["nn1"].core.ns_info)
+            # The new hosts, formatted for the namespace (as journalnode -bootstrap would).
+            added = sorted(set(new) - set(old))
+            if added:
+                ns_info = pair["nn1"].core.ns_info
+                with QuorumJournalManager(Configuration(), _uri(mjc, added), ns_info) as q:
+                    q.format(ns_info)
             with pair.proxy("nn1") as p1:
                 p1.transition_to_active()
             acked: list[str] = []
@@ -87,7 +97,10 @@ def test_replace_a_journal_node_under_load_then_fail_over_and_restart(tmp_path) 
             assert "set dfs.namenode.shared.edits.dir to" in out.getvalue()
             members = frozenset(f"127.0.0.1:{mjc.rpc_ports[i]}" for i in new)
             assert _shared_qjm(pair["nn1"]).config == Config(members)
-            # Fail over: nn2, still configured with the old set, follows the records.
+            # The nodes that left are stopped; nn2, still configured with the old set (whose
+            # majority is still up: the nodes that stayed), fails over and follows the records.
+            for i in sorted(set(old) - set(new)):
+                mjc.stop_journal_node(i)
             with pair.proxy("nn1") as p1, pair.proxy("nn2") as p2:
                 p1.transition_to_standby()
                 p2.transition_to_active()
