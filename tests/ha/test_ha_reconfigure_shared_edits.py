@@ -127,3 +127,42 @@ def test_change_the_set_under_load_then_fail_over_and_restart(tmp_path, change: 
         for name in set().union(*copies):
             held = [c[name] for c in copies if name in c]
             assert all(h == held[0] for h in held), name
+
+
+def test_a_switch_cut_short_by_a_failover_is_finished_by_the_new_active(tmp_path) -> None:  # noqa: ANN001
+    """nn1 records the joint configuration and fails over before finishing; nn2 adopts
+    O+N from the records and finishes the switch at its next roll (dfsadmin -rollEdits,
+    or the standby's periodic roll request)."""
+    from hadoop_qjm.qjournal.client.membership_change import begin_reconfiguration
+
+    old, new = [0, 1, 2], [0, 1, 3]
+    with MiniJournalCluster(4, conf=journal_node_conf()) as mjc:
+        conf = ha_conf(tmp_path, mjc, JID)
+        conf.set("dfs.namenode.shared.edits.dir", _uri(mjc, old))
+        pair = HAPair(conf, tmp_path)
+        try:
+            ns_info = pair["nn1"].core.ns_info
+            with QuorumJournalManager(Configuration(), _uri(mjc, [3]), ns_info) as q:
+                q.format(ns_info)
+            with pair.proxy("nn1") as p1:
+                p1.transition_to_active()
+                assert p1.mkdirs("/before")
+            core = pair["nn1"].core
+            qjm = _shared_qjm(pair["nn1"])
+            with core.namesystem.lock:
+                core.edit_log.roll_edit_log(
+                    between=lambda: begin_reconfiguration(qjm, _uri(mjc, new))
+                )
+            assert qjm.config.is_joint
+            members = frozenset(f"127.0.0.1:{mjc.rpc_ports[i]}" for i in new)
+            with pair.proxy("nn1") as p1, pair.proxy("nn2") as p2:
+                assert p1.mkdirs("/joint")
+                p1.transition_to_standby()
+                p2.transition_to_active()
+                assert _shared_qjm(pair["nn2"]).config.is_joint  # adopted from the records
+                assert p2.get_file_info("/joint") is not None
+                p2.roll_edits()
+                assert _shared_qjm(pair["nn2"]).config == Config(members)
+                assert p2.mkdirs("/after")
+        finally:
+            pair.stop()
