@@ -61,3 +61,21 @@ def test_only_the_writer_of_the_current_epoch_sets_a_record_of_its_own_epoch(
             make_request(1, epoch=5), MembershipRecord.joint(OLD, NEW, 6, 1).to_text()
         )
     assert journal.get_membership_text() is None
+
+
+def test_a_node_that_missed_stable_catches_up_from_the_writers_record(journal: Journal) -> None:
+    """The node holds JOINT(O, N); the switch finished elsewhere (STABLE(N) on a joint
+    quorum). A writer of N sends the record it follows with newEpoch: the node takes it
+    and promises; a writer whose record does not name its set is refused as before."""
+    journal.new_epoch(FAKE_NSINFO, 3)
+    journal.set_membership(
+        make_request(1, epoch=3), MembershipRecord.joint(OLD, NEW, 3, 1).to_text()
+    )
+    done = MembershipRecord.stable(NEW, 3, 2, previous=OLD)
+    with pytest.raises(JournalMembershipException):
+        journal.new_epoch(FAKE_NSINFO, 4, Config(OLD).to_text(), done.to_text())
+    with pytest.raises(JournalMembershipException):
+        journal.new_epoch(FAKE_NSINFO, 4, Config(NEW).to_text())  # no record sent
+    journal.new_epoch(FAKE_NSINFO, 4, Config(NEW).to_text(), done.to_text())
+    assert MembershipRecord.parse(journal.get_membership_text()) == done
+    assert journal.get_last_promised_epoch() == 4

@@ -340,12 +340,13 @@ class Journal(JournalRecovery):
         with self._lock:
             self._check_formatted()
             self.storage.check_consistent_namespace(ns_info)
+            rules.check_new_epoch(epoch, self.last_promised_epoch.get(), self.journal_id)
+            # Only a writer that would win this node's promise may bring it a record.
             if writer_record is not None:
                 self.membership.catch_up(MembershipRecord.parse(writer_record), writer_config)
             self.membership.check_writer(
                 None if writer_config is None else Config.parse(writer_config)
             )
-            rules.check_new_epoch(epoch, self.last_promised_epoch.get(), self.journal_id)
             self._promise(epoch)
             self._abort_cur_segment()
             latest = self.scan_storage_for_latest_edits()
