@@ -241,7 +241,9 @@ class FSImage:
         from hadoop_qjm.qjournal.client.membership_change import finish_reconfiguration
 
         try:
-            finish_reconfiguration(qjm, self.most_recent_checkpoint_txid + 1)
+            finish_reconfiguration(
+                qjm, self.most_recent_checkpoint_txid + 1, self.edit_log.last_written_txid
+            )
         except IOException as e:
             LOG.warning("The JournalNode set change is not finished yet: %s", e)
 
@@ -267,7 +269,10 @@ class FSImage:
         with namesystem.lock:
             if not (qjm.config.is_joint and qjm.config.new == new):
                 self.edit_log.roll_edit_log(between=lambda: begin_reconfiguration(qjm, uri))
-            self.edit_log.roll_edit_log(between=lambda: finish_reconfiguration(qjm, since))
+            edit_log = self.edit_log
+            edit_log.roll_edit_log(
+                between=lambda: finish_reconfiguration(qjm, since, edit_log.last_written_txid)
+            )
         return qjm.config.describe()
 
     def save_image_in_all_dirs(self, namesystem: FSNamesystem, txid: int) -> None:

@@ -114,7 +114,7 @@ class MembershipRun(_Run):
     def before_segments(self, i: int, qjm: QuorumJournalManager) -> None:
         if qjm.config.is_joint:
             # It adopted O+N: it finishes the switch at its first segment boundary.
-            self.after_segments(i, qjm)
+            self._finish(i, qjm, self.read_through)  # what its recovery read back
             return
         if self.rng.random() >= SWITCH_PROBABILITY:
             return
@@ -153,12 +153,15 @@ class MembershipRun(_Run):
                     self.trace_line(f"jn{n} syncs {name}")
 
     def after_segments(self, i: int, qjm: QuorumJournalManager) -> None:
+        self._finish(i, qjm, self.last_acked)  # its last segment ends there
+
+    def _finish(self, i: int, qjm: QuorumJournalManager, last_txid: int) -> None:
         if not qjm.config.is_joint or qjm.config.new is None:
             return
         if self.rng.random() < SYNC_PROBABILITY:
             self.sync_history(self._nodes(qjm.config.new))
         try:
-            finish_reconfiguration(qjm, max(1, self.purge_horizon))
+            finish_reconfiguration(qjm, max(1, self.purge_horizon), last_txid)
         except JournalMembershipException as e:
             if "stays on" in str(e) and not is_injected(e):
                 self.trace_line(f"writer {i}: not finishing the switch: {e}")

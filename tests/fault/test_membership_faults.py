@@ -46,6 +46,14 @@ def test_randomized_with_set_changes(seed: int) -> None:
     assert result.switches[0] > 0, "no writer began a set change"
 
 
+@pytest.mark.timeout(90)
+def test_seed_193_a_history_check_on_no_answers() -> None:
+    """Found by the sweep of seeds 100-219: the history check passed with every node
+    down (tests/integration/test_journal_set_change.py has the scenario)."""
+    result = run_seed(193, 200, membership=True)
+    assert result.passed, _describe(result)
+
+
 @pytest.mark.timeout(60)
 def test_the_default_run_finishes_set_changes() -> None:
     """Across the default run's seeds, switches do finish (not only begin): the runs

@@ -86,7 +86,7 @@ def test_replace_one_of_three_then_an_old_writer_follows(cluster: MiniJournalClu
         write_segment(writer, 11, 10, finalize=True)  # under O+N: node 3 gets it too
         writer.loggers.wait_for_all_pending_calls()
         assert (cluster.current_dir(3, JID) / finalized_edits_file_name(11, 20)).exists()
-        finish_reconfiguration(writer, since_txid=1)
+        finish_reconfiguration(writer, since_txid=1, last_txid=20)
         assert writer.config == Config(_members(cluster, new))
         writer.loggers.wait_for_all_pending_calls()  # the nodes of the new set
         assert all(_record(cluster, i).state is RecordState.STABLE for i in (0, 1, 3))
@@ -141,7 +141,7 @@ def test_the_new_set_must_hold_the_history_before_it_decides_alone(
         begin_reconfiguration(writer, _uri(cluster, new))
         writer.loggers.wait_for_all_pending_calls()
         with pytest.raises(JournalMembershipException, match=r"finalized segments \[\(1, 10\)\]"):
-            finish_reconfiguration(writer, since_txid=1)
+            finish_reconfiguration(writer, since_txid=1, last_txid=10)
         assert writer.config.is_joint
         assert all(_record(cluster, i).state is RecordState.JOINT for i in range(5))
         write_segment(writer, 11, 10, finalize=True)
@@ -164,3 +164,28 @@ def test_a_writer_of_an_unrelated_set_refuses_with_one_sentence(
             stranger.recover_unfinalized_segments()
     assert "set dfs.namenode.shared.edits.dir to them" in str(refused.value)
     assert "\n" not in str(refused.value)
+
+
+def test_the_history_check_fails_when_no_node_answers(cluster: MiniJournalCluster) -> None:
+    """run_seed 193 --membership: every node was down for the manifests, the history
+    check passed on an empty list, a STABLE record reached one node, and a later writer
+    followed it to a set missing segment 83-86. The check must fail without answers.
+
+        manifests:  jn0 down  jn1 down  jn2 down  jn3 down   -> nothing listed
+        expected:   segments 1-10 chained through txid 10    -> refuse, stay joint
+    """
+    _format_all(cluster)
+    writer = _qjm(cluster, [0, 1, 2])
+    try:
+        writer.recover_unfinalized_segments()
+        write_segment(writer, 1, 10, finalize=True)
+        begin_reconfiguration(writer, _uri(cluster, [0, 1, 3]))
+        writer.loggers.wait_for_all_pending_calls()
+        for i in range(4):
+            cluster.stop_journal_node(i)
+        with pytest.raises(JournalMembershipException, match="starting at txid 1$"):
+            finish_reconfiguration(writer, since_txid=1, last_txid=10)
+        assert writer.config.is_joint
+        assert all(_record(cluster, i).state is RecordState.JOINT for i in range(4))
+    finally:
+        writer.close()

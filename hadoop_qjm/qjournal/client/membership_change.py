@@ -120,10 +120,17 @@ def begin_reconfiguration(qjm: QuorumJournalManager, new_uri: str) -> None:
     LOG.info("Journal %s: joint configuration %s recorded", qjm.journal_id, joint.describe())
 
 
-def finish_reconfiguration(qjm: QuorumJournalManager, since_txid: int) -> None:
+def finish_reconfiguration(qjm: QuorumJournalManager, since_txid: int, last_txid: int) -> None:
     """S4–S5: once the new set holds every finalized segment from ``since_txid`` (the
-    NameNode's newest checkpoint + 1) on enough nodes, record it as the set and use
-    it alone. Refusing leaves the writer joint (safe), to try again at a later roll."""
+    NameNode's newest checkpoint + 1) through ``last_txid`` (the last finalized txid:
+    the writer is between segments) on enough nodes, record it as the set and use it
+    alone. Refusing leaves the writer joint (safe), to try again at a later roll.
+
+    The segments checked are the ones the answering nodes list, and they must chain
+    from ``since_txid`` to ``last_txid``: with too few answers the check fails rather
+    than passing on nothing (run_seed 193 --membership found a history check that
+    passed with every node down, and a later writer that followed its STABLE record).
+    """
     _between_segments(qjm, "finishing reconfigureSharedEdits")
     config = qjm.config
     if not config.is_joint or config.new is None:
@@ -143,15 +150,22 @@ def finish_reconfiguration(qjm: QuorumJournalManager, since_txid: int) -> None:
         for lg, manifest in manifests.successes.items()
     }
     segments = sorted({seg for segs in finalized.values() for seg in segs})
-    # The segments must chain from since_txid: a gap is a segment no answering node has.
+    # The segments must chain from since_txid to last_txid: a gap is a segment no
+    # answering node has.
+    segments = [(first, last) for first, last in segments if first <= last_txid]
     expected = since_txid
     for first, last in segments:
+        if last < since_txid:
+            continue
         if first != expected and not (expected == since_txid and first <= since_txid <= last):
-            raise JournalMembershipException(
-                f"journal {qjm.journal_id} stays on {config.describe()}: no answering "
-                f"JournalNode holds the finalized segment starting at txid {expected}"
-            )
+            break
         expected = last + 1
+    if expected <= last_txid:
+        raise JournalMembershipException(
+            f"journal {qjm.journal_id} stays on {config.describe()}: no answering "
+            f"JournalNode holds the finalized segment starting at txid {expected}"
+        )
+    segments = [(first, last) for first, last in segments if last >= since_txid]
     missing = membership.history_covered(finalized, new, segments)
     if missing:
         raise JournalMembershipException(

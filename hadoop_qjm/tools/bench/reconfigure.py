@@ -83,7 +83,7 @@ def _measure(ops: int, old: list[int], new: list[int], base: Path) -> dict[str, 
             begin_reconfiguration(qjm, _uri(cluster, new))
             phases["during"] = _segment(qjm, txid, ops)
             txid += ops
-            finish_reconfiguration(qjm, since_txid=1)
+            finish_reconfiguration(qjm, since_txid=1, last_txid=txid - 1)
             phases["after"] = _segment(qjm, txid, ops)
     return phases
 
