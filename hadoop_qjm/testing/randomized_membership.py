@@ -37,7 +37,7 @@ from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManag
 from hadoop_qjm.qjournal.protocol import membership
 from hadoop_qjm.qjournal.protocol.exceptions import JournalMembershipException
 from hadoop_qjm.testing.faults import is_injected
-from hadoop_qjm.testing.qjm_test_util import JID
+from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, JID
 from hadoop_qjm.testing.randomized import _Run
 
 __all__ = ["MEMBERSHIP_NODES", "SWITCH_PROBABILITY", "MembershipRun", "new_set_alone_decides"]
@@ -77,20 +77,14 @@ class MembershipRun(_Run):
         with QuorumJournalManager(
             self.conf,
             self._uri(tuple(range(MEMBERSHIP_NODES))),
-            self._ns_info(),
+            FAKE_NSINFO,
             logger_factory=self.plain_factory,
             http_opener=self.http_opener,
         ) as everyone:
-            everyone.format(self._ns_info())
+            everyone.format(FAKE_NSINFO)
         self.trace_line("formatted jn0-jn4; the journal starts on jn0 jn1 jn2")
         for i in range(iterations):
             self.writer(i)
-
-    @staticmethod
-    def _ns_info() -> Any:
-        from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO
-
-        return FAKE_NSINFO
 
     def writer(self, i: int) -> None:
         configured = self.members
