@@ -12,6 +12,7 @@ joint record did not reach its quorum, joint when the STABLE one did not.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -24,13 +25,24 @@ from hadoop_qjm.qjournal.client.joint_logger_set import logger_address
 from hadoop_qjm.qjournal.client.qjournal_uri import parse_qjournal_uri
 from hadoop_qjm.qjournal.protocol import membership
 from hadoop_qjm.qjournal.protocol.exceptions import JournalMembershipException
-from hadoop_qjm.qjournal.protocol.membership import Config, MembershipRecord, parse_members
+from hadoop_qjm.qjournal.protocol.membership import (
+    Action,
+    Config,
+    MembershipRecord,
+    parse_members,
+)
 
 if TYPE_CHECKING:
     from hadoop_qjm.qjournal.client.async_logger import AsyncLogger
     from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 
-__all__ = ["begin_reconfiguration", "finish_reconfiguration", "members_of_uri"]
+__all__ = [
+    "begin_reconfiguration",
+    "finish_reconfiguration",
+    "members_of_uri",
+    "repair_records",
+    "settle_configuration",
+]
 
 LOG = logging.getLogger(__name__)
 
@@ -178,3 +190,63 @@ def finish_reconfiguration(qjm: QuorumJournalManager, since_txid: int, last_txid
     _write_record(qjm, MembershipRecord.stable(new, epoch, _next_version(qjm), previous=old))
     qjm.use_config(Config(new))
     LOG.info("Journal %s now uses the JournalNodes %s", qjm.journal_id, Config(new).describe())
+
+
+# ---- the writer's side of the records (called by QuorumJournalManager) ------------------------
+def repair_records(qjm: QuorumJournalManager, states: dict[AsyncLogger, Any]) -> None:
+    """Re-propose the record this writer follows, under its own epoch, to the nodes
+    whose answer showed an older one (Paxos's re-proposal): a node that missed a step
+    catches up and counts again. Not waited for."""
+    record = qjm.membership_record
+    if record is None:
+        return
+    behind = [
+        logger
+        for logger, state in states.items()
+        if state.membership is None or MembershipRecord.parse(state.membership).key < record.key
+    ]
+    record = dataclasses.replace(record, epoch=qjm.loggers.epoch)
+    qjm.membership_record = record
+    if behind:
+        qjm.loggers.call("set_membership", record.to_text(), only=behind)
+
+
+def settle_configuration(qjm: QuorumJournalManager) -> dict[AsyncLogger, Any]:
+    """getJournalState from a quorum, following the membership records it shows
+    (``membership.decide_configuration``: adopt O+N, follow to the new set, or
+    refuse) until the set asked is the one to use; that quorum's answers."""
+    seen: list[MembershipRecord] = []
+    for _ in range(membership.MAX_HOPS + 1):
+        states = qjm.loggers.wait_for_write_quorum(
+            qjm.loggers.call("get_journal_state"),
+            qjm.timeouts.get_journal_state_ms,
+            "getJournalState()",
+        )
+        for logger, state in states.items():
+            if state.membership is not None:
+                try:
+                    seen.append(MembershipRecord.parse(state.membership))
+                except IllegalArgumentException as e:
+                    raise JournalMembershipException(
+                        f"{logger} answered a bad membership record: {e}"
+                    ) from None
+        decision = membership.decide_configuration(qjm.config, seen, qjm.journal_id)
+        if decision.action is Action.PROCEED:
+            qjm.membership_record = decision.record
+            return states
+        if decision.action is Action.REFUSE:
+            raise JournalMembershipException(decision.reason)
+        if decision.action is Action.FOLLOW:
+            LOG.warning(decision.reason)
+        else:
+            LOG.warning(
+                "Journal %s is changing its JournalNode set (%s): using %s",
+                qjm.journal_id,
+                decision.record,
+                decision.config.describe(),
+            )
+        qjm.use_config(decision.config)
+    raise JournalMembershipException(
+        f"the membership records of journal {qjm.journal_id} did not settle on a "
+        f"JournalNode set after {membership.MAX_HOPS} changes: {[str(r) for r in seen]}"
+    )

@@ -27,7 +27,6 @@ configuration into :class:`QuorumJournalTimeouts`.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import time
@@ -55,6 +54,7 @@ from hadoop_qjm.namenode.redundant_edit_log_input_stream import (
     RedundantEditLogInputStream,
     chain_and_make_redundant_streams,
 )
+from hadoop_qjm.qjournal.client import membership_change
 from hadoop_qjm.qjournal.client.async_logger import AsyncLogger, LoggerFactory
 from hadoop_qjm.qjournal.client.async_logger_set import AsyncLoggerSet
 from hadoop_qjm.qjournal.client.ipc_logger_channel import ipc_logger_channel_factory
@@ -63,9 +63,8 @@ from hadoop_qjm.qjournal.client.qjournal_uri import QJournalURI, parse_qjournal_
 from hadoop_qjm.qjournal.client.quorum_call import QuorumCall, map_to_string
 from hadoop_qjm.qjournal.client.quorum_output_stream import QuorumOutputStream
 from hadoop_qjm.qjournal.client.segment_recovery_comparator import best_recovery_source
-from hadoop_qjm.qjournal.protocol import membership, rules
-from hadoop_qjm.qjournal.protocol.exceptions import JournalMembershipException
-from hadoop_qjm.qjournal.protocol.membership import Action, Config, MembershipRecord
+from hadoop_qjm.qjournal.protocol import rules
+from hadoop_qjm.qjournal.protocol.membership import Config, MembershipRecord
 from hadoop_qjm.qjournal.protocol.messages import NewEpochResponse
 
 __all__ = ["QuorumJournalManager", "QuorumJournalTimeouts"]
@@ -313,7 +312,7 @@ class QuorumJournalManager(JournalManager):
         """
         if self.loggers.is_epoch_established:
             raise IllegalStateException("epoch already created")
-        promises = self._settle_configuration()
+        promises = membership_change.settle_configuration(self)
         max_promised = max(r.last_promised_epoch for r in promises.values())
         always_assert(max_promised >= 0, f"negative promised epoch {max_promised}")
         my_epoch = max_promised + 1
@@ -328,65 +327,8 @@ class QuorumJournalManager(JournalManager):
             f"newEpoch({my_epoch})",
         )
         self.loggers.set_epoch(my_epoch)
-        self._repair_records(promises)
+        membership_change.repair_records(self, promises)
         return responses
-
-    def _repair_records(self, states: dict[AsyncLogger, Any]) -> None:
-        """Re-propose the record this writer follows, under its own epoch, to the nodes
-        whose answer showed an older one (Paxos's re-proposal): a node that missed a step
-        catches up and counts again. Not waited for."""
-        record = self.membership_record
-        if record is None:
-            return
-        behind = [
-            logger
-            for logger, state in states.items()
-            if state.membership is None or MembershipRecord.parse(state.membership).key < record.key
-        ]
-        record = dataclasses.replace(record, epoch=self.loggers.epoch)
-        self.membership_record = record
-        if behind:
-            self.loggers.call("set_membership", record.to_text(), only=behind)
-
-    def _settle_configuration(self) -> dict[AsyncLogger, Any]:
-        """getJournalState from a quorum, following the membership records it shows
-        (``membership.decide_configuration``: adopt O+N, follow to the new set, or
-        refuse) until the set asked is the one to use; that quorum's answers."""
-        seen: list[MembershipRecord] = []
-        for _ in range(membership.MAX_HOPS + 1):
-            states = self.loggers.wait_for_write_quorum(
-                self.loggers.call("get_journal_state"),
-                self.timeouts.get_journal_state_ms,
-                "getJournalState()",
-            )
-            for logger, state in states.items():
-                if state.membership is not None:
-                    try:
-                        seen.append(MembershipRecord.parse(state.membership))
-                    except IllegalArgumentException as e:
-                        raise JournalMembershipException(
-                            f"{logger} answered a bad membership record: {e}"
-                        ) from None
-            decision = membership.decide_configuration(self.config, seen, self.journal_id)
-            if decision.action is Action.PROCEED:
-                self.membership_record = decision.record
-                return states
-            if decision.action is Action.REFUSE:
-                raise JournalMembershipException(decision.reason)
-            if decision.action is Action.FOLLOW:
-                LOG.warning(decision.reason)
-            else:
-                LOG.warning(
-                    "Journal %s is changing its JournalNode set (%s): using %s",
-                    self.journal_id,
-                    decision.record,
-                    decision.config.describe(),
-                )
-            self.use_config(decision.config)
-        raise JournalMembershipException(
-            f"the membership records of journal {self.journal_id} did not settle on a "
-            f"JournalNode set after {membership.MAX_HOPS} changes: {[str(r) for r in seen]}"
-        )
 
     def recover_unfinalized_segments(self) -> None:
         """Fence older writers, then recover and finalize the newest segment (§2.6)."""
