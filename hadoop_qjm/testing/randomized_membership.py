@@ -24,6 +24,7 @@ makes a joint call done once a majority of the new set has it.
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,6 +44,7 @@ from hadoop_qjm.testing.randomized import _Run
 __all__ = ["MEMBERSHIP_NODES", "SWITCH_PROBABILITY", "MembershipRun", "new_set_alone_decides"]
 
 MEMBERSHIP_NODES = 5
+_SEGMENT_START = re.compile(r"edits_(?:inprogress_)?(\d+)")
 SWITCH_PROBABILITY = 0.2
 #: The probability that the syncers caught up before a writer tries to finish a switch.
 SYNC_PROBABILITY = 0.7
@@ -138,9 +140,15 @@ class MembershipRun(_Run):
                     held.setdefault(path.name, path)
         for n in new:
             current = self.cluster.current_dir(n, JID)
-            starts = {f.name.split("_")[-1].split("-")[0] for f in current.glob("edits_*")}
+            # Any file of the segment (in progress, or acceptRecovery's .epoch= download)
+            # keeps the copy away, as the syncer leaves a segment the node has alone.
+            starts = {
+                int(m.group(1))
+                for f in current.glob("edits_*")
+                if (m := _SEGMENT_START.match(f.name)) is not None
+            }
             for name, source in sorted(held.items()):
-                if name.split("_")[1].split("-")[0] not in starts:
+                if int(name.split("_")[1].split("-")[0]) not in starts:
                     tmp = current / (name + ".sync-tmp")
                     shutil.copyfile(source, tmp)
                     tmp.rename(current / name)
