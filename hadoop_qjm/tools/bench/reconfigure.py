@@ -71,7 +71,8 @@ def measure(ops: int, grow: bool, base_dir: str | None = None) -> dict[str, list
 
 def _measure(ops: int, old: list[int], new: list[int], base: Path) -> dict[str, list[float]]:
     with MiniJournalCluster(max(new) + 1, base, processes=True) as cluster:
-        for nodes in (old, sorted(set(new) - set(old))):  # the new ones as -bootstrap would
+        added = [[n] for n in sorted(set(new) - set(old))]
+        for nodes in (old, *added):  # the new ones one by one, as -bootstrap would
             with QuorumJournalManager(Configuration(), _uri(cluster, nodes), FAKE_NSINFO) as q:
                 q.format(FAKE_NSINFO)
         with QuorumJournalManager(Configuration(), _uri(cluster, old), FAKE_NSINFO) as qjm:
