@@ -81,8 +81,21 @@ class FakeJournal:
     def format(self, ns_info: Any, force: bool) -> None:
         self._call("format", ns_info, force)
 
-    def new_epoch(self, ns_info: Any, epoch: int) -> NewEpochResponse:
-        return self._call("new_epoch", ns_info, epoch, default=NewEpochResponse(42))
+    def new_epoch(
+        self,
+        ns_info: Any,
+        epoch: int,
+        writer_config: str | None = None,
+        writer_record: str | None = None,
+    ) -> NewEpochResponse:
+        extra = () if writer_config is None else (writer_config,)
+        return self._call("new_epoch", ns_info, epoch, *extra, default=NewEpochResponse(42))
+
+    def get_membership_text(self) -> str | None:
+        return self._call("get_membership_text")
+
+    def set_membership(self, req: Any, record: str, ns_info: Any = None) -> None:
+        self._call("set_membership", req, record)
 
     def journal(
         self, req: Any, segment_txid: int, first_txid: int, num_txns: int, records: bytes

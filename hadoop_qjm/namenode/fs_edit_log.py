@@ -312,12 +312,24 @@ class FSEditLog:
                 self._ending_segment = False
                 self._cond.notify_all()
 
-    def roll_edit_log(self, layout_version: int = CURRENT_LAYOUT_VERSION) -> int:
-        """End the current segment and start the next; returns the new segment's first txid."""
+    def roll_edit_log(
+        self,
+        layout_version: int = CURRENT_LAYOUT_VERSION,
+        between: Callable[[], None] | None = None,
+    ) -> int:
+        """End the current segment and start the next; returns the new segment's first txid.
+
+        ``between`` runs with no segment open (a JournalNode set change's step); the next
+        segment starts whether it succeeded or not, and its error is raised after.
+        """
         with self._cond:
             self.end_current_log_segment(True)
             next_txid = self._txid + 1
-            self.start_log_segment_and_write_header_txn(next_txid, layout_version)
+            try:
+                if between is not None:
+                    between()
+            finally:
+                self.start_log_segment_and_write_header_txn(next_txid, layout_version)
             return next_txid
 
     def close(self) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
 from hadoop_qjm.common.durable import FsyncFunction, fsync_dir
 from hadoop_qjm.common.exceptions import FileNotFoundException, IOException
@@ -217,7 +218,62 @@ class FSImage:
         if self.edit_log is None:
             raise IOException("No edit log to roll")
         with namesystem.lock:
-            return self.edit_log.roll_edit_log()
+            return self.edit_log.roll_edit_log(between=self._finish_pending_switch)
+
+    def _shared_qjm(self) -> Any:
+        """The QuorumJournalManager of the shared edits, or None."""
+        from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
+
+        shared = [
+            jas.manager
+            for jas in (self.edit_log.journal_set.journals if self.edit_log else [])
+            if jas.shared and isinstance(jas.manager, QuorumJournalManager)
+        ]
+        return shared[0] if len(shared) == 1 else None
+
+    def _finish_pending_switch(self) -> None:
+        """At a roll: a writer on a joint configuration (it adopted one after a failover,
+        or an earlier attempt stopped short) tries to finish the switch. Failing leaves it
+        joint, which is safe; the roll goes on."""
+        qjm = self._shared_qjm()
+        if qjm is None or not qjm.config.is_joint:
+            return
+        from hadoop_qjm.qjournal.client.membership_change import finish_reconfiguration
+
+        try:
+            finish_reconfiguration(
+                qjm, self.most_recent_checkpoint_txid + 1, self.edit_log.last_written_txid
+            )
+        except IOException as e:
+            LOG.warning("The JournalNode set change is not finished yet: %s", e)
+
+    def reconfigure_shared_edits(self, namesystem: FSNamesystem, uri: str) -> str:
+        """Move the shared edits to the JournalNodes of ``uri`` by joint consensus
+        (docs/journalnode.md, "Online, by joint consensus"): at one roll the joint
+        configuration begins, at the next the new set takes over once it holds the
+        history a restart reads (from the newest checkpoint on). Run it again after an
+        interruption: a switch already begun to the same set is finished."""
+        from hadoop_qjm.qjournal.client.membership_change import (
+            begin_reconfiguration,
+            finish_reconfiguration,
+            members_of_uri,
+        )
+
+        if self.edit_log is None:
+            raise IOException("No edit log to reconfigure")
+        qjm = self._shared_qjm()
+        if qjm is None:
+            raise IOException("the shared edits are not on a qjournal:// URI")
+        _, new = members_of_uri(uri)
+        since = self.most_recent_checkpoint_txid + 1
+        with namesystem.lock:
+            if not (qjm.config.is_joint and qjm.config.new == new):
+                self.edit_log.roll_edit_log(between=lambda: begin_reconfiguration(qjm, uri))
+            edit_log = self.edit_log
+            edit_log.roll_edit_log(
+                between=lambda: finish_reconfiguration(qjm, since, edit_log.last_written_txid)
+            )
+        return qjm.config.describe()
 
     def save_image_in_all_dirs(self, namesystem: FSNamesystem, txid: int) -> None:
         """Write ``fsimage_<txid>`` in every image directory (FSImage.saveFSImageInAllDirs)."""

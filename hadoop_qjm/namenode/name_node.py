@@ -368,6 +368,11 @@ class NameNode:
         self.check_operation(category)
         return self._running().namesystem
 
+    def reconfigure_shared_edits(self, uri: str) -> str:
+        """Move the shared edits to ``uri``'s JournalNodes, online (active only)."""
+        self.check_operation("JOURNAL")
+        return self._running().reconfigure_shared_edits(uri)
+
     def roll_edit_log(self) -> CheckpointSignature:
         """Finalize the segment and start the next (NamenodeProtocol.rollEditLog)."""
         self.check_operation("JOURNAL")

@@ -444,6 +444,11 @@ class NameNodeCore:
         """Start a new segment (``dfsadmin -rollEdits``); returns its first txid."""
         return self._image().roll_edit_log(self.namesystem)  # type: ignore[arg-type]
 
+    def reconfigure_shared_edits(self, uri: str) -> str:
+        """Move the shared edits to ``uri``'s JournalNodes (``haadmin
+        -reconfigureSharedEdits``); returns the set now written to."""
+        return self._image().reconfigure_shared_edits(self.namesystem, uri)  # type: ignore[arg-type]
+
     def _image(self) -> FSImage:
         if self.fs_image is None or self.namesystem is None:
             raise IOException("The NameNode is not running")

@@ -103,6 +103,9 @@ class ClientProtocolHandler:
     def roll_edits(self) -> int:
         return self.name_node.roll_edit_log().cur_segment_txid
 
+    def reconfigure_shared_edits(self, uri: str) -> str:
+        return self.name_node.reconfigure_shared_edits(uri)
+
     def save_namespace(self, time_window: int | None, tx_gap: int | None) -> bool:
         return self.name_node.save_namespace(time_window or 0, tx_gap or 0)
 
@@ -162,6 +165,7 @@ def rpc_handlers(name_node: Any) -> dict[str, Callable[..., Any]]:
         "getFileInfo": client.get_file_info,
         "getListing": client.get_listing,
         "rollEdits": client.roll_edits,
+        "reconfigureSharedEdits": client.reconfigure_shared_edits,
         "saveNamespace": client.save_namespace,
         "versionRequest": namenode.version_request,
         "rollEditLog": namenode.roll_edit_log,

@@ -135,11 +135,19 @@ def trace_digest(trace: list[str]) -> str:
     return hashlib.sha256(_FRAME_PATH.sub(r'File "\1"', text).encode()).hexdigest()
 
 
-def replay_command(seed: int, iterations: int, transport: str, planted_bug: str | None) -> str:
+def replay_command(
+    seed: int,
+    iterations: int,
+    transport: str,
+    planted_bug: str | None,
+    membership: bool = False,
+) -> str:
     """The command that replays one seed locally, without Spark."""
     cmd = f"python -m hadoop_qjm.testing.randomized --seed {seed} --iterations {iterations}"
     if transport != "local":
         cmd += f" --transport {transport}"
+    if membership:
+        cmd += " --membership"
     if planted_bug:
         cmd += f" --planted-bug {planted_bug}"
     return cmd
@@ -166,9 +174,14 @@ def _scratch_dir(seed: int) -> Path:
 
 
 def run_one_seed(
-    seed: int, iterations: int, transport: str = "local", planted_bug: str | None = None
+    seed: int,
+    iterations: int,
+    transport: str = "local",
+    planted_bug: str | None = None,
+    membership: bool = False,
 ) -> dict[str, Any]:
-    """Run one seed of the randomized test and return its row (:data:`TASK_FIELDS`).
+    """Run one seed of the randomized test and return its row (:data:`TASK_FIELDS`);
+    ``membership``: the writers also change the JournalNode set.
 
     Never raises for a seed that fails: an error outside ``run_seed``'s own checks is a
     failed row too, so one bad seed cannot fail the Spark task and hide the others.
@@ -196,6 +209,7 @@ def run_one_seed(
             planted_bug=planted_bug,
             trace=trace,
             quiet=False,
+            membership=membership,
         )
     except Exception as e:  # noqa: BLE001 - reported in the row
         import traceback
@@ -219,7 +233,7 @@ def run_one_seed(
         "planted_bug": planted_bug,
         "executor": f"{socket.gethostname()}:{os.getpid()}",
         "log": log,
-        "replay_command": replay_command(seed, iterations, transport, planted_bug),
+        "replay_command": replay_command(seed, iterations, transport, planted_bug, membership),
     }
     if result is None:
         row.update(

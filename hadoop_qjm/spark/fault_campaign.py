@@ -119,10 +119,11 @@ def _run_partition(
     transport: str,
     planted_bug: str | None,
     tracker: ItemTracker,
+    membership: bool = False,
 ) -> Iterator[tuple]:
     names = [name for name, _ in TASK_FIELDS]
     for seed in seeds:
-        row = run_one_seed(seed, iterations, transport, planted_bug)
+        row = run_one_seed(seed, iterations, transport, planted_bug, membership)
         tracker.item_done(str(seed), failed=not row["passed"])
         yield tuple(row[name] for name in names)
 
@@ -175,10 +176,12 @@ def run_campaign(
     overwrite: bool = False,
     progress_interval_s: float = 0.0,
     progress_stream=None,
+    membership: bool = False,
 ) -> CampaignReport:
     """Run the campaign on ``spark``; results under ``out``; returns the report.
 
     ``transport``: the harness's ("local" in-process, or "thrift" over loopback).
+    ``membership``: the writers also change the JournalNode set (local transport).
     """
     from pyspark.sql import functions as F
 
@@ -197,7 +200,7 @@ def run_campaign(
     ) as tracker:
         # Stage 1: run the seeds; each task's rows, whole logs included, go to OUT/tasks.
         def run_partition(part: Iterable[int]) -> Iterator[tuple]:
-            return _run_partition(part, iterations, transport, planted_bug, tracker)
+            return _run_partition(part, iterations, transport, planted_bug, tracker, membership)
 
         rows = sc.parallelize(list(seeds), num_partitions).mapPartitions(run_partition)
         tasks = spark.createDataFrame(rows, TASK_SCHEMA).repartition(files, "seed")
@@ -246,7 +249,11 @@ def run_campaign(
         transport=transport,
         planted_bug=planted_bug,
         seed_range=(int(agg["min_seed"]), int(agg["max_seed"])),
-        extra={"executors": int(agg["executors"]), "partitions": num_partitions},
+        extra={
+            "executors": int(agg["executors"]),
+            "partitions": num_partitions,
+            "membership": membership,
+        },
     )
     report.summary = summary_text(report)
     report.extra["summary_path"] = write_text(spark, out, "summary.txt", report.summary, "tasks")
@@ -267,6 +274,7 @@ def summary_text(report: CampaignReport) -> str:
     lines = [
         f"fault campaign: {report.seeds} seeds ({lo}..{hi}), {report.iterations} writers each, "
         f"transport {report.transport}, master {report.master}"
+        + (", JournalNode set changes" if report.extra.get("membership") else "")
         + (f", PLANTED BUG {report.planted_bug}" if report.planted_bug else ""),
         f"  passed {report.passed}, failed {len(report.failed)}, "
         f"unexpected log messages {len(report.unexpected)}",
@@ -342,6 +350,11 @@ def _parser():
         "--planted-bug",
         choices=sorted(PLANTED_BUGS),
         help="switch on a deliberately broken rule, to show the campaign finds it",
+    )
+    parser.add_argument(
+        "--membership",
+        action="store_true",
+        help="the writers also change the JournalNode set (five nodes; inproc transport)",
     )
     parser.add_argument("--out", required=True, help="output directory (local path or URI)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --out")
@@ -426,6 +439,7 @@ def run(argv: Sequence[str], conf=None) -> int:
                 iterations=args.iterations,
                 transport=transport,
                 planted_bug=args.planted_bug,
+                membership=args.membership,
                 partitions=args.partitions,
                 overwrite=args.overwrite,
                 progress_interval_s=args.progress_interval,

@@ -141,6 +141,10 @@ PLANTED_BUGS = {
         "JournalNode 0 acknowledges journal() batches without writing them, so a later "
         "recovery may miss acknowledged txns"
     ),
+    "joint-quorum-new-set-only": (
+        "while the JournalNode set changes (--membership), a call counts as done once a "
+        "majority of the new set has it: the new set alone decides"
+    ),
 }
 
 
@@ -168,6 +172,10 @@ class SeedResult:
     trace_digest: str = ""
     #: The nodes that wrote Hadoop's paxos records, without md5 (local transport).
     hadoop_record_nodes: tuple[int, ...] = ()
+    #: Whether the writers also changed the JournalNode set (randomized_membership.py).
+    membership: bool = False
+    #: Set changes begun and finished (membership runs).
+    switches: tuple[int, int] = (0, 0)
 
     @property
     def replay_command(self) -> str:
@@ -176,6 +184,8 @@ class SeedResult:
         cmd += f" --iterations {self.iterations}"
         if self.transport != "local":
             cmd += f" --transport {self.transport}"
+        if self.membership:
+            cmd += " --membership"
         if self.planted_bug:
             cmd += f" --planted-bug {self.planted_bug}"
         return cmd
@@ -223,6 +233,12 @@ def _ignore_writer_epoch(response: Any) -> int:
 def _planted(bug: str | None) -> Iterator[None]:
     if bug is not None and bug not in PLANTED_BUGS:
         raise ValueError(f"unknown planted bug {bug!r}; known: {', '.join(PLANTED_BUGS)}")
+    if bug == "joint-quorum-new-set-only":
+        from hadoop_qjm.testing.randomized_membership import new_set_alone_decides
+
+        with new_set_alone_decides():
+            yield
+        return
     if bug != "comparator-ignores-writer-epoch":
         yield
         return
@@ -266,8 +282,10 @@ class _Run:
         planted_bug: str | None,
         probabilities: FaultProbabilities | None,
         trace: list[str],
+        num_nodes: int = NUM_NODES,
     ) -> None:
         self.trace = trace
+        self.num_nodes = num_nodes
         # Error messages name files; the run's directory differs from run to run.
         work_prefix = str(work_dir)
 
@@ -297,7 +315,7 @@ class _Run:
                 nodes = " ".join(f"jn{n}" for n in self.hadoop_record_nodes)
                 trace_line(f"Hadoop's paxos records (no md5) on {nodes}")
             self.cluster: Any = LocalJournalCluster(
-                NUM_NODES,
+                num_nodes,
                 work_dir,
                 self.conf,
                 fault_injector=self.paxos,
@@ -319,7 +337,7 @@ class _Run:
         self.transport = transport
         self.faults = RandomFaults(
             self.rng,
-            NUM_NODES,
+            num_nodes,
             probabilities,
             paxos=self.paxos,
             restart=restart,
@@ -351,7 +369,7 @@ class _Run:
         self.flips: dict[tuple[int, str], set[int]] = {}
         self.damaged: dict[tuple[str, int], int] = {}
         self.segments = FinalizedSegmentChecker(
-            lambda: [self.cluster.current_dir(n, JID) for n in range(NUM_NODES)],
+            lambda: [self.cluster.current_dir(n, JID) for n in range(num_nodes)],
             lambda node, name: self.flips.get((node, name), ()),
         )
 
@@ -390,14 +408,25 @@ class _Run:
                     self.trace_line(f"writer {i}: purge older than {txid - PURGE_KEEP}")
                     qjm.purge_logs_older_than(txid - PURGE_KEEP)
                     self.purge_horizon = max(self.purge_horizon, txid - PURGE_KEEP)
+                self.before_segments(i, qjm)
+                written = 0
                 for _ in range(SEGMENTS_PER_WRITER):
                     if not self.write_segment(i, qjm, txid):
                         break
                     txid += TXNS_PER_SEGMENT
+                    written += 1
+                if written == SEGMENTS_PER_WRITER:
+                    self.after_segments(i, qjm)
         finally:
             qjm.close()
         self.check_disk(i)
         self.check_hidden_assertions()
+
+    def before_segments(self, i: int, qjm: QuorumJournalManager) -> None:
+        """Between recovery and the first segment (a membership run begins a switch)."""
+
+    def after_segments(self, i: int, qjm: QuorumJournalManager) -> None:
+        """After every segment was written (a membership run finishes a switch)."""
 
     def recover(self, i: int, qjm: QuorumJournalManager) -> int | None:
         """Recover and read back; the last txid a reader sees, None if a step failed."""
@@ -449,7 +478,7 @@ class _Run:
         rng = self.flip_rng
         if rng.random() >= self.faults.p.bit_flip:
             return
-        node = rng.randrange(NUM_NODES)
+        node = rng.randrange(self.num_nodes)
         directory = self.cluster.current_dir(node, JID)
         try:
             names = sorted(n for n in os.listdir(directory) if EDITS_REGEX.fullmatch(n))
@@ -458,7 +487,9 @@ class _Run:
         if len(names) < 2:
             return
         name = rng.choice(names[:-1])  # never the newest: a recovery may copy it
-        if not all((self.cluster.current_dir(n, JID) / name).exists() for n in range(NUM_NODES)):
+        if not all(
+            (self.cluster.current_dir(n, JID) / name).exists() for n in range(self.num_nodes)
+        ):
             return  # only where every node holds it: any two nodes then hold each op intact
         txid = rng.choice(sorted(op_offsets(directory / name)))
         if (name, txid) in self.damaged:
@@ -570,19 +601,23 @@ def run_seed(
     probabilities: FaultProbabilities | None = None,
     trace: list[str] | None = None,
     quiet: bool = True,
+    membership: bool = False,
 ) -> SeedResult:
     """Run the randomized test for ``seed``; never raises for a failed invariant.
 
     ``base_dir``: where the JournalNodes' directories go (kept afterwards);
     default a temporary directory (on tmpfs when there is one), deleted.
     ``trace``: a list that receives every line of the trace. ``quiet``
-    silences the ``hadoop_qjm`` loggers during the run.
+    silences the ``hadoop_qjm`` loggers during the run. ``membership``: the
+    writers also change the JournalNode set, among five nodes
+    (:mod:`~hadoop_qjm.testing.randomized_membership`; local transport only).
     """
     if planted_bug is not None and planted_bug not in PLANTED_BUGS:
         raise ValueError(f"unknown planted bug {planted_bug!r}; known: {', '.join(PLANTED_BUGS)}")
     lines: list[str] = trace if trace is not None else []
     lines.append(
         f"seed {seed}, {iterations} writers, transport {transport}"
+        + (", membership changes" if membership else "")
         + (f", planted bug {planted_bug}" if planted_bug else "")
     )
     started = time.perf_counter()
@@ -591,7 +626,14 @@ def run_seed(
     run: _Run | None = None
     try:
         with _quiet_library_logs(quiet), _planted(planted_bug):
-            run = _Run(seed, transport, work_dir, planted_bug, probabilities, lines)
+            run_class: Any = _Run
+            if membership:
+                from hadoop_qjm.testing.randomized_membership import MembershipRun
+
+                run_class = MembershipRun
+            elif planted_bug == "joint-quorum-new-set-only":
+                raise ValueError("the joint-quorum-new-set-only bug needs --membership")
+            run = run_class(seed, transport, work_dir, planted_bug, probabilities, lines)
             try:
                 run.run(iterations)
                 run.check_hidden_assertions()
@@ -623,6 +665,8 @@ def run_seed(
         planted_bug=planted_bug,
         trace_digest=hashlib.sha256("\n".join(lines).encode()).hexdigest(),
         hadoop_record_nodes=run.hadoop_record_nodes if run else (),
+        membership=membership,
+        switches=getattr(run, "switches", (0, 0)),
     )
 
 
@@ -636,6 +680,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS)
     parser.add_argument("--transport", choices=("local", "thrift"), default="local")
     parser.add_argument("--planted-bug", choices=sorted(PLANTED_BUGS), default=None)
+    parser.add_argument(
+        "--membership", action="store_true", help="the writers also change the JournalNode set"
+    )
     parser.add_argument("--base-dir", help="keep the JournalNodes' directories here")
     parser.add_argument("--tail", type=int, default=None, help="print only the last N lines")
     parser.add_argument("--verbose", action="store_true", help="also show the library's logs")
@@ -651,6 +698,7 @@ def main(argv: list[str] | None = None) -> int:
         planted_bug=args.planted_bug,
         trace=lines,
         quiet=not args.verbose,
+        membership=args.membership,
     )
     shown = lines if args.tail is None else lines[-args.tail :]
     print("\n".join(shown))
@@ -659,6 +707,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{result.writers} writers, {result.recoveries} recoveries, "
         f"{result.txns_acknowledged} txns acknowledged, {result.faults_injected} faults injected, "
         f"{result.duration_s:.2f} s, trace {result.trace_digest[:16]}"
+        + (
+            f", set changes begun {result.switches[0]}, finished {result.switches[1]}"
+            if result.membership
+            else ""
+        )
     )
     if not result.passed:
         print(f"first failure: {result.first_failure}")

@@ -82,6 +82,7 @@ Usage: hdfs-py [--config DIR] haadmin [-ns <nameserviceId>]
     [-getServiceState <serviceId>]
     [-getAllServiceState]
     [-checkHealth <serviceId>]
+    [-reconfigureSharedEdits <qjournal URI>]
     [-help <command>]
 """
 
@@ -110,6 +111,13 @@ _HELP = {
     "-checkHealth": (
         "<serviceId>",
         "Requests that the service perform a health check; exits non-zero if it fails.",
+    ),
+    "-reconfigureSharedEdits": (
+        "<qjournal URI>",
+        "Not Hadoop's: moves the active NameNode's shared edits to the JournalNodes of the "
+        "URI, online, by joint consensus (docs/journalnode.md); bootstrap the new "
+        "JournalNodes first, and afterwards set dfs.namenode.shared.edits.dir to the URI on "
+        "both NameNodes. Run it again if it was interrupted.",
     ),
     "-help": ("<command>", "Displays help on the specified command"),
 }
@@ -365,6 +373,27 @@ class HAAdmin:
             print(f"{address:<50} {state:<10}".rstrip(), file=self.out)
         return 0
 
+    def reconfigure_shared_edits(self, uri: str) -> int:
+        """Tell the active NameNode to move its shared edits to ``uri`` (joint consensus)."""
+        for target in self.targets():
+            try:
+                status = self._call(target, self.check_timeout_s, "get_service_status")
+            except (HadoopException, OSError):
+                continue
+            if status.state is HAServiceState.ACTIVE:
+                # The switch waits for two rolls and the JournalNodes' answers.
+                timeout_s = 120.0
+                now_on = self._call(target, timeout_s, "reconfigure_shared_edits", uri)
+                print(f"{target}: the shared edits are now on {now_on}", file=self.out)
+                print(
+                    f"Now set dfs.namenode.shared.edits.dir to {uri} in the configuration of "
+                    "both NameNodes (and of the JournalNodes).",
+                    file=self.out,
+                )
+                return 0
+        self._error("No active NameNode: make one active first (-transitionToActive)")
+        return 1
+
     def check_health(self, nnid: str) -> int:
         try:
             self._call(self.resolve_target(nnid), self.check_timeout_s, "monitor_health")
@@ -522,6 +551,10 @@ class HAAdmin:
             if flags - {"--forcefence", "--forceactive"} or len(ids) != 2:
                 raise UsageError(f"{name}: incorrect arguments ({_usage(command)})")
             return self.failover(ids[0], ids[1], "--forcefence" in flags, "--forceactive" in flags)
+        if command == "-reconfigureSharedEdits":
+            if len(rest) != 1 or not rest[0].startswith("qjournal://"):
+                raise UsageError(f"{name}: needs one qjournal:// URI ({_usage(command)})")
+            return self.reconfigure_shared_edits(rest[0])
         if command in ("-help", "-h", "--help"):
             return _help(rest, self.out)
         raise UsageError(f"{name}: Unknown command (run 'hdfs-py haadmin -help')")

@@ -28,8 +28,10 @@ def faulty_logger_factory(rng: random.Random):
         def get_journal_state(self):
             return injected() if rng.random() < 0.10 else super().get_journal_state()
 
-        def new_epoch(self, epoch):
-            return injected() if rng.random() < 0.40 else super().new_epoch(epoch)
+        def new_epoch(self, epoch, writer_config=None, writer_record=None):
+            if rng.random() < 0.40:
+                return injected()
+            return super().new_epoch(epoch, writer_config, writer_record)
 
     def factory(conf, ns_info, journal_id, name_service_id, address):
         return SometimesFaulty(conf, ns_info, journal_id, address, name_service_id=name_service_id)

@@ -198,6 +198,28 @@ def test_planted_bug_is_caught_and_its_replay_command_reproduces_it(spark, tmp_p
     assert f"seed {row['seed']}: FAILED" in replay.stdout
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_the_campaign_runs_set_changes_and_catches_the_new_set_deciding_alone(spark, tmp_path):
+    bug = "joint-quorum-new-set-only"
+    report = run_campaign(
+        spark, range(3, 6), str(tmp_path / "out"), iterations=100, planted_bug=bug, membership=True
+    )
+    # Seeds 0-3 do not find it (tests/fault/test_membership_faults.py); 4 is the first.
+    assert [row["seed"] for row in report.failed][:1] == [4], report.summary
+    assert "JournalNode set changes" in report.summary
+    argv = shlex.split(report.failed[0]["replay_command"])
+    assert argv[-3:] == ["--membership", "--planted-bug", bug]
+    replay = subprocess.run(
+        [sys.executable, *argv[1:], "--tail", "5"],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+
+
 def test_grep_stage_flags_hidden_assertions_and_foreign_tracebacks(spark, tmp_path):
     """The paper's second job: a seed that passed but whose log shows an AssertionError
     (hidden by the quorum) or a non-injected traceback is marked."""

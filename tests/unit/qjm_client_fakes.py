@@ -88,8 +88,13 @@ class FakeLogger(AsyncLogger):
     def get_journal_state(self):
         return self._call("get_journal_state")
 
-    def new_epoch(self, epoch):
-        return self._call("new_epoch", epoch)
+    def new_epoch(self, epoch, writer_config=None, writer_record=None):
+        if writer_config is None:
+            return self._call("new_epoch", epoch)
+        return self._call("new_epoch", epoch, writer_config)
+
+    def set_membership(self, record, check_namespace=False):
+        return self._call("set_membership", record)
 
     def format(self, ns_info, force=False):
         return self._call("format", ns_info, force)
@@ -190,8 +195,11 @@ class FakeProxy:
     def get_journal_state(self, jid, ns_id=None):
         return self._call("get_journal_state", jid, default=self.journal_state)
 
-    def new_epoch(self, jid, ns_info, epoch, ns_id=None):
+    def new_epoch(self, jid, ns_info, epoch, ns_id=None, writer_config=None, writer_record=None):
         return self._call("new_epoch", jid, ns_info, epoch, default=NewEpochResponse())
+
+    def set_membership(self, req, record, ns_info=None):
+        return self._call("set_membership", req, record)
 
     def format(self, jid, ns_info, force=False, ns_id=None):
         return self._call("format", jid, ns_info, force)

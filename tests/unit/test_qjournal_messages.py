@@ -180,6 +180,7 @@ def test_services_have_hadoops_rpc_names_and_do_not_overlap() -> None:
         "doFinalize",
         "canRollBack",
         "doRollback",
+        "setMembership",  # not Hadoop's: a JournalNode set change (docs/journalnode.md)
     } == q
     assert inter == {"getEditLogManifestFromJournal", "getStorageInfo"}
     assert not q & inter

@@ -78,7 +78,8 @@ def test_recovery_of_a_fresh_journal_wins_epoch_one(loggers, qjm) -> None:
     assert qjm.is_active_writer
     assert qjm.loggers.epoch == 1
     assert [logger.epoch for logger in loggers] == [1, 1, 1]
-    assert all(logger.calls_to("new_epoch") == [(1,)] for logger in loggers)
+    # The epoch, and the set the writer counts (for the nodes' membership check).
+    assert all(logger.calls_to("new_epoch") == [(1, "jn0;jn1;jn2")] for logger in loggers)
     assert all(not logger.calls_to("prepare_recovery") for logger in loggers)
     with pytest.raises(IllegalStateException, match="already active writer"):
         qjm.recover_unfinalized_segments()

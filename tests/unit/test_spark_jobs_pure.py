@@ -64,6 +64,15 @@ def test_a_seed_row_carries_its_log_and_replay_command() -> None:
     assert "/qjm-campaign-" not in row["log"]  # the scratch directory is named <dir>
 
 
+def test_a_membership_seed_row_replays_with_set_changes() -> None:
+    row = run_one_seed(3, 20, membership=True)
+    assert row["passed"] and row["writers"] == 20
+    assert row["log"].startswith("seed 3, 20 writers, transport local, membership changes")
+    assert row["replay_command"] == (
+        "python -m hadoop_qjm.testing.randomized --seed 3 --iterations 20 --membership"
+    )
+
+
 def test_trace_digest_ignores_where_the_package_is() -> None:
     here = ['jn0: x | File "/work/main/hadoop_qjm/q/journal.py", line 3, in f | boom']
     there = [

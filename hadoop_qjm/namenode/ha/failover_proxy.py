@@ -107,6 +107,7 @@ FAILOVER_METHODS = IDEMPOTENT_METHODS | {
     "roll_edits",
     "save_namespace",
     "roll_edit_log",
+    "reconfigure_shared_edits",
 }
 
 

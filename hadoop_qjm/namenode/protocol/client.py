@@ -234,6 +234,11 @@ class NameNodeProxy:
         """Roll the edit log; returns the first txid of the new segment."""
         return self._rpc.call("rollEdits")
 
+    def reconfigure_shared_edits(self, uri: str) -> str:
+        """Move the shared edits to ``uri``'s JournalNodes (active NameNode); the set now
+        written to."""
+        return self._rpc.call("reconfigureSharedEdits", uri=uri)
+
     def save_namespace(self, time_window_s: int = 0, tx_gap: int = 0) -> bool:
         """Save an image now (unless one is newer than ``time_window_s`` or fewer than
         ``tx_gap`` txns old); whether one was saved."""

@@ -200,6 +200,13 @@ service ClientProtocol {
   /** dfsadmin -saveNamespace: whether an image was saved (no safe mode here). */
   bool saveNamespace(1: optional i64 timeWindow = 0, 2: optional i64 txGap = 0)
       throws (1: RemoteException e),
+
+  /**
+   * Not Hadoop's (haadmin -reconfigureSharedEdits): move the shared edits to the
+   * JournalNodes of uri by joint consensus; returns the set now written to.
+   */
+  string reconfigureSharedEdits(1: required string uri)
+      throws (1: RemoteException e),
 }
 
 /** NamenodeProtocol: other NameNodes (standby, bootstrapStandby) to this one. */

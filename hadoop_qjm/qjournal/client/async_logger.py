@@ -43,8 +43,17 @@ class AsyncLogger(ABC):
         """The journal's last promised epoch (and the node's HTTP endpoint)."""
 
     @abstractmethod
-    def new_epoch(self, epoch: int) -> Future[NewEpochResponse]:
-        """Ask the node to promise ``epoch`` (design paper §2.5 step 3)."""
+    def new_epoch(
+        self, epoch: int, writer_config: str | None = None, writer_record: str | None = None
+    ) -> Future[NewEpochResponse]:
+        """Ask the node to promise ``epoch`` (design paper §2.5 step 3); not Hadoop's:
+        ``writer_config``, the set the writer counts (``membership.Config.to_text()``), and
+        ``writer_record``, the membership record that makes it the set."""
+
+    def set_membership(self, record: str, check_namespace: bool = False) -> Future[None]:
+        """Replace the node's membership record (a set change's step; not Hadoop's); with
+        ``check_namespace``, the node must hold this writer's namespace."""
+        raise NotImplementedError(f"{type(self).__name__} cannot change a JournalNode set")
 
     @abstractmethod
     def format(self, ns_info: NamespaceInfo, force: bool = False) -> Future[None]:

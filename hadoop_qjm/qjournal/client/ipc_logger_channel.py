@@ -488,11 +488,24 @@ class IPCLoggerChannel(AsyncLogger):
     def get_journal_state(self) -> Future[GetJournalStateResponse]:
         return self._submit(self._fetch_journal_state)
 
-    def new_epoch(self, epoch: int) -> Future[NewEpochResponse]:
+    def new_epoch(
+        self, epoch: int, writer_config: str | None = None, writer_record: str | None = None
+    ) -> Future[NewEpochResponse]:
         return self._submit(
             lambda: self._get_proxy().new_epoch(
-                self.journal_id, self.ns_info, epoch, self.name_service_id
+                self.journal_id,
+                self.ns_info,
+                epoch,
+                self.name_service_id,
+                writer_config,
+                writer_record,
             )
+        )
+
+    def set_membership(self, record: str, check_namespace: bool = False) -> Future[None]:
+        ns_info = self.ns_info if check_namespace else None
+        return self._submit(
+            lambda: self._get_proxy().set_membership(self._create_request(), record, ns_info)
         )
 
     def format(self, ns_info: NamespaceInfo, force: bool = False) -> Future[None]:

@@ -432,13 +432,36 @@ class QJournalProtocolProxy:
         )
 
     def new_epoch(
-        self, jid: str, ns_info: NamespaceInfo, epoch: int, ns_id: str | None = None
+        self,
+        jid: str,
+        ns_info: NamespaceInfo,
+        epoch: int,
+        ns_id: str | None = None,
+        writer_config: str | None = None,
+        writer_record: str | None = None,
     ) -> NewEpochResponse:
-        """Ask the journal to promise ``epoch`` (fencing every lower one)."""
+        """Ask the journal to promise ``epoch`` (fencing every lower one); ``writer_config``
+        (not Hadoop's) is the set the writer counts, for the node's membership check."""
         return from_thrift(
             self._call(
-                _Q, "newEpoch", jid=jid, nsInfo=to_thrift(ns_info), epoch=epoch, nameServiceId=ns_id
+                _Q,
+                "newEpoch",
+                jid=jid,
+                nsInfo=to_thrift(ns_info),
+                epoch=epoch,
+                nameServiceId=ns_id,
+                writerConfig=writer_config,
+                writerRecord=writer_record,
             )
+        )
+
+    def set_membership(
+        self, req: RequestInfo, record: str, ns_info: NamespaceInfo | None = None
+    ) -> None:
+        """Replace the journal's membership record (not Hadoop's; a set change's step);
+        with ``ns_info``, the journal must be of that namespace."""
+        self._call(
+            _Q, "setMembership", reqInfo=to_thrift(req), record=record, nsInfo=to_thrift(ns_info)
         )
 
     def journal(

@@ -73,6 +73,9 @@ ASSIST_RETRY_S = 0.002
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
+#: ``rule(succeeded_keys, failed_keys)``: whether a wait is over (see QuorumCall.wait_for).
+Rule = Callable[[Iterable[Any], Iterable[Any]], bool]
+
 _ASSERTION_ERROR_NAME = "java.lang.AssertionError"
 
 
@@ -119,8 +122,9 @@ class QuorumCall(Generic[K, V]):
         self._successes: dict[K, V] = {}
         self._exceptions: dict[K, BaseException] = {}
         self._answers = 0  # bumped on every answer, so a waiter never misses one
-        # What each waiting thread waits for: (min_responses, min_successes, max_exceptions).
-        self._wanted: list[tuple[int, int, int]] = []
+        # What each waiting thread waits for: (min_responses, min_successes, max_exceptions,
+        # rule), the rule None but for a joint-consensus wait (JointAsyncLoggerSet).
+        self._wanted: list[tuple[int, int, int, Rule | None]] = []
         self._keys: list[K] = []  # every call's key: the calls' count
         self._futures: dict[K, Future[V]] = {}
         # The futures and answer callbacks refer to this call only weakly: a node that
@@ -201,8 +205,12 @@ class QuorumCall(Generic[K, V]):
                     # The waiter polls for replies, not on the condition: interrupt it.
                     self._assist.wake()  # type: ignore[union-attr]
 
-    def _reached(self, min_responses: int, min_successes: int, max_exceptions: int) -> bool:
+    def _reached(
+        self, min_responses: int, min_successes: int, max_exceptions: int, rule: Rule | None
+    ) -> bool:
         """Whether one of :meth:`wait_for`'s conditions holds (the lock is held)."""
+        if rule is not None and rule(self._successes.keys(), self._exceptions.keys()):
+            return True
         return (
             (min_responses > 0 and len(self._successes) + len(self._exceptions) >= min_responses)
             or (min_successes > 0 and len(self._successes) >= min_successes)
@@ -217,13 +225,16 @@ class QuorumCall(Generic[K, V]):
         max_exceptions: int,
         timeout_ms: int,
         operation_name: str,
+        rule: Rule | None = None,
     ) -> None:
         """Return as soon as one condition holds; TimeoutError if none does in time.
 
         * ``min_responses`` answers of any kind (≤ 0: not checked);
         * ``min_successes`` successes (≤ 0: not checked);
         * more than ``max_exceptions`` exceptions (negative: not checked; 0: any
-          exception returns at once).
+          exception returns at once);
+        * ``rule(succeeded_keys, failed_keys)`` is true (None: not checked) — for a
+          quorum that is not a count, like the joint one of a set change.
 
         A broken invariant reported by a node (an AssertionError, local or
         remote) is re-raised here even if a quorum succeeded, as Hadoop does
@@ -238,7 +249,7 @@ class QuorumCall(Generic[K, V]):
         # When the last wait began and how long it was meant to last: a clock
         # jump beyond that is a pause of this process.
         wait_began, wait_len = start, 0.0
-        wanted = (min_responses, min_successes, max_exceptions)
+        wanted = (min_responses, min_successes, max_exceptions, rule)
         with self._lock:
             self._wanted.append(wanted)  # tells _add when to wake us
             try:

@@ -55,14 +55,17 @@ from hadoop_qjm.namenode.redundant_edit_log_input_stream import (
     RedundantEditLogInputStream,
     chain_and_make_redundant_streams,
 )
+from hadoop_qjm.qjournal.client import membership_change
 from hadoop_qjm.qjournal.client.async_logger import AsyncLogger, LoggerFactory
 from hadoop_qjm.qjournal.client.async_logger_set import AsyncLoggerSet
 from hadoop_qjm.qjournal.client.ipc_logger_channel import ipc_logger_channel_factory
+from hadoop_qjm.qjournal.client.joint_logger_set import JointAsyncLoggerSet, logger_address
 from hadoop_qjm.qjournal.client.qjournal_uri import QJournalURI, parse_qjournal_uri
 from hadoop_qjm.qjournal.client.quorum_call import QuorumCall, map_to_string
 from hadoop_qjm.qjournal.client.quorum_output_stream import QuorumOutputStream
 from hadoop_qjm.qjournal.client.segment_recovery_comparator import best_recovery_source
 from hadoop_qjm.qjournal.protocol import rules
+from hadoop_qjm.qjournal.protocol.membership import Config, MembershipRecord
 from hadoop_qjm.qjournal.protocol.messages import NewEpochResponse
 
 __all__ = ["QuorumJournalManager", "QuorumJournalTimeouts"]
@@ -177,7 +180,53 @@ class QuorumJournalManager(JournalManager):
                 metrics_registry=metrics_registry,
                 socket_factory=ssl_factory.rpc_client_socket_factory(),
             )
+        self._logger_factory = logger_factory
+        self._clock = clock
         self.loggers = AsyncLoggerSet(self._create_loggers(logger_factory), clock=clock)
+        #: The set this writer counts (docs/journalnode.md, "Online, by joint consensus"):
+        #: the URI's, until the JournalNodes' membership records say otherwise.
+        self.config = Config.stable(logger_address(lg) for lg in self.loggers.loggers)
+        #: The greatest membership record a quorum showed this writer (None: never changed).
+        self.membership_record: MembershipRecord | None = None
+        #: The first txid of the segment this writer has open (a set change waits for none).
+        self.open_segment_txid: int | None = None
+
+    def use_config(self, config: Config) -> None:
+        """Count ``config`` from now on: keep the loggers of nodes it still has, make the
+        new ones, close the others; an established epoch carries over."""
+        if config == self.config:
+            return
+        previous = self.loggers
+        kept = {logger_address(lg): lg for lg in previous.loggers}
+        loggers: list[AsyncLogger] = []
+        try:
+            for address in sorted(config.members):
+                logger = kept.pop(address, None)
+                if logger is None:
+                    host, _, port = address.rpartition(":")
+                    logger = self._logger_factory(
+                        self.conf,
+                        self.ns_info,
+                        self.journal_id,
+                        self.name_service_id,
+                        (host.strip("[]"), int(port)),
+                    )
+                loggers.append(logger)
+        except BaseException:
+            for logger in loggers:
+                if logger not in previous.loggers:
+                    logger.close()
+            raise
+        if config.is_joint:
+            self.loggers = JointAsyncLoggerSet(loggers, config, clock=self._clock)
+        else:
+            self.loggers = AsyncLoggerSet(loggers, clock=self._clock)
+        if previous.is_epoch_established:
+            self.loggers.set_epoch(previous.epoch)
+        for logger in kept.values():  # the nodes that left
+            logger.close()
+        LOG.info("Writing to the JournalNodes %s from now on", config.describe())
+        self.config = config
 
     def _create_loggers(self, factory: LoggerFactory) -> list[AsyncLogger]:
         addresses = self.uri.addresses
@@ -264,20 +313,22 @@ class QuorumJournalManager(JournalManager):
         """
         if self.loggers.is_epoch_established:
             raise IllegalStateException("epoch already created")
-        promises = self.loggers.wait_for_write_quorum(
-            self.loggers.call("get_journal_state"),
-            self.timeouts.get_journal_state_ms,
-            "getJournalState()",
-        )
+        promises = membership_change.settle_configuration(self)
         max_promised = max(r.last_promised_epoch for r in promises.values())
         always_assert(max_promised >= 0, f"negative promised epoch {max_promised}")
         my_epoch = max_promised + 1
         responses = self.loggers.wait_for_write_quorum(
-            self.loggers.call("new_epoch", my_epoch),
+            self.loggers.call(
+                "new_epoch",
+                my_epoch,
+                self.config.to_text(),
+                None if self.membership_record is None else self.membership_record.to_text(),
+            ),
             self.timeouts.new_epoch_ms,
             f"newEpoch({my_epoch})",
         )
         self.loggers.set_epoch(my_epoch)
+        membership_change.repair_records(self, promises)
         return responses
 
     def recover_unfinalized_segments(self) -> None:
@@ -387,6 +438,7 @@ class QuorumJournalManager(JournalManager):
             self.timeouts.start_segment_ms,
             f"startLogSegment({txid})",
         )
+        self.open_segment_txid = txid
         return QuorumOutputStream(
             self.loggers, txid, self.output_buffer_capacity, self.timeouts.write_txns_ms
         )
@@ -398,6 +450,8 @@ class QuorumJournalManager(JournalManager):
             self.timeouts.finalize_segment_ms,
             f"finalizeLogSegment({first_txid}-{last_txid})",
         )
+        if self.open_segment_txid == first_txid:
+            self.open_segment_txid = None
 
     def purge_logs_older_than(self, min_txid_to_keep: int) -> None:
         """Ask every node to purge; not waited for (failing to purge is always fine)."""
@@ -415,7 +469,8 @@ class QuorumJournalManager(JournalManager):
         segments are streamed over HTTP instead. ``only_durable_txns`` limits
         the result to txns a majority holds (RPC) or known committed (HTTP).
         """
-        if in_progress_ok and self.in_progress_tailing:
+        # While the set changes, "a majority holds it" has no single count: stream instead.
+        if in_progress_ok and self.in_progress_tailing and not self.config.is_joint:
             LOG.debug("Tailing edits starting from txn ID %d via RPC mechanism", from_txid)
             try:
                 return self._select_rpc_input_streams(from_txid, only_durable_txns)

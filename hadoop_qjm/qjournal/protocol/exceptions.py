@@ -40,6 +40,7 @@ __all__ = [
     # QJM's own
     "JournalNotFormattedException",
     "JournalOutOfSyncException",
+    "JournalMembershipException",
     "SegmentMismatchException",
     "NewerTxnIdException",
     "CacheMissException",
@@ -67,6 +68,15 @@ class JournalOutOfSyncException(IOException):
     """The writer and the journal disagree on the log's state (``Journal.checkSync``)."""
 
     java_name = "org.apache.hadoop.hdfs.qjournal.protocol.JournalOutOfSyncException"
+
+
+@register_exception
+class JournalMembershipException(IOException):
+    """The journal's JournalNode set changed (or is changing) and the caller uses
+    another one (docs/journalnode.md, "Online, by joint consensus"). Not Hadoop's:
+    Hadoop cannot change the set of a running journal."""
+
+    java_name = "org.apache.hadoop.hdfs.qjournal.protocol.JournalMembershipException"
 
 
 class SegmentMismatchException(JournalOutOfSyncException):

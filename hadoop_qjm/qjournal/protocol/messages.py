@@ -98,6 +98,8 @@ class GetJournalStateResponse:
     last_promised_epoch: int
     http_port: int
     from_url: str | None = None
+    #: The node's membership record (its text), None if the set never changed.
+    membership: str | None = None
 
 
 @dataclass(frozen=True)
@@ -202,7 +204,10 @@ def _manifest_to(m: RemoteEditLogManifest) -> Any:
 
 def _journal_state_to(r: GetJournalStateResponse) -> Any:
     return _t.GetJournalStateResponse(
-        lastPromisedEpoch=r.last_promised_epoch, httpPort=r.http_port, fromURL=r.from_url
+        lastPromisedEpoch=r.last_promised_epoch,
+        httpPort=r.http_port,
+        fromURL=r.from_url,
+        membership=r.membership,
     )
 
 
@@ -289,7 +294,7 @@ def _manifest_from(t: Any) -> RemoteEditLogManifest:
 
 
 def _journal_state_from(t: Any) -> GetJournalStateResponse:
-    return GetJournalStateResponse(t.lastPromisedEpoch, t.httpPort, t.fromURL)
+    return GetJournalStateResponse(t.lastPromisedEpoch, t.httpPort, t.fromURL, t.membership)
 
 
 def _new_epoch_from(t: Any) -> NewEpochResponse:

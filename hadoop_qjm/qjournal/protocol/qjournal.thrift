@@ -102,6 +102,12 @@ struct GetJournalStateResponse {
   /** Deprecated by fromURL (kept, as in Hadoop). */
   2: required i32 httpPort,
   3: optional string fromURL,
+  /**
+   * Not in Hadoop: this node's membership record of the journal (the text of
+   * current/membership), absent if the set never changed (docs/journalnode.md,
+   * "Online, by joint consensus").
+   */
+  4: optional string membership,
 }
 
 struct NewEpochResponse {
@@ -192,7 +198,18 @@ service QJournalProtocol {
   NewEpochResponse newEpoch(1: required string jid,
                             2: required NamespaceInfo nsInfo,
                             3: required i64 epoch,
-                            4: optional string nameServiceId)
+                            4: optional string nameServiceId,
+                            /** Not in Hadoop: the writer's set, "a:1;b:1" or joint "a:1;b:1|a:1;c:1". */
+                            5: optional string writerConfig,
+                            /** Not in Hadoop: the membership record the writer follows. */
+                            6: optional string writerRecord)
+      throws (1: QJournalException e),
+
+  /** Not in Hadoop: replace the journal's membership record (a set change's step). */
+  void setMembership(1: required RequestInfo reqInfo,
+                     2: required string record,
+                     /** When given, the journal must be of this namespace (a joining node). */
+                     3: optional NamespaceInfo nsInfo)
       throws (1: QJournalException e),
 
   void format(1: required string jid,

@@ -41,6 +41,7 @@ from hadoop_qjm.qjournal.protocol.exceptions import (
     NewerTxnIdException,
     SegmentMismatchException,
 )
+from hadoop_qjm.qjournal.protocol.membership import Config, MembershipRecord
 from hadoop_qjm.qjournal.protocol.messages import (
     GetJournaledEditsResponse,
     NewEpochResponse,
@@ -48,6 +49,7 @@ from hadoop_qjm.qjournal.protocol.messages import (
     RequestInfo,
 )
 from hadoop_qjm.qjournal.server.jn_storage import JNStorage
+from hadoop_qjm.qjournal.server.journal_membership import JournalMembership
 from hadoop_qjm.qjournal.server.journal_metrics import JournalMetrics, JournalNodeMetrics
 from hadoop_qjm.qjournal.server.journal_node_rpc_server import remote_ip
 from hadoop_qjm.qjournal.server.journal_node_settings import edits_dir_permission
@@ -171,6 +173,7 @@ class Journal(JournalRecovery):
         self.committed_txn_id = BestEffortLongFile(
             current / COMMITTED_TXID_FILENAME, INVALID_TXID, COMMITTED_TXID_WRITE_INTERVAL_S
         )
+        self.membership = JournalMembership(current, self.journal_id)
 
     def _update_highest_written_txid(self, txid: int) -> None:
         self.highest_written_txid = txid
@@ -185,6 +188,26 @@ class Journal(JournalRecovery):
         with self._lock:
             self._check_formatted()
             return self.last_promised_epoch.get()
+
+    def get_membership_text(self) -> str | None:
+        """This node's membership record (getJournalState; not Hadoop's), None if the set
+        never changed (docs/journalnode.md, "Online, by joint consensus")."""
+        with self._lock:
+            self._check_formatted()
+            record = self.membership.record
+            return None if record is None else record.to_text()
+
+    def set_membership(
+        self, req: RequestInfo, record: str, ns_info: NamespaceInfo | None = None
+    ) -> None:
+        """Replace the membership record: a set change's step, by the writer (not Hadoop's).
+        A joining node is asked with the writer's ``ns_info``: it must be of that namespace."""
+        with self._lock:
+            self._check_formatted()
+            if ns_info is not None:
+                self.storage.check_consistent_namespace(ns_info)
+            self._check_request(req)
+            self.membership.set(MembershipRecord.parse(record), req.epoch)
 
     def get_last_writer_epoch(self) -> int:
         with self._lock:
@@ -342,12 +365,30 @@ class Journal(JournalRecovery):
             self._storage_failure = None
             self._drop_edits_cache()
 
-    def new_epoch(self, ns_info: NamespaceInfo, epoch: int) -> NewEpochResponse:
-        """Promise never to accept an epoch below ``epoch``; report the latest segment."""
+    def new_epoch(
+        self,
+        ns_info: NamespaceInfo,
+        epoch: int,
+        writer_config: str | None = None,
+        writer_record: str | None = None,
+    ) -> NewEpochResponse:
+        """Promise never to accept an epoch below ``epoch``; report the latest segment.
+
+        Not Hadoop's: ``writer_config``, the set the writer counts — once the
+        journal's set changed, only a writer using the recorded one is promised;
+        ``writer_record``, the record the writer follows — a newer one than this
+        node's is taken first (a node that missed a step catches up).
+        """
         with self._lock:
             self._check_formatted()
             self.storage.check_consistent_namespace(ns_info)
             rules.check_new_epoch(epoch, self.last_promised_epoch.get(), self.journal_id)
+            # Only a writer that would win this node's promise may bring it a record.
+            if writer_record is not None:
+                self.membership.catch_up(MembershipRecord.parse(writer_record), writer_config)
+            self.membership.check_writer(
+                None if writer_config is None else Config.parse(writer_config)
+            )
             self._promise(epoch)
             self._abort_cur_segment()
             latest = self.scan_storage_for_latest_edits()

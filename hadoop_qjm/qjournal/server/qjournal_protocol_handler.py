@@ -79,16 +79,31 @@ class QJournalProtocolHandler:
         self._journal(jid, name_service_id).discard_segments(start_txid)
 
     def get_journal_state(self, jid: str, name_service_id: str | None) -> Any:
-        epoch = self._journal(jid, name_service_id).get_last_promised_epoch()
+        journal = self._journal(jid, name_service_id)
+        epoch, membership = journal.get_last_promised_epoch(), journal.get_membership_text()
         return to_thrift(
             GetJournalStateResponse(
-                epoch, self.journal_node.http_port, self.journal_node.http_server_uri
+                epoch, self.journal_node.http_port, self.journal_node.http_server_uri, membership
             )
         )
 
-    def new_epoch(self, jid: str, ns_info: Any, epoch: int, name_service_id: str | None) -> Any:
+    def new_epoch(
+        self,
+        jid: str,
+        ns_info: Any,
+        epoch: int,
+        name_service_id: str | None,
+        writer_config: str | None = None,
+        writer_record: str | None = None,
+    ) -> Any:
         journal = self._journal(jid, name_service_id)
-        return to_thrift(journal.new_epoch(from_thrift(ns_info), epoch))
+        return to_thrift(
+            journal.new_epoch(from_thrift(ns_info), epoch, writer_config, writer_record)
+        )
+
+    def set_membership(self, req_info: Any, record: str, ns_info: Any = None) -> None:
+        req, journal = self._request_journal(req_info)
+        journal.set_membership(req, record, from_thrift(ns_info))
 
     def format(self, jid: str, ns_info: Any, name_service_id: str | None, force: bool) -> None:
         self._journal(jid, name_service_id).format(from_thrift(ns_info), bool(force))
@@ -207,6 +222,7 @@ RPC_METHODS: dict[str, str] = {
     "discardSegments": "discard_segments",
     "getJournalState": "get_journal_state",
     "newEpoch": "new_epoch",
+    "setMembership": "set_membership",
     "format": "format",
     "journal": "journal",
     "heartbeat": "heartbeat",
