@@ -614,14 +614,29 @@ class HttpServer2(DaemonServlets):
     def check_transfer(self, request: HttpRequestHandler, path: str) -> str | None:
         """None if ``request`` may fetch from ``path``; else why not (logged and reported to
         :meth:`on_authorization_failure`; the client gets 403 with this message)."""
-        if self.transfer_authorizer is None:
-            return None  # security off: transfers are open, as they always were
+        authorizer = self.transfer_authorizer
+        return self.authorization_refusal(
+            request, path, None if authorizer is None else authorizer.check_transfer
+        )
+
+    def authorization_refusal(
+        self,
+        request: HttpRequestHandler,
+        path: str,
+        check: Callable[[str, str | None], None] | None,
+    ) -> str | None:
+        """None if ``check`` (an authorizer's check of the peer's verified identity, raising
+        AuthorizationException; None when security is off) lets ``request`` at ``path``;
+        else why not, logged and reported to :meth:`on_authorization_failure`. A secured
+        path is served only over HTTPS."""
+        if check is None:
+            return None  # security off: open, as in Hadoop
         identity = request.peer_identity
         if self.ssl_context is None:
             message = f"{path} is served only over HTTPS"
         else:
             try:
-                self.transfer_authorizer.check_transfer(path, identity)
+                check(path, identity)
                 return None
             except AuthorizationException as e:
                 message = str(e)

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import quote, unquote
 
 from hadoop_qjm.common import log_level
-from hadoop_qjm.common.exceptions import AuthorizationException, IllegalArgumentException
+from hadoop_qjm.common.exceptions import IllegalArgumentException
 
 if TYPE_CHECKING:
     from hadoop_qjm.common.http_server import HttpRequestHandler
@@ -104,24 +104,18 @@ class DaemonServlets:
     ssl_context: Any
     instrumentation_requires_admin: bool
     on_authorization_failure: Callable[[str, str | None], None]
+    authorization_refusal: Callable[..., str | None]
 
     # ---- access -----------------------------------------------------------------------------------
     def has_administrator_access(self, request: HttpRequestHandler, page: str) -> bool:
         """True if ``request`` may see the administrators' ``page``; else answer 403 (logged,
         reported) and return False (HttpServer2.hasAdministratorAccess)."""
-        if self.admin_authorizer is None:
-            return True  # no security: everyone is an administrator, as in Hadoop
-        identity = request.peer_identity
-        if self.ssl_context is None:
-            message = f"{page} is served only over HTTPS"
-        else:
-            try:
-                self.admin_authorizer.check_admin(page, identity)
-                return True
-            except AuthorizationException as e:
-                message = str(e)
-        LOG.warning("Refused %s to %s: %s", page, request.client_address[0], message)
-        self.on_authorization_failure(page, identity)
+        authorizer = self.admin_authorizer
+        message = self.authorization_refusal(
+            request, page, None if authorizer is None else authorizer.check_admin
+        )
+        if message is None:
+            return True  # without security everyone is an administrator, as in Hadoop
         request.send_http_error(HTTPStatus.FORBIDDEN, message)
         return False
 
