@@ -6,48 +6,30 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
-import psutil
 import pytest
+
+from tests.system.daemon_support import (
+    LOOPBACK_HOSTS,
+    alive,
+    free_ports,
+    kill_all,
+    pids_in,
+    run,
+    wait_gone,
+    write_site,
+)
 
 PROJECT = Path(__file__).resolve().parents[2]
 SBIN = PROJECT / "sbin"
-HOSTS = ("127.0.0.1", "127.0.0.2", "127.0.0.3")
+HOSTS = LOOPBACK_HOSTS
 
 pytestmark = pytest.mark.timeout(180)
-
-
-def _free_port(hosts=HOSTS) -> int:
-    """A port nothing listens on at any of ``hosts`` (the OS picks it on the first)."""
-    for _ in range(20):
-        with socket.socket() as first:
-            first.bind((hosts[0], 0))
-            port = first.getsockname()[1]
-            taken = False
-            for host in hosts[1:]:
-                with socket.socket() as other:
-                    try:
-                        other.bind((host, port))
-                    except OSError:
-                        taken = True
-            if not taken:
-                return port
-    raise AssertionError("no port free on every loopback address")
-
-
-def _site(conf_dir: Path, props: dict[str, str]) -> None:
-    conf_dir.mkdir(parents=True, exist_ok=True)
-    body = "".join(
-        f"<property><name>{k}</name><value>{v}</value></property>" for k, v in props.items()
-    )
-    (conf_dir / "hdfs-site.xml").write_text(f"<configuration>{body}</configuration>")
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -65,48 +47,14 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def _run(args, env, timeout=90) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(a) for a in args], capture_output=True, text=True, env=env, timeout=timeout
-    )
-
-
-def _pids(pid_dir: Path) -> dict[str, int]:
-    return {p.name: int(p.read_text()) for p in pid_dir.glob("*.pid")} if pid_dir.exists() else {}
-
-
-def _kill_all(pids) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
-def _wait_gone(pids, timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not any(psutil.pid_exists(p) and _alive(p) for p in pids):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"processes {pids} are still running")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 def test_start_journalnodes_runs_one_per_loopback_address_on_the_same_port(tmp_path):
     """The operator's three "hosts" 127.0.0.1/.2/.3 on one port: three daemons with pid files
     of their own, each on its own address at the configured HTTP port, and one line saying
     what was chosen. (Before: named by port only, the 2nd and 3rd refused to start.)"""
-    rpc_port, http_port = _free_port(), _free_port()
+    rpc_port, http_port = free_ports(2)
     conf = tmp_path / "conf"
     edits = tmp_path / "jn"
-    _site(
+    write_site(
         conf,
         {
             "dfs.nameservices": "ns1",
@@ -120,11 +68,11 @@ def test_start_journalnodes_runs_one_per_loopback_address_on_the_same_port(tmp_p
     env = _env(tmp_path)
     pid_dir = tmp_path / "pids"
     try:
-        start = _run([SBIN / "start-journalnodes.sh", "--config", conf], env)
+        start = run([SBIN / "start-journalnodes.sh", "--config", conf], env)
         assert start.returncode == 0, start.stdout + start.stderr
         assert "3 JournalNodes of dfs.namenode.shared.edits.dir are on this host" in start.stdout
         assert start.stdout.count("JournalNode started pid=") == 3
-        pids = _pids(pid_dir)
+        pids = pids_in(pid_dir)
         assert sorted(pids) == [f"hadoop-qjmtest-{h}-{rpc_port}-journalnode.pid" for h in HOSTS], (
             pids
         )
@@ -135,25 +83,25 @@ def test_start_journalnodes_runs_one_per_loopback_address_on_the_same_port(tmp_p
                 assert r.status == 200 and "beans" in json.loads(r.read())
             with socket.create_connection((host, rpc_port), timeout=10):
                 pass
-        again = _run([SBIN / "start-journalnodes.sh", "--config", conf], env)
+        again = run([SBIN / "start-journalnodes.sh", "--config", conf], env)
         assert again.returncode == 1
         assert again.stderr.count("Stop it first.") == 3
-        assert _pids(pid_dir) == pids
+        assert pids_in(pid_dir) == pids
 
-        stop = _run([SBIN / "stop-journalnodes.sh", "--config", conf], env)
+        stop = run([SBIN / "stop-journalnodes.sh", "--config", conf], env)
         assert stop.returncode == 0 and stop.stdout.count("stopping journalnode") == 3
-        _wait_gone(pids.values())
-        assert _pids(pid_dir) == {}
+        wait_gone(pids.values())
+        assert pids_in(pid_dir) == {}
     finally:
-        _kill_all(_pids(pid_dir).values())
+        kill_all(pids_in(pid_dir).values())
 
 
 def test_an_rpc_address_naming_one_of_them_starts_that_one_as_configured(tmp_path):
     """One configuration directory per JournalNode of a shared host: the configured
     addresses and directory are kept as they are, and the daemon has the plain name."""
-    rpc_port, http_port = _free_port(), _free_port()
+    rpc_port, http_port = free_ports(2)
     conf = tmp_path / "conf2"
-    _site(
+    write_site(
         conf,
         {
             "dfs.namenode.shared.edits.dir": "qjournal://"
@@ -167,21 +115,21 @@ def test_an_rpc_address_naming_one_of_them_starts_that_one_as_configured(tmp_pat
     env = _env(tmp_path)
     pid_dir = tmp_path / "pids"
     try:
-        start = _run([SBIN / "start-journalnodes.sh", "--config", conf], env)
+        start = run([SBIN / "start-journalnodes.sh", "--config", conf], env)
         assert start.returncode == 0, start.stdout + start.stderr
         assert "are on this host" not in start.stdout
         assert f"rpc=127.0.0.2:{rpc_port} http=127.0.0.2:{http_port}" in start.stdout
-        assert list(_pids(pid_dir)) == ["hadoop-qjmtest-journalnode.pid"]
+        assert list(pids_in(pid_dir)) == ["hadoop-qjmtest-journalnode.pid"]
         assert (tmp_path / "jn2").is_dir() and not list((tmp_path / "jn2").glob("127.*"))
-        assert _run([SBIN / "stop-journalnodes.sh", "--config", conf], env).returncode == 0
-        assert _pids(pid_dir) == {}
+        assert run([SBIN / "stop-journalnodes.sh", "--config", conf], env).returncode == 0
+        assert pids_in(pid_dir) == {}
     finally:
-        _kill_all(_pids(pid_dir).values())
+        kill_all(pids_in(pid_dir).values())
 
 
 def _jn_conf(tmp_path: Path) -> Path:
     conf = tmp_path / "conf"
-    _site(
+    write_site(
         conf,
         {
             "dfs.journalnode.edits.dir": str(tmp_path / "jn"),
@@ -207,13 +155,13 @@ def test_hdfs_py_daemon_out_holds_stdout_only_and_rotates(tmp_path):
     started_pids = []
     try:
         for _ in range(7):
-            start = _run([*hdfs_py, "start", "journalnode"], env)
+            start = run([*hdfs_py, "start", "journalnode"], env)
             assert start.returncode == 0, start.stdout + start.stderr
-            started_pids.append(int(_pids(tmp_path / "pids")["hadoop-qjmtest-journalnode.pid"]))
-            status = _run([*hdfs_py, "status", "journalnode"], env)
+            started_pids.append(int(pids_in(tmp_path / "pids")["hadoop-qjmtest-journalnode.pid"]))
+            status = run([*hdfs_py, "status", "journalnode"], env)
             assert status.returncode == 0 and "is running as process" in status.stdout
-            assert _run([*hdfs_py, "stop", "journalnode"], env).returncode == 0
-            _wait_gone(started_pids[-1:])
+            assert run([*hdfs_py, "stop", "journalnode"], env).returncode == 0
+            wait_gone(started_pids[-1:])
             text = out.read_text()
             assert f"JournalNode started pid={started_pids[-1]}" in text
             assert " INFO " not in text, "the .out file repeats the log"
@@ -223,10 +171,10 @@ def test_hdfs_py_daemon_out_holds_stdout_only_and_rotates(tmp_path):
         # .out.1 is the previous start, .out.5 the oldest kept (the 2nd of 7).
         assert f"pid={started_pids[-2]}" in Path(f"{out}.1").read_text()
         assert f"pid={started_pids[1]}" in Path(f"{out}.5").read_text()
-        status = _run([*hdfs_py, "status", "journalnode"], env)
+        status = run([*hdfs_py, "status", "journalnode"], env)
         assert status.returncode == 1 and "journalnode is not running" in status.stdout
     finally:
-        _kill_all(p for p in started_pids if _alive(p))
+        kill_all(p for p in started_pids if alive(p))
 
 
 def test_stop_leaves_a_process_that_reused_the_pid_alone(tmp_path):
@@ -237,7 +185,7 @@ def test_stop_leaves_a_process_that_reused_the_pid_alone(tmp_path):
         pid_dir = tmp_path / "pids"
         pid_dir.mkdir()
         (pid_dir / "hadoop-qjmtest-journalnode.pid").write_text(f"{other.pid}\n")
-        stop = _run([SBIN / "hadoop-daemon-py.sh", "stop", "journalnode"], _env(tmp_path))
+        stop = run([SBIN / "hadoop-daemon-py.sh", "stop", "journalnode"], _env(tmp_path))
         assert stop.returncode == 0 and "no journalnode to stop" in stop.stdout
         assert other.poll() is None
     finally:
@@ -262,14 +210,14 @@ def test_the_scripts_run_the_interpreter_the_package_was_installed_into(tmp_path
     decoy.chmod(0o755)
     env = _env(tmp_path, PATH=f"{bindir}:{os.environ['PATH']}")
     del env["PYTHON"]
-    status = _run([SBIN / "hadoop-daemon-py.sh", "status", "journalnode"], env)
+    status = run([SBIN / "hadoop-daemon-py.sh", "status", "journalnode"], env)
     assert status.returncode == 1, status.stderr
     assert "journalnode is not running" in status.stdout
     assert "hadoop_qjm.cli" in marker.read_text()
 
     # PYTHON wins, and an interpreter without the package is one line.
     env["PYTHON"] = str(decoy)
-    bad = _run([SBIN / "hadoop-daemon-py.sh", "status", "journalnode"], env)
+    bad = run([SBIN / "hadoop-daemon-py.sh", "status", "journalnode"], env)
     assert bad.returncode == 1
     assert bad.stderr.strip().splitlines() == [
         f"hadoop-daemon-py.sh: {decoy} cannot import hadoop_qjm: pip install hadoop-qjm-py "

@@ -9,13 +9,11 @@ import logging
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from hadoop_qjm.common.daemon_logging import configure_logging, logging_settings
@@ -23,6 +21,7 @@ from hadoop_qjm.common.exceptions import IllegalArgumentException
 from hadoop_qjm.common.log4j_properties import parse_log4j_properties
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.tools.daemon_control import DaemonEnv, read_hadoop_env
+from tests.system.daemon_support import alive, free_ports, kill_all, pids_in, run
 
 PROJECT = Path(__file__).resolve().parents[2]
 CONF = PROJECT / "conf"
@@ -128,39 +127,11 @@ def test_hadoop_env_loads_and_names_what_the_scripts_read(tmp_path):
 # A cluster from the templates
 
 
-def _free_ports(count: int, hosts=("127.0.0.1", "127.0.0.2", "127.0.0.3")) -> list[int]:
-    import socket
-
-    ports: list[int] = []
-    held = []
-    while len(ports) < count:
-        first = socket.socket()
-        first.bind((hosts[0], 0))
-        port = first.getsockname()[1]
-        others = []
-        try:
-            for host in hosts[1:]:
-                other = socket.socket()
-                others.append(other)
-                other.bind((host, port))
-        except OSError:
-            first.close()
-            continue
-        finally:
-            for other in others:
-                other.close()
-        held.append(first)
-        ports.append(port)
-    for sock in held:
-        sock.close()
-    return ports
-
-
 def make_cluster_conf(conf_dir: Path, data: Path, hosts: tuple[str, str, str]) -> Path:
     """Copy ``conf/`` and change only what the templates mark: hosts, ports, directories (and,
     in hadoop-env-py.sh, where pids and logs go and which interpreter runs)."""
     shutil.copytree(CONF, conf_dir)
-    ports = iter(_free_ports(9))
+    ports = iter(free_ports(9))
     for name in ("core-site.xml", "hdfs-site.xml"):
         text = uncommented_template(name)
         for n, host in enumerate(hosts, start=1):
@@ -196,34 +167,6 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run(args, env, timeout=120) -> subprocess.CompletedProcess:
-    result = subprocess.run(
-        [str(a) for a in args], capture_output=True, text=True, env=env, timeout=timeout
-    )
-    return result
-
-
-def pids_in(pid_dir: Path) -> dict[str, int]:
-    if not pid_dir.exists():
-        return {}
-    return {p.name: int(p.read_text()) for p in pid_dir.glob("*.pid")}
-
-
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def kill_all(pids) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
 @contextlib.contextmanager
 def ssh_server(work: Path):
     """A real sshd of the test's own on 127.0.0.1 (key login for this user only), yielding
@@ -239,7 +182,7 @@ def ssh_server(work: Path):
             timeout=30,
         )
     shutil.copy(work / "client_key.pub", work / "authorized_keys")
-    port = _free_ports(1, hosts=("127.0.0.1",))[0]
+    port = free_ports(1, hosts=("127.0.0.1",))[0]
     (work / "sshd_config").write_text(
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {work / 'host_key'}\n"
         f"AuthorizedKeysFile {work / 'authorized_keys'}\nPidFile {work / 'sshd.pid'}\n"
