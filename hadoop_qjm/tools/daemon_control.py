@@ -520,27 +520,36 @@ def _tail(path: str, count: int) -> list[str]:
         return []
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m hadoop_qjm.tools.daemon_control journalnodes (start|stop|status)``: what
-    ``sbin/start-journalnodes.sh`` and ``stop-journalnodes.sh`` run (the configuration
-    directory is ``$HADOOP_CONF_DIR``)."""
-    from hadoop_qjm.cli import load_configuration
+def script_main(prog: str, body: Callable[[], int]) -> int:
+    """Run ``body`` for an sbin script: a usage error is one line and exit 2, any other
+    error one line and exit 1, never a traceback (the operator sees ``prog: reason``)."""
     from hadoop_qjm.common.exceptions import one_line_message
 
-    args = list(sys.argv[1:] if argv is None else argv)
-    prog = "journalnodes"
     try:
-        if len(args) != 2 or args[0] != "journalnodes":
-            raise UsageError("usage: daemon_control journalnodes (start|stop|status)")
-        env = DaemonEnv.from_environ()
-        conf = load_configuration(env.conf_dir)
-        return run_journal_nodes_action(args[1], conf, env)
+        return body()
     except UsageError as e:
         print(f"{prog}: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # noqa: BLE001 - the operator sees one line, never a traceback
         print(f"{prog}: {one_line_message(e)}", file=sys.stderr)
         return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m hadoop_qjm.tools.daemon_control journalnodes (start|stop|status)``: what
+    ``sbin/start-journalnodes.sh`` and ``stop-journalnodes.sh`` run (the configuration
+    directory is ``$HADOOP_CONF_DIR``)."""
+    from hadoop_qjm.cli import load_configuration
+
+    args = list(sys.argv[1:] if argv is None else argv)
+
+    def body() -> int:
+        if len(args) != 2 or args[0] != "journalnodes":
+            raise UsageError("usage: daemon_control journalnodes (start|stop|status)")
+        env = DaemonEnv.from_environ()
+        return run_journal_nodes_action(args[1], load_configuration(env.conf_dir), env)
+
+    return script_main("journalnodes", body)
 
 
 if __name__ == "__main__":

@@ -156,20 +156,16 @@ def main(argv=None) -> int:
     """``python -m hadoop_qjm.tools.start_dfs (start|stop)``, run by the sbin scripts with
     ``$HADOOP_CONF_DIR`` the configuration directory."""
     from hadoop_qjm.cli import load_configuration
-    from hadoop_qjm.common.exceptions import one_line_message
 
     args = list(sys.argv[1:] if argv is None else argv)
-    try:
+
+    def body() -> int:
         if len(args) != 1:
             raise UsageError("usage: start_dfs (start|stop)")
         env = dc.DaemonEnv.from_environ()
         return run_dfs_action(args[0], load_configuration(env.conf_dir), env)
-    except UsageError as e:
-        print(f"{args[0] if args else 'dfs'}-dfs-py.sh: {e}", file=sys.stderr)
-        return 2
-    except Exception as e:  # noqa: BLE001 - the operator sees one line, never a traceback
-        print(f"{args[0]}-dfs-py.sh: {one_line_message(e)}", file=sys.stderr)
-        return 1
+
+    return dc.script_main(f"{args[0] if args else 'dfs'}-dfs-py.sh", body)
 
 
 if __name__ == "__main__":
