@@ -312,7 +312,8 @@ def summary_text(report: CampaignReport) -> str:
 
 
 def _parser():
-    from hadoop_qjm.cli import CommandParser, finite_float
+    from hadoop_qjm.cli import CommandParser
+    from hadoop_qjm.spark.session import add_job_arguments
     from hadoop_qjm.testing.randomized import PLANTED_BUGS
 
     parser = CommandParser(
@@ -339,7 +340,6 @@ def _parser():
         help="inproc: JournalNodes in the task's process, deterministic (default); "
         "thrift: real Thrift and HTTP on loopback",
     )
-    parser.add_argument("--master", help="Spark master (default local[*], or spark-submit's)")
     parser.add_argument(
         "--partitions",
         type=int,
@@ -356,19 +356,7 @@ def _parser():
         action="store_true",
         help="the writers also change the JournalNode set (five nodes; inproc transport)",
     )
-    parser.add_argument("--out", required=True, help="output directory (local path or URI)")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing --out")
-    parser.add_argument(
-        "--progress-interval",
-        type=finite_float,
-        default=5.0,
-        help="seconds between progress lines on stderr when it is not a terminal "
-        "(0: no progress; default 5)",
-    )
-    parser.add_argument(
-        "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting"
-    )
-    parser.add_argument("--ui", action="store_true", help="start the Spark web UI")
+    add_job_arguments(parser)
     return parser
 
 

@@ -431,6 +431,7 @@ def summary_text(report: AuditReport) -> str:
 
 def _parser():
     from hadoop_qjm.cli import CommandParser, finite_float
+    from hadoop_qjm.spark.session import add_job_arguments
 
     parser = CommandParser(
         prog="hdfs-py journal-audit",
@@ -450,23 +451,10 @@ def _parser():
     )
     parser.add_argument("--jid", help="only this journal (with --journal-dirs)")
     parser.add_argument("--ops", action="store_true", help="also count ops and busiest paths")
-    parser.add_argument("--master", help="Spark master (default local[*], or spark-submit's)")
-    parser.add_argument("--out", required=True, help="output directory (local path or URI)")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     parser.add_argument(
         "--timeout", type=finite_float, default=HTTP_TIMEOUT_S, help="seconds per RPC or download"
     )
-    parser.add_argument(
-        "--progress-interval",
-        type=finite_float,
-        default=5.0,
-        help="seconds between progress lines on stderr when it is not a terminal "
-        "(0: no progress; default 5)",
-    )
-    parser.add_argument(
-        "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting"
-    )
-    parser.add_argument("--ui", action="store_true", help="start the Spark web UI")
+    add_job_arguments(parser)
     return parser
 
 

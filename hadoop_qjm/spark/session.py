@@ -41,6 +41,7 @@ __all__ = [
     "PYSPARK_MISSING",
     "PysparkMissingError",
     "DEFAULT_MASTER",
+    "add_job_arguments",
     "build_session",
     "check_out_dir",
     "is_local_master",
@@ -67,6 +68,27 @@ _zip_path: Path | None = None
 
 class PysparkMissingError(HadoopException, ImportError):
     """pyspark cannot be imported; the message says how to install it."""
+
+
+def add_job_arguments(parser: Any) -> None:
+    """The options every Spark job of ``hdfs-py`` takes: ``--master``, ``--out``,
+    ``--overwrite``, ``--progress-interval``, ``--conf KEY=VALUE`` and ``--ui``."""
+    from hadoop_qjm.cli import finite_float
+
+    parser.add_argument("--master", help="Spark master (default local[*], or spark-submit's)")
+    parser.add_argument("--out", required=True, help="output directory (local path or URI)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    parser.add_argument(
+        "--progress-interval",
+        type=finite_float,
+        default=5.0,
+        help="seconds between progress lines on stderr when it is not a terminal "
+        "(0: no progress; default 5)",
+    )
+    parser.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting"
+    )
+    parser.add_argument("--ui", action="store_true", help="start the Spark web UI")
 
 
 def require_pyspark() -> None:
