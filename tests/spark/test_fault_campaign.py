@@ -187,15 +187,7 @@ def test_planted_bug_is_caught_and_its_replay_command_reproduces_it(spark, tmp_p
     assert f"--planted-bug {bug}" in row["replay_command"]
     argv = shlex.split(row["replay_command"])
     assert argv[:3] == ["python", "-m", "hadoop_qjm.testing.randomized"]
-    replay = subprocess.run(
-        [sys.executable, *argv[1:], "--tail", "5"],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert replay.returncode == 1, replay.stdout + replay.stderr
-    assert f"seed {row['seed']}: FAILED" in replay.stdout
+    assert f"seed {row['seed']}: FAILED" in replay_fails(argv)
 
 
 @pytest.mark.slow
@@ -210,6 +202,12 @@ def test_the_campaign_runs_set_changes_and_catches_the_new_set_deciding_alone(sp
     assert "JournalNode set changes" in report.summary
     argv = shlex.split(report.failed[0]["replay_command"])
     assert argv[-3:] == ["--membership", "--planted-bug", bug]
+    assert f"seed {report.failed[0]['seed']}: FAILED" in replay_fails(argv)
+
+
+def replay_fails(argv: list[str]) -> str:
+    """Run a replay command (``python -m …``) with this interpreter; it must fail (exit 1).
+    Its stdout."""
     replay = subprocess.run(
         [sys.executable, *argv[1:], "--tail", "5"],
         cwd=PROJECT,
@@ -218,6 +216,7 @@ def test_the_campaign_runs_set_changes_and_catches_the_new_set_deciding_alone(sp
         timeout=120,
     )
     assert replay.returncode == 1, replay.stdout + replay.stderr
+    return replay.stdout
 
 
 def test_grep_stage_flags_hidden_assertions_and_foreign_tracebacks(spark, tmp_path):
