@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -384,90 +385,79 @@ def test_syncer_restores_a_deleted_finalized_segment(tmp_path):
                 p.close()
 
 
+SEGMENT_1_3 = "edits_0000000000000000001-0000000000000000003"
+
+
+@contextlib.contextmanager
+def peer_holding_segment_1_3(tmp_path, committed_here: int, **settings: str):
+    """Two JournalNodes whose syncers run only when a test says so: node 1 holds the
+    finalized segment 1-3, node 0 (committed txid ``committed_here``) nothing yet. Yields
+    (cluster, node 0's syncer, a proxy to node 0)."""
+    conf = Configuration()
+    conf.set("dfs.journalnode.sync.interval", "3600000")  # rounds are driven by the test
+    for key, value in settings.items():
+        conf.set(key, value)
+    with MiniJournalCluster(2, base_dir=tmp_path, conf=conf) as cluster:
+        cluster.conf.set("dfs.namenode.shared.edits.dir", cluster.quorum_journal_uri(JID))
+        for i in range(2):
+            cluster.restart_journal_node(i)
+        with (
+            QJournalProtocolProxy(*cluster.rpc_address(1), timeout_s=30) as p1,
+            QJournalProtocolProxy(*cluster.rpc_address(0), timeout_s=30) as p0,
+        ):
+            p0.format(JID, FAKE_NSINFO)
+            p0.new_epoch(JID, FAKE_NSINFO, 1)
+            p0.heartbeat(make_request(1, committed_txid=committed_here))
+            p1.format(JID, FAKE_NSINFO)
+            p1.new_epoch(JID, FAKE_NSINFO, 1)
+            p1.start_log_segment(make_request(1), 1, LV)
+            p1.journal(make_request(2), 1, 1, 3, create_txn_data(1, 3))
+            p1.finalize_log_segment(make_request(3), 1, 3)
+            node0 = cluster.journal_node(0)
+            node0.get_or_create_journal(JID)
+            yield cluster, node0._syncers[JID], p0
+
+
 def test_syncer_never_installs_a_damaged_copy(tmp_path, caplog):
     """A peer's finalized copy with a flipped byte (bit rot) is downloaded, fails its
     verification and is not installed; nothing is left in the sync dir; the same round
     installs an intact copy once the peer holds one."""
-    conf = Configuration()
-    conf.set("dfs.journalnode.sync.interval", "3600000")  # rounds are driven by the test
-    conf.set("dfs.journalnode.scrub.enabled", "false")  # the peer's damage stays in place
-    with MiniJournalCluster(2, base_dir=tmp_path, conf=conf) as cluster:
-        cluster.conf.set("dfs.namenode.shared.edits.dir", cluster.quorum_journal_uri(JID))
-        for i in range(2):
-            cluster.restart_journal_node(i)
-        node0 = cluster.journal_node(0)
-        name = "edits_0000000000000000001-0000000000000000003"
-        with (
-            QJournalProtocolProxy(*cluster.rpc_address(1), timeout_s=30) as p1,
-            QJournalProtocolProxy(*cluster.rpc_address(0), timeout_s=30) as p0,
-        ):
-            p0.format(JID, FAKE_NSINFO)
-            p0.new_epoch(JID, FAKE_NSINFO, 1)
-            p0.heartbeat(make_request(1, committed_txid=3))
-            p1.format(JID, FAKE_NSINFO)
-            p1.new_epoch(JID, FAKE_NSINFO, 1)
-            p1.start_log_segment(make_request(1), 1, LV)
-            p1.journal(make_request(2), 1, 1, 3, create_txn_data(1, 3))
-            p1.finalize_log_segment(make_request(3), 1, 3)
-            peer_copy = cluster.current_dir(1, JID) / name
-            intact = peer_copy.read_bytes()
-            flip_byte_in_op(peer_copy, 2)
-            node0.get_or_create_journal(JID)
-            syncer = node0._syncers[JID]
-            with caplog.at_level(logging.WARNING, logger="hadoop_qjm.qjournal.server"):
-                assert syncer.sync_once() == 0
-            assert not (cluster.current_dir(0, JID) / name).exists()
-            assert any(
-                r.getMessage().startswith(f"Not installing {name} from") for r in caplog.records
-            )
-            sync_dir = cluster.journal_node(0).get_or_create_journal(JID).storage.edits_sync_dir
-            assert list(sync_dir.iterdir()) == []
-            peer_copy.write_bytes(intact)
-            assert syncer.sync_once() == 1
-            assert (cluster.current_dir(0, JID) / name).read_bytes() == intact
+    with peer_holding_segment_1_3(
+        tmp_path,
+        3,
+        **{"dfs.journalnode.scrub.enabled": "false"},  # the damage stays
+    ) as (cluster, syncer, _):
+        name = SEGMENT_1_3
+        peer_copy = cluster.current_dir(1, JID) / name
+        intact = peer_copy.read_bytes()
+        flip_byte_in_op(peer_copy, 2)
+        with caplog.at_level(logging.WARNING, logger="hadoop_qjm.qjournal.server"):
+            assert syncer.sync_once() == 0
+        assert not (cluster.current_dir(0, JID) / name).exists()
+        assert any(r.getMessage().startswith(f"Not installing {name} from") for r in caplog.records)
+        sync_dir = cluster.journal_node(0).get_or_create_journal(JID).storage.edits_sync_dir
+        assert list(sync_dir.iterdir()) == []
+        peer_copy.write_bytes(intact)
+        assert syncer.sync_once() == 1
+        assert (cluster.current_dir(0, JID) / name).read_bytes() == intact
 
 
 def test_syncer_never_installs_an_uncommitted_segment(tmp_path, caplog):
-    conf = Configuration()
-    conf.set("dfs.journalnode.sync.interval", "3600000")  # rounds are driven by the test
-    with MiniJournalCluster(2, base_dir=tmp_path, conf=conf) as cluster:
-        cluster.conf.set("dfs.namenode.shared.edits.dir", cluster.quorum_journal_uri(JID))
-        for i in range(2):
-            cluster.restart_journal_node(i)
-        node0 = cluster.journal_node(0)
-        with (
-            QJournalProtocolProxy(*cluster.rpc_address(1), timeout_s=30) as p1,
-            QJournalProtocolProxy(*cluster.rpc_address(0), timeout_s=30) as p0,
-        ):
-            p0.format(JID, FAKE_NSINFO)
-            p0.new_epoch(JID, FAKE_NSINFO, 1)
-            p0.heartbeat(make_request(1, committed_txid=0))
-            p1.format(JID, FAKE_NSINFO)
-            p1.new_epoch(JID, FAKE_NSINFO, 1)
-            p1.start_log_segment(make_request(1), 1, LV)
-            p1.journal(make_request(2), 1, 1, 3, create_txn_data(1, 3))
-            p1.finalize_log_segment(make_request(3), 1, 3)
-            journal0 = node0.get_or_create_journal(JID)
-            syncer = node0._syncers[JID]
-            # Node 0's committed txid is 0: several rounds pass, nothing is installed.
-            for _ in range(3):
-                assert syncer.sync_once() == 0
-            assert not (
-                cluster.current_dir(0, JID) / "edits_0000000000000000001-0000000000000000003"
-            ).exists()
-            p0.heartbeat(make_request(2, committed_txid=3))
-            caplog.clear()
-            with caplog.at_level(logging.INFO, logger="hadoop_qjm.qjournal.server"):
-                assert syncer.sync_once() == 1
-            # The segment's size and the download's rate.
-            size = format_bytes(
-                (cluster.current_dir(1, JID) / "edits_0000000000000000001-0000000000000000003")
-                .stat()
-                .st_size
-            )
-            synced = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Synced")]
-            assert len(synced) == 1 and re.fullmatch(
-                rf"Synced edits_0+1-0+3 from \S+:\d+: {re.escape(size)} in \d+s \(.*B/s\)",
-                synced[0],
-            ), synced
-            assert journal0.get_edit_log_manifest(0).logs[0].end_txid == 3
+    with peer_holding_segment_1_3(tmp_path, 0) as (cluster, syncer, p0):
+        journal0 = cluster.journal_node(0).get_or_create_journal(JID)
+        # Node 0's committed txid is 0: several rounds pass, nothing is installed.
+        for _ in range(3):
+            assert syncer.sync_once() == 0
+        assert not (cluster.current_dir(0, JID) / SEGMENT_1_3).exists()
+        p0.heartbeat(make_request(2, committed_txid=3))
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="hadoop_qjm.qjournal.server"):
+            assert syncer.sync_once() == 1
+        # The segment's size and the download's rate.
+        size = format_bytes((cluster.current_dir(1, JID) / SEGMENT_1_3).stat().st_size)
+        synced = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Synced")]
+        assert len(synced) == 1 and re.fullmatch(
+            rf"Synced edits_0+1-0+3 from \S+:\d+: {re.escape(size)} in \d+s \(.*B/s\)",
+            synced[0],
+        ), synced
+        assert journal0.get_edit_log_manifest(0).logs[0].end_txid == 3
