@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -10,6 +11,24 @@ import pytest
 PROJECT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("HADOOP_QJM_SHARED", PROJECT.parent / "shared"))
 HADOOP_TESTDATA = SHARED / "testdata" / "hadoop"
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_restored():
+    """Each test leaves the root logger as it found it: a command or daemon run in-process
+    (``main([...])``) configures logging for the process, and its handlers must not write
+    into later tests' output."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in list(root.handlers):
+        if handler not in handlers:
+            root.removeHandler(handler)
+            handler.close()
+    for handler in handlers:
+        if handler not in root.handlers:
+            root.addHandler(handler)
+    root.setLevel(level)
 
 
 @pytest.fixture(scope="session")
