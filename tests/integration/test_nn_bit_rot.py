@@ -16,6 +16,7 @@ import pytest
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.name_node_core import format_namenode
 from hadoop_qjm.namenode.redundant_edit_log_input_stream import AllCopiesFailedException
+from hadoop_qjm.testing.in_process_ha import wait_until
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import flip_byte_in_op, op_offsets
 from tests.integration.namenode_support import nn_conf, start_nn
@@ -45,7 +46,19 @@ def write_dirs(mjc: MiniJournalCluster, tmp_path):
             nn.namesystem.mkdirs(d)
     finally:
         nn.close()
-    segments = [p for p in mjc.current_dir(0, JOURNAL).iterdir() if p.name.startswith("edits_0")]
+
+    def finalized(i: int) -> set[str]:
+        return {
+            p.name for p in mjc.current_dir(i, JOURNAL).iterdir() if p.name.startswith("edits_0")
+        }
+
+    # close() returns once a majority finalized; the third node may still be finalizing
+    wait_until(
+        lambda: finalized(0) and finalized(0) == finalized(1) == finalized(2),
+        timeout_s=20,
+        what="every JournalNode to hold the same finalized segments",
+    )
+    segments = [mjc.current_dir(0, JOURNAL) / name for name in finalized(0)]
     segment = max(segments, key=lambda p: len(op_offsets(p))).name
     for i in (1, 2):  # every node holds the same finalized bytes
         assert (mjc.current_dir(i, JOURNAL) / segment).read_bytes() == (
