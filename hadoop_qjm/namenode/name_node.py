@@ -37,8 +37,8 @@ from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.fs_edit_log import TerminateCallback, terminate_process
+from hadoop_qjm.namenode.fs_edit_log_async import AsyncLoggingEditLog, EditLogSyncer
 from hadoop_qjm.namenode.fs_edit_log_loader import EditLogApplyException
-from hadoop_qjm.namenode.fs_edit_log_op import FSEditLogOp
 from hadoop_qjm.namenode.ha.edit_log_tailer import EditLogTailer
 from hadoop_qjm.namenode.ha.ha_util import (
     NameNodeAddress,
@@ -65,7 +65,7 @@ from hadoop_qjm.namenode.protocol.messages import (
     HAServiceState,
     HAServiceStatus,
 )
-from hadoop_qjm.namenode.protocol.rpc import release_handler_slot, remote_ip
+from hadoop_qjm.namenode.protocol.rpc import remote_ip
 
 __all__ = ["NameNode", "rpc_bind_address", "run"]
 
@@ -87,23 +87,6 @@ def rpc_bind_address(conf: Configuration) -> tuple[str, int]:
         keys.DFS_NAMENODE_RPC_PORT_DEFAULT,
         bind_host_key=keys.DFS_NAMENODE_RPC_BIND_HOST_KEY,
     )
-
-
-class _AsyncLoggingEditLog:
-    """The namesystem's edit log when ``dfs.namenode.edits.asynclogging`` is on: a handler
-    thread waiting in ``log_sync`` first gives back its handler slot, so the handlers are
-    not what limits how many edits one sync covers (Hadoop's async edit logging frees the
-    handler the same way, answering the client once the edit is durable)."""
-
-    def __init__(self, edit_log: Any) -> None:
-        self._edit_log = edit_log
-
-    def log_edit(self, op: FSEditLogOp) -> int:
-        return self._edit_log.log_edit(op)
-
-    def log_sync(self, txid: int | None = None) -> None:
-        release_handler_slot()
-        self._edit_log.log_sync(txid)
 
 
 class NameNode:
@@ -133,6 +116,7 @@ class NameNode:
         self.metrics = NameNodeMetrics(self)
         self.core: NameNodeCore | None = None
         self.rpc_server: Any = None
+        self._edit_log_syncer: EditLogSyncer | None = None
         self.http_server: Any = None
         self.https_server: Any = None
         self.ssl_factory = SSLFactory(conf)
@@ -203,6 +187,10 @@ class NameNode:
                 handler_count=handlers if handlers > 0 else keys.DFS_NAMENODE_HANDLER_COUNT_DEFAULT,
                 max_frame_size=max_frame,
                 socket_factory=self._socket_factory or self.ssl_factory.rpc_server_socket_factory(),
+                handler_queue_size=self.conf.get_int(
+                    keys.IPC_SERVER_HANDLER_QUEUE_SIZE_KEY,
+                    keys.IPC_SERVER_HANDLER_QUEUE_SIZE_DEFAULT,
+                ),
             )
             self._make_http_servers(NameNodeHttpServer, http_host, http_port)
             self.core = NameNodeCore(
@@ -244,7 +232,11 @@ class NameNode:
             keys.DFS_NAMENODE_EDITS_ASYNC_LOGGING_KEY,
             keys.DFS_NAMENODE_EDITS_ASYNC_LOGGING_DEFAULT,
         ):
-            self.core.namesystem.edit_log = _AsyncLoggingEditLog(self.core.edit_log)  # type: ignore[union-attr]
+            if self._edit_log_syncer is None:
+                self._edit_log_syncer = EditLogSyncer()
+            self.core.namesystem.edit_log = AsyncLoggingEditLog(  # type: ignore[union-attr]
+                self.core.edit_log, self._edit_log_syncer
+            )
 
     def _make_http_servers(self, server_cls: Any, http_host: str, http_port: int) -> None:
         """The listeners of ``dfs.http.policy``: HTTP on ``dfs.namenode.http-address``, HTTPS
@@ -286,6 +278,9 @@ class NameNode:
                     server.stop()
                 except Exception:  # noqa: BLE001 - keep stopping the rest
                     LOG.exception("Error stopping %s", server)
+        if self._edit_log_syncer is not None:
+            # After the RPC server (no new postponed calls), before the log closes.
+            self._edit_log_syncer.stop()
         core, self.core = self.core, None
         self.state = HAServiceState.INITIALIZING
         if core is not None:

@@ -4,7 +4,8 @@ Three handlers, one per service, each converting the Thrift arguments with
 :mod:`~hadoop_qjm.namenode.protocol.messages` and delegating to the daemon
 (:class:`~hadoop_qjm.namenode.name_node.NameNode`) or its namesystem — no branching, no
 I/O (STYLE.md habit 2). The sockets are the JournalNode's RPC server (accept thread, one
-reader thread per connection, ``handler_count`` calls at once); only its dispatcher is
+reader thread per connection, ``handler_count`` calls at once) for TLS, and over plain
+TCP Hadoop's shape (:mod:`~hadoop_qjm.namenode.ipc_server`); the dispatcher is
 the NameNode's (:class:`~hadoop_qjm.namenode.protocol.rpc.ThriftServiceDispatcher`).
 All three services share ``dfs.namenode.rpc-address``, as Hadoop's NameNodeRpcServer
 serves them on one port.
@@ -12,15 +13,22 @@ serves them on one port.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from hadoop_qjm.namenode.ipc_server import DEFAULT_HANDLER_QUEUE_SIZE, IpcServer
 from hadoop_qjm.namenode.protocol import messages as m
 from hadoop_qjm.namenode.protocol.rpc import ThriftServiceDispatcher, remote_ip
 from hadoop_qjm.namenode.protocol.thrift_idl import SERVICES
 from hadoop_qjm.namenode.protocol.thrift_idl import namenode_thrift as _t
-from hadoop_qjm.qjournal.protocol.sockets import ServerSocketFactoryLike
+from hadoop_qjm.qjournal.protocol.sockets import (
+    PlainSocketFactory,
+    ServerSocketFactory,
+    ServerSocketFactoryLike,
+    as_server_socket_factory,
+)
 from hadoop_qjm.qjournal.protocol.wire import DEFAULT_MAX_FRAME_SIZE
 from hadoop_qjm.qjournal.server.journal_node_rpc_server import JournalNodeRpcServer
 
@@ -31,6 +39,8 @@ __all__ = [
     "NamenodeProtocolHandler",
     "rpc_handlers",
 ]
+
+LOG = logging.getLogger(__name__)
 
 
 class ClientProtocolHandler:
@@ -178,10 +188,41 @@ def rpc_handlers(name_node: Any) -> dict[str, Callable[..., Any]]:
     }
 
 
-class NameNodeRpcServer(JournalNodeRpcServer):
-    """The NameNode's RPC server: the JournalNode's socket server with the NameNode's
-    dispatcher. Binds in the constructor (BindException if the port is taken), serves
-    after :meth:`start`; :meth:`stop` closes every connection and joins every thread.
+class _PerConnectionRpcServer(JournalNodeRpcServer):
+    """The JournalNode's socket server (a reader thread per connection) with the
+    NameNode's dispatcher: what serves TLS, whose sockets the selector server cannot read."""
+
+    def __init__(
+        self,
+        name_node: Any,
+        bind_host: str,
+        port: int,
+        handler_count: int,
+        max_frame_size: int,
+        socket_factory: ServerSocketFactory,
+    ) -> None:
+        super().__init__(None, bind_host, port, handler_count, max_frame_size, socket_factory)
+        self.dispatcher = ThriftServiceDispatcher(  # type: ignore[assignment]
+            SERVICES,
+            rpc_handlers(name_node),
+            _t.RemoteException,
+            threading.BoundedSemaphore(self.handler_count),
+            observer=name_node.metrics.observe_rpc,
+        )
+
+
+def _wraps_sockets(factory: ServerSocketFactory) -> bool:
+    """True if ``factory`` turns accepted sockets into something else (TLS)."""
+    return type(factory).wrap_accepted is not PlainSocketFactory.wrap_accepted
+
+
+class NameNodeRpcServer:
+    """The NameNode's RPC server. Over plain TCP an :class:`~hadoop_qjm.namenode.ipc_server.IpcServer`
+    (listener, call queue of ``handler_count × handler_queue_size``, ``handler_count``
+    handlers, responder — Hadoop's ipc.Server); with a socket factory that wraps accepted
+    sockets (TLS), the JournalNode's server with a reader thread per connection. Binds in
+    the constructor (BindException if the port is taken), serves after :meth:`start`;
+    :meth:`stop` closes every connection and joins every thread.
     ``name_node.metrics.observe_rpc`` sees every call."""
 
     def __init__(
@@ -192,13 +233,72 @@ class NameNodeRpcServer(JournalNodeRpcServer):
         handler_count: int = 10,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         socket_factory: ServerSocketFactoryLike | None = None,
+        handler_queue_size: int = DEFAULT_HANDLER_QUEUE_SIZE,
     ) -> None:
-        super().__init__(None, bind_host, port, handler_count, max_frame_size, socket_factory)
         self.name_node = name_node
-        self.dispatcher = ThriftServiceDispatcher(  # type: ignore[assignment]
-            SERVICES,
-            rpc_handlers(name_node),
-            _t.RemoteException,
-            threading.BoundedSemaphore(self.handler_count),
-            observer=name_node.metrics.observe_rpc,
-        )
+        self.handler_count = handler_count if handler_count > 0 else 10
+        factory = as_server_socket_factory(socket_factory)
+        self.ipc: IpcServer | None = None
+        self._legacy: _PerConnectionRpcServer | None = None
+        if _wraps_sockets(factory):
+            self._legacy = _PerConnectionRpcServer(
+                name_node, bind_host, port, self.handler_count, max_frame_size, factory
+            )
+            self.dispatcher = self._legacy.dispatcher
+        else:
+            # The handler pool bounds the calls executing: no slots in the dispatcher.
+            self.dispatcher = ThriftServiceDispatcher(
+                SERVICES,
+                rpc_handlers(name_node),
+                _t.RemoteException,
+                None,
+                observer=name_node.metrics.observe_rpc,
+            )
+            LOG.info("RPC server is binding to %s:%d", bind_host, port)
+            self.ipc = IpcServer(
+                self.dispatcher.process,
+                self.dispatcher.error_reply,
+                factory,
+                bind_host,
+                port,
+                self.handler_count,
+                max_frame_size,
+                handler_queue_size,
+            )
+
+    @property
+    def _server(self) -> Any:
+        return self.ipc if self.ipc is not None else self._legacy
+
+    @property
+    def port(self) -> int:
+        """The bound port (the real one when constructed with port 0)."""
+        return self._server.address[1]
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self._server.address
+
+    @property
+    def num_open_connections(self) -> int:
+        return self._server.num_open_connections
+
+    @property
+    def call_queue_length(self) -> int:
+        """Calls waiting for a handler (Hadoop's CallQueueLength)."""
+        if self.ipc is not None:
+            return self.ipc.call_queue_length
+        return self.dispatcher.call_queue_length
+
+    def start(self) -> None:
+        self._server.start()
+        LOG.info("IPC Server listener on %d: starting", self.port)
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        self._server.stop(timeout_s)
+
+    def __enter__(self) -> NameNodeRpcServer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()

@@ -171,16 +171,27 @@ class ThriftServiceDispatcher:
             reply = encode_message(header.name, TMessageType.REPLY, header.seqid, result)
         except Exception as exc:  # every failure becomes a reply
             self._log_failure(rpc.name, remote_ip, exc)
-            wire = to_wire(exc)
-            result = rpc.result_cls()
-            result.e = self._exception_cls(className=wire.className, message=wire.message)
-            reply = encode_message(header.name, TMessageType.REPLY, header.seqid, result)
+            reply = self._error_reply(rpc, header.name, header.seqid, exc)
             ok = False
         else:
             ok = True
         if self._observer is not None:
             self._observer(rpc.name, ok)
         return reply
+
+    def error_reply(self, payload: bytes, exc: Exception) -> bytes:
+        """The reply answering the call ``payload`` (which :meth:`process` accepted) with
+        ``exc``: for a call whose reply was postponed and then failed."""
+        header = decode_message_header(payload)
+        rpc = self._by_name[header.name]
+        self._log_failure(rpc.name, None, exc)
+        return self._error_reply(rpc, header.name, header.seqid, exc)
+
+    def _error_reply(self, rpc: Rpc, name: str, seqid: int, exc: Exception) -> bytes:
+        wire = to_wire(exc)
+        result = rpc.result_cls()
+        result.e = self._exception_cls(className=wire.className, message=wire.message)
+        return encode_message(name, TMessageType.REPLY, seqid, result)
 
     def _call(self, rpc: Rpc, args: Any, remote_ip: str | None) -> Any:
         check_required(args)
