@@ -2,40 +2,61 @@
 
 A NameNode process writes its edits to a local name directory and to three JournalNode
 processes on 127.0.0.1 (a ``MiniJournalCluster(processes=True)``). For each client count
-(``--clients``, default 1, 8, 64) that many threads of this process, each with its own
-connection, call ``mkdirs`` on distinct paths for ``--seconds``; every call returns once
-its edit is durable on the local directory and on a quorum of JournalNodes. Printed per
-phase: ops/s, the p50 and p99 latency of one call, and the transactions per sync the
-NameNode reports on ``/metrics`` for that phase — the group-commit factor: while one
-thread's sync is out, the others' edits gather in the other half of the double buffer
-and go out together in the next one.
+(``--clients``, default 1, 8, 64, 256) that many client threads, spread over up to
+``--client-processes`` processes of their own (so their CPU is not the NameNode's), each
+with its own connection, call ``mkdirs`` on distinct paths for ``--seconds``; every call
+returns once its edit is durable on the local directory and on a quorum of JournalNodes.
+Printed per phase: mkdirs/s, the p50 and p99 latency of one call, the transactions per
+sync and the syncs in flight the NameNode reports on ``/metrics`` (the group-commit
+factor), and the NameNode process's CPU per mkdir (psutil: its user + system time over the
+phase / the calls). Then the same client load against the RPC floor — a process serving
+ClientProtocol with the NameNode's own RPC server and dispatcher, whose ``mkdirs`` answers
+at once — and its calls/s and CPU per call.
 
-Goal (printed, never asserted): with 64 clients, at least 10x the ops/s of 1 client —
-group commit, not the disk, must set the pace. Every phase is bounded in time and in
-calls (``--max-ops``); every process is stopped by its pid, also on errors.
+Goals (printed as same-run ratios, never asserted): at 64 clients (or the count nearest
+it) the NameNode spends ≤ 100 µs of CPU per mkdir, does ≥ 0.5x the floor's calls/s, and
+≥ 10x the 1-client mkdirs/s. Every phase is bounded in time and in calls (``--max-ops``);
+every process is stopped by its pid, also on errors.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
-import threading
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy
+from hadoop_qjm.testing.daemon_process import child_env
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.name_node_process import NameNodeProcess, write_conf_dir
 
-__all__ = ["PhaseResult", "GOAL_RATIO", "run", "run_phase"]
+__all__ = [
+    "CPU_GOAL_US",
+    "FLOOR_GOAL_RATIO",
+    "GOAL_RATIO",
+    "PhaseResult",
+    "run",
+    "run_phase",
+]
 
 JID = "bench-namenode"
-#: ops/s with the most clients over ops/s with one client.
+#: mkdirs/s with 64 clients over mkdirs/s with one client.
 GOAL_RATIO = 10.0
+#: mkdirs/s with 64 clients over the RPC floor's calls/s with as many.
+FLOOR_GOAL_RATIO = 0.5
+#: NameNode CPU per mkdir with 64 clients, in µs.
+CPU_GOAL_US = 100.0
+_CLIENT = [sys.executable, "-m", "hadoop_qjm.tools.bench._nn_load"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +69,8 @@ class PhaseResult:
     p99_ms: float
     txns: int
     syncs: int
+    cpu_s: float
+    syncs_in_flight: float = 1.0
 
     @property
     def ops_per_s(self) -> float:
@@ -57,6 +80,10 @@ class PhaseResult:
     def txns_per_sync(self) -> float:
         return self.txns / self.syncs if self.syncs else 0.0
 
+    @property
+    def cpu_us_per_op(self) -> float:
+        return self.cpu_s / self.ops * 1e6 if self.ops else 0.0
+
 
 def _percentile(sorted_values: list[float], fraction: float) -> float:
     if not sorted_values:
@@ -65,88 +92,97 @@ def _percentile(sorted_values: list[float], fraction: float) -> float:
     return sorted_values[index]
 
 
-def _edit_log_counters(http_port: int) -> tuple[int, int]:
-    """(transactions, syncs) from the NameNode's /metrics."""
+def _edit_log_counters(http_port: int) -> tuple[int, int, float]:
+    """(transactions, syncs, syncs in flight) from the NameNode's /metrics; syncs in
+    flight is 1 when the NameNode reports none (one sync at a time)."""
     text = urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=30).read()
     values = {}
-    for name in ("namenode_transactions_total", "namenode_syncs_total"):
+    for name in ("namenode_transactions_total", "namenode_syncs_total", "namenode_syncs_in_flight"):
         match = re.search(rf"^{name} (\S+)$", text.decode(), re.MULTILINE)
-        values[name] = int(float(match.group(1))) if match else 0
-    return values["namenode_transactions_total"], values["namenode_syncs_total"]
-
-
-def run_phase(
-    rpc_port: int, http_port: int, clients: int, seconds: float, max_ops: int, tag: str
-) -> PhaseResult:
-    """``clients`` threads doing mkdirs until ``seconds`` pass or ``max_ops`` calls are made."""
-    proxies = [NameNodeProxy("127.0.0.1", rpc_port, timeout_s=60) for _ in range(clients)]
-    latencies: list[list[float]] = [[] for _ in range(clients)]
-    errors = [0] * clients
-    ops_left = [max_ops]
-    lock = threading.Lock()
-    start_barrier = threading.Barrier(clients + 1)
-    deadline = [0.0]
-
-    def client(i: int) -> None:
-        proxy, mine = proxies[i], latencies[i]
-        try:
-            proxy.mkdirs(f"/bench/{tag}/c{i}")  # connect and make the parent outside the timing
-            start_barrier.wait(timeout=120)
-        except (OSError, threading.BrokenBarrierError):
-            start_barrier.abort()
-            errors[i] += 1
-            return
-        n = 0
-        while time.perf_counter() < deadline[0]:
-            with lock:
-                if ops_left[0] <= 0:
-                    return
-                ops_left[0] -= 1
-            t0 = time.perf_counter()
-            try:
-                proxy.mkdirs(f"/bench/{tag}/c{i}/d{n}", create_parent=False)
-            except OSError:
-                errors[i] += 1
-                if errors[i] > 100:
-                    return  # a broken NameNode ends the phase; the figures say so
-                continue
-            mine.append(time.perf_counter() - t0)
-            n += 1
-
-    threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(clients)]
-    try:
-        for thread in threads:
-            thread.start()
-        txns0, syncs0 = _edit_log_counters(http_port)
-        deadline[0] = time.perf_counter() + seconds
-        start = time.perf_counter()
-        start_barrier.wait(timeout=60)
-        for thread in threads:
-            thread.join(seconds + 120)
-        elapsed = time.perf_counter() - start
-        txns1, syncs1 = _edit_log_counters(http_port)
-    finally:
-        for proxy in proxies:
-            proxy.close()
-    all_latencies = sorted(x for mine in latencies for x in mine)
-    return PhaseResult(
-        clients=clients,
-        ops=len(all_latencies),
-        errors=sum(errors),
-        seconds=elapsed,
-        p50_ms=_percentile(all_latencies, 0.50) * 1000,
-        p99_ms=_percentile(all_latencies, 0.99) * 1000,
-        txns=txns1 - txns0,
-        syncs=syncs1 - syncs0,
+        values[name] = float(match.group(1)) if match else None
+    return (
+        int(values["namenode_transactions_total"] or 0),
+        int(values["namenode_syncs_total"] or 0),
+        values["namenode_syncs_in_flight"] or 1.0,
     )
 
 
-def _format_namenode(base: Path, conf_dir: Path) -> None:
-    import subprocess
-    import sys
+def _cpu_seconds(pid: int) -> float:
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
 
-    from hadoop_qjm.testing.name_node_process import child_env
 
+def _split(total: int, parts: int) -> list[int]:
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+
+
+def run_phase(
+    rpc_port: int,
+    server_pid: int,
+    clients: int,
+    seconds: float,
+    max_ops: int,
+    tag: str,
+    *,
+    processes: int = 2,
+    counters: Callable[[], tuple[int, int, float]] | None = None,
+) -> PhaseResult:
+    """``clients`` threads in up to ``processes`` client processes doing mkdirs until
+    ``seconds`` pass or ``max_ops`` calls are made; ``server_pid``'s CPU is measured and
+    ``counters()`` read before and after (txns, syncs, syncs in flight)."""
+    threads = [n for n in _split(clients, max(1, min(processes, clients))) if n > 0]
+    ops = _split(max_ops, len(threads))
+    procs: list[subprocess.Popen] = []
+    try:
+        for i, (n, cap) in enumerate(zip(threads, ops, strict=True)):
+            args = ["client", "127.0.0.1", str(rpc_port), str(n), str(seconds), str(cap)]
+            procs.append(
+                subprocess.Popen(
+                    [*_CLIENT, *args, f"{tag}p{i}"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                    env=child_env(),
+                )
+            )
+        for proc in procs:
+            line = proc.stdout.readline()  # type: ignore[union-attr]
+            if line.strip() != "READY":
+                raise RuntimeError(f"bench client {proc.pid} did not start: {line.strip()!r}")
+        txns0, syncs0, _ = counters() if counters else (0, 0, 1.0)
+        cpu0 = _cpu_seconds(server_pid)
+        start = time.perf_counter()
+        for proc in procs:
+            proc.stdin.write("go\n")  # type: ignore[union-attr]
+            proc.stdin.flush()  # type: ignore[union-attr]
+        reports = []
+        for proc in procs:
+            out, _ = proc.communicate(timeout=seconds + 180)
+            reports.append(json.loads(out.strip().splitlines()[-1]))
+        elapsed = time.perf_counter() - start
+        cpu1 = _cpu_seconds(server_pid)
+        txns1, syncs1, in_flight = counters() if counters else (0, 0, 1.0)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+    latencies = sorted(x / 1e6 for report in reports for x in report["lat_us"])
+    return PhaseResult(
+        clients=clients,
+        ops=len(latencies),
+        errors=sum(report["errors"] for report in reports),
+        seconds=elapsed,
+        p50_ms=_percentile(latencies, 0.50) * 1000,
+        p99_ms=_percentile(latencies, 0.99) * 1000,
+        txns=txns1 - txns0,
+        syncs=syncs1 - syncs0,
+        cpu_s=cpu1 - cpu0,
+        syncs_in_flight=in_flight,
+    )
+
+
+def _format_namenode(conf_dir: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "hadoop_qjm.cli", "--config", str(conf_dir)]
         + ["namenode", "-format", "-nonInteractive"],
@@ -159,18 +195,98 @@ def _format_namenode(base: Path, conf_dir: Path) -> None:
         raise RuntimeError(f"namenode -format failed: {result.stderr.strip()[-2000:]}")
 
 
+class _FloorServer:
+    """The RPC-floor process (``_nn_load floor``), stopped by its pid."""
+
+    def __init__(self, handlers: int) -> None:
+        self.popen = subprocess.Popen(
+            [*_CLIENT, "floor", str(handlers)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=child_env(),
+        )
+        line = self.popen.stdout.readline()  # type: ignore[union-attr]
+        if not line.startswith("PORT "):
+            self.stop()
+            raise RuntimeError(f"RPC floor server did not start: {line.strip()!r}")
+        self.port = int(line.split()[1])
+        self.pid = self.popen.pid
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.stdin.close()  # type: ignore[union-attr]
+            try:
+                self.popen.wait(15)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+        self.popen.wait()
+
+    def __enter__(self) -> _FloorServer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def _line(result: PhaseResult, what: str) -> str:
+    line = (
+        f"{result.clients:>4} clients: {result.ops_per_s:>9,.0f} {what}/s  "
+        f"p50 {result.p50_ms:7.2f} ms  p99 {result.p99_ms:7.2f} ms  "
+    )
+    if what == "mkdirs":
+        line += f"txns/sync {result.txns_per_sync:6.2f}  in flight {result.syncs_in_flight:g}  "
+    line += f"CPU {result.cpu_us_per_op:6.0f} µs/call  ({result.ops} ops"
+    return line + (f", {result.errors} errors)" if result.errors else ")")
+
+
+def _goals(results: list[PhaseResult], floor: list[PhaseResult]) -> None:
+    """Print the goals as ratios of this run's figures."""
+    if not results:
+        return
+    at = min(results, key=lambda r: abs(r.clients - 64))
+    met = "met" if 0 < at.cpu_us_per_op <= CPU_GOAL_US else "NOT met"
+    print(
+        f"NameNode CPU per mkdir at {at.clients} clients: {at.cpu_us_per_op:.0f} µs "
+        f"(goal <= {CPU_GOAL_US:g} µs: {met})"
+    )
+    same = next((f for f in floor if f.clients == at.clients), None)
+    if same is not None and same.ops_per_s > 0:
+        ratio = at.ops_per_s / same.ops_per_s
+        met = "met" if ratio >= FLOOR_GOAL_RATIO else "NOT met"
+        print(
+            f"{at.clients} clients, NameNode / RPC floor: {ratio:.2f}x calls/s "
+            f"(goal >= {FLOOR_GOAL_RATIO:g}x: {met})"
+        )
+    one = next((r for r in results if r.clients == 1), None)
+    if one is not None and at.clients > 1 and one.ops_per_s > 0:
+        ratio = at.ops_per_s / one.ops_per_s
+        met = "met" if ratio >= GOAL_RATIO else "NOT met"
+        print(
+            f"{at.clients} clients / 1 client: {ratio:.1f}x mkdirs/s "
+            f"(goal >= {GOAL_RATIO:g}x: {met})"
+        )
+
+
 def run(argv: Sequence[str], conf) -> int:
     from hadoop_qjm.cli import CommandParser, finite_float
 
     parser = CommandParser(prog="hdfs-py bench namenode", description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--clients", default="1,8,64", help="comma-separated client thread counts (1,8,64)"
+        "--clients", default="1,8,64,256", help="comma-separated client thread counts (1,8,64,256)"
+    )
+    parser.add_argument(
+        "--client-processes",
+        type=int,
+        default=2,
+        help="processes the client threads of a phase are spread over (2)",
     )
     parser.add_argument(
         "--seconds", type=finite_float, default=5.0, help="duration of each phase (5)"
     )
     parser.add_argument("--max-ops", type=int, default=1_000_000, help="cap per phase (1000000)")
     parser.add_argument("--handlers", type=int, default=None, help="dfs.namenode.handler.count")
+    parser.add_argument("--no-floor", action="store_true", help="skip the RPC floor phases")
     parser.add_argument("--dir", default=None, help="where the NameNode and JournalNodes write")
     args = parser.parse_args(argv)
     try:
@@ -181,9 +297,13 @@ def run(argv: Sequence[str], conf) -> int:
         parser.error("--clients must be between 1 and 1024")
     if args.seconds <= 0 or args.max_ops <= 0:
         parser.error("--seconds and --max-ops must be positive")
+    if not 1 <= args.client_processes <= 16:
+        parser.error("--client-processes must be between 1 and 16")
 
     base = Path(tempfile.mkdtemp(prefix="bench-nn-", dir=args.dir))
     results: list[PhaseResult] = []
+    floor: list[PhaseResult] = []
+    handlers = args.handlers or 10
     try:
         with MiniJournalCluster(3, base_dir=base / "jn", processes=True) as cluster:
             props = {
@@ -191,39 +311,48 @@ def run(argv: Sequence[str], conf) -> int:
                 "dfs.namenode.shared.edits.dir": cluster.quorum_journal_uri(JID),
                 "dfs.namenode.rpc-address": "127.0.0.1:0",
                 "dfs.namenode.http-address": "127.0.0.1:0",
+                "dfs.namenode.handler.count": handlers,
             }
-            if args.handlers:
-                props["dfs.namenode.handler.count"] = args.handlers
             conf_dir = write_conf_dir(base / "conf", props)
-            _format_namenode(base, conf_dir)
+            _format_namenode(conf_dir)
             with NameNodeProcess(conf_dir, base / "namenode.log") as nn:
                 print(
                     f"NameNode pid {nn.pid} on 127.0.0.1:{nn.rpc_port}, 3 JournalNode processes, "
-                    f"{args.seconds:g} s per phase"
+                    f"{handlers} handlers, {args.seconds:g} s per phase, clients in up to "
+                    f"{args.client_processes} processes",
+                    flush=True,
                 )
                 with NameNodeProxy("127.0.0.1", nn.rpc_port) as proxy:
                     proxy.mkdirs("/bench")
                 for i, clients in enumerate(counts):
                     result = run_phase(
-                        nn.rpc_port, nn.http_port, clients, args.seconds, args.max_ops, f"p{i}"
+                        nn.rpc_port,
+                        nn.pid,
+                        clients,
+                        args.seconds,
+                        args.max_ops,
+                        f"n{i}",
+                        processes=args.client_processes,
+                        counters=lambda: _edit_log_counters(nn.http_port),
                     )
                     results.append(result)
-                    print(
-                        f"{clients:>4} clients: {result.ops_per_s:>9,.0f} ops/s  "
-                        f"p50 {result.p50_ms:7.2f} ms  p99 {result.p99_ms:7.2f} ms  "
-                        f"txns/sync {result.txns_per_sync:6.2f}  ({result.ops} ops"
-                        + (f", {result.errors} errors)" if result.errors else ")"),
-                        flush=True,
+                    print(_line(result, "mkdirs"), flush=True)
+        if not args.no_floor:
+            with _FloorServer(handlers) as server:
+                print(f"RPC floor: pid {server.pid} on 127.0.0.1:{server.port}", flush=True)
+                for i, clients in enumerate(counts):
+                    result = run_phase(
+                        server.port,
+                        server.pid,
+                        clients,
+                        args.seconds,
+                        args.max_ops,
+                        f"f{i}",
+                        processes=args.client_processes,
                     )
+                    floor.append(result)
+                    print(_line(result, "calls"), flush=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    one = next((r for r in results if r.clients == 1), None)
-    most = max(results, key=lambda r: r.clients)
-    if one is not None and most.clients > 1 and one.ops_per_s > 0:
-        ratio = most.ops_per_s / one.ops_per_s
-        verdict = "met" if ratio >= GOAL_RATIO else "NOT met"
-        print(
-            f"{most.clients} clients / 1 client: {ratio:.1f}x ops/s "
-            f"(goal >= {GOAL_RATIO:g}x: {verdict})"
-        )
+    _goals(results, floor)
     return 0

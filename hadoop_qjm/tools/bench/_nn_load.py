@@ -1,0 +1,128 @@
+"""The processes of ``bench namenode``: a client process and the RPC-floor server.
+
+``python -m hadoop_qjm.tools.bench._nn_load client HOST PORT THREADS SECONDS MAX_OPS TAG``
+connects THREADS proxies, makes each one's parent directory, prints ``READY``, waits for a
+line on stdin, then calls ``mkdirs`` for SECONDS (or MAX_OPS calls in all) and prints one
+JSON line: ``{"ops", "errors", "lat_us": [...]}``.
+
+``python -m hadoop_qjm.tools.bench._nn_load floor HANDLERS`` serves ClientProtocol on
+127.0.0.1 with the NameNode's RPC server (:class:`~hadoop_qjm.namenode.ipc_server.IpcServer`
+and the same dispatcher) whose ``mkdirs`` answers at once; prints ``PORT <n>`` and serves
+until stdin closes. What it sustains is the RPC floor on this machine.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from typing import Any
+
+__all__ = ["client_main", "floor_main"]
+
+
+def client_main(host: str, port: int, threads: int, seconds: float, max_ops: int, tag: str) -> int:
+    from hadoop_qjm.namenode.protocol.client import NameNodeProxy
+
+    proxies = [NameNodeProxy(host, port, timeout_s=60) for _ in range(threads)]
+    latencies: list[list[float]] = [[] for _ in range(threads)]
+    errors = [0] * threads
+    ops_left = [max_ops]
+    lock = threading.Lock()
+    go = threading.Event()
+    deadline = [0.0]
+    ready = threading.Barrier(threads + 1)
+
+    def client(i: int) -> None:
+        proxy, mine, parent = proxies[i], latencies[i], f"/bench/{tag}/c{i}"
+        try:
+            proxy.mkdirs(parent)  # connect and make the parent outside the timing
+        except OSError:
+            errors[i] += 1
+        try:
+            ready.wait(timeout=120)
+        except threading.BrokenBarrierError:
+            return
+        go.wait()
+        n = 0
+        perf = time.perf_counter
+        while perf() < deadline[0]:
+            with lock:
+                if ops_left[0] <= 0:
+                    return
+                ops_left[0] -= 1
+            t0 = perf()
+            try:
+                proxy.mkdirs(f"{parent}/d{n}", create_parent=False)
+            except OSError:
+                errors[i] += 1
+                if errors[i] > 100:
+                    return  # a broken server ends the phase; the figures say so
+                continue
+            mine.append(perf() - t0)
+            n += 1
+
+    workers = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(threads)]
+    try:
+        for worker in workers:
+            worker.start()
+        ready.wait(timeout=180)
+        print("READY", flush=True)
+        sys.stdin.readline()
+        deadline[0] = time.perf_counter() + seconds
+        go.set()
+        for worker in workers:
+            worker.join(seconds + 120)
+    finally:
+        for proxy in proxies:
+            proxy.close()
+    lat_us = [round(x * 1e6) for mine in latencies for x in mine]
+    print(json.dumps({"ops": len(lat_us), "errors": sum(errors), "lat_us": lat_us}), flush=True)
+    return 0
+
+
+def floor_main(handlers: int) -> int:
+    from hadoop_qjm.namenode.ipc_server import IpcServer
+    from hadoop_qjm.namenode.protocol.rpc import ThriftServiceDispatcher
+    from hadoop_qjm.namenode.protocol.thrift_idl import SERVICES
+    from hadoop_qjm.namenode.protocol.thrift_idl import namenode_thrift as _t
+    from hadoop_qjm.qjournal.protocol.sockets import PlainSocketFactory
+    from hadoop_qjm.qjournal.protocol.wire import DEFAULT_MAX_FRAME_SIZE
+
+    def unsupported(*_: Any) -> Any:
+        raise NotImplementedError("the RPC floor answers mkdirs only")
+
+    table: dict[str, Any] = {name: unsupported for s in SERVICES for name in s.thrift_services}
+    table["mkdirs"] = lambda src, masked, create_parent: True
+    dispatcher = ThriftServiceDispatcher(SERVICES, table, _t.RemoteException)
+    server = IpcServer(
+        dispatcher.process,
+        dispatcher.error_reply,
+        PlainSocketFactory(),
+        "127.0.0.1",
+        0,
+        handlers,
+        DEFAULT_MAX_FRAME_SIZE,
+    )
+    server.start()
+    try:
+        print(f"PORT {server.address[1]}", flush=True)
+        sys.stdin.read()  # until the bench closes it (or dies)
+    finally:
+        server.stop(10)
+    return 0
+
+
+def _main(argv: list[str]) -> int:
+    if argv[:1] == ["client"] and len(argv) == 7:
+        host, port, threads, seconds, max_ops, tag = argv[1:]
+        return client_main(host, int(port), int(threads), float(seconds), int(max_ops), tag)
+    if argv[:1] == ["floor"] and len(argv) == 2:
+        return floor_main(int(argv[1]))
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
