@@ -343,24 +343,37 @@ def append_op(out: bytearray, op: FSEditLogOp) -> int:
     """Append the whole frame of ``op`` to ``out``; returns the frame's length.
 
     This is FSEditLogOp.Writer.writeOp without the intermediate copy that
-    :func:`encode_op` makes: the double buffer calls it once per logged transaction.
+    :func:`encode_op` makes: the double buffer calls it once per logged transaction and
+    journal. Each op is encoded once: every journal's buffer after the first gets the same
+    bytes (FSEditLog writes one op to all its journals before it logs the next).
     """
+    global _last_framed
+    last_op, last_txid, frame = _last_framed
+    if last_op is op and last_txid == op.txid:
+        out += frame
+        return len(frame)
+    frame = _frame(op)
+    _last_framed = (op, op.txid, frame)
+    out += frame
+    return len(frame)
+
+
+# (op, its txid, its frame) of the last op framed; see append_op.
+_last_framed: tuple[FSEditLogOp | None, int, bytes] = (None, 0, b"")
+
+
+def _frame(op: FSEditLogOp) -> bytes:
     if type(op) is MkdirOp:
         frame = _plain_mkdir_frame(op)
         if frame is not None:
-            out += frame
-            out += _U32.pack(zlib.crc32(frame))
-            return len(frame) + 4
+            return frame + _U32.pack(zlib.crc32(frame))
     try:
         body = op.encode_body()
         head = _FRAME_HEAD.pack(op.opcode, len(body) + 12, op.txid)
     except (struct.error, OverflowError, ValueError) as e:
         # A field out of its Java type's range: refuse it rather than write a wrapped value.
         raise IllegalArgumentException(f"cannot encode {op!r}: {e}") from None
-    out += head
-    out += body
-    out += _U32.pack(zlib.crc32(body, zlib.crc32(head)))
-    return len(body) + MIN_OP_LENGTH
+    return b"".join((head, body, _U32.pack(zlib.crc32(body, zlib.crc32(head)))))
 
 
 # (path length, tail length) -> the Struct of a whole MKDIR frame but its CRC.

@@ -166,7 +166,11 @@ class IpcServer:
         queue_size = handler_count * (
             handler_queue_size if handler_queue_size > 0 else DEFAULT_HANDLER_QUEUE_SIZE
         )
-        self.call_queue: queue.Queue[Any] = queue.Queue(queue_size)
+        # C-implemented queues: the calls, and one token per free place (the bound).
+        self.call_queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._places: queue.SimpleQueue[None] = queue.SimpleQueue()
+        for _ in range(queue_size):
+            self._places.put(None)
         self._calls_lock = threading.Lock()
         self._lock = threading.Lock()
         self._connections: dict[int, _Connection] = {}
@@ -379,20 +383,23 @@ class IpcServer:
         # A full queue holds the listener here (Hadoop's blocking put); stop() ends the wait.
         while not self._stopped.is_set():
             try:
-                self.call_queue.put(call, timeout=0.1)
-                return
-            except queue.Full:
+                self._places.get(timeout=0.1)
+            except queue.Empty:
                 continue
+            self.call_queue.put(call)
+            return
 
     # ---------------------------------------------------------------- handlers
 
     def _handle(self) -> None:
         get = self.call_queue.get
+        free_place = self._places.put
         process = self._process
         while True:
             call = get()
             if call is _STOP:
                 return
+            free_place(None)
             if self._stopped.is_set():
                 continue
             conn = call._conn
