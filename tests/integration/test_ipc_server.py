@@ -1,0 +1,237 @@
+"""IpcServer (the NameNode's Hadoop-shaped RPC server) over real loopback sockets.
+
+Behind it a hand-written ``process``: ``echo:X`` answers ``X``, ``wait:X`` waits for the
+test's gate first, ``post:X`` postpones its reply to the test, ``bad`` is not a call.
+Only 127.0.0.1 and port 0; waits have deadlines.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from hadoop_qjm.namenode.ipc_server import Call, IpcServer, current_call
+from hadoop_qjm.qjournal.protocol.sockets import PlainSocketFactory
+from hadoop_qjm.qjournal.protocol.wire import ProtocolError
+
+pytestmark = pytest.mark.timeout(60)
+
+DEADLINE_S = 20.0
+_LEN = struct.Struct(">i")
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float = DEADLINE_S) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+class Backend:
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.postponed: list[Call] = []
+        self.lock = threading.Lock()
+
+    def process(self, payload: bytes, remote_ip: str) -> bytes:
+        assert remote_ip == "127.0.0.1"
+        kind, _, rest = payload.partition(b":")
+        if kind == b"echo":
+            return rest
+        if kind == b"wait":
+            assert self.gate.wait(DEADLINE_S)
+            return rest
+        if kind == b"post":
+            call = current_call()
+            assert call is not None
+            call.postpone()
+            with self.lock:
+                self.postponed.append(call)
+            return rest
+        raise ProtocolError(f"not a call: {payload[:20]!r}")
+
+    @staticmethod
+    def error_reply(payload: bytes, error: Exception) -> bytes:
+        return b"error:" + str(error).encode()
+
+
+def make_server(backend: Backend, handlers: int = 4, queue_size: int = 100) -> IpcServer:
+    server = IpcServer(
+        backend.process,
+        backend.error_reply,
+        PlainSocketFactory(),
+        "127.0.0.1",
+        0,
+        handlers,
+        1024,
+        queue_size,
+    )
+    server.start()
+    return server
+
+
+@pytest.fixture
+def backend() -> Backend:
+    return Backend()
+
+
+@pytest.fixture
+def server(backend: Backend) -> Iterator[IpcServer]:
+    srv = make_server(backend)
+    try:
+        yield srv
+    finally:
+        backend.gate.set()
+        srv.stop(10)
+
+
+def connect(server: IpcServer) -> socket.socket:
+    sock = socket.create_connection(server.address, timeout=DEADLINE_S)
+    return sock
+
+
+def send(sock: socket.socket, *payloads: bytes) -> None:
+    sock.sendall(b"".join(_LEN.pack(len(p)) + p for p in payloads))
+
+
+def recv_exact(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise EOFError(f"closed after {len(data)} of {n} bytes")
+        data += chunk
+    return data
+
+
+def reply(sock: socket.socket) -> bytes:
+    (size,) = _LEN.unpack(recv_exact(sock, 4))
+    return recv_exact(sock, size)
+
+
+def ipc_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("IPC Server")]
+
+
+def test_calls_pipelined_on_one_connection_are_answered_in_order(server: IpcServer) -> None:
+    with connect(server) as sock:
+        send(sock, *(f"echo:{i}".encode() for i in range(50)))
+        assert [reply(sock) for _ in range(50)] == [str(i).encode() for i in range(50)]
+
+
+def test_an_oversized_frame_drops_that_connection_only(server: IpcServer) -> None:
+    with connect(server) as bad, connect(server) as good:
+        bad.sendall(_LEN.pack(1025) + b"x" * 10)
+        assert bad.recv(10) == b""  # the server closed it
+        send(good, b"echo:still here")
+        assert reply(good) == b"still here"
+
+
+def test_a_malformed_call_drops_that_connection_and_the_server_serves_on(
+    server: IpcServer,
+) -> None:
+    with connect(server) as bad, connect(server) as good:
+        send(bad, b"bad")
+        assert bad.recv(10) == b""
+        send(good, b"echo:ok")
+        assert reply(good) == b"ok"
+    with connect(server) as again:
+        send(again, b"echo:new connection")
+        assert reply(again) == b"new connection"
+
+
+def test_a_full_call_queue_blocks_the_reader_until_a_handler_frees_a_place(
+    backend: Backend,
+) -> None:
+    # One handler, one place in the queue: call A executes, B waits in the queue, C is read
+    # but blocks the listener, and D's connection is not even read.
+    server = make_server(backend, handlers=1, queue_size=1)
+    socks = [connect(server) for _ in range(4)]
+    try:
+        send(socks[0], b"wait:A")
+        assert wait_until(lambda: server.call_queue_length == 0)
+        send(socks[1], b"wait:B")
+        assert wait_until(lambda: server.call_queue_length == 1)
+        send(socks[2], b"echo:C")
+        send(socks[3], b"echo:D")
+        socks[3].settimeout(0.3)
+        with pytest.raises(TimeoutError):
+            socks[3].recv(1)  # nothing is answered while the queue is full
+        assert server.call_queue_length == 1
+        backend.gate.set()
+        for sock, expected in zip(socks, (b"A", b"B", b"C", b"D"), strict=True):
+            sock.settimeout(DEADLINE_S)
+            assert reply(sock) == expected
+    finally:
+        for sock in socks:
+            sock.close()
+        server.stop(10)
+
+
+def test_many_connections_each_get_their_own_replies(server: IpcServer) -> None:
+    errors: list[BaseException] = []
+
+    def client(n: int) -> None:
+        try:
+            with connect(server) as sock:
+                for i in range(5):
+                    send(sock, f"echo:{n}-{i}".encode())
+                    assert reply(sock) == f"{n}-{i}".encode()
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(100)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(DEADLINE_S)
+    assert errors == []
+    assert wait_until(lambda: server.num_open_connections == 0)
+
+
+def test_a_postponed_reply_goes_out_when_released_and_a_failed_one_as_an_error(
+    server: IpcServer, backend: Backend
+) -> None:
+    with connect(server) as one, connect(server) as two:
+        send(one, b"post:first")
+        send(two, b"post:second")
+        assert wait_until(lambda: len(backend.postponed) == 2)
+        one.settimeout(0.2)
+        with pytest.raises(TimeoutError):
+            one.recv(1)  # held until released
+        one.settimeout(DEADLINE_S)
+        by_reply = {c.payload: c for c in backend.postponed}
+        by_reply[b"post:first"].send_response()
+        by_reply[b"post:second"].fail(OSError("sync failed"))
+        assert reply(one) == b"first"
+        assert reply(two) == b"error:sync failed"
+        # The connection takes its next call once the postponed reply is out.
+        send(one, b"echo:next")
+        assert reply(one) == b"next"
+
+
+def test_stop_closes_every_connection_and_joins_every_thread(backend: Backend) -> None:
+    before = set(ipc_threads())
+    server = make_server(backend, handlers=3)
+    socks = [connect(server) for _ in range(5)]
+    try:
+        send(socks[0], b"echo:served")
+        assert reply(socks[0]) == b"served"
+        assert wait_until(lambda: server.num_open_connections == 5)
+        server.stop(10)
+        for sock in socks:
+            assert sock.recv(1) == b""
+        assert set(ipc_threads()) == before
+        with pytest.raises(OSError):
+            socket.create_connection(server.address, timeout=2).close()
+        server.stop(10)  # idempotent
+    finally:
+        for sock in socks:
+            sock.close()
