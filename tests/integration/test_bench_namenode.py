@@ -17,7 +17,7 @@ def _daemons() -> list[psutil.Process]:
     return [
         p
         for p in psutil.Process(os.getpid()).children(recursive=True)
-        if {"journalnode", "namenode"} & set(p.cmdline())
+        if {"journalnode", "namenode", "hadoop_qjm.tools.bench._nn_load"} & set(p.cmdline())
     ]
 
 
@@ -29,9 +29,17 @@ def test_bench_namenode_reports_every_phase_and_stops_every_process(
     args = ["bench", "namenode", "--clients", "1,4", "--seconds", "0.3", "--max-ops", "200"]
     assert main([*args, "--dir", str(work)]) == 0
     out = capsys.readouterr().out
+    lines = out.splitlines()
+    floor_at = next(i for i, line in enumerate(lines) if line.startswith("RPC floor:"))
     for clients in (1, 4):
-        line = next(line for line in out.splitlines() if line.startswith(f"{clients:>4} clients:"))
-        assert "ops/s" in line and "p50" in line and "p99" in line and "txns/sync" in line
+        tag = f"{clients:>4} clients:"
+        line = next(line for line in lines[:floor_at] if line.startswith(tag))
+        assert "mkdirs/s" in line and "p50" in line and "p99" in line and "txns/sync" in line
+        assert "in flight" in line and "µs/call" in line
+        floor = next(line for line in lines[floor_at:] if line.startswith(tag))
+        assert "calls/s" in floor and "µs/call" in floor
+    assert "NameNode CPU per mkdir at 4 clients:" in out and "(goal <= 100 µs:" in out
+    assert "4 clients, NameNode / RPC floor:" in out and "(goal >= 0.5x:" in out
     assert "4 clients / 1 client:" in out and "(goal >= 10x:" in out
     assert _daemons() == []
     assert list(work.iterdir()) == []
