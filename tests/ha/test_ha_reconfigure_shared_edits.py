@@ -19,6 +19,7 @@ import pytest
 
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.protocol.messages import HAServiceState
+from hadoop_qjm.namenode.shared_edits_switch import SharedEditsSwitch
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.qjournal.protocol.membership import Config
 from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf, journal_node_conf, wait_until
@@ -199,17 +200,20 @@ def _switch(pair: HAPair, uri: str) -> str:
     return out.getvalue()
 
 
-def test_the_standby_follows_the_switch_while_standby(tmp_path) -> None:  # noqa: ANN001
+def test_the_standby_follows_the_switch_then_both_restart_on_the_new_set(tmp_path) -> None:  # noqa: ANN001
     """nn2 stays standby through a switch from {0,1,2} to {0,3,4}; once the nodes that
     left (1 and 2, a majority of the old set) are stopped, it keeps applying the mkdirs
-    made after the switch: it reads the new set.
+    made after the switch: it reads the new set. It records the switch in its name
+    directories, becomes active on the new set, and both NameNodes restart on it, with
+    the configuration unchanged (naming nodes that are gone) and then edited.
 
     ::
 
         nodes   0   1   2   3   4
         before  O   O   O   .   .      nn1 active, nn2 tails O
         switch  ON  O   O   N   N      nn2 sees STABLE(N) on O's majority: reads N
-        after   N   x   x   N   N      1, 2 stopped: nn2 still tails
+        after   N   x   x   N   N      1, 2 stopped: nn2 still tails, then takes over
+        restart N   x   x   N   N      both read current/shared_edits_switch
     """
     old, new = [0, 1, 2], [0, 3, 4]
     with _journal_nodes_with_syncers(5) as mjc:
@@ -240,5 +244,36 @@ def test_the_standby_follows_the_switch_while_standby(tmp_path) -> None:  # noqa
                 lambda: nn2.namesystem.dir.get_inode("/after4") is not None,
                 what="the standby to apply the mkdirs made after the switch",
             )
+            # Both recorded the switch in their name directories; nn2 becomes active on
+            # the new set (its configuration still names the old one, whose majority is
+            # gone).
+            for nnid in ("nn1", "nn2"):
+                (recorded,) = (tmp_path / nnid / "name" / "current").glob("shared_edits_switch")
+                assert SharedEditsSwitch.parse(recorded.read_text()).members == members
+            with pair.proxy("nn1") as p1, pair.proxy("nn2") as p2:
+                p1.transition_to_standby()
+                p2.transition_to_active()
+                for i in range(5):
+                    assert p2.get_file_info(f"/after{i}") is not None
+                assert p2.mkdirs("/on-the-new-set")
+            assert _shared_qjm(pair["nn2"]).config == Config(members)
+            # Restart both, the configuration unchanged, then edited: on the new set.
+            for step, shared in (("unchanged", _uri(mjc, old)), ("edited", _uri(mjc, new))):
+                pair.stop()
+                pair.conf.set("dfs.namenode.shared.edits.dir", shared)
+                pair.start("nn1")
+                pair.start("nn2")
+                with pair.proxy("nn1") as p1:
+                    p1.transition_to_active()
+                    assert p1.get_file_info("/on-the-new-set") is not None
+                    assert p1.mkdirs(f"/restarted-{step}")
+                assert _shared_qjm(pair["nn1"]).config == Config(members)
+                nn2 = pair["nn2"].core
+                wait_until(
+                    lambda: nn2.namesystem.dir.get_inode(f"/restarted-{step}") is not None,  # noqa: B023
+                    what=f"nn2 to tail after the restart ({step} configuration)",
+                )
+                with pair.proxy("nn1") as p1:
+                    p1.transition_to_standby()
         finally:
             pair.stop()

@@ -66,7 +66,7 @@ from hadoop_qjm.qjournal.client.quorum_output_stream import QuorumOutputStream
 from hadoop_qjm.qjournal.client.segment_recovery_comparator import best_recovery_source
 from hadoop_qjm.qjournal.protocol import membership, rules
 from hadoop_qjm.qjournal.protocol.exceptions import JournalMembershipException
-from hadoop_qjm.qjournal.protocol.membership import Config, MembershipRecord
+from hadoop_qjm.qjournal.protocol.membership import Config, MembershipRecord, RecordState
 from hadoop_qjm.qjournal.protocol.messages import NewEpochResponse
 
 __all__ = ["QuorumJournalManager", "QuorumJournalTimeouts"]
@@ -196,6 +196,21 @@ class QuorumJournalManager(JournalManager):
         #: The first txid of the segment this writer has open (a set change waits for none).
         self.open_segment_txid: int | None = None
         self._membership_checked_at: float | None = None
+        #: Called with this QJM each time it settles on a set a STABLE membership record
+        #: names (the NameNode records it in its name directories; None: nobody).
+        self.on_stable_set: Callable[[QuorumJournalManager], None] | None = None
+
+    def note_stable_set(self) -> None:
+        """Tell :attr:`on_stable_set` when this QJM uses the set of a STABLE record."""
+        record = self.membership_record
+        if (
+            self.on_stable_set is None
+            or record is None
+            or record.state is not RecordState.STABLE
+            or self.config != record.config
+        ):
+            return
+        self.on_stable_set(self)
 
     def use_config(self, config: Config) -> None:
         """Count ``config`` from now on: keep the loggers of nodes it still has, make the
@@ -536,6 +551,7 @@ class QuorumJournalManager(JournalManager):
         )
         self.use_config(config)
         self.membership_record = max(records, key=lambda r: r.key)
+        self.note_stable_set()
         return True
 
     def await_journaled_edits(self, from_txid: int, wait_ms: int) -> bool:
