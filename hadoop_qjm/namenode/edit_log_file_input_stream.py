@@ -52,6 +52,10 @@ LOG = logging.getLogger(__name__)
 READ_CHUNK = 8 * 1024 * 1024
 
 _PADDING = b"\x00\xff"
+#: Runs of each padding byte, compared in place against the buffer (memcmp, no copy):
+#: a preallocated tail is one run of 0xFF, so the common case never walks it byte by byte.
+_RUN = 1 << 20
+_PADDING_RUNS = tuple(memoryview(bytes([b]) * _RUN) for b in _PADDING)
 _NOT_PADDING = re.compile(rb"[^\x00\xff]")
 _FRAME_HEAD = struct.Struct(">Biq")  # opcode, length, txid
 _U32 = struct.Struct(">I")
@@ -79,6 +83,17 @@ class EditLogValidation:
     def end_txid(self) -> int:
         """Hadoop's name for ``last_txid``."""
         return self.last_txid
+
+
+def _one_padding_run(buf: bytes, rel: int) -> bool:
+    """Whether ``buf[rel:]`` is all 0x00 or all 0xFF (a quick answer for the usual tail)."""
+    for run in _PADDING_RUNS:
+        i = rel
+        while i < len(buf) and buf.startswith(run[: len(buf) - i], i):
+            i += _RUN
+        if i >= len(buf):
+            return True
+    return False
 
 
 class _Window:
@@ -131,6 +146,9 @@ class _Window:
             buf = self.buf
             if rel >= len(buf):
                 return None
+            if _one_padding_run(buf, rel):
+                pos = self.base + len(buf)
+                continue
             # Deleting the padding bytes runs at memory speed; the regex only
             # locates a byte that is known to be there (1 MiB preallocated files).
             if buf[rel:].translate(None, _PADDING):

@@ -96,6 +96,8 @@ def create_journal_set(
                     LOG.warning("No storage directory for edits URI %s: skipping it", uri)
                     continue
                 journal: JournalManager = FileJournalManager(conf, sd.sd)
+            elif shared:
+                journal = _shared_journal(conf, uri, storage, ns_info, factory)
             else:
                 journal = factory(conf, uri, ns_info)
             journal_set.add(journal, required, shared)
@@ -103,6 +105,39 @@ def create_journal_set(
         journal_set.close()
         raise
     return journal_set
+
+
+def _shared_journal(
+    conf: Configuration,
+    uri: str,
+    storage: NNStorage,
+    ns_info: NamespaceInfo,
+    factory: JournalFactory,
+) -> JournalManager:
+    """The shared journal: of ``uri``, or of the JournalNode set it moved to as recorded
+    in the name directories (docs/ha.md, "Changing the JournalNode set"); a quorum journal
+    records each set it settles on there."""
+    from hadoop_qjm.namenode import shared_edits_switch as switch
+
+    dirs = [d.current for d in storage.dirs]
+    journal = factory(conf, switch.choose_shared_edits_uri(uri, dirs), ns_info)
+    if hasattr(journal, "on_stable_set"):
+
+        def record(qjm) -> None:  # noqa: ANN001
+            rec = qjm.membership_record
+            switch.record_stable_set(
+                [d.current for d in storage.dirs],
+                qjm.journal_id,
+                uri,
+                rec.new,
+                rec.epoch,
+                rec.version,
+                rec.old,
+                fsync=storage.fsync,
+            )
+
+        journal.on_stable_set = record
+    return journal
 
 
 def new_namespace_info(

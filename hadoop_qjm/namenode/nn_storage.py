@@ -212,6 +212,11 @@ class NNStorage:
         self.ns_info: NamespaceInfo | None = None
         self._fsync = fsync
 
+    @property
+    def fsync(self) -> FsyncFunction:
+        """The fsync of every file this storage writes (a test's may crash)."""
+        return self._fsync
+
     @classmethod
     def from_conf(
         cls,

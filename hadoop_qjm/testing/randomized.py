@@ -176,6 +176,8 @@ class SeedResult:
     membership: bool = False
     #: Set changes begun and finished (membership runs).
     switches: tuple[int, int] = (0, 0)
+    #: The chance a writer begins a set change (membership runs; None: the default).
+    switch_probability: float | None = None
 
     @property
     def replay_command(self) -> str:
@@ -186,6 +188,8 @@ class SeedResult:
             cmd += f" --transport {self.transport}"
         if self.membership:
             cmd += " --membership"
+        if self.switch_probability is not None:
+            cmd += f" --switch-probability {self.switch_probability}"
         if self.planted_bug:
             cmd += f" --planted-bug {self.planted_bug}"
         return cmd
@@ -602,6 +606,7 @@ def run_seed(
     trace: list[str] | None = None,
     quiet: bool = True,
     membership: bool = False,
+    switch_probability: float | None = None,
 ) -> SeedResult:
     """Run the randomized test for ``seed``; never raises for a failed invariant.
 
@@ -610,10 +615,17 @@ def run_seed(
     ``trace``: a list that receives every line of the trace. ``quiet``
     silences the ``hadoop_qjm`` loggers during the run. ``membership``: the
     writers also change the JournalNode set, among five nodes
-    (:mod:`~hadoop_qjm.testing.randomized_membership`; local transport only).
+    (:mod:`~hadoop_qjm.testing.randomized_membership`; local transport only);
+    ``switch_probability``: the chance that a writer begins one (None: the default,
+    ``randomized_membership.SWITCH_PROBABILITY``; short runs use more).
     """
     if planted_bug is not None and planted_bug not in PLANTED_BUGS:
         raise ValueError(f"unknown planted bug {planted_bug!r}; known: {', '.join(PLANTED_BUGS)}")
+    if switch_probability is not None and not (membership and 0.0 <= switch_probability <= 1.0):
+        raise ValueError(
+            "a switch probability needs membership changes and lies between 0 and 1, "
+            f"not {switch_probability}"
+        )
     lines: list[str] = trace if trace is not None else []
     lines.append(
         f"seed {seed}, {iterations} writers, transport {transport}"
@@ -633,7 +645,8 @@ def run_seed(
                 run_class = MembershipRun
             elif planted_bug == "joint-quorum-new-set-only":
                 raise ValueError("the joint-quorum-new-set-only bug needs --membership")
-            run = run_class(seed, transport, work_dir, planted_bug, probabilities, lines)
+            extra = {} if switch_probability is None else {"switch_probability": switch_probability}
+            run = run_class(seed, transport, work_dir, planted_bug, probabilities, lines, **extra)
             try:
                 run.run(iterations)
                 run.check_hidden_assertions()
@@ -667,6 +680,7 @@ def run_seed(
         hadoop_record_nodes=run.hadoop_record_nodes if run else (),
         membership=membership,
         switches=getattr(run, "switches", (0, 0)),
+        switch_probability=switch_probability,
     )
 
 
@@ -683,10 +697,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--membership", action="store_true", help="the writers also change the JournalNode set"
     )
+    parser.add_argument(
+        "--switch-probability",
+        type=float,
+        default=None,
+        help="with --membership: the chance that a writer begins a set change",
+    )
     parser.add_argument("--base-dir", help="keep the JournalNodes' directories here")
     parser.add_argument("--tail", type=int, default=None, help="print only the last N lines")
     parser.add_argument("--verbose", action="store_true", help="also show the library's logs")
     args = parser.parse_args(argv)
+    if args.switch_probability is not None and not (
+        args.membership and 0.0 <= args.switch_probability <= 1.0
+    ):
+        parser.error("--switch-probability needs --membership and a value between 0 and 1")
     if args.verbose:
         logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     lines: list[str] = []
@@ -699,6 +723,7 @@ def main(argv: list[str] | None = None) -> int:
         trace=lines,
         quiet=not args.verbose,
         membership=args.membership,
+        switch_probability=args.switch_probability,
     )
     shown = lines if args.tail is None else lines[-args.tail :]
     print("\n".join(shown))

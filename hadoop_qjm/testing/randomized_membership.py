@@ -55,8 +55,9 @@ STALE_CONFIG_PROBABILITY = 0.5
 class MembershipRun(_Run):
     """One seed's run over five nodes, with set changes."""
 
-    def __init__(self, *args: Any) -> None:
+    def __init__(self, *args: Any, switch_probability: float = SWITCH_PROBABILITY) -> None:
         super().__init__(*args, num_nodes=MEMBERSHIP_NODES)
+        self.switch_probability = switch_probability
         self.members: tuple[int, ...] = (0, 1, 2)
         self.previous: tuple[int, ...] | None = None
         self._index = {node.address_string.lower(): node.index for node in self.cluster.nodes}
@@ -112,7 +113,7 @@ class MembershipRun(_Run):
             # It adopted O+N: it finishes the switch at its first segment boundary.
             self._finish(i, qjm, self.read_through)  # what its recovery read back
             return
-        if self.rng.random() >= SWITCH_PROBABILITY:
+        if self.rng.random() >= self.switch_probability:
             return
         current = self._nodes(qjm.config.old)
         if current != self.members:

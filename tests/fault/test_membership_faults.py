@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,18 @@ SLOW_ITERATIONS = 500
 NEW_SET_ALONE_BUG_SEED = 4
 BUG = "joint-quorum-new-set-only"
 
+#: The sweep: many short seeds, as many as fit in SWEEP_BUDGET_S (on this project's loaded
+#: 2-core machine about 7 a second: some 300 of the 2000 per run; a fresh sweep starts
+#: where the last one ended only across runs of the Spark campaign, not here). Writers
+#: begin switches more often than in the long runs, so that short seeds switch at all.
+SWEEP_SEEDS = range(10_000, 12_000)
+SWEEP_WRITERS = 10
+SWEEP_SWITCH_PROBABILITY = 0.5
+SWEEP_BUDGET_S = 45.0
+SWEEP_MIN_SEEDS = 50
+#: The first sweep seed that finds the planted bug (search again if the traces change).
+SWEEP_BUG_SEED = 10_039
+
 
 def _describe(result: SeedResult) -> str:
     return (
@@ -44,6 +57,47 @@ def test_randomized_with_set_changes(seed: int) -> None:
     assert result.passed, _describe(result)
     assert result.writers == ITERATIONS and result.txns_acknowledged > 0
     assert result.switches[0] > 0, "no writer began a set change"
+
+
+def _sweep_seed(seed: int, planted_bug: str | None = None) -> SeedResult:
+    return run_seed(
+        seed,
+        SWEEP_WRITERS,
+        membership=True,
+        switch_probability=SWEEP_SWITCH_PROBABILITY,
+        planted_bug=planted_bug,
+    )
+
+
+@pytest.mark.timeout(SWEEP_BUDGET_S + 60)
+def test_a_sweep_of_short_seeds_within_a_budget() -> None:
+    """As many of SWEEP_SEEDS as fit in the budget; every failing seed is reported with
+    its replay command (not only the first)."""
+    deadline = time.monotonic() + SWEEP_BUDGET_S
+    ran, begun, finished, failures = 0, 0, 0, []
+    for seed in SWEEP_SEEDS:
+        if time.monotonic() > deadline:
+            break
+        result = _sweep_seed(seed)
+        ran += 1
+        begun += result.switches[0]
+        finished += result.switches[1]
+        if not result.passed:
+            failures.append(f"{result.replay_command}\n    {result.first_failure}")
+    print(
+        f"sweep: {ran} seeds x {SWEEP_WRITERS} writers, {begun} switches begun, {finished} finished"
+    )
+    assert not failures, f"{len(failures)} of {ran} seeds failed:\n" + "\n".join(failures)
+    assert ran >= SWEEP_MIN_SEEDS, f"only {ran} seeds fit in {SWEEP_BUDGET_S}s"
+    assert begun > ran // 2 and finished > 0, (begun, finished)
+
+
+@pytest.mark.timeout(60)
+def test_the_sweep_finds_the_new_set_deciding_alone() -> None:
+    found = _sweep_seed(SWEEP_BUG_SEED, BUG)
+    assert not found.passed, f"the planted bug went unnoticed; search again: {_describe(found)}"
+    assert _sweep_seed(SWEEP_BUG_SEED).passed
+    assert f"--switch-probability {SWEEP_SWITCH_PROBABILITY}" in found.replay_command
 
 
 @pytest.mark.timeout(90)

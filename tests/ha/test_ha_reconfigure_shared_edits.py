@@ -19,6 +19,7 @@ import pytest
 
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.protocol.messages import HAServiceState
+from hadoop_qjm.namenode.shared_edits_switch import SharedEditsSwitch
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.qjournal.protocol.membership import Config
 from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf, journal_node_conf, wait_until
@@ -164,5 +165,115 @@ def test_a_switch_cut_short_by_a_failover_is_finished_by_the_new_active(tmp_path
                 p2.roll_edits()
                 assert _shared_qjm(pair["nn2"]).config == Config(members)
                 assert p2.mkdirs("/after")
+        finally:
+            pair.stop()
+
+
+def _journal_nodes_with_syncers(n: int) -> MiniJournalCluster:
+    """``n`` JournalNodes that know each other as peers and sync every 100 ms (so that
+    the nodes of a new set catch up on the history the switch's finish checks)."""
+    conf = journal_node_conf()
+    conf.set("dfs.journalnode.sync.interval", "100")
+    mjc = MiniJournalCluster(n, conf=conf)
+    try:
+        mjc.conf.set("dfs.namenode.shared.edits.dir", mjc.quorum_journal_uri(JID))
+        for i in range(n):
+            mjc.restart_journal_node(i)  # now they know their peers
+    except BaseException:
+        mjc.shutdown()
+        raise
+    return mjc
+
+
+def _switch(pair: HAPair, uri: str) -> str:
+    """``haadmin -reconfigureSharedEdits uri`` until it finishes (the first runs may stop
+    at O+N until the new nodes' syncers hold the history); its output."""
+    out = io.StringIO()
+
+    def done() -> bool:
+        err = io.StringIO()
+        return (
+            HAAdmin(pair.client_conf(), out=out, err=err).run(["-reconfigureSharedEdits", uri]) == 0
+        )
+
+    wait_until(done, timeout_s=30, what=f"the switch to {uri}")
+    return out.getvalue()
+
+
+def test_the_standby_follows_the_switch_then_both_restart_on_the_new_set(tmp_path) -> None:  # noqa: ANN001
+    """nn2 stays standby through a switch from {0,1,2} to {0,3,4}; once the nodes that
+    left (1 and 2, a majority of the old set) are stopped, it keeps applying the mkdirs
+    made after the switch: it reads the new set. It records the switch in its name
+    directories, becomes active on the new set, and both NameNodes restart on it, with
+    the configuration unchanged (naming nodes that are gone) and then edited.
+
+    ::
+
+        nodes   0   1   2   3   4
+        before  O   O   O   .   .      nn1 active, nn2 tails O
+        switch  ON  O   O   N   N      nn2 sees STABLE(N) on O's majority: reads N
+        after   N   x   x   N   N      1, 2 stopped: nn2 still tails, then takes over
+        restart N   x   x   N   N      both read current/shared_edits_switch
+    """
+    old, new = [0, 1, 2], [0, 3, 4]
+    with _journal_nodes_with_syncers(5) as mjc:
+        conf = ha_conf(tmp_path, mjc, JID)
+        conf.set("dfs.namenode.shared.edits.dir", _uri(mjc, old))
+        pair = HAPair(conf, tmp_path)
+        try:
+            ns_info = pair["nn1"].core.ns_info
+            with QuorumJournalManager(Configuration(), _uri(mjc, [3, 4]), ns_info) as q:
+                q.format(ns_info)
+            with pair.proxy("nn1") as p1:
+                p1.transition_to_active()
+                for i in range(5):
+                    assert p1.mkdirs(f"/before{i}")
+            assert "set dfs.namenode.shared.edits.dir to" in _switch(pair, _uri(mjc, new))
+            members = frozenset(f"127.0.0.1:{mjc.rpc_ports[i]}" for i in new)
+            nn2 = pair["nn2"].core
+            wait_until(
+                lambda: _shared_qjm(pair["nn2"]).config == Config(members),
+                what="the standby to read the new set",
+            )
+            for i in sorted(set(old) - set(new)):
+                mjc.stop_journal_node(i)
+            with pair.proxy("nn1") as p1:
+                for i in range(5):
+                    assert p1.mkdirs(f"/after{i}")
+            wait_until(
+                lambda: nn2.namesystem.dir.get_inode("/after4") is not None,
+                what="the standby to apply the mkdirs made after the switch",
+            )
+            # Both recorded the switch in their name directories; nn2 becomes active on
+            # the new set (its configuration still names the old one, whose majority is
+            # gone).
+            for nnid in ("nn1", "nn2"):
+                (recorded,) = (tmp_path / nnid / "name" / "current").glob("shared_edits_switch")
+                assert SharedEditsSwitch.parse(recorded.read_text()).members == members
+            with pair.proxy("nn1") as p1, pair.proxy("nn2") as p2:
+                p1.transition_to_standby()
+                p2.transition_to_active()
+                for i in range(5):
+                    assert p2.get_file_info(f"/after{i}") is not None
+                assert p2.mkdirs("/on-the-new-set")
+            assert _shared_qjm(pair["nn2"]).config == Config(members)
+            # Restart both, the configuration unchanged, then edited: on the new set.
+            for step, shared in (("unchanged", _uri(mjc, old)), ("edited", _uri(mjc, new))):
+                pair.stop()
+                pair.conf.set("dfs.namenode.shared.edits.dir", shared)
+                pair.start("nn1")
+                pair.start("nn2")
+                with pair.proxy("nn1") as p1:
+                    p1.transition_to_active()
+                    assert p1.get_file_info("/on-the-new-set") is not None
+                    assert p1.mkdirs(f"/restarted-{step}")
+                assert _shared_qjm(pair["nn1"]).config == Config(members)
+                nn2 = pair["nn2"].core
+                wait_until(
+                    lambda: nn2.namesystem.dir.get_inode(f"/restarted-{step}") is not None,  # noqa: B023
+                    what=f"nn2 to tail after the restart ({step} configuration)",
+                )
+                with pair.proxy("nn1") as p1:
+                    p1.transition_to_standby()
         finally:
             pair.stop()

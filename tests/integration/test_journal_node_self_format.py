@@ -296,3 +296,32 @@ def test_bootstrap_bad_input_is_one_line(tmp_path, capsys):
         # Not one of the configured JournalNodes.
         assert main(bootstrap_args(new_dir, port, cluster.quorum_journal_uri(JID))) == 1
         assert "is not one of the JournalNodes" in one_line(capsys)
+
+
+def test_bootstrap_takes_the_membership_record_its_peers_agree_on(tmp_path, capsys):
+    """The peers hold the record of a set change (STABLE, naming the new host); the new
+    host takes it — and on a second run keeps its own newer one."""
+    from hadoop_qjm.qjournal.protocol.membership import MembershipRecord
+    from hadoop_qjm.qjournal.server.journal_membership import MEMBERSHIP_FILE
+
+    with cluster_with_peers(tmp_path / "c", 3) as cluster:
+        port = free_port()
+        old = {f"127.0.0.1:{p}" for p in cluster.rpc_ports}
+        record = MembershipRecord.stable(old | {f"127.0.0.1:{port}"}, 1, 2, previous=old)
+        for i in range(3):
+            format_with_edits(cluster, i, FAKE_NSINFO)
+            (cluster.current_dir(i, JID) / MEMBERSHIP_FILE).write_text(record.to_text())
+            cluster.restart_journal_node(i)  # reads the record
+        uri = cluster.quorum_journal_uri(JID).replace(f"/{JID}", f";127.0.0.1:{port}/{JID}")
+        new_dir = tmp_path / "new-jn"
+        capsys.readouterr()
+        assert main(bootstrap_args(new_dir, port, uri)) == 0
+        assert "Took the membership record: state=STABLE" in capsys.readouterr().out
+        mine = new_dir / JID / "current" / MEMBERSHIP_FILE
+        assert MembershipRecord.parse(mine.read_text()) == record
+        # A newer local record is never replaced by the peers' older one.
+        newer = MembershipRecord.stable(old | {f"127.0.0.1:{port}"}, 2, 3, previous=old)
+        mine.write_text(newer.to_text())
+        assert main(bootstrap_args(new_dir, port, uri)) == 0
+        assert "Kept this node's membership record" in capsys.readouterr().out
+        assert MembershipRecord.parse(mine.read_text()) == newer

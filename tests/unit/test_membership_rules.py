@@ -199,6 +199,22 @@ def test_writer_decisions() -> None:
     assert m.decide_configuration(j, [stale, joint]).action is Action.PROCEED
 
 
+def test_a_reader_reads_one_set_the_writer_commits_to() -> None:
+    o, n = Config(O3), Config(N3)
+    joint = MembershipRecord.joint(O3, N3, 5, 1)
+    done = MembershipRecord.stable(N3, 5, 2, previous=O3)
+    assert m.reader_config(o, [None, None]) == o
+    assert m.reader_config(o, [None, joint]) == o  # joint: the old set, which has the history
+    assert m.reader_config(n, [joint]) == o
+    assert m.reader_config(o, [joint, done]) == n
+    # A reader configured with a set several switches back goes straight to the newest.
+    later = MembershipRecord.stable(frozenset(NODES[4:7]), 7, 4, previous=N3)
+    assert m.reader_config(o, [done, later]) == Config(frozenset(NODES[4:7]))
+    # The newer writer's record wins over a higher version from an older one.
+    stale = MembershipRecord.stable(frozenset(NODES[4:7]), 4, 9, previous=O3)
+    assert m.reader_config(o, [stale, done]) == n
+
+
 def test_node_promises_only_to_the_recorded_configuration() -> None:
     joint = MembershipRecord.joint(O3, N3, 5, 1)
     assert m.check_writer(None, None) is None

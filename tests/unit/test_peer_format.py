@@ -86,3 +86,23 @@ def test_catch_up_counts_finalized_segments_and_txns() -> None:
     c = catch_up_state([RemoteEditLog(1, 10), RemoteEditLog(11, 15), RemoteEditLog(16, -1, True)])
     assert (c.segments_behind, c.txns_behind, c.state) == (2, 15, SYNCING)
     assert catch_up_state([]).state == IN_SYNC
+
+
+def test_the_membership_record_a_majority_agrees_on_is_copied() -> None:
+    from hadoop_qjm.qjournal.protocol.peer_format import decide_membership
+
+    si = StorageInfo(-66, 12345, "mycluster", 0)
+    rec, other = "state=STABLE\nmembers=a:1\n", "state=STABLE\nmembers=b:1\n"
+
+    def answers(*records):  # noqa: ANN002, ANN202
+        return [PeerAnswer(f"p{i}:1", si, membership=r) for i, r in enumerate(records)]
+
+    assert decide_membership(answers(rec, rec), 3).record == rec
+    assert decide_membership(answers(rec, rec, None), 3).record == rec
+    refused = decide_membership(answers(rec, None, None), 3)
+    assert refused.record is None and "a majority needs 2" in refused.reason
+    assert "differ" in decide_membership(answers(rec, rec, other), 3).reason
+    assert decide_membership(answers(None, None), 3).record is None
+    # An unformatted peer's record (there is none to have) never counts.
+    unformatted = [PeerAnswer("p9:1", None, membership=rec)]
+    assert decide_membership(answers(rec) + unformatted, 3).record is None

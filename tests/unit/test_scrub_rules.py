@@ -90,3 +90,34 @@ def test_a_copy_is_confirmed_only_by_a_second_peer_with_equal_bytes() -> None:
     assert not is_copy_confirmed(True, "a", [])  # one copy alone is never enough
     assert not is_copy_confirmed(True, "a", ["b"])
     assert not is_copy_confirmed(False, "a", ["a"])  # it must verify by itself
+
+
+class _PerOpVerifier(SegmentVerifier):
+    """The verifier without its fast path: every op through ``scan_op``, one call each."""
+
+    def _walk(self, pos: int) -> int:
+        return pos
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    flips=st.lists(st.tuples(st.integers(0, len(SEGMENT) - 1), st.integers(0, 7)), max_size=2),
+    cut=st.integers(min_value=0, max_value=len(SEGMENT) + 20),
+    last=st.integers(min_value=1, max_value=12),
+    pieces=st.lists(st.integers(min_value=1, max_value=64), max_size=12),
+)
+def test_the_fast_path_finds_what_the_per_op_path_finds(flips, cut, last, pieces) -> None:
+    damaged = bytearray(SEGMENT + b"\xff" * 20)
+    for at, bit in flips:
+        damaged[at] ^= 1 << bit
+    data = bytes(damaged[:cut])
+    results = []
+    for cls in (SegmentVerifier, _PerOpVerifier):
+        v = cls(1, last, DEFAULT_MAX_OP_SIZE)
+        at = 0
+        for size in pieces:
+            v.feed(data[at : at + size])
+            at += size
+        v.feed(data[at:])
+        results.append((v.finish(), v.valid_length))
+    assert results[0] == results[1]

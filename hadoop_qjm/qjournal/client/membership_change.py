@@ -189,6 +189,7 @@ def finish_reconfiguration(qjm: QuorumJournalManager, since_txid: int, last_txid
     epoch = qjm.loggers.epoch
     _write_record(qjm, MembershipRecord.stable(new, epoch, _next_version(qjm), previous=old))
     qjm.use_config(Config(new))
+    qjm.note_stable_set()
     LOG.info("Journal %s now uses the JournalNodes %s", qjm.journal_id, Config(new).describe())
 
 
@@ -233,6 +234,7 @@ def settle_configuration(qjm: QuorumJournalManager) -> dict[AsyncLogger, Any]:
         decision = membership.decide_configuration(qjm.config, seen, qjm.journal_id)
         if decision.action is Action.PROCEED:
             qjm.membership_record = decision.record
+            qjm.note_stable_set()
             return states
         if decision.action is Action.REFUSE:
             raise JournalMembershipException(decision.reason)

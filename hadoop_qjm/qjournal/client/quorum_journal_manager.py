@@ -64,13 +64,18 @@ from hadoop_qjm.qjournal.client.qjournal_uri import QJournalURI, parse_qjournal_
 from hadoop_qjm.qjournal.client.quorum_call import QuorumCall, map_to_string
 from hadoop_qjm.qjournal.client.quorum_output_stream import QuorumOutputStream
 from hadoop_qjm.qjournal.client.segment_recovery_comparator import best_recovery_source
-from hadoop_qjm.qjournal.protocol import rules
-from hadoop_qjm.qjournal.protocol.membership import Config, MembershipRecord
+from hadoop_qjm.qjournal.protocol import membership, rules
+from hadoop_qjm.qjournal.protocol.exceptions import JournalMembershipException
+from hadoop_qjm.qjournal.protocol.membership import Config, MembershipRecord, RecordState
 from hadoop_qjm.qjournal.protocol.messages import NewEpochResponse
 
 __all__ = ["QuorumJournalManager", "QuorumJournalTimeouts"]
 
 LOG = logging.getLogger(__name__)
+
+#: How often, at most, a reader asks the JournalNodes it reads for their membership
+#: records (one getJournalState round; the tailer reads far more often).
+READER_MEMBERSHIP_CHECK_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -190,6 +195,22 @@ class QuorumJournalManager(JournalManager):
         self.membership_record: MembershipRecord | None = None
         #: The first txid of the segment this writer has open (a set change waits for none).
         self.open_segment_txid: int | None = None
+        self._membership_checked_at: float | None = None
+        #: Called with this QJM each time it settles on a set a STABLE membership record
+        #: names (the NameNode records it in its name directories; None: nobody).
+        self.on_stable_set: Callable[[QuorumJournalManager], None] | None = None
+
+    def note_stable_set(self) -> None:
+        """Tell :attr:`on_stable_set` when this QJM uses the set of a STABLE record."""
+        record = self.membership_record
+        if (
+            self.on_stable_set is None
+            or record is None
+            or record.state is not RecordState.STABLE
+            or self.config != record.config
+        ):
+            return
+        self.on_stable_set(self)
 
     def use_config(self, config: Config) -> None:
         """Count ``config`` from now on: keep the loggers of nodes it still has, make the
@@ -469,6 +490,8 @@ class QuorumJournalManager(JournalManager):
         segments are streamed over HTTP instead. ``only_durable_txns`` limits
         the result to txns a majority holds (RPC) or known committed (HTTP).
         """
+        if not self.is_active_writer:
+            self._maybe_follow_membership()
         # While the set changes, "a majority holds it" has no single count: stream instead.
         if in_progress_ok and self.in_progress_tailing and not self.config.is_joint:
             LOG.debug("Tailing edits starting from txn ID %d via RPC mechanism", from_txid)
@@ -483,6 +506,53 @@ class QuorumJournalManager(JournalManager):
                     exc_info=LOG.isEnabledFor(logging.DEBUG),
                 )
         return self._select_streaming_input_streams(from_txid, in_progress_ok, only_durable_txns)
+
+    def _maybe_follow_membership(self) -> None:
+        """A reader checks the records at most every READER_MEMBERSHIP_CHECK_S; a check
+        that fails leaves it on its set (the read that follows reports what is wrong)."""
+        now = self._clock()
+        last = self._membership_checked_at
+        if last is not None and now - last < READER_MEMBERSHIP_CHECK_S:
+            return
+        self._membership_checked_at = now
+        try:
+            self.follow_membership_for_read()
+        except OSError as e:
+            LOG.debug("Could not check the membership records of %s: %s", self.journal_id, e)
+
+    def follow_membership_for_read(self) -> bool:
+        """A reader (the standby's tailer): ask a majority of the set it reads for the
+        membership records and move to the one set they say to read
+        (``membership.reader_config``): the set a switch moved to, so that the reader
+        keeps up when the nodes that left stop. True if it moved. The writer does not
+        call this: it follows the records when it wins its epoch."""
+        states = self.loggers.wait_for_write_quorum(
+            self.loggers.call("get_journal_state"),
+            self.timeouts.select_input_streams_ms,
+            "getJournalState()",
+        )
+        records = []
+        for logger, state in states.items():
+            if state.membership is not None:
+                try:
+                    records.append(MembershipRecord.parse(state.membership))
+                except IllegalArgumentException as e:
+                    raise JournalMembershipException(
+                        f"{logger} answered a bad membership record: {e}"
+                    ) from None
+        config = membership.reader_config(self.config, records)
+        if config == self.config:
+            return False
+        LOG.warning(
+            "Journal %s moved to the JournalNodes %s: reading from them "
+            "(set dfs.namenode.shared.edits.dir to them)",
+            self.journal_id,
+            config.describe(),
+        )
+        self.use_config(config)
+        self.membership_record = max(records, key=lambda r: r.key)
+        self.note_stable_set()
+        return True
 
     def await_journaled_edits(self, from_txid: int, wait_ms: int) -> bool:
         """Wait until a majority has written ``from_txid`` (True) or ``wait_ms`` passes.

@@ -13,6 +13,7 @@ it, and no I/O (STYLE.md habit 1; ``tests/unit/test_rules_purity.py``):
 * :func:`decide_configuration`: what a writer does with the records a quorum
   showed it (proceed, adopt O+N, follow to the new set, or refuse);
 * :func:`check_writer`: whom a JournalNode promises an epoch to;
+* :func:`reader_config`: which one set a reader (the standby's tailer) reads from;
 * :func:`history_covered`: whether the new set holds the finalized history
   before the old set is let go.
 """
@@ -36,6 +37,7 @@ __all__ = [
     "WriterDecision",
     "decide_configuration",
     "check_writer",
+    "reader_config",
     "copies_needed",
     "history_covered",
     "MAX_HOPS",
@@ -323,6 +325,23 @@ def check_writer(
         return None
     used = "no configuration" if writer_config is None else writer_config.describe()
     return f"{_moved(journal_id, record.config)} (the writer uses {used}; this node holds {record})"
+
+
+def reader_config(asked: Config, records: Iterable[MembershipRecord | None]) -> Config:
+    """The one set a reader reads from after a majority of ``asked`` showed it ``records``.
+
+    The greatest record rules, as for a writer: none → ``asked``; STABLE(S) → S (the
+    writer commits every batch to a majority of S); JOINT(O, N) → O (the writer commits
+    to a majority of O *and* of N, and O holds the older history, which N may still be
+    syncing). A reader needs no joint quorum: it only reads what a majority of the set it
+    reads acknowledged, and a set the writer left shows it nothing newer, never
+    something else (its record then names the set to move to).
+    """
+    seen = [r for r in records if r is not None]
+    if not seen:
+        return asked
+    top = max(seen, key=lambda r: r.key)
+    return Config(top.old) if top.state is RecordState.JOINT else Config(top.new)
 
 
 def copies_needed(n: int) -> int:

@@ -9,6 +9,13 @@ cluster id, the cTime and the layout version. A JournalNode planted with another
 namespace, or a minority answering, is a refusal with the reason spelled out; the caller
 then changes nothing on disk.
 
+:func:`decide_membership` applies the same rule to the journal's membership record
+(``current/membership``, docs/journalnode.md, "Online, by joint consensus"): a
+formatted newcomer takes the record only when a majority of the configured JournalNodes
+hold the very same one; otherwise it takes none, and the writer's re-proposal brings it
+up to date (a node without a record must not read as "the set never changed" while its
+peers agree that it did).
+
 :func:`catch_up_state` reads a sync round: the finalized segments a peer holds that are
 not here, and how many txns they span.
 
@@ -34,6 +41,7 @@ __all__ = [
     "PeerAnswer",
     "catch_up_state",
     "decide_format",
+    "decide_membership",
     "majority",
 ]
 
@@ -57,13 +65,15 @@ class PeerAnswer:
 
     ``storage_info`` None: it gave none — ``error`` says why (its journal is not
     formatted, it did not answer, …). ``holds_edits``: its journal holds at least one
-    segment, finalized or in progress.
+    segment, finalized or in progress. ``membership``: the text of its membership
+    record, None if it holds none (or could not say).
     """
 
     peer: str
     storage_info: StorageInfo | None = None
     holds_edits: bool = False
     error: str | None = None
+    membership: str | None = None
 
 
 @dataclass(frozen=True)
@@ -137,6 +147,40 @@ def decide_format(
     return FormatDecision(
         si, f"{len(formatted)} of {configured} JournalNodes ({peers}) agree on {_describe(si)}"
     )  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class MembershipDecision:
+    """Take the membership record ``record`` (its text), or (None) none, for ``reason``."""
+
+    record: str | None
+    reason: str
+
+
+def decide_membership(answers: Sequence[PeerAnswer], configured: int) -> MembershipDecision:
+    """Which membership record a journal formatted from its peers takes: the one a
+    majority of the ``configured`` JournalNodes hold, identical on every peer that holds
+    one; otherwise none (a switch under way, or records that differ: the writer brings
+    the node up to date)."""
+    held = [a for a in answers if a.storage_info is not None and a.membership is not None]
+    if not held:
+        return MembershipDecision(None, "no peer holds a membership record")
+    texts = {a.membership for a in held}
+    if len(texts) > 1:
+        return MembershipDecision(
+            None,
+            f"the peers' membership records differ ({len(texts)} versions): not copying one; "
+            "the writer brings this node up to date",
+        )
+    need = majority(configured)
+    if len(held) < need:
+        return MembershipDecision(
+            None,
+            f"only {len(held)} of the {configured} configured JournalNodes hold a membership "
+            f"record, a majority needs {need}: not copying it",
+        )
+    peers = ", ".join(a.peer for a in held)
+    return MembershipDecision(held[0].membership, f"{len(held)} of {configured} ({peers}) hold it")
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from hadoop_qjm.common.remote_edit_log import RemoteEditLog, RemoteEditLogManife
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.file_journal_manager import EditLogFile
+from hadoop_qjm.qjournal.protocol import membership as membership_rules
 from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.protocol.exceptions import (
     CacheMissException,
@@ -208,6 +209,22 @@ class Journal(JournalRecovery):
                 self.storage.check_consistent_namespace(ns_info)
             self._check_request(req)
             self.membership.set(MembershipRecord.parse(record), req.epoch)
+
+    def adopt_membership(self, record: str) -> str:
+        """Take the membership record a majority of the peers agree on (self-format,
+        ``journalnode -bootstrap``), unless this node holds it or a newer one, or it is no
+        legal successor of this node's; says which."""
+        proposed = MembershipRecord.parse(record)
+        with self._lock:
+            self._check_formatted()
+            current = self.membership.record
+            if current is not None and current.key >= proposed.key:
+                return f"kept this node's membership record {current}"
+            reason = membership_rules.check_successor(current, proposed)
+            if reason is not None:
+                return f"kept this node's membership record: {reason}"
+            self.membership.set(proposed)
+            return f"took the membership record {proposed}"
 
     def get_last_writer_epoch(self) -> int:
         with self._lock:

@@ -2,10 +2,12 @@
 
 The I/O around :func:`~hadoop_qjm.qjournal.protocol.peer_format.decide_format`: ask
 every peer for the journal's storage info (InterQJournalProtocol ``getStorageInfo``) and
-whether it holds edits (``getEditLogManifestFromJournal``), decide, and format through
+whether it holds edits (``getEditLogManifestFromJournal``) and its membership record
+(``getJournalState``), decide, and format through
 ``Journal.format(force=False)``, which takes the journal's lock and refuses a ``current/``
 that is not empty — so a journal a NameNode formatted a moment earlier is never
-overwritten. Used by the JournalNodeSyncer (``dfs.journalnode.enable.sync.format``) and
+overwritten; then take the membership record a majority of the peers agree on
+(:func:`copy_membership`), never replacing a newer local one. Used by the JournalNodeSyncer (``dfs.journalnode.enable.sync.format``) and
 by ``hdfs-py journalnode -bootstrap``.
 """
 
@@ -17,9 +19,14 @@ from collections.abc import Callable, Sequence
 from hadoop_qjm.common.exceptions import HadoopException
 from hadoop_qjm.common.storage_info import NamespaceInfo, StorageInfo
 from hadoop_qjm.qjournal.protocol.exceptions import JournalNotFormattedException
-from hadoop_qjm.qjournal.protocol.peer_format import FormatDecision, PeerAnswer, decide_format
+from hadoop_qjm.qjournal.protocol.peer_format import (
+    FormatDecision,
+    PeerAnswer,
+    decide_format,
+    decide_membership,
+)
 
-__all__ = ["ask_peers", "format_from_peers", "peer_name"]
+__all__ = ["ask_peers", "copy_membership", "format_from_peers", "peer_name"]
 
 LOG = logging.getLogger(__name__)
 
@@ -49,12 +56,44 @@ def ask_peers(
                 answers.append(PeerAnswer(name, error="it reports namespaceID 0"))
                 continue
             manifest = proxy.get_edit_log_manifest_from_journal(jid, 0, True, name_service_id)
-            answers.append(PeerAnswer(name, si, holds_edits=bool(manifest.manifest.logs)))
+            answers.append(
+                PeerAnswer(
+                    name,
+                    si,
+                    holds_edits=bool(manifest.manifest.logs),
+                    membership=_membership_of(proxy, name, jid, name_service_id),
+                )
+            )
         except JournalNotFormattedException:
             answers.append(PeerAnswer(name, error="its journal is not formatted"))
         except (OSError, HadoopException) as e:
             answers.append(PeerAnswer(name, error=f"{type(e).__name__}: {e}"))
     return answers
+
+
+def _membership_of(proxy, name: str, jid: str, name_service_id: str | None) -> str | None:  # noqa: ANN001
+    """The peer's membership record; None when it holds none or does not say (a peer that
+    refuses getJournalState — in a secure cluster it may allow only the NameNodes — just
+    does not count towards a record's majority)."""
+    try:
+        return proxy.get_journal_state(jid, name_service_id).membership
+    except (OSError, HadoopException) as e:
+        LOG.debug("No membership record from %s: %s", name, e)
+        return None
+
+
+def copy_membership(journal, answers: Sequence[PeerAnswer], configured: int) -> str:  # noqa: ANN001
+    """Give the formatted ``journal`` the membership record a majority of its peers agree
+    on (``decide_membership``), unless it holds that one or a newer one; says what it did."""
+    decision = decide_membership(answers, configured)
+    if decision.record is None:
+        return f"membership record not copied: {decision.reason}"
+    try:
+        done = journal.adopt_membership(decision.record)
+    except (OSError, HadoopException) as e:
+        return f"membership record not copied: {e}"
+    LOG.info("Journal %s: %s (%s)", journal.journal_id, done, decision.reason)
+    return f"{done} ({decision.reason})"
 
 
 def namespace_info_of(si: StorageInfo) -> NamespaceInfo:
@@ -76,4 +115,5 @@ def format_from_peers(
     except (OSError, HadoopException) as e:
         return FormatDecision(None, f"not formatting {journal.storage}: {e}")
     LOG.info("Formatted journal %s from its peers: %s", journal.journal_id, decision.reason)
+    copy_membership(journal, answers, configured)
     return decision

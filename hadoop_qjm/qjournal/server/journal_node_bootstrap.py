@@ -26,7 +26,12 @@ from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.common.exceptions import ConfigurationError, IOException
 from hadoop_qjm.qjournal.client.qjournal_uri import parse_qjournal_uri
 from hadoop_qjm.qjournal.protocol.peer_format import decide_format
-from hadoop_qjm.qjournal.server.journal_formatter import ask_peers, format_from_peers, peer_name
+from hadoop_qjm.qjournal.server.journal_formatter import (
+    ask_peers,
+    copy_membership,
+    format_from_peers,
+    peer_name,
+)
 from hadoop_qjm.qjournal.server.journal_node_syncer import (
     JournalNodeSyncer,
     _is_self,
@@ -101,6 +106,7 @@ def bootstrap(
                     f"peers agree on another: {decision.reason}; it is never overwritten"
                 )
             print(f"Journal {uri.journal_id} is already formatted as its peers agree", file=out)
+            print(copy_membership(journal, answers, configured).capitalize(), file=out)
         else:
             if not non_interactive:
                 answer = ask(
@@ -114,6 +120,9 @@ def bootstrap(
             if not decision.ok:
                 raise IOException(f"Not bootstrapping journal {uri.journal_id}: {decision.reason}")
             print(f"Formatted journal {uri.journal_id}: {decision.reason}", file=out)
+            record = journal.get_membership_text()
+            if record is not None:
+                print(f"Took the membership record: {record.splitlines()[0]}", file=out)
         return _fetch_segments(syncer, journal, agreeing, out, clock)
     finally:
         syncer.stop()

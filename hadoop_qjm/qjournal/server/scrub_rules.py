@@ -14,6 +14,8 @@ No file, socket or thread code here; the scrubber (``journal_scrubber.py``) does
 
 from __future__ import annotations
 
+import struct
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -27,6 +29,9 @@ from hadoop_qjm.namenode.fs_edit_log_op import (
 )
 
 __all__ = ["ScrubFinding", "SegmentVerifier", "is_copy_confirmed", "throttle_delay"]
+
+_LENGTH_TXID = struct.Struct(">iq").unpack_from  # after the opcode byte
+_U32 = struct.Struct(">I").unpack_from
 
 
 @dataclass(frozen=True)
@@ -102,7 +107,8 @@ class SegmentVerifier:
                 return
             self._header_ok = True
             pos = HEADER_LENGTH
-        while self._next_txid <= self.last_txid:
+        pos = self._walk(pos)
+        while self._next_txid <= self.last_txid and self.valid_length < 0:
             if len(buf) - pos < 5:
                 break
             length = int.from_bytes(buf[pos + 1 : pos + 5], "big", signed=True) + 5
@@ -124,8 +130,41 @@ class SegmentVerifier:
             pos = end
             if txid == self.last_txid:
                 self.valid_length = self._base + pos
+            else:
+                pos = self._walk(pos)
         del buf[:pos]
         self._base += pos
+
+    def _walk(self, pos: int) -> int:
+        """The fast path over well-formed ops: each op's length read, its CRC32 computed
+        over the slice (zlib's, in C) and compared, its txid checked — the same checks as
+        ``scan_op``, without a call per op. It stops, returning the position reached, at
+        the first op it cannot vouch for (too short to tell, implausible, incomplete, a
+        CRC or txid that does not match): the per-op path then decides, with its message
+        (a torn or garbled op is found there exactly as before)."""
+        buf = self._buf
+        n = len(buf)
+        next_txid, last_txid, max_op = self._next_txid, self.last_txid, self.max_op_size
+        crc32 = zlib.crc32
+        with memoryview(buf) as view:
+            while next_txid <= last_txid and n - pos >= 17:
+                length, txid = _LENGTH_TXID(buf, pos + 1)
+                length += 5
+                end = pos + length
+                if (
+                    buf[pos] == OP_INVALID_BYTE
+                    or not MIN_OP_LENGTH <= length <= max_op
+                    or end > n
+                    or txid != next_txid
+                    or _U32(buf, end - 4)[0] != crc32(view[pos : end - 4])
+                ):
+                    break
+                pos = end
+                if next_txid == last_txid:
+                    self.valid_length = self._base + pos
+                next_txid += 1
+        self._next_txid = next_txid
+        return pos
 
 
 def throttle_delay(bytes_done: int, elapsed_s: float, bytes_per_s: float) -> float:
