@@ -9,6 +9,12 @@ waiting handler used to be woken — and then lets every reply of the group go. 
 still hears back only once its edit is durable; the handlers are free meanwhile, so they
 do not limit how many edits one sync covers.
 
+With pipelined syncs (``dfs.namenode.edits.sync.pipeline.depth`` k > 1) there are k syncer
+threads: while one waits for its batch's quorum, the next takes the calls that arrived
+meanwhile and sends their batch. :meth:`FSEditLog.log_sync` keeps the order — a syncer
+returns only once every earlier batch is durable too — so a reply never goes out before
+every edit up to its own is on a quorum.
+
 Outside that server (the TLS server's reader threads, tests calling the namesystem) the
 handler waits in ``log_sync`` itself, having given back its handler slot first.
 If a sync fails the log is dead and the NameNode terminates; the postponed calls
@@ -33,12 +39,16 @@ LOG = logging.getLogger(__name__)
 class EditLogSyncer:
     """One thread syncing for postponed calls (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int = 1) -> None:
         self._cond = threading.Condition(threading.Lock())
         self._pending: list[tuple[Any, int, Call]] = []
         self._stopped = False
-        self._thread = threading.Thread(target=self._run, name="FSEditLogAsync", daemon=True)
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._run, name=f"FSEditLogAsync-{i}", daemon=True)
+            for i in range(max(1, threads))
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def submit(self, edit_log: Any, txid: int, call: Call) -> None:
         """Reply to ``call`` once ``edit_log`` has synced ``txid``."""
@@ -58,8 +68,9 @@ class EditLogSyncer:
         """Sync and answer what is pending, then end the thread."""
         with self._cond:
             self._stopped = True
-            self._cond.notify()
-        self._thread.join(timeout_s)
+            self._cond.notify_all()
+        for thread in self._threads:
+            thread.join(timeout_s)
 
     def _run(self) -> None:
         while True:
