@@ -172,7 +172,7 @@ DFS_NAMENODE_EDITS_NOEDITLOGCHANNELFLUSH_DEFAULT = False
 #: Edit-log syncs that may be unacknowledged at once (1: Hadoop's double buffer, one
 #: logSync in flight); chosen with ``bench qjm --pipeline`` (docs/namenode.md).
 DFS_NAMENODE_EDITS_SYNC_PIPELINE_DEPTH_KEY = "dfs.namenode.edits.sync.pipeline.depth"
-DFS_NAMENODE_EDITS_SYNC_PIPELINE_DEPTH_DEFAULT = 4
+DFS_NAMENODE_EDITS_SYNC_PIPELINE_DEPTH_DEFAULT = 1
 DFS_NAMENODE_SUPPORT_ALLOW_FORMAT_KEY = "dfs.namenode.support.allow.format"
 DFS_NAMENODE_SUPPORT_ALLOW_FORMAT_DEFAULT = True
 DFS_REFORMAT_DISABLED_KEY = "dfs.reformat.disabled"

@@ -150,6 +150,8 @@ class FSEditLog:
         self.journal_set = journal_set
         #: Syncs that may be unacknowledged at once (1: Hadoop's double buffer).
         self.pipeline_depth = pipeline_depth
+        if pipeline_depth > 1:
+            LOG.info("Edit log syncs pipelined: up to %d in flight", pipeline_depth)
         self._terminate_callback = terminate
         #: Called with the first txid of every segment started (FSImage writes seen_txid).
         self.on_segment_started = on_segment_started

@@ -55,8 +55,8 @@ STALE_CONFIG_PROBABILITY = 0.5
 class MembershipRun(_Run):
     """One seed's run over five nodes, with set changes."""
 
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args, num_nodes=MEMBERSHIP_NODES)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, num_nodes=MEMBERSHIP_NODES, **kwargs)
         self.members: tuple[int, ...] = (0, 1, 2)
         self.previous: tuple[int, ...] | None = None
         self._index = {node.address_string.lower(): node.index for node in self.cluster.nodes}
