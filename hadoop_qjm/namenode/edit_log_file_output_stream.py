@@ -198,6 +198,16 @@ class EditLogFileOutputStream:
             self._fail(e)
             raise IOException(f"Unable to write edit log {self.path}: {e}") from e
 
+    def sync(self) -> None:
+        """fdatasync everything written so far (the JournalNode's group fsync: several
+        batches written with ``write_batch(..., durable=False)``, then one sync)."""
+        self._check_usable()
+        try:
+            os.fdatasync(self._fd)  # type: ignore[arg-type]
+        except OSError as e:
+            self._fail(e)
+            raise IOException(f"Unable to sync edit log {self.path}: {e}") from e
+
     def _write_at_position(self, data: bytes | bytearray | memoryview) -> None:
         fd = self._fd
         pos = self._pos
