@@ -172,6 +172,10 @@ DFS_NAMENODE_MAX_OP_SIZE_KEY = "dfs.namenode.max.op.size"
 DFS_NAMENODE_MAX_OP_SIZE_DEFAULT = 50 * 1024 * 1024
 DFS_NAMENODE_EDITS_NOEDITLOGCHANNELFLUSH_KEY = "dfs.namenode.edits.noeditlogchannelflush"
 DFS_NAMENODE_EDITS_NOEDITLOGCHANNELFLUSH_DEFAULT = False
+#: Edit-log syncs that may be unacknowledged at once (1: Hadoop's double buffer, one
+#: logSync in flight); chosen with ``bench qjm --pipeline`` (docs/namenode.md).
+DFS_NAMENODE_EDITS_SYNC_PIPELINE_DEPTH_KEY = "dfs.namenode.edits.sync.pipeline.depth"
+DFS_NAMENODE_EDITS_SYNC_PIPELINE_DEPTH_DEFAULT = 1
 DFS_NAMENODE_SUPPORT_ALLOW_FORMAT_KEY = "dfs.namenode.support.allow.format"
 DFS_NAMENODE_SUPPORT_ALLOW_FORMAT_DEFAULT = True
 DFS_REFORMAT_DISABLED_KEY = "dfs.reformat.disabled"
@@ -384,6 +388,10 @@ DEFAULTS: dict[str, str] = {
         (
             DFS_NAMENODE_EDITS_NOEDITLOGCHANNELFLUSH_KEY,
             DFS_NAMENODE_EDITS_NOEDITLOGCHANNELFLUSH_DEFAULT,
+        ),
+        (
+            DFS_NAMENODE_EDITS_SYNC_PIPELINE_DEPTH_KEY,
+            DFS_NAMENODE_EDITS_SYNC_PIPELINE_DEPTH_DEFAULT,
         ),
         (DFS_NAMENODE_SUPPORT_ALLOW_FORMAT_KEY, DFS_NAMENODE_SUPPORT_ALLOW_FORMAT_DEFAULT),
         (DFS_REFORMAT_DISABLED_KEY, DFS_REFORMAT_DISABLED_DEFAULT),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from pathlib import Path
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
@@ -60,6 +61,9 @@ class EditLogFileOutputStream:
         self._pos = os.fstat(self._fd).st_size
         self._size = self._pos
         self._failed: BaseException | None = None
+        # Pipelined syncs: batches numbered by send_ready, written and synced so far.
+        self._write_lock = threading.Lock()
+        self._batches_sealed = self._batches_written = self._batches_synced = 0
 
     # ---- state ---------------------------------------------------------------------------------
 
@@ -137,6 +141,40 @@ class EditLogFileOutputStream:
 
     flush_and_sync = flush
 
+    def set_pipeline_depth(self, depth: int) -> None:
+        """Let up to ``depth`` sealed batches wait for :meth:`wait_sent` (pipelined syncs)."""
+        self._check_usable().ready_limit = depth
+
+    def send_ready(self) -> int:
+        """The pipelined first half of :meth:`flush`: number the batch sealed last; it
+        is written by :meth:`wait_sent`. Nothing reaches the file here: the JournalSet
+        waits for the shared journals' quorum before the local ones get a batch
+        (HDFS-2874), so a local copy never holds a txn the JournalNodes may have lost."""
+        self._check_usable()
+        self._batches_sealed += 1
+        return self._batches_sealed
+
+    def wait_sent(self, batch: int) -> None:
+        """Write every sealed batch up to ``batch`` (in order, whoever comes first) and
+        fdatasync them; return at once if a sync that started after ``batch`` was written
+        has already finished (a group fsync)."""
+        try:
+            with self._write_lock:
+                buf = self._check_usable()
+                while self._batches_written < batch:
+                    self._preallocate(buf.count_ready_bytes())
+                    buf.flush_to(self._write_at_position)
+                    self._batches_written += 1
+                written = self._batches_written
+                if self._batches_synced >= batch:
+                    return
+            os.fdatasync(self._fd)  # type: ignore[arg-type]
+            with self._write_lock:
+                self._batches_synced = max(self._batches_synced, written)
+        except OSError as e:
+            self._fail(e)
+            raise IOException(f"Unable to write edit log {self.path}: {e}") from e
+
     def write_batch(self, data: bytes | bytearray | memoryview, durable: bool = True) -> None:
         """Write already-framed bytes straight to the file and, if ``durable``, fdatasync them.
 
@@ -159,6 +197,16 @@ class EditLogFileOutputStream:
         except OSError as e:
             self._fail(e)
             raise IOException(f"Unable to write edit log {self.path}: {e}") from e
+
+    def sync(self) -> None:
+        """fdatasync everything written so far (the JournalNode's group fsync: several
+        batches written with ``write_batch(..., durable=False)``, then one sync)."""
+        self._check_usable()
+        try:
+            os.fdatasync(self._fd)  # type: ignore[arg-type]
+        except OSError as e:
+            self._fail(e)
+            raise IOException(f"Unable to sync edit log {self.path}: {e}") from e
 
     def _write_at_position(self, data: bytes | bytearray | memoryview) -> None:
         fd = self._fd

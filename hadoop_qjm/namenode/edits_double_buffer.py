@@ -8,6 +8,7 @@ hands the ready bytes to a callable or a file object.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from typing import BinaryIO
 
@@ -49,12 +50,21 @@ class TxnBuffer:
 
 
 class EditsDoubleBuffer:
-    """Two :class:`TxnBuffer` s: ops go into ``current``; ``ready`` is being flushed."""
+    """Two :class:`TxnBuffer` s: ops go into ``current``; ``ready`` is being flushed.
 
-    def __init__(self, initial_size: int) -> None:
+    Generalised to k buffers for pipelined syncs (``ready_limit`` k > 1): up to k sealed
+    batches wait to be flushed, ``ready`` the oldest and ``queued`` the others, in txid
+    order; each :meth:`flush_to` hands over the oldest. With k = 1 (the default) it is
+    Hadoop's double buffer, and sealing a second batch before the first was flushed is
+    a bug.
+    """
+
+    def __init__(self, initial_size: int, ready_limit: int = 1) -> None:
         self.initial_size = initial_size
+        self.ready_limit = ready_limit
         self.current = TxnBuffer()
         self.ready = TxnBuffer()
+        self.queued: deque[TxnBuffer] = deque()
 
     def write_op(self, op: FSEditLogOp) -> None:
         """Append the frame of ``op`` to the current buffer."""
@@ -81,8 +91,14 @@ class EditsDoubleBuffer:
             buf.num_txns += num_txns
 
     def set_ready_to_flush(self) -> None:
-        """Swap the buffers; the previous ready buffer must have been flushed."""
-        always_assert(self.is_flushed(), "previous data not flushed yet")
+        """Swap the buffers; the previous ready buffer must have been flushed (with
+        ``ready_limit`` k > 1: fewer than k sealed batches may still be waiting)."""
+        if self.ready.data:
+            always_assert(1 + len(self.queued) < self.ready_limit, "previous data not flushed yet")
+            self.queued.append(self.current)
+            self.current = TxnBuffer()
+            return
+        always_assert(not self.queued, "previous data not flushed yet")
         self.current, self.ready = self.ready, self.current
 
     def flush_to(self, out: FlushTarget) -> None:
@@ -101,16 +117,23 @@ class EditsDoubleBuffer:
             finally:
                 view.release()
         self.ready.reset()
+        if self.queued:
+            self.ready = self.queued.popleft()
+
+    def count_sealed_batches(self) -> int:
+        """Batches sealed and not flushed yet (0 .. ``ready_limit``)."""
+        return (1 if self.ready.data else 0) + len(self.queued)
 
     def should_force_sync(self) -> bool:
         """True once the current buffer has reached its initial capacity."""
         return len(self.current.data) >= self.initial_size
 
     def is_flushed(self) -> bool:
-        return not self.ready.data
+        return not self.ready.data and not self.queued
 
     def count_buffered_bytes(self) -> int:
-        return len(self.ready.data) + len(self.current.data)
+        queued = sum(len(b.data) for b in self.queued) if self.queued else 0
+        return len(self.ready.data) + len(self.current.data) + queued
 
     def count_ready_bytes(self) -> int:
         return len(self.ready.data)

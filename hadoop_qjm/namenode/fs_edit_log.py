@@ -35,9 +35,14 @@ from dataclasses import dataclass
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
 from hadoop_qjm.common.exceptions import (
     ExitException,
+    IllegalArgumentException,
     IllegalStateException,
     IOException,
     one_line_message,
+)
+from hadoop_qjm.conf.dfs_config_keys import (
+    DFS_NAMENODE_EDITS_SYNC_PIPELINE_DEPTH_DEFAULT,
+    DFS_NAMENODE_EDITS_SYNC_PIPELINE_DEPTH_KEY,
 )
 from hadoop_qjm.namenode.fs_edit_log_op import EndLogSegmentOp, FSEditLogOp, StartLogSegmentOp
 from hadoop_qjm.namenode.journal_set import JournalSet, JournalSetFailure, JournalSetOutputStream
@@ -97,6 +102,9 @@ class EditLogStats:
     txns_batched_in_sync: int
     last_written_txid: int
     synced_txid: int
+    #: Syncs on their way now, and the most there ever were at once.
+    syncs_in_flight: int = 0
+    max_syncs_in_flight: int = 0
 
     @property
     def txns_per_sync(self) -> float:
@@ -132,8 +140,18 @@ class FSEditLog:
         *,
         terminate: TerminateCallback = terminate_process,
         on_segment_started: Callable[[int], None] | None = None,
+        pipeline_depth: int = DFS_NAMENODE_EDITS_SYNC_PIPELINE_DEPTH_DEFAULT,
     ) -> None:
+        if pipeline_depth < 1:
+            raise IllegalArgumentException(
+                f"{DFS_NAMENODE_EDITS_SYNC_PIPELINE_DEPTH_KEY} must be at least 1, "
+                f"not {pipeline_depth}"
+            )
         self.journal_set = journal_set
+        #: Syncs that may be unacknowledged at once (1: Hadoop's double buffer).
+        self.pipeline_depth = pipeline_depth
+        if pipeline_depth > 1:
+            LOG.info("Edit log syncs pipelined: up to %d in flight", pipeline_depth)
         self._terminate_callback = terminate
         #: Called with the first txid of every segment started (FSImage writes seen_txid).
         self.on_segment_started = on_segment_started
@@ -141,7 +159,12 @@ class FSEditLog:
         self._state = EditLogState.UNINITIALIZED
         self._txid = 0  # the last txid handed out
         self._synctxid = 0  # every txid up to here is durable
-        self._is_sync_running = False
+        #: Batches sealed and not yet acknowledged (at most ``pipeline_depth``), whether
+        #: one is being sent right now, and the last txid of the newest sealed batch.
+        self._in_flight = 0
+        self._max_in_flight = 0
+        self._sending = False
+        self._sent_txid = 0
         self._auto_sync_scheduled = False
         self._ending_segment = False
         self._cur_segment_txid = INVALID_TXID
@@ -193,7 +216,13 @@ class FSEditLog:
     def stats(self) -> EditLogStats:
         with self._cond:
             return EditLogStats(
-                self._num_txns, self._num_syncs, self._num_batched, self._txid, self._synctxid
+                self._num_txns,
+                self._num_syncs,
+                self._num_batched,
+                self._txid,
+                self._synctxid,
+                self._in_flight,
+                self._max_in_flight,
             )
 
     def set_next_txid(self, next_txid: int) -> None:
@@ -205,7 +234,7 @@ class FSEditLog:
                     f"nextTxId={next_txid}"
                 )
             self._txid = next_txid - 1
-            self._synctxid = self._txid
+            self._synctxid = self._sent_txid = self._txid
 
     # ---- life cycle ------------------------------------------------------------------------------
     def init_journals_for_write(self) -> None:
@@ -278,6 +307,8 @@ class FSEditLog:
                     "successfully started.",
                     e,
                 )
+            if self.pipeline_depth > 1:
+                self._stream.set_pipeline_depth(self.pipeline_depth)
             self._cur_segment_txid = segment_txid
             self._state = EditLogState.IN_SEGMENT
             txid = self.log_edit(StartLogSegmentOp(0))
@@ -411,14 +442,29 @@ class FSEditLog:
         self.log_sync(txid)
 
     def log_sync(self, txid: int | None = None) -> None:
-        """Return once ``txid`` (default: this thread's last logged one) is durable."""
+        """Return once ``txid`` (default: this thread's last logged one) is durable.
+
+        With ``pipeline_depth`` k > 1 up to k batches are on their way at once: a thread
+        whose txid is in no batch yet seals one (everything logged so far) and sends it as
+        soon as fewer than k are unacknowledged and no other batch is being sent (so the
+        batches leave in txid order), then waits for its durability *outside* the lock.
+        It returns only when every earlier batch is durable too: the synced txid moves
+        in txid order, one batch at a time.
+        """
         mytxid = getattr(self._my_txid, "value", 0) if txid is None else txid
         sync = flushed = False
-        sync_start = 0
+        released = [False]  # whether this thread gave back the sending flag already
+        batch_end = prev_end = 0
+        depth = self.pipeline_depth
         try:
             with self._cond:
                 try:
-                    while mytxid > self._synctxid and self._is_sync_running:
+                    while mytxid > self._synctxid and (
+                        mytxid <= self._sent_txid or self._sending or self._in_flight >= depth
+                    ):
+                        # Its batch is on its way, or it must wait for a slot (k=1: the
+                        # running sync). No notify on the way out: only a batch that
+                        # ends wakes anyone (one wake-up per group commit).
                         self._cond.wait()
                         self._check_alive()
                     if mytxid <= self._synctxid:
@@ -426,8 +472,12 @@ class FSEditLog:
                         return
                     self._check_alive()
                     # This thread syncs: everything logged so far goes in this batch.
-                    sync_start = self._txid
-                    self._is_sync_running = True
+                    prev_end = self._sent_txid
+                    batch_end = self._txid
+                    self._sent_txid = batch_end
+                    self._sending = True
+                    self._in_flight += 1
+                    self._max_in_flight = max(self._max_in_flight, self._in_flight)
                     sync = True
                     stream = self._stream
                     try:
@@ -443,7 +493,10 @@ class FSEditLog:
                 finally:
                     self._done_with_auto_sync_scheduling()
             try:
-                stream.flush()  # the lock is not held: others keep logging meanwhile
+                if depth == 1:
+                    stream.flush()  # the lock is not held: others keep logging meanwhile
+                else:
+                    self._send_and_wait(stream, released)
                 flushed = True
             except OSError as e:
                 with self._cond:
@@ -454,19 +507,44 @@ class FSEditLog:
                         e,
                     )
         finally:
-            with self._cond:
-                if sync:
+            if sync:
+                with self._cond:
+                    if not released[0]:  # else the next batch's sender may own it by now
+                        self._sending = False
                     # Only a flush that succeeded advances synctxid: a waiter must never
                     # take a failed sync for a durable one. Nor one that ended after the
                     # log died in another thread (its flush may have skipped the journals
-                    # that thread aborted).
-                    if flushed and self._fatal is None and sync_start > self._synctxid:
-                        self._synctxid = sync_start
+                    # that thread aborted). Acks stay in txid order: a batch counts only
+                    # once every batch before it did (a failed one kills the log).
+                    while flushed and self._fatal is None and self._synctxid < prev_end:
+                        self._cond.wait()
+                    if flushed and self._fatal is None and batch_end > self._synctxid:
+                        self._synctxid = batch_end
                         self._num_syncs += 1
-                    self._is_sync_running = False
-                self._cond.notify_all()
-                if flushed:  # no exception is on its way out: report the log's death
-                    self._check_alive()
+                    self._in_flight -= 1
+                    self._cond.notify_all()
+                    if flushed:  # no exception is on its way out: report the log's death
+                        self._check_alive()
+
+    def _send_and_wait(self, stream: JournalSetOutputStream, released: list[bool]) -> None:
+        """A pipelined sync's I/O, without the lock: send the sealed batch (the next
+        syncer may seal and send its own once this one is on its way: ``released[0]``
+        says so), then wait until it is durable. Any failure kills the log: later
+        batches must not count."""
+        try:
+            try:
+                sent = stream.send_ready()
+            finally:
+                with self._cond:
+                    self._sending = False
+                    released[0] = True
+                    self._cond.notify_all()  # the next batch may go
+            stream.wait_sent(sent)
+        except OSError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a batch in the middle of the pipe is lost
+            with self._cond:
+                self._die(f"Unexpected failure syncing the edit log: {_first_lines(e)}", e)
 
     def _done_with_auto_sync_scheduling(self) -> None:
         if self._auto_sync_scheduled:
@@ -474,7 +552,7 @@ class FSEditLog:
             self._cond.notify_all()
 
     def _wait_for_sync_to_finish(self) -> None:
-        while self._is_sync_running:
+        while self._in_flight:
             self._cond.wait()
 
     # ---- reading ---------------------------------------------------------------------------------

@@ -233,6 +233,10 @@ class JournalSet:
         return "[" + ", ".join(str(jas) for jas in self.journals) + "]"
 
 
+#: send_ready's mark for a stream it flushed whole (one with no send_ready of its own).
+_FLUSHED = object()
+
+
 class JournalSetOutputStream:
     """The edit-log stream of a segment: each call goes to every active journal's stream."""
 
@@ -261,6 +265,58 @@ class JournalSetOutputStream:
 
     def flush(self, durable: bool = True) -> None:
         self._each_active(lambda s: s.flush(), "flush", reach_required=True)
+
+    def set_pipeline_depth(self, depth: int) -> None:
+        """Let the streams that buffer sealed batches hold up to ``depth`` of them."""
+        for jas in self.journal_set.journals:
+            stream = jas.stream
+            if stream is not None and hasattr(stream, "set_pipeline_depth"):
+                stream.set_pipeline_depth(depth)
+
+    def send_ready(self) -> dict[JournalAndStream, tuple[Any, Any]]:
+        """The first half of a pipelined :meth:`flush`: hand the ready batch to every
+        active journal without waiting for it to be durable (a quorum gets the batch,
+        unanswered; a file only numbers it: it is written once the quorum has it).
+        Returns what :meth:`wait_sent` needs. A stream without ``send_ready`` is
+        flushed here, whole.
+        """
+        sent: dict[JournalAndStream, tuple[Any, Any]] = {}
+
+        def send(stream: Any) -> Any:
+            send_ready = getattr(stream, "send_ready", None)
+            if send_ready is None:
+                stream.flush()
+                return _FLUSHED
+            return send_ready()
+
+        def apply(jas: JournalAndStream) -> None:
+            stream = jas.stream
+            if stream is not None:
+                sent[jas] = (stream, send(stream))
+            elif jas.required:
+                raise IOException(f"{jas} was aborted during the flush: it got nothing")
+
+        self.journal_set.map_journals_and_report_errors(apply, "flush")
+        return sent
+
+    def wait_sent(self, sent: dict[JournalAndStream, tuple[Any, Any]]) -> None:
+        """The second half: return once the batch :meth:`send_ready` sent is durable on
+        every required journal and enough optional ones (the rule of :meth:`flush`).
+
+        A journal whose stream was aborted since (another batch failed on it) had the
+        batch taken away: a required one fails the wait; an optional one was disabled,
+        and the set was still usable then, or that failure killed the log.
+        """
+
+        def apply(jas: JournalAndStream) -> None:
+            stream, ticket = sent.get(jas, (None, None))
+            if stream is not None and jas.stream is stream:
+                if ticket is not _FLUSHED:
+                    stream.wait_sent(ticket)
+            elif jas.required:
+                raise IOException(f"{jas} was aborted during the flush: it got nothing")
+
+        self.journal_set.map_journals_and_report_errors(apply, "flush")
 
     @property
     def has_active(self) -> bool:

@@ -233,7 +233,8 @@ class NameNode:
             keys.DFS_NAMENODE_EDITS_ASYNC_LOGGING_DEFAULT,
         ):
             if self._edit_log_syncer is None:
-                self._edit_log_syncer = EditLogSyncer()
+                # one syncer per batch that may be in flight (pipelined syncs)
+                self._edit_log_syncer = EditLogSyncer(self.core.edit_log.pipeline_depth)
             self.core.namesystem.edit_log = AsyncLoggingEditLog(  # type: ignore[union-attr]
                 self.core.edit_log, self._edit_log_syncer
             )

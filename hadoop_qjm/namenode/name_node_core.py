@@ -317,7 +317,14 @@ class NameNodeCore:
             self._journal_factory,
             shared_only=shared_only,
         )
-        edit_log = FSEditLog(journals, terminate=self._terminate)
+        edit_log = FSEditLog(
+            journals,
+            terminate=self._terminate,
+            pipeline_depth=self.conf.get_int(
+                keys.DFS_NAMENODE_EDITS_SYNC_PIPELINE_DEPTH_KEY,
+                keys.DFS_NAMENODE_EDITS_SYNC_PIPELINE_DEPTH_DEFAULT,
+            ),
+        )
         self.fs_image.attach_edit_log(edit_log)  # type: ignore[union-attr]
         return edit_log
 

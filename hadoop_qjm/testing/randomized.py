@@ -75,6 +75,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -129,6 +130,8 @@ PURGE_KEEP = 100
 NUM_NODES = 3
 #: A read-back after a recovery re-reads this many txns before the last one read.
 READBACK_OVERLAP = 2 * TXNS_PER_SEGMENT
+#: The pipeline depth of a "pipeline-ack-ahead" run that asked for none.
+PLANTED_PIPELINE_DEPTH = 3
 #: Lines of the trace kept in ``SeedResult.log_excerpt``.
 EXCERPT_LINES = 80
 
@@ -140,6 +143,10 @@ PLANTED_BUGS = {
     "ack-before-write": (
         "JournalNode 0 acknowledges journal() batches without writing them, so a later "
         "recovery may miss acknowledged txns"
+    ),
+    "pipeline-ack-ahead": (
+        "with syncs pipelined (--pipeline-depth > 1), the writer acknowledges batch n+1 as "
+        "soon as it is sent, before batch n and batch n+1 are known to be on a quorum"
     ),
     "joint-quorum-new-set-only": (
         "while the JournalNode set changes (--membership), a call counts as done once a "
@@ -178,6 +185,8 @@ class SeedResult:
     switches: tuple[int, int] = (0, 0)
     #: The chance a writer begins a set change (membership runs; None: the default).
     switch_probability: float | None = None
+    #: Batches a writer may have sent and not yet had acknowledged (1: one at a time).
+    pipeline_depth: int = 1
 
     @property
     def replay_command(self) -> str:
@@ -190,6 +199,8 @@ class SeedResult:
             cmd += " --membership"
         if self.switch_probability is not None:
             cmd += f" --switch-probability {self.switch_probability}"
+        if self.pipeline_depth > 1:
+            cmd += f" --pipeline-depth {self.pipeline_depth}"
         if self.planted_bug:
             cmd += f" --planted-bug {self.planted_bug}"
         return cmd
@@ -287,8 +298,11 @@ class _Run:
         probabilities: FaultProbabilities | None,
         trace: list[str],
         num_nodes: int = NUM_NODES,
+        pipeline_depth: int = 1,
     ) -> None:
         self.trace = trace
+        self.pipeline_depth = pipeline_depth
+        self.ack_ahead = planted_bug == "pipeline-ack-ahead"
         self.num_nodes = num_nodes
         # Error messages name files; the run's directory differs from run to run.
         work_prefix = str(work_dir)
@@ -458,16 +472,35 @@ class _Run:
         return recovered
 
     def write_segment(self, i: int, qjm: QuorumJournalManager, first: int) -> bool:
-        """Start, four single-txn flushes, close, finalize; False if a step failed."""
+        """Start, four single-txn flushes, close, finalize; False if a step failed.
+
+        With ``pipeline_depth`` k > 1 the flushes are pipelined, as FSEditLog's syncs
+        are: each batch is sent (``send_ready``) and acknowledged later, in txid order
+        (``wait_sent``), with up to k sent and unacknowledged — so a fault may fall
+        between two batches in flight, or on a batch with earlier ones unacknowledged.
+        """
         txid = first
+        in_flight: deque[tuple[int, bytes, Any]] = deque()
         try:
             stm = qjm.start_log_segment(first, CURRENT_LAYOUT_VERSION)
             for txid in range(first, first + TXNS_PER_SEGMENT):
                 op = MkdirOp.create(txid, f"/w{i}/tx{txid}")
                 stm.write(op)
                 stm.set_ready_to_flush()
-                stm.flush()
-                self.acknowledged(i, txid, encode_op(op))
+                if self.pipeline_depth == 1:
+                    stm.flush()
+                    self.acknowledged(i, txid, encode_op(op))
+                    continue
+                in_flight.append((txid, encode_op(op), stm.send_ready()))
+                if self.ack_ahead and len(in_flight) > 1:
+                    # PLANTED BUG "pipeline-ack-ahead": the newest batch is acknowledged
+                    # as soon as it is sent, the older ones still unacknowledged.
+                    newest, data, _ = in_flight[-1]
+                    self.acknowledged(i, newest, data)
+                if len(in_flight) == self.pipeline_depth:
+                    self.acknowledge_oldest(i, stm, in_flight)
+            while in_flight:
+                self.acknowledge_oldest(i, stm, in_flight)
             stm.close()
             last = first + TXNS_PER_SEGMENT - 1
             qjm.finalize_log_segment(first, last)
@@ -476,6 +509,15 @@ class _Run:
             self.check_failure(i, f"writing txid {txid}", e)
             return False
         return True
+
+    def acknowledge_oldest(
+        self, i: int, stm: Any, in_flight: deque[tuple[int, bytes, Any]]
+    ) -> None:
+        """Wait until the oldest batch in flight is on a quorum, then acknowledge it."""
+        txid, data, sent = in_flight[0]
+        stm.wait_sent(sent)
+        in_flight.popleft()
+        self.acknowledged(i, txid, data)
 
     def maybe_flip_a_bit(self, i: int) -> None:
         """Bit rot in a finalized segment of one node (FaultProbabilities.bit_flip)."""
@@ -528,7 +570,7 @@ class _Run:
             f"writer {i}: txid {txid} acknowledged with new contents, but it was decided before",
         )
         self.acked[txid] = data
-        self.last_acked = txid
+        self.last_acked = max(self.last_acked, txid)
         self.txns_acknowledged += 1
         self.trace_line(f"writer {i}: acked {txid}")
 
@@ -607,6 +649,7 @@ def run_seed(
     quiet: bool = True,
     membership: bool = False,
     switch_probability: float | None = None,
+    pipeline_depth: int = 1,
 ) -> SeedResult:
     """Run the randomized test for ``seed``; never raises for a failed invariant.
 
@@ -618,7 +661,14 @@ def run_seed(
     (:mod:`~hadoop_qjm.testing.randomized_membership`; local transport only);
     ``switch_probability``: the chance that a writer begins one (None: the default,
     ``randomized_membership.SWITCH_PROBABILITY``; short runs use more).
+    ``pipeline_depth`` k > 1: each writer keeps up to k batches sent and unacknowledged
+    (pipelined syncs, :meth:`_Run.write_segment`; the "pipeline-ack-ahead" bug runs at
+    depth 3 when given 1).
     """
+    if pipeline_depth < 1:
+        raise ValueError(f"pipeline_depth must be at least 1, not {pipeline_depth}")
+    if planted_bug == "pipeline-ack-ahead" and pipeline_depth == 1:
+        pipeline_depth = PLANTED_PIPELINE_DEPTH  # the bug needs batches in flight
     if planted_bug is not None and planted_bug not in PLANTED_BUGS:
         raise ValueError(f"unknown planted bug {planted_bug!r}; known: {', '.join(PLANTED_BUGS)}")
     if switch_probability is not None and not (membership and 0.0 <= switch_probability <= 1.0):
@@ -630,6 +680,7 @@ def run_seed(
     lines.append(
         f"seed {seed}, {iterations} writers, transport {transport}"
         + (", membership changes" if membership else "")
+        + (f", pipeline depth {pipeline_depth}" if pipeline_depth > 1 else "")
         + (f", planted bug {planted_bug}" if planted_bug else "")
     )
     started = time.perf_counter()
@@ -645,7 +696,9 @@ def run_seed(
                 run_class = MembershipRun
             elif planted_bug == "joint-quorum-new-set-only":
                 raise ValueError("the joint-quorum-new-set-only bug needs --membership")
-            extra = {} if switch_probability is None else {"switch_probability": switch_probability}
+            extra: dict[str, Any] = {"pipeline_depth": pipeline_depth}
+            if switch_probability is not None:
+                extra["switch_probability"] = switch_probability
             run = run_class(seed, transport, work_dir, planted_bug, probabilities, lines, **extra)
             try:
                 run.run(iterations)
@@ -681,6 +734,7 @@ def run_seed(
         membership=membership,
         switches=getattr(run, "switches", (0, 0)),
         switch_probability=switch_probability,
+        pipeline_depth=pipeline_depth,
     )
 
 
@@ -703,6 +757,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="with --membership: the chance that a writer begins a set change",
     )
+    parser.add_argument(
+        "--pipeline-depth",
+        type=int,
+        default=1,
+        help="batches a writer keeps sent and unacknowledged (pipelined syncs; 1)",
+    )
     parser.add_argument("--base-dir", help="keep the JournalNodes' directories here")
     parser.add_argument("--tail", type=int, default=None, help="print only the last N lines")
     parser.add_argument("--verbose", action="store_true", help="also show the library's logs")
@@ -711,6 +771,8 @@ def main(argv: list[str] | None = None) -> int:
         args.membership and 0.0 <= args.switch_probability <= 1.0
     ):
         parser.error("--switch-probability needs --membership and a value between 0 and 1")
+    if args.pipeline_depth < 1:
+        parser.error("--pipeline-depth must be at least 1")
     if args.verbose:
         logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     lines: list[str] = []
@@ -724,6 +786,7 @@ def main(argv: list[str] | None = None) -> int:
         quiet=not args.verbose,
         membership=args.membership,
         switch_probability=args.switch_probability,
+        pipeline_depth=args.pipeline_depth,
     )
     shown = lines if args.tail is None else lines[-args.tail :]
     print("\n".join(shown))

@@ -65,8 +65,10 @@ STALE_CONFIG_PROBABILITY = 0.5
 class MembershipRun(_Run):
     """One seed's run over five nodes, with set changes."""
 
-    def __init__(self, *args: Any, switch_probability: float = SWITCH_PROBABILITY) -> None:
-        super().__init__(*args, num_nodes=MEMBERSHIP_NODES)
+    def __init__(
+        self, *args: Any, switch_probability: float = SWITCH_PROBABILITY, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, num_nodes=MEMBERSHIP_NODES, **kwargs)
         self.switch_probability = switch_probability
         self.members: tuple[int, ...] = (0, 1, 2)
         self.previous: tuple[int, ...] | None = None

@@ -49,6 +49,11 @@ PROJECT = Path(__file__).resolve().parents[2]
 #: The seeds of the default run, and the writers per seed (about 3 s a seed).
 SEEDS = range(10)
 ITERATIONS = 200
+#: Seeds of the default run whose writers pipeline their syncs: up to 3 batches sent and
+#: unacknowledged, so a fault falls between two batches in flight (issue 23).
+PIPELINED_SEEDS = range(4)
+PIPELINE_DEPTH = 3
+PIPELINED_ITERATIONS = 100
 #: Writers per seed in the planted-bug searches.
 PLANTED_ITERATIONS = 100
 #: The long run (``-m slow``).
@@ -154,6 +159,21 @@ def test_randomized(seed: int) -> None:
     assert result.recoveries > 0 and result.txns_acknowledged > 0 and result.faults_injected > 0
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("seed", PIPELINED_SEEDS)
+def test_randomized_with_pipelined_syncs(seed: int) -> None:
+    """Writers with k > 1 batches in flight: the invariants are the same."""
+    trace: list[str] = []
+    result = run_seed(seed, PIPELINED_ITERATIONS, pipeline_depth=PIPELINE_DEPTH, trace=trace)
+    assert result.passed, _describe(result)
+    assert result.txns_acknowledged > 0 and result.faults_injected > 0
+    assert result.replay_command.endswith(f"--pipeline-depth {PIPELINE_DEPTH}")
+    # Some writer failed with batches still unacknowledged: a fault between two in flight.
+    assert any("writing txid" in line and "failed" in line for line in trace), (
+        "no write failed in this seed"
+    )
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_randomized_long() -> None:
@@ -223,7 +243,8 @@ def _first_failing_seed(bug: str, iterations: int, seeds: range) -> SeedResult:
     """The first seed that fails with ``bug`` planted and passes without it."""
     for seed in seeds:
         result = run_seed(seed, iterations, planted_bug=bug)
-        if not result.passed and run_seed(seed, iterations).passed:
+        depth = result.pipeline_depth
+        if not result.passed and run_seed(seed, iterations, pipeline_depth=depth).passed:
             return result
     pytest.fail(f"no seed in {seeds} found the planted bug {bug!r}")
 
@@ -265,6 +286,25 @@ def test_harness_finds_a_comparator_that_ignores_the_writer_epoch() -> None:
     assert f"first failure: {result.first_failure}" in replay.stdout
 
 
+#: The first seed (100 writers, depth 3) that finds the planted pipeline bug.
+PIPELINE_BUG_SEED = 0
+
+
+@pytest.mark.timeout(120)
+def test_harness_finds_a_writer_that_acknowledges_a_batch_ahead_of_the_older_ones() -> None:
+    """Issue 23: acknowledging batch n+1 before batch n is on a quorum loses an
+    acknowledged txn; the replay command (with its --pipeline-depth) shows it again."""
+    bug = "pipeline-ack-ahead"
+    result = run_seed(PIPELINE_BUG_SEED, PLANTED_ITERATIONS, planted_bug=bug)
+    assert not result.passed, f"the planted bug went unnoticed; search again: {_describe(result)}"
+    assert "had been acknowledged" in (result.first_failure or ""), result.first_failure
+    assert result.replay_command.endswith(f"--pipeline-depth 3 --planted-bug {bug}")
+    assert run_seed(PIPELINE_BUG_SEED, PLANTED_ITERATIONS, pipeline_depth=3).passed
+    replay = _replay(result)
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+    assert f"first failure: {result.first_failure}" in replay.stdout
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("bug", sorted(PLANTED_BUGS))
@@ -274,6 +314,8 @@ def test_harness_finds_each_planted_bug_among_the_first_200_seeds(bug: str) -> N
     assert (again.passed, again.first_failure) == (False, result.first_failure)
     if bug == "comparator-ignores-writer-epoch":
         assert result.seed == COMPARATOR_BUG_SEED, "update COMPARATOR_BUG_SEED"
+    if bug == "pipeline-ack-ahead":
+        assert result.seed == PIPELINE_BUG_SEED, "update PIPELINE_BUG_SEED"
 
 
 @pytest.mark.timeout(120)

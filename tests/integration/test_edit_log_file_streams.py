@@ -188,6 +188,38 @@ def test_durable_flush_syncs_and_non_durable_does_not(
     stream.close()
 
 
+def test_pipelined_batches_reach_the_file_in_order_only_when_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pipelined syncs (issue 23): a sent batch is written only by ``wait_sent`` (after
+    the quorum, HDFS-2874), every earlier batch with it, in txid order; one fdatasync
+    that started after a batch was written makes it durable (a group fsync)."""
+    calls: list[int] = []
+    real = os.fdatasync
+    monkeypatch.setattr(output_module.os, "fdatasync", lambda fd: (calls.append(fd), real(fd)))
+    path = tmp_path / "a"
+    stream = EditLogFileOutputStream(path)
+    stream.create()
+    stream.set_pipeline_depth(3)
+    header_only = stream.position
+    tickets = []
+    for op in _ops(1, 3):
+        stream.write(op)
+        stream.set_ready_to_flush()
+        tickets.append(stream.send_ready())
+    assert stream.position == header_only, "a batch reached the file before it was waited for"
+    syncs = len(calls)
+    stream.wait_sent(tickets[1])  # the second: the first goes with it, the third stays
+    assert len(calls) == syncs + 1
+    assert path.read_bytes()[: stream.position] == _segment(1, 2)
+    stream.wait_sent(tickets[0])  # already synced by the second's fdatasync
+    assert len(calls) == syncs + 1
+    stream.wait_sent(tickets[2])
+    assert len(calls) == syncs + 2
+    stream.close()
+    assert path.read_bytes() == _segment(1, 3)
+
+
 def test_a_failed_sync_raises_and_poisons_the_stream(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

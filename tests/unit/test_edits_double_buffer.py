@@ -47,6 +47,27 @@ def test_swapping_before_the_ready_buffer_is_flushed_is_a_bug() -> None:
         buf.set_ready_to_flush()
 
 
+def test_k_buffers_hold_k_sealed_batches_flushed_oldest_first() -> None:
+    """Pipelined syncs (issue 23): ``ready_limit`` k sealed batches may wait at once."""
+    buf = EditsDoubleBuffer(1024, ready_limit=3)
+    for txid in (1, 2, 3):
+        buf.write_op(_op(txid))
+        buf.set_ready_to_flush()
+    assert buf.count_sealed_batches() == 3
+    buf.write_op(_op(4))
+    with pytest.raises(HadoopAssertionError, match="not flushed"):
+        buf.set_ready_to_flush()  # a fourth with three waiting
+    assert buf.count_buffered_bytes() == sum(len(encode_op(_op(t))) for t in (1, 2, 3, 4))
+    chunks: list[bytes] = []
+    for expected in (1, 2, 3):
+        assert buf.first_ready_txid() == expected
+        buf.flush_to(lambda view: chunks.append(bytes(view)))
+    assert chunks == [encode_op(_op(t)) for t in (1, 2, 3)]
+    assert buf.is_flushed() and buf.count_sealed_batches() == 0
+    buf.set_ready_to_flush()
+    assert buf.first_ready_txid() == 4
+
+
 def test_txids_in_a_buffer_must_increase() -> None:
     buf = EditsDoubleBuffer(1024)
     buf.write_op(_op(5))

@@ -135,3 +135,24 @@ def test_read_frame_and_write_frame_still_work_alone(pair) -> None:
 def test_the_buffer_must_hold_a_length(pair) -> None:
     with pytest.raises(ValueError):
         FrameReader(pair[0], MiB, buffer_size=3)
+
+
+def test_read_buffered_frame_returns_only_frames_that_have_arrived_whole() -> None:
+    a, b = socket.socketpair()
+    with a, b:  # blocking sockets without a timeout, as the JournalNode's
+        reader = FrameReader(b, 1 * MiB, buffer_size=1024)
+        assert reader.read_buffered_frame() is None  # nothing buffered: no receive
+        second = frame(b"second")
+        a.sendall(frame(b"first") + frame(b"") + second[:5])
+        assert reader.read_frame() == b"first"
+        assert reader.read_buffered_frame() == b""
+        assert reader.read_buffered_frame() is None  # part of a frame: never waits
+        a.sendall(second[5:])
+        # The rest has arrived (socketpair: in b's buffer once sendall returns).
+        assert reader.read_buffered_frame() == b"second"
+        a.sendall(frame(b"x" * 2000))  # bigger than the buffer: read_frame's to read
+        assert reader.read_frame() == b"x" * 2000
+        a.sendall(struct.pack(">i", -1))
+        assert reader.read_buffered_frame() is None  # invalid: read_frame raises
+        with pytest.raises(ProtocolError):
+            reader.read_frame()

@@ -12,6 +12,8 @@ durable reads rely on this, digest §10). When the current buffer fills,
 from __future__ import annotations
 
 import logging
+import threading
+from typing import Any, NamedTuple
 
 from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.common.exceptions import IOException, always_assert
@@ -22,6 +24,13 @@ from hadoop_qjm.qjournal.client.async_logger_set import AsyncLoggerSet
 __all__ = ["QuorumOutputStream"]
 
 LOG = logging.getLogger("hadoop_qjm.qjournal.client.quorum_journal_manager")
+
+
+class _SentBatch(NamedTuple):
+    """A batch on its way: its QuorumCall and its last txid."""
+
+    call: Any
+    last_txid: int
 
 
 class QuorumOutputStream:
@@ -38,6 +47,8 @@ class QuorumOutputStream:
         self.segment_txid = segment_txid
         self.write_timeout_ms = write_timeout_ms
         self._buf: EditsDoubleBuffer | None = EditsDoubleBuffer(output_buffer_capacity)
+        self._commit_lock = threading.Lock()
+        self._committed_txid = INVALID_TXID
 
     def _open_buffer(self) -> EditsDoubleBuffer:
         if self._buf is None:
@@ -78,10 +89,18 @@ class QuorumOutputStream:
         IOException on timeout. ``durable`` is accepted for the stream
         interface; a JournalNode always fsyncs before it answers.
         """
+        self.wait_sent(self.send_ready())
+
+    flush_and_sync = flush
+
+    def send_ready(self) -> _SentBatch | None:
+        """Send the ready batch to every JournalNode without waiting (None if it is
+        empty); :meth:`wait_sent` waits for its quorum. Several batches may be on their
+        way at once: each node gets them in order, on one connection (pipelining)."""
         buf = self._open_buffer()
         num_bytes = buf.count_ready_bytes()
         if num_bytes <= 0:
-            return
+            return None
         num_txns = buf.count_ready_txns()
         first_txid = buf.first_ready_txid()
         always_assert(num_txns > 0, f"{num_bytes} bytes ready but no transactions")
@@ -90,11 +109,26 @@ class QuorumOutputStream:
         buf.flush_to(lambda view: sent.append(bytes(view)))
         data = sent[0]
         call = self.loggers.send_edits(self.segment_txid, first_txid, num_txns, data)
-        self.loggers.wait_for_write_quorum(call, self.write_timeout_ms, "sendEdits")
-        # Every logger learns it, even one that is behind: the next call carries it.
-        self.loggers.set_committed_txid(first_txid + num_txns - 1)
+        return _SentBatch(call, first_txid + num_txns - 1)
 
-    flush_and_sync = flush
+    def wait_sent(self, sent: _SentBatch | None) -> None:
+        """Wait until a write quorum acknowledged the batch ``sent`` (from
+        :meth:`send_ready`): QuorumException or IOException as :meth:`flush` raises.
+
+        Then its last txid is committed. Batches may be waited for out of order: a node
+        acknowledges a batch only after every earlier one of the segment (one connection,
+        in order; a failed call fails the later ones, and the JournalNode refuses a gap),
+        so a quorum on a batch is a quorum on everything before it, and the committed
+        txid only ever moves forward.
+        """
+        if sent is None:
+            return
+        self.loggers.wait_for_write_quorum(sent.call, self.write_timeout_ms, "sendEdits")
+        with self._commit_lock:
+            if sent.last_txid > self._committed_txid:
+                self._committed_txid = sent.last_txid
+                # Every logger learns it, even one that is behind: the next call carries it.
+                self.loggers.set_committed_txid(sent.last_txid)
 
     # ---- life cycle ----------------------------------------------------------------------------
     def close(self) -> None:

@@ -323,6 +323,47 @@ class FrameReader:
             ) from None
         return head + rest
 
+    def read_buffered_frame(self) -> bytes | None:
+        """The next frame if all of it has arrived, else None, never waiting.
+
+        From the buffer; if only part of a frame is there, after one non-blocking
+        receive (a plain socket only). None also for a frame bigger than the buffer or
+        with an invalid length: :meth:`read_frame` then reads it, or raises. The
+        JournalNode serves a pipelining writer's batches that arrived together as one
+        group (``QJournalProtocolDispatcher.process_many``).
+        """
+        start, end = self._start, self._end
+        if end - start < FRAME_HEADER.size or not self._frame_buffered(start, end):
+            if start == end or not self._receive_now():
+                return None
+            start, end = self._start, self._end
+            if end - start < FRAME_HEADER.size or not self._frame_buffered(start, end):
+                return None
+        return self.read_frame()  # all of it is here: no receive
+
+    def _frame_buffered(self, start: int, end: int) -> bool:
+        (size,) = FRAME_HEADER.unpack_from(self._buf, start)
+        return 0 <= size <= self.max_frame_size and end - start - FRAME_HEADER.size >= size
+
+    def _receive_now(self) -> bool:
+        """Whatever more has arrived, without waiting, into the space after the buffered
+        bytes; False if nothing came (or no space, or an error :meth:`read_frame` will
+        meet again). Never on an SSLSocket (no flags) or a socket with a timeout (Python
+        waits for it to be readable first)."""
+        sock = self.sock
+        if (
+            self._end == len(self._buf)
+            or isinstance(sock, ssl.SSLSocket)
+            or sock.gettimeout() not in (None, 0.0)
+        ):
+            return False
+        try:
+            received = sock.recv_into(self._view[self._end :], 0, socket.MSG_DONTWAIT)
+        except OSError:  # BlockingIOError: nothing yet; anything else: read_frame sees it
+            return False
+        self._end += received
+        return received > 0
+
     def _fill(self, need: int, *, eof_ok: bool) -> bool:
         """Have ``need`` (≤ the buffer size) bytes buffered; False at a clean EOF if ``eof_ok``."""
         if self._start == self._end:

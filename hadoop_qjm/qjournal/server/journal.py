@@ -17,7 +17,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -42,6 +42,7 @@ from hadoop_qjm.qjournal.protocol.exceptions import (
     NewerTxnIdException,
     SegmentMismatchException,
 )
+from hadoop_qjm.qjournal.protocol.journal_call import JournalCall
 from hadoop_qjm.qjournal.protocol.membership import Config, MembershipRecord
 from hadoop_qjm.qjournal.protocol.messages import (
     GetJournaledEditsResponse,
@@ -497,6 +498,139 @@ class Journal(JournalRecovery):
                 self.committed_txn_id.set_lazily(committed_txid)
             self._write_batch_locked(first_txid, num_txns, records, acknowledge)
             return True
+
+    def journal_in_order_group(
+        self,
+        calls: Sequence[JournalCall],
+        acknowledge: Callable[[int], None] | None = None,
+    ) -> list[Exception | None]:
+        """:meth:`journal_in_order` for several calls read together off one connection (a
+        writer's pipelined syncs), with one fsync for all of them: the group fsync
+        (docs/journalnode.md; not Hadoop's, which fsyncs once per call).
+
+        Takes the longest prefix of ``calls`` that are each the writer's next batch
+        (``rules.is_in_order_batch``, checked against the state the batches before it
+        left), writes them in order, fdatasyncs once, and only then puts them in the
+        journal's state for readers (highest written txid, edit cache) and acknowledges
+        them: ``acknowledge(n)`` sends the first n calls' replies (it must not block), as
+        in :meth:`journal_in_order`. Returns one outcome per call it handled, in order:
+        None (durable), or the exception for that call's error reply. A call that is not
+        the in-order case ends the group before anything of it is done (it is not in the
+        list; the caller serves it alone, by :meth:`journal`, which decides). A failing
+        fault hook ends the group with that call's error after the calls before it are
+        synced. A failed write or fsync fails every call of the group and stops the
+        journal (:meth:`_fail_storage`): none of them is acknowledged.
+        """
+        outcomes: list[Exception | None] = []
+        with self._lock:
+            if self._storage_failure is not None or not self.storage.is_formatted():
+                return outcomes
+            segment = self._cur_segment
+            segment_txid = self.cur_segment_txid if segment is not None else None
+            promised = self.last_promised_epoch.get()
+            writer_epoch = self.last_writer_epoch.get()
+            written: list[tuple[int, int, bytes | memoryview, int, bool]] = []
+            durable = False
+            failed: Exception | None = None
+            started = time.perf_counter()
+            try:
+                for call in calls:
+                    committed = self.committed_txn_id.get()
+                    req_committed = (
+                        INVALID_TXID if call.committed_txid is None else call.committed_txid
+                    )
+                    if not rules.is_in_order_batch(
+                        promised,
+                        self.current_epoch_ipc_serial,
+                        committed,
+                        writer_epoch,
+                        segment_txid,
+                        self.next_txid,
+                        call.epoch,
+                        call.ipc_serial_number,
+                        req_committed,
+                        call.segment_txid,
+                        call.first_txid,
+                        call.num_txns,
+                    ):
+                        break
+                    try:
+                        self._fault.before_write_edits()
+                        # checkRequest's effects, in its order (as journal_in_order).
+                        self.current_epoch_ipc_serial = call.ipc_serial_number
+                        if req_committed != INVALID_TXID and req_committed != committed:
+                            self.committed_txn_id.set_lazily(req_committed)
+                    except Exception as e:  # noqa: BLE001 - that call's error reply
+                        failed = e
+                        break
+                    first_txid, records = call.first_txid, call.records
+                    last_txid = first_txid + call.num_txns - 1
+                    lagging = last_txid <= self.committed_txn_id.get()
+                    # The next call's continuity check needs the next txid now; readers
+                    # learn of the batch only once it is durable (below).
+                    written.append((first_txid, call.num_txns, records, segment.position, lagging))
+                    segment.write_batch(records, False)
+                    self.next_txid = last_txid + 1
+                    durable = durable or not lagging
+                if durable:
+                    segment.sync()
+            except OSError as e:  # a write or the fsync: nothing of the group is durable
+                first, last = written[0][0], written[-1][0] + written[-1][1] - 1
+                self._fail_storage(f"writing txns {first}-{last}: {e}")
+                error = IOException(f"Failed to write txns {first}-{last}: {e}")
+                error.__cause__ = e
+                return [error] * len(written)
+            synced = time.perf_counter()
+            if written:
+                self._batches_durable_locked(written, durable, synced - started, acknowledge)
+            outcomes.extend([None] * len(written))
+            if failed is not None:
+                outcomes.append(failed)
+            return outcomes
+
+    def _batches_durable_locked(
+        self,
+        written: list[tuple[int, int, bytes | memoryview, int, bool]],
+        fsynced: bool,
+        seconds: float,
+        acknowledge: Callable[[int], None] | None,
+    ) -> None:
+        """A group's batches are on disk (``fsynced``: by one fsync): tell readers,
+        acknowledge them all, count each batch with the group's write+fsync time."""
+        cache = self.cache
+        for first_txid, num_txns, records, _, _ in written:
+            if cache is not None:
+                last_txid = first_txid + num_txns - 1
+                cache.store_edits(records, first_txid, last_txid, self.cur_segment_layout_version)
+        self._update_highest_written_txid(self.next_txid - 1)
+        metrics = self.metrics
+        sync_micros = seconds * 1e6
+        with metrics.batch_lock:
+            try:
+                if acknowledge is not None:
+                    acknowledge(len(written))
+            finally:
+                for _, num_txns, records, _, lagging in written:
+                    metrics.batch_written(num_txns, len(records), lagging, sync_micros, False)
+                if fsynced:
+                    metrics.batches_fsynced()
+                self.last_journal_timestamp_ms = int(self._clock() * 1000)
+        kept = self._kept
+        if kept is not None and kept.start_txid == self.cur_segment_txid:
+            for _, _, records, position, _ in written:
+                kept = after_append(kept, position, records)
+            self._kept = kept
+        if self._edit_waiters:
+            with self._written:
+                self._written.notify_all()
+        if sync_micros > WARN_SYNC_MILLIS_THRESHOLD * 1000:
+            self.log.warning(
+                "Sync of transaction range %d-%d (%d batches) took %dms",
+                written[0][0],
+                self.next_txid - 1,
+                len(written),
+                sync_micros / 1000,
+            )
 
     def _write_batch_locked(
         self,

@@ -111,6 +111,7 @@ class BatchCounts:
         "txns",
         "bytes",
         "lagging",
+        "fsyncs",
         "fsync_sum",
         "fsync_buckets",
         "created",
@@ -124,6 +125,8 @@ class BatchCounts:
         self.txns = 0
         self.bytes = 0
         self.lagging = 0
+        #: fdatasyncs of batches: one per batch not lagging, or one per group (group fsync).
+        self.fsyncs = 0
         self.fsync_sum = 0.0
         # Non-cumulative counts per bucket of _FSYNC_BUCKETS_US, the last one +Inf.
         self.fsync_buckets = [0] * (len(_FSYNC_BUCKETS_US) + 1)
@@ -262,10 +265,19 @@ class JournalMetrics:
 
     # ---- updates (called by Journal / JournalNodeSyncer) --------------------------------------
     def batch_written(
-        self, num_txns: int, num_bytes: int, lagging: bool, sync_micros: float
+        self,
+        num_txns: int,
+        num_bytes: int,
+        lagging: bool,
+        sync_micros: float,
+        own_fsync: bool = True,
     ) -> None:
         """Count one journal() batch; called under the Journal's lock (one writer at a time)
-        and :attr:`batch_lock`."""
+        and :attr:`batch_lock`. A batch not lagging adds ``sync_micros`` to the fsync
+        histogram and quantiles, and counts an fsync of its own unless it was part of a
+        group fsync (``own_fsync`` False: the Journal counts the group's one fsync with
+        :meth:`batches_fsynced`, and each batch of the group observes the group's
+        write+fsync time, what it waited for)."""
         if num_txns < 0 or num_bytes < 0:
             raise ValueError(f"negative batch size: {num_txns} txns, {num_bytes} bytes")
         counts = self.counts
@@ -275,6 +287,8 @@ class JournalMetrics:
         if lagging:
             counts.lagging += 1
         else:
+            if own_fsync:
+                counts.fsyncs += 1
             # Histogram.observe: the first bucket whose bound is >= the value.
             counts.fsync_sum += sync_micros
             counts.fsync_buckets[bisect_left(_FSYNC_BUCKETS_US, sync_micros)] += 1
@@ -282,6 +296,10 @@ class JournalMetrics:
             with self._sync_lock:
                 for window in self._sync_windows:
                     window._add_locked(sync_micros, now)
+
+    def batches_fsynced(self) -> None:
+        """Count the one fsync of a group of batches (under :attr:`batch_lock`)."""
+        self.counts.fsyncs += 1
 
     def rpc_served(self, num_txns: int, num_bytes: int) -> None:
         self._rpc_txns.inc(num_txns)
@@ -321,6 +339,7 @@ class JournalMetrics:
                 "TxnsWritten": counts.txns,
                 "BytesWritten": counts.bytes,
                 "BatchesWrittenWhileLagging": counts.lagging,
+                "BatchFsyncs": counts.fsyncs,
                 "LastJournalTimestamp": j.last_journal_timestamp_ms,
             }
         # The quantiles describe whole past windows: the latest batch is in none yet.
@@ -361,6 +380,12 @@ class _BatchCollector:
             "batches_written_while_lagging",
             "Batches already committed when written, so not fsynced (BatchesWrittenWhileLagging)",
             "lagging",
+        ),
+        (
+            "batch_fsyncs",
+            "fdatasyncs of written batches; one per group of batches read together "
+            "(group fsync), so fewer than the batches not lagging (BatchFsyncs)",
+            "fsyncs",
         ),
     )
     _BOUNDS = tuple(floatToGoString(b) for b in _FSYNC_BUCKETS_US) + ("+Inf",)

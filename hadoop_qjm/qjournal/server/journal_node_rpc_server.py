@@ -33,7 +33,7 @@ import queue
 import selectors
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,6 +88,10 @@ LOG = logging.getLogger(__name__)
 
 #: ``dfs.journalnode.handler.count``'s default; a count ≤ 0 falls back to it.
 DEFAULT_HANDLER_COUNT = 5
+#: At most this many calls that arrived together on one connection are served as one
+#: group (``QJournalProtocolDispatcher.process_many``): the first one's acknowledgement
+#: waits for the writes of all of them.
+MAX_CALLS_READ_TOGETHER = 64
 
 _call_context = threading.local()
 
@@ -217,6 +221,10 @@ class QJournalProtocolDispatcher:
         self._one_pass: Callable[[JournalCall, Callable[[], None] | None], bool] | None = (
             getattr(handler, "journal_in_order", None) if authorizer is None else None
         )
+        # Several of them read together: one fsync for all (process_many).
+        self._group: Callable[..., list[Exception | None]] | None = (
+            getattr(handler, "journal_in_order_group", None) if authorizer is None else None
+        )
 
     @property
     def call_queue_length(self) -> int:
@@ -269,6 +277,79 @@ class QJournalProtocolDispatcher:
         return self._process_decoded(
             rpc, header.name, header.seqid, args, remote_ip, remote_user, False
         )
+
+    def process_many(
+        self, payloads: Sequence[bytes], remote_ip: str | None, early: EarlyAcknowledger
+    ) -> None:
+        """Serve several calls read together off one connection, sending every reply
+        through ``early``, in order.
+
+        Two or more ``journal`` calls in a row for one journal (a writer's pipelined
+        batches) are written with one fsync and acknowledged together (the group fsync,
+        ``Journal.journal_in_order_group``); a call that is not the writer's next batch
+        ends its group and is served alone, as :meth:`process` serves it, after the
+        replies before it. Raises ProtocolError like :meth:`process`.
+        """
+        count = len(payloads)
+        calls = (
+            [parse_journal_call(p) for p in payloads]
+            if self._one_pass is not None and self._group is not None
+            else [None] * count
+        )
+        i = 0
+        while i < count:
+            call = calls[i]
+            if call is not None:
+                end = i + 1
+                while end < count and calls[end] is not None:
+                    if calls[end].journal_id != call.journal_id:  # type: ignore[union-attr]
+                        break
+                    end += 1
+                if end - i > 1:
+                    handled = self._journal_group(calls[i:end], remote_ip, early)  # type: ignore[arg-type]
+                    if handled:
+                        i += handled
+                        continue
+            early.finish(self.process(payloads[i], remote_ip, early=early))
+            i += 1
+
+    def _journal_group(
+        self, calls: list[JournalCall], remote_ip: str | None, early: EarlyAcknowledger
+    ) -> int:
+        """Serve the longest prefix of ``calls`` the journal takes as one group; the number
+        of calls served (0: none, nothing done)."""
+        slots = self._slots
+        if slots is not None:
+            self._take_slot(slots)
+        successes = [encode_void_reply("journal", call.seqid) for call in calls]
+        try:
+            outcomes = self._group(calls, early.prepare_group(successes))  # type: ignore[misc]
+        except Exception as exc:  # unexpected: every call of the group gets the error
+            outcomes = [exc] * len(calls)
+        finally:
+            if slots is not None:
+                slots.release()
+        rpc = self._rpcs["journal"]
+        replies = [
+            successes[n]
+            if exc is None
+            else self._failure_reply(rpc, "journal", calls[n].seqid, remote_ip, exc)
+            for n, exc in enumerate(outcomes)
+        ]
+        early.finish(replies)
+        return len(outcomes)
+
+    def _take_slot(self, slots: HandlerSlots | threading.Semaphore) -> None:
+        """Wait for a handler slot, counted in :attr:`call_queue_length` meanwhile."""
+        if slots.acquire(blocking=False):
+            return
+        with self._stats_lock:
+            self._queued += 1
+        try:
+            slots.acquire()
+        finally:
+            with self._stats_lock:
+                self._queued -= 1
 
     def _process_decoded(
         self,
@@ -347,15 +428,8 @@ class QJournalProtocolDispatcher:
             # handler slot: a waiting standby never holds up a writer's batch.
             wait(*values)
         slots = self._slots
-        if slots is not None and not slots.acquire(blocking=False):
-            # All handlers busy: this call waits in the queue.
-            with self._stats_lock:
-                self._queued += 1
-            try:
-                slots.acquire()
-            finally:
-                with self._stats_lock:
-                    self._queued -= 1
+        if slots is not None:
+            self._take_slot(slots)  # all handlers busy: this call waits in the queue
         _call_context.remote_ip = remote_ip
         try:
             value = method(*values)
@@ -572,11 +646,24 @@ class JournalNodeRpcServer:
                 and isinstance(self.dispatcher, QJournalProtocolDispatcher)
             ):
                 early = EarlyAcknowledger(wrapped)
+                read_buffered = reader.read_buffered_frame
                 while True:
                     payload = reader.read_frame()
                     if payload is None:
                         break
-                    early.finish(process(payload, client_ip, early=early))
+                    following = read_buffered()
+                    if following is None:
+                        early.finish(process(payload, client_ip, early=early))
+                        continue
+                    # Calls that arrived together (a writer's pipelined batches): served
+                    # together, so that its batches share one fsync (group fsync).
+                    payloads = [payload, following]
+                    while len(payloads) < MAX_CALLS_READ_TOGETHER:
+                        following = read_buffered()
+                        if following is None:
+                            break
+                        payloads.append(following)
+                    self.dispatcher.process_many(payloads, client_ip, early)
             else:
                 while True:
                     payload = reader.read_frame()

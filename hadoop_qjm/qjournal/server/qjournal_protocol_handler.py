@@ -8,7 +8,7 @@ and encodes the results.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hadoop_qjm.common.constants import INVALID_TXID
@@ -139,6 +139,18 @@ class QJournalProtocolHandler:
             call.records,
             acknowledge,
         )
+
+    def journal_in_order_group(
+        self, calls: Sequence[JournalCall], acknowledge: Callable[[int], None] | None = None
+    ) -> list[Exception | None]:
+        """Write the longest prefix of ``calls`` (all for one journal id) that are the
+        writer's next batches, with one fsync (``Journal.journal_in_order_group``: its
+        outcomes, one per call handled); an empty list, having done nothing, if the
+        journal is not loaded."""
+        journal = self.journal_node.open_journal(calls[0].journal_id)
+        if journal is None:
+            return []
+        return journal.journal_in_order_group(calls, acknowledge)
 
     def heartbeat(self, req_info: Any) -> None:
         req, journal = self._request_journal(req_info)

@@ -98,6 +98,7 @@ from hadoop_qjm.qjournal.client.pipelined_channel import MAX_BUSY_POLL_US
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO
+from hadoop_qjm.tools.bench.qjm_pipeline import report_pipelined, run_pipelined
 
 __all__ = [
     "run",
@@ -733,6 +734,18 @@ def run(argv: Sequence[str], conf) -> int:
     parser.add_argument(
         "--rounds", type=int, default=2, help="with --secure: rounds of (plain, TLS) pairs (2)"
     )
+    parser.add_argument(
+        "--pipeline",
+        action="store_true",
+        help="measure pipelined edit-log syncs: FSEditLog at each --depths against depth 1, "
+        "batch 1, --writers threads (no other phase)",
+    )
+    parser.add_argument(
+        "--depths", default="2,4,8", help="with --pipeline: sync pipeline depths (2,4,8)"
+    )
+    parser.add_argument(
+        "--writers", type=int, default=8, help="with --pipeline: writer threads (8)"
+    )
     args = parser.parse_args(list(argv))
     try:
         batches = _positive_ints(args.batches)
@@ -746,6 +759,14 @@ def run(argv: Sequence[str], conf) -> int:
         parser.error("--rounds must be positive")
     if not 0 <= args.busy_poll_us <= MAX_BUSY_POLL_US:
         parser.error(f"--busy-poll-us must be between 0 and {MAX_BUSY_POLL_US}")
+    if args.pipeline:
+        try:
+            depths = _positive_ints(args.depths)
+        except ValueError:
+            parser.error(f"--depths must be positive integers separated by commas: {args.depths}")
+        if args.writers <= 0:
+            parser.error("--writers must be positive")
+        return _run_pipeline(args, depths, conf)
     if args.secure:
         return run_secure(batches, args.seconds, args.max_ops, args.rounds, args.dir, conf)
 
@@ -778,6 +799,38 @@ def run(argv: Sequence[str], conf) -> int:
         )
         print()
         report(results, batches, args.busy_poll_us)
+        print(f"load average at the end: {os.getloadavg()[0]:.2f}")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+def _run_pipeline(args, depths: list[int], conf) -> int:
+    """``--pipeline`` (qjm_pipeline.py): FSEditLog's pipelined syncs against depth 1."""
+    conf = Configuration() if conf is None else conf
+    goal_depth = conf.get_int(
+        keys.DFS_NAMENODE_EDITS_SYNC_PIPELINE_DEPTH_KEY,
+        keys.DFS_NAMENODE_EDITS_SYNC_PIPELINE_DEPTH_DEFAULT,
+    )
+    ideal: Path | None = Path(args.ideal) if args.ideal else DEFAULT_IDEAL
+    if args.skip_ideal or not ideal.is_file():
+        print("ideal baseline: none (--skip-ideal, or not found: give it with --ideal)")
+        ideal = None
+    base = Path(tempfile.mkdtemp(prefix="bench-qjm-", dir=args.dir))
+    try:
+        print(f"directory: {base}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+        results = run_pipelined(
+            base,
+            depths,
+            args.writers,
+            args.seconds,
+            args.slice,
+            ideal=ideal,
+            conf=conf,
+            ideal_runner=lambda path, d, batch, s: run_ideal(path, d, batch, s, args.max_ops),
+        )
+        print()
+        report_pipelined(results, goal_depth, args.writers)
         print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     finally:
         shutil.rmtree(base, ignore_errors=True)
