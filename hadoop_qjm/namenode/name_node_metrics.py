@@ -139,6 +139,8 @@ class NameNodeMetrics:
         bean["SyncsNumOps"] = stats.syncs if stats else 0
         bean["TransactionsBatchedInSync"] = stats.txns_batched_in_sync if stats else 0
         bean["TransactionsPerSync"] = round(stats.txns_per_sync, 3) if stats else 0.0
+        bean["SyncsInFlight"] = stats.syncs_in_flight if stats else 0
+        bean["MaxSyncsInFlight"] = stats.max_syncs_in_flight if stats else 0
         return bean
 
     def collect(self) -> Iterator[Any]:
@@ -174,6 +176,16 @@ class NameNodeMetrics:
                 "namenode_transactions_per_sync",
                 "Transactions per sync since start: the group-commit factor",
                 value=stats.txns_per_sync,
+            )
+            yield GaugeMetricFamily(
+                "namenode_syncs_in_flight",
+                "Edit log batches sent and not yet acknowledged now (pipelined syncs)",
+                value=stats.syncs_in_flight,
+            )
+            yield GaugeMetricFamily(
+                "namenode_max_syncs_in_flight",
+                "The most edit log batches ever in flight at once since start",
+                value=stats.max_syncs_in_flight,
             )
             yield GaugeMetricFamily(
                 "namenode_last_written_txid",

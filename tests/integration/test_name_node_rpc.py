@@ -354,6 +354,9 @@ def test_metrics_count_calls_transactions_and_journal_nodes(daemon: Daemon) -> N
     assert 'namenode_rpc_calls_total{method="getFileInfo"} 1.0' in text
     assert "namenode_transactions_total" in text and "namenode_syncs_total" in text
     assert "namenode_transactions_per_sync" in text
+    # one sync at a time by default: none in flight between calls, at most one ever
+    assert "namenode_syncs_in_flight 0.0" in text
+    assert "namenode_max_syncs_in_flight 1.0" in text
     assert text.count("qjm_logger_out_of_sync{") == 3
     assert text.count("qjm_logger_current_lag_txns{") == 3
     assert 'namenode_journal_disabled{journal="QJM to' in text

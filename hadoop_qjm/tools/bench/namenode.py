@@ -93,17 +93,18 @@ def _percentile(sorted_values: list[float], fraction: float) -> float:
 
 
 def _edit_log_counters(http_port: int) -> tuple[int, int, float]:
-    """(transactions, syncs, syncs in flight) from the NameNode's /metrics; syncs in
-    flight is 1 when the NameNode reports none (one sync at a time)."""
+    """(transactions, syncs, the most syncs ever in flight at once) from the NameNode's
+    /metrics; 1 when the NameNode reports none (one sync at a time)."""
     text = urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=30).read()
     values = {}
-    for name in ("namenode_transactions_total", "namenode_syncs_total", "namenode_syncs_in_flight"):
+    names = ("namenode_transactions_total", "namenode_syncs_total", "namenode_max_syncs_in_flight")
+    for name in names:
         match = re.search(rf"^{name} (\S+)$", text.decode(), re.MULTILINE)
         values[name] = float(match.group(1)) if match else None
     return (
         int(values["namenode_transactions_total"] or 0),
         int(values["namenode_syncs_total"] or 0),
-        values["namenode_syncs_in_flight"] or 1.0,
+        values["namenode_max_syncs_in_flight"] or 1.0,
     )
 
 
@@ -235,7 +236,7 @@ def _line(result: PhaseResult, what: str) -> str:
         f"p50 {result.p50_ms:7.2f} ms  p99 {result.p99_ms:7.2f} ms  "
     )
     if what == "mkdirs":
-        line += f"txns/sync {result.txns_per_sync:6.2f}  in flight {result.syncs_in_flight:g}  "
+        line += f"txns/sync {result.txns_per_sync:6.2f}  max in flight {result.syncs_in_flight:g}  "
     line += f"CPU {result.cpu_us_per_op:6.0f} µs/call  ({result.ops} ops"
     return line + (f", {result.errors} errors)" if result.errors else ")")
 
@@ -286,6 +287,12 @@ def run(argv: Sequence[str], conf) -> int:
     )
     parser.add_argument("--max-ops", type=int, default=1_000_000, help="cap per phase (1000000)")
     parser.add_argument("--handlers", type=int, default=None, help="dfs.namenode.handler.count")
+    parser.add_argument(
+        "--pipeline-depth",
+        type=int,
+        default=None,
+        help="dfs.namenode.edits.sync.pipeline.depth: syncs that may be in flight (the default)",
+    )
     parser.add_argument("--no-floor", action="store_true", help="skip the RPC floor phases")
     parser.add_argument("--dir", default=None, help="where the NameNode and JournalNodes write")
     args = parser.parse_args(argv)
@@ -299,6 +306,8 @@ def run(argv: Sequence[str], conf) -> int:
         parser.error("--seconds and --max-ops must be positive")
     if not 1 <= args.client_processes <= 16:
         parser.error("--client-processes must be between 1 and 16")
+    if args.pipeline_depth is not None and not 1 <= args.pipeline_depth <= 64:
+        parser.error("--pipeline-depth must be between 1 and 64")
 
     base = Path(tempfile.mkdtemp(prefix="bench-nn-", dir=args.dir))
     results: list[PhaseResult] = []
@@ -313,6 +322,8 @@ def run(argv: Sequence[str], conf) -> int:
                 "dfs.namenode.http-address": "127.0.0.1:0",
                 "dfs.namenode.handler.count": handlers,
             }
+            if args.pipeline_depth is not None:
+                props["dfs.namenode.edits.sync.pipeline.depth"] = args.pipeline_depth
             conf_dir = write_conf_dir(base / "conf", props)
             _format_namenode(conf_dir)
             with NameNodeProcess(conf_dir, base / "namenode.log") as nn:
