@@ -63,6 +63,9 @@ class EditLogFileOutputStream:
         self._failed: BaseException | None = None
         # Pipelined syncs: batches numbered by send_ready, written and synced so far.
         self._write_lock = threading.Lock()
+        # One wait_sent fdatasync at a time, its outcome recorded before the next starts
+        # (see wait_sent).
+        self._sync_lock = threading.Lock()
         self._batches_sealed = self._batches_written = self._batches_synced = 0
 
     # ---- state ---------------------------------------------------------------------------------
@@ -157,7 +160,12 @@ class EditLogFileOutputStream:
     def wait_sent(self, batch: int) -> None:
         """Write every sealed batch up to ``batch`` (in order, whoever comes first) and
         fdatasync them; return at once if a sync that started after ``batch`` was written
-        has already finished (a group fsync)."""
+        has already finished (a group fsync).
+
+        The fdatasyncs run one at a time, each only while no earlier one failed: when
+        writeback fails the kernel reports it to one fdatasync of the file only (the
+        fsyncgate lesson), so one running beside a failing one could return 0 for pages
+        that failure lost. Writing the next batches goes on meanwhile."""
         try:
             with self._write_lock:
                 buf = self._check_usable()
@@ -165,12 +173,18 @@ class EditLogFileOutputStream:
                     self._preallocate(buf.count_ready_bytes())
                     buf.flush_to(self._write_at_position)
                     self._batches_written += 1
-                written = self._batches_written
-                if self._batches_synced >= batch:
-                    return
-            os.fdatasync(self._fd)  # type: ignore[arg-type]
-            with self._write_lock:
-                self._batches_synced = max(self._batches_synced, written)
+            with self._sync_lock:
+                with self._write_lock:
+                    if self._batches_synced >= batch:
+                        return  # an fdatasync that started after it was written succeeded
+                    self._check_usable()  # a failed one poisons the file: never retried
+                    written, fd = self._batches_written, self._fd
+                try:
+                    os.fdatasync(fd)  # type: ignore[arg-type]
+                except OSError as e:
+                    self._fail(e)  # before the next fdatasync may start
+                    raise
+                self._batches_synced = written
         except OSError as e:
             self._fail(e)
             raise IOException(f"Unable to write edit log {self.path}: {e}") from e

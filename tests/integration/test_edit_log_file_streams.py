@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import tempfile
+import threading
 import tracemalloc
 from pathlib import Path
 
@@ -218,6 +219,75 @@ def test_pipelined_batches_reach_the_file_in_order_only_when_waited_for(
     assert len(calls) == syncs + 2
     stream.close()
     assert path.read_bytes() == _segment(1, 3)
+
+
+@pytest.mark.timeout(30)
+def test_a_pipelined_sync_never_counts_on_an_fdatasync_beside_a_failed_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two pipelined batches' ``wait_sent`` on one file (issue 23 review). When writeback
+    fails, the kernel reports it to one fdatasync of the file only (one open file, one
+    error sequence: the fsyncgate lesson), so an fdatasync that ran beside the failing
+    one may return 0 for pages the failure lost. The fake kernel below does exactly that;
+    batch 1's ``wait_sent`` may succeed only on an fdatasync that ended before the
+    failing one began.
+
+        batch 1: write ---- fdatasync ..................... returns 0 (error went to 2)
+        batch 2:        write ---- fdatasync -> EIO
+    """
+    events: list[tuple[str, int]] = []
+    first_entered = threading.Event()
+    second_failed = threading.Event()
+
+    def kernel_fdatasync(fd: int) -> None:
+        call = 1 + sum(1 for what, _ in events if what == "start")
+        events.append(("start", call))
+        if call == 1:
+            first_entered.set()
+            # Ends once the second fdatasync has failed, or after a bound if that one
+            # cannot start meanwhile.
+            second_failed.wait(2.0)
+            events.append(("end", call))
+            return
+        events.append(("fail", call))
+        second_failed.set()
+        raise OSError(errno.EIO, "Input/output error")
+
+    stream = EditLogFileOutputStream(tmp_path / "a")
+    stream.create()
+    stream.set_pipeline_depth(2)
+    tickets = []
+    for op in _ops(1, 2):
+        stream.write(op)
+        stream.set_ready_to_flush()
+        tickets.append(stream.send_ready())
+    monkeypatch.setattr(output_module.os, "fdatasync", kernel_fdatasync)
+    outcomes: dict[int, BaseException | None] = {}
+
+    def wait(n: int) -> None:
+        try:
+            stream.wait_sent(tickets[n - 1])
+            outcomes[n] = None
+        except BaseException as e:  # noqa: BLE001 - the outcome is what is checked
+            outcomes[n] = e
+
+    first = threading.Thread(target=wait, args=(1,))
+    first.start()
+    assert first_entered.wait(10.0), "batch 1's fdatasync never started"
+    second = threading.Thread(target=wait, args=(2,))
+    second.start()
+    second.join(10.0)
+    first.join(10.0)
+    assert not first.is_alive() and not second.is_alive()
+    assert isinstance(outcomes[2], IOException)
+    if outcomes[1] is None:
+        assert events.index(("end", 1)) < events.index(("start", 2)), (
+            f"batch 1 counted on an fdatasync that overlapped a failed one: {events}"
+        )
+    # Whatever came first, the stream is poisoned now.
+    with pytest.raises(IOException, match="failed earlier"):
+        stream.wait_sent(tickets[1])
+    stream.abort()
 
 
 def test_a_failed_sync_raises_and_poisons_the_stream(
