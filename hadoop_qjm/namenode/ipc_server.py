@@ -184,10 +184,15 @@ class IpcServer:
         self._listener = socket_factory.listen(bind_host, port, 128)
         self._listener.setblocking(False)
         self._address: tuple[str, int] = self._listener.getsockname()[:2]
+        # Both ends non-blocking: a wake-up must never wait. A full wake socket already
+        # wakes its thread; and while a full call queue holds the listener nobody drains
+        # it, so a blocking write would stop the handler making it from freeing a place.
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
         self._resp_wake_r, self._resp_wake_w = socket.socketpair()
         self._resp_wake_r.setblocking(False)
+        self._resp_wake_w.setblocking(False)
 
     @property
     def address(self) -> tuple[str, int]:

@@ -7,6 +7,7 @@ Only 127.0.0.1 and port 0; waits have deadlines.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import threading
@@ -171,6 +172,58 @@ def test_a_full_call_queue_blocks_the_reader_until_a_handler_frees_a_place(
             assert reply(sock) == expected
     finally:
         for sock in socks:
+            sock.close()
+        server.stop(10)
+
+
+def test_a_full_wake_socket_never_blocks_a_handler_while_the_queue_is_full(
+    backend: Backend,
+) -> None:
+    """Issue 23 review: while a full call queue holds the listener, nobody drains its
+    wake socket, and each reply that leaves a connection with frames waiting writes one
+    byte to it (278 fill a socketpair here). Were that write blocking, the handler making
+    it would stop taking calls, the queue would never free a place, and the listener and
+    the handlers would wait for each other for ever.
+
+        A: [wait:A1][echo:A2]  A1 executes, A2 waits in the connection
+        B: [echo:B]            in the queue (one place: full)
+        C: [echo:C]            read; the listener waits for a place
+        wake socket: full      A1's reply wakes the listener for A2
+    """
+    server = make_server(backend, handlers=1, queue_size=1)
+    socks = {name: connect(server) for name in "ABC"}
+
+    def conn_of(sock: socket.socket):  # noqa: ANN202 - the server's _Connection
+        peer = f"127.0.0.1:{sock.getsockname()[1]}"
+        with server._lock:
+            return next((c for c in server._connections.values() if c.peer == peer), None)
+
+    try:
+        send(socks["A"], b"wait:A1", b"echo:A2")
+        assert wait_until(lambda: server.call_queue_length == 0 and conn_of(socks["A"]).frames)
+        send(socks["B"], b"echo:B")
+        assert wait_until(lambda: server.call_queue_length == 1)
+        send(socks["C"], b"echo:C")
+        # C's call is taken off its connection: the listener now waits for a place.
+        assert wait_until(lambda: conn_of(socks["C"]) is not None and conn_of(socks["C"]).busy)
+        filled = 0
+        while True:  # what many wake-ups left undrained
+            try:
+                server._wake_w.send(b"x", socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                break
+            filled += 1
+        assert filled > 0
+        backend.gate.set()
+        for name, expected in (("A", b"A1"), ("B", b"B"), ("C", b"C"), ("A", b"A2")):
+            socks[name].settimeout(5.0)
+            assert reply(socks[name]) == expected, name
+    finally:
+        backend.gate.set()
+        with contextlib.suppress(OSError):  # unblock a stuck handler, so stop() can join
+            while server._wake_r.recv(65536, socket.MSG_DONTWAIT):
+                pass
+        for sock in socks.values():
             sock.close()
         server.stop(10)
 
