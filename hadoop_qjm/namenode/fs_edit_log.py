@@ -467,6 +467,7 @@ class FSEditLog:
                         # ends wakes anyone (one wake-up per group commit).
                         self._cond.wait()
                         self._check_alive()
+                        self._check_not_aborted(mytxid)
                     if mytxid <= self._synctxid:
                         self._num_batched += 1
                         return
@@ -516,15 +517,25 @@ class FSEditLog:
                     # log died in another thread (its flush may have skipped the journals
                     # that thread aborted). Acks stay in txid order: a batch counts only
                     # once every batch before it did (a failed one kills the log).
-                    while flushed and self._fatal is None and self._synctxid < prev_end:
+                    # Nor one that ended after abort() took the journals' streams away:
+                    # the flush skipped the optional ones it found gone.
+                    while (
+                        flushed
+                        and self._fatal is None
+                        and self._synctxid < prev_end
+                        and self._state is not EditLogState.CLOSED
+                    ):
                         self._cond.wait()
-                    if flushed and self._fatal is None and batch_end > self._synctxid:
+                    counts = flushed and self._fatal is None
+                    counts = counts and self._state is not EditLogState.CLOSED
+                    if counts and batch_end > self._synctxid:
                         self._synctxid = batch_end
                         self._num_syncs += 1
                     self._in_flight -= 1
                     self._cond.notify_all()
                     if flushed:  # no exception is on its way out: report the log's death
                         self._check_alive()
+                        self._check_not_aborted(mytxid)
 
     def _send_and_wait(self, stream: JournalSetOutputStream, released: list[bool]) -> None:
         """A pipelined sync's I/O, without the lock: send the sealed batch (the next
@@ -545,6 +556,12 @@ class FSEditLog:
         except Exception as e:  # noqa: BLE001 - a batch in the middle of the pipe is lost
             with self._cond:
                 self._die(f"Unexpected failure syncing the edit log: {_first_lines(e)}", e)
+
+    def _check_not_aborted(self, txid: int) -> None:
+        """After abort() (a crash) nothing more becomes durable: a sync still waiting
+        for ``txid`` gets IOException (the outcome is unknown), never success."""
+        if self._state is EditLogState.CLOSED and txid > self._synctxid:
+            raise IOException(f"The edit log was aborted before txid {txid} was durable")
 
     def _done_with_auto_sync_scheduling(self) -> None:
         if self._auto_sync_scheduled:

@@ -247,3 +247,55 @@ def test_depth_one_keeps_one_sync_in_flight() -> None:
 def test_a_depth_below_one_is_refused() -> None:
     with pytest.raises(IllegalArgumentException, match="pipeline.depth must be at least 1"):
         FSEditLog(JournalSet(), pipeline_depth=0)
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_a_sync_in_flight_when_the_log_is_aborted_is_not_acknowledged(depth: int) -> None:
+    """Issue 23 review: ``abort()`` (a crash: nothing finalized) takes every journal's
+    stream away while a batch is on its way. An optional journal whose stream is gone
+    is skipped by the flush, so the batch "succeeded" with no journal left to hold it:
+    neither the thread syncing it nor one waiting on it may be told it is durable.
+
+        logged: 2 3    sent: [2-3]    abort()    journal answers [2-3]    synced: 1
+    """
+    journal = HeldJournal()
+    journals = JournalSet()
+    journals.add(journal, required=False)
+    log = FSEditLog(journals, terminate=_Terminations(), pipeline_depth=depth)
+    log.init_journals_for_write()
+    opener = threading.Thread(target=log.open_for_write)
+    opener.start()
+    wait_until(lambda: len(journal.batches) == 1, "the segment's first batch was sent")
+    journal.answer(0)
+    opener.join(DEADLINE_S)
+    second, third = (log.log_edit(MkdirOp.create(0, f"/d{i}")) for i in range(2))
+    syncer = _Syncer(log, third)
+    syncer.start()
+    wait_until(lambda: len(journal.batches) == 2, "the batch 2-3 was sent")
+    waiter = _Syncer(log, second)  # its txid is in the batch on its way: it waits
+    waiter.start()
+    log.abort()
+    journal.answer(1)
+    for thread in (syncer, waiter):
+        assert thread.done.wait(DEADLINE_S), f"log_sync({thread.txid}) never returned"
+        assert thread.error is not None, f"log_sync({thread.txid}) said the edit is durable"
+    assert log.synced_txid == 1
+
+
+class _Syncer(threading.Thread):
+    """``log_sync(txid)`` in a thread of its own."""
+
+    def __init__(self, log: FSEditLog, txid: int) -> None:
+        super().__init__(daemon=True)
+        self.log = log
+        self.txid = txid
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.log.log_sync(self.txid)
+        except BaseException as e:  # noqa: BLE001 - checked by the test
+            self.error = e
+        finally:
+            self.done.set()
