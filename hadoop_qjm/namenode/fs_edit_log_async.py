@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 from hadoop_qjm.namenode.fs_edit_log_op import FSEditLogOp
@@ -69,8 +70,13 @@ class EditLogSyncer:
         with self._cond:
             self._stopped = True
             self._cond.notify_all()
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         for thread in self._threads:
-            thread.join(timeout_s)
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                LOG.warning(
+                    "%s still syncing after %ss; stopping without it", thread.name, timeout_s
+                )
 
     def _run(self) -> None:
         while True:

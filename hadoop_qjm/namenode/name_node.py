@@ -89,6 +89,11 @@ def rpc_bind_address(conf: Configuration) -> tuple[str, int]:
     )
 
 
+#: How long stop() waits for the edit log's syncer threads to answer what is pending (a
+#: sync waits at most the quorum's write timeout); past it the log is closed under them.
+SYNCER_STOP_TIMEOUT_S = 30.0
+
+
 class NameNode:
     """The daemon's state: core, servers, metrics (see the module docstring).
 
@@ -281,7 +286,7 @@ class NameNode:
                     LOG.exception("Error stopping %s", server)
         if self._edit_log_syncer is not None:
             # After the RPC server (no new postponed calls), before the log closes.
-            self._edit_log_syncer.stop()
+            self._edit_log_syncer.stop(SYNCER_STOP_TIMEOUT_S)
         core, self.core = self.core, None
         self.state = HAServiceState.INITIALIZING
         if core is not None:

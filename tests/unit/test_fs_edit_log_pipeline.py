@@ -299,3 +299,36 @@ class _Syncer(threading.Thread):
             self.error = e
         finally:
             self.done.set()
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_an_unexpected_error_from_a_batch_kills_the_log_and_frees_its_waiters(
+    depth: int,
+) -> None:
+    """A batch failing with something other than an I/O error (a broken invariant) ends
+    the log as an I/O error does (Hadoop's logSync terminates on any Throwable); a thread
+    whose txid was in that batch must not wait for it for ever."""
+    log, journal, terminations = _open(depth)
+    first = log.log_edit(MkdirOp.create(0, "/a"))
+    second = log.log_edit(MkdirOp.create(0, "/b"))
+    outcomes: dict[int, BaseException | None] = {}
+
+    def sync(txid: int) -> None:
+        try:
+            log.log_sync(txid)
+            outcomes[txid] = None
+        except BaseException as e:  # noqa: BLE001 - checked below
+            outcomes[txid] = e
+
+    syncer = threading.Thread(target=sync, args=(first,), daemon=True)
+    syncer.start()
+    wait_until(lambda: len(journal.batches) == 2, "the batch of both edits was sent")
+    waiter = threading.Thread(target=sync, args=(second,), daemon=True)
+    waiter.start()  # its txid is in the batch on its way: it waits for that batch
+    journal.answer(1, RuntimeError("invariant broken"))
+    syncer.join(DEADLINE_S)
+    waiter.join(DEADLINE_S)
+    assert not syncer.is_alive() and not waiter.is_alive(), "a thread waits for ever"
+    assert isinstance(outcomes[first], ExitException), outcomes
+    assert isinstance(outcomes[second], ExitException), outcomes
+    assert log.synced_txid == 1 and len(terminations.calls) == 1
