@@ -200,7 +200,14 @@ def test_a_full_wake_socket_never_blocks_a_handler_while_the_queue_is_full(
 
     try:
         send(socks["A"], b"wait:A1", b"echo:A2")
-        assert wait_until(lambda: server.call_queue_length == 0 and conn_of(socks["A"]).frames)
+        # (the connection is known once the listener accepted it)
+        assert wait_until(
+            lambda: (
+                server.call_queue_length == 0
+                and (conn := conn_of(socks["A"])) is not None
+                and bool(conn.frames)
+            )
+        )
         send(socks["B"], b"echo:B")
         assert wait_until(lambda: server.call_queue_length == 1)
         send(socks["C"], b"echo:C")
