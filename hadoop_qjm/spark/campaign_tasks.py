@@ -141,6 +141,8 @@ def replay_command(
     transport: str,
     planted_bug: str | None,
     membership: bool = False,
+    switch_probability: float | None = None,
+    pipeline_depth: int = 1,
 ) -> str:
     """The command that replays one seed locally, without Spark."""
     cmd = f"python -m hadoop_qjm.testing.randomized --seed {seed} --iterations {iterations}"
@@ -148,6 +150,10 @@ def replay_command(
         cmd += f" --transport {transport}"
     if membership:
         cmd += " --membership"
+    if switch_probability is not None:
+        cmd += f" --switch-probability {switch_probability}"
+    if pipeline_depth > 1:
+        cmd += f" --pipeline-depth {pipeline_depth}"
     if planted_bug:
         cmd += f" --planted-bug {planted_bug}"
     return cmd
@@ -179,9 +185,14 @@ def run_one_seed(
     transport: str = "local",
     planted_bug: str | None = None,
     membership: bool = False,
+    *,
+    switch_probability: float | None = None,
+    pipeline_depth: int = 1,
 ) -> dict[str, Any]:
     """Run one seed of the randomized test and return its row (:data:`TASK_FIELDS`);
-    ``membership``: the writers also change the JournalNode set.
+    ``membership``: the writers also change the JournalNode set, a writer beginning a
+    change with ``switch_probability`` (None: the harness's default); ``pipeline_depth``:
+    batches each writer keeps in flight (see ``run_seed``).
 
     Never raises for a seed that fails: an error outside ``run_seed``'s own checks is a
     failed row too, so one bad seed cannot fail the Spark task and hide the others.
@@ -210,6 +221,8 @@ def run_one_seed(
             trace=trace,
             quiet=False,
             membership=membership,
+            switch_probability=switch_probability,
+            pipeline_depth=pipeline_depth,
         )
     except Exception as e:  # noqa: BLE001 - reported in the row
         import traceback
@@ -233,7 +246,9 @@ def run_one_seed(
         "planted_bug": planted_bug,
         "executor": f"{socket.gethostname()}:{os.getpid()}",
         "log": log,
-        "replay_command": replay_command(seed, iterations, transport, planted_bug, membership),
+        "replay_command": replay_command(
+            seed, iterations, transport, planted_bug, membership, switch_probability, pipeline_depth
+        ),
     }
     if result is None:
         row.update(

@@ -120,10 +120,11 @@ def _run_partition(
     planted_bug: str | None,
     tracker: ItemTracker,
     membership: bool = False,
+    harness: dict[str, Any] | None = None,
 ) -> Iterator[tuple]:
     names = [name for name, _ in TASK_FIELDS]
     for seed in seeds:
-        row = run_one_seed(seed, iterations, transport, planted_bug, membership)
+        row = run_one_seed(seed, iterations, transport, planted_bug, membership, **(harness or {}))
         tracker.item_done(str(seed), failed=not row["passed"])
         yield tuple(row[name] for name in names)
 
@@ -177,11 +178,15 @@ def run_campaign(
     progress_interval_s: float = 0.0,
     progress_stream=None,
     membership: bool = False,
+    switch_probability: float | None = None,
+    pipeline_depth: int = 1,
 ) -> CampaignReport:
     """Run the campaign on ``spark``; results under ``out``; returns the report.
 
     ``transport``: the harness's ("local" in-process, or "thrift" over loopback).
-    ``membership``: the writers also change the JournalNode set (local transport).
+    ``membership``: the writers also change the JournalNode set (local transport), each
+    beginning a change with ``switch_probability`` (None: the harness's default).
+    ``pipeline_depth``: batches each writer keeps sent and unacknowledged (1: none).
     """
     from pyspark.sql import functions as F
 
@@ -189,6 +194,11 @@ def run_campaign(
         raise ValueError("no seeds to run")
     if transport not in ("local", "thrift"):
         raise ValueError(f"transport must be local or thrift, not {transport!r}")
+    if switch_probability is not None and not (membership and 0.0 <= switch_probability <= 1.0):
+        raise ValueError("a switch probability needs membership changes and lies in [0, 1]")
+    if pipeline_depth < 1:
+        raise ValueError(f"pipeline depth must be at least 1, not {pipeline_depth}")
+    harness = {"switch_probability": switch_probability, "pipeline_depth": pipeline_depth}
     sc = spark.sparkContext
     num_partitions = partitions or default_partitions(len(seeds), sc.defaultParallelism)
     mode = "overwrite" if overwrite else "errorifexists"
@@ -200,7 +210,9 @@ def run_campaign(
     ) as tracker:
         # Stage 1: run the seeds; each task's rows, whole logs included, go to OUT/tasks.
         def run_partition(part: Iterable[int]) -> Iterator[tuple]:
-            return _run_partition(part, iterations, transport, planted_bug, tracker, membership)
+            return _run_partition(
+                part, iterations, transport, planted_bug, tracker, membership, harness
+            )
 
         rows = sc.parallelize(list(seeds), num_partitions).mapPartitions(run_partition)
         tasks = spark.createDataFrame(rows, TASK_SCHEMA).repartition(files, "seed")
@@ -253,6 +265,8 @@ def run_campaign(
             "executors": int(agg["executors"]),
             "partitions": num_partitions,
             "membership": membership,
+            "switch_probability": switch_probability,
+            "pipeline_depth": pipeline_depth,
         },
     )
     report.summary = summary_text(report)
@@ -275,6 +289,16 @@ def summary_text(report: CampaignReport) -> str:
         f"fault campaign: {report.seeds} seeds ({lo}..{hi}), {report.iterations} writers each, "
         f"transport {report.transport}, master {report.master}"
         + (", JournalNode set changes" if report.extra.get("membership") else "")
+        + (
+            f" (switch probability {report.extra['switch_probability']})"
+            if report.extra.get("switch_probability") is not None
+            else ""
+        )
+        + (
+            f", pipeline depth {report.extra['pipeline_depth']}"
+            if report.extra.get("pipeline_depth", 1) > 1
+            else ""
+        )
         + (f", PLANTED BUG {report.planted_bug}" if report.planted_bug else ""),
         f"  passed {report.passed}, failed {len(report.failed)}, "
         f"unexpected log messages {len(report.unexpected)}",
@@ -356,6 +380,20 @@ def _parser():
         action="store_true",
         help="the writers also change the JournalNode set (five nodes; inproc transport)",
     )
+    parser.add_argument(
+        "--switch-probability",
+        type=float,
+        metavar="P",
+        help="with --membership: the chance that a writer begins a set change (the "
+        "harness's default 0.2; short seeds want more, e.g. 0.5)",
+    )
+    parser.add_argument(
+        "--pipeline-depth",
+        type=int,
+        default=1,
+        metavar="K",
+        help="batches each writer keeps sent and unacknowledged (1: no pipelining)",
+    )
     add_job_arguments(parser)
     return parser
 
@@ -397,6 +435,12 @@ def run(argv: Sequence[str], conf=None) -> int:
         parser.error("--partitions must be at least 1")
     if args.progress_interval < 0:
         parser.error("--progress-interval must be 0 (none) or positive")
+    if args.switch_probability is not None and not args.membership:
+        parser.error("--switch-probability needs --membership")
+    if args.switch_probability is not None and not 0.0 <= args.switch_probability <= 1.0:
+        parser.error("--switch-probability must lie between 0 and 1")
+    if args.pipeline_depth < 1:
+        parser.error("--pipeline-depth must be at least 1")
     seeds, first = _seeds(args, parser)
     try:
         spark_conf = parse_conf_pairs(args.conf)
@@ -428,6 +472,8 @@ def run(argv: Sequence[str], conf=None) -> int:
                 transport=transport,
                 planted_bug=args.planted_bug,
                 membership=args.membership,
+                switch_probability=args.switch_probability,
+                pipeline_depth=args.pipeline_depth,
                 partitions=args.partitions,
                 overwrite=args.overwrite,
                 progress_interval_s=args.progress_interval,

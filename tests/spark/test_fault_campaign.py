@@ -205,6 +205,28 @@ def test_the_campaign_runs_set_changes_and_catches_the_new_set_deciding_alone(sp
     assert f"seed {report.failed[0]['seed']}: FAILED" in replay_fails(argv)
 
 
+@pytest.mark.timeout(180)
+def test_short_set_change_seeds_pass_the_switch_probability_to_each_seed(spark, tmp_path):
+    """The default run's sweep settings on Spark: 10 writers a seed beginning switches
+    with probability 0.5; the sweep's bug seed (tests/fault/test_membership_faults.py)
+    fails, the other passes, and the replay command carries the probability."""
+    bug = "joint-quorum-new-set-only"
+    report = run_campaign(
+        spark,
+        [10_038, 10_039],
+        str(tmp_path / "out"),
+        iterations=10,
+        planted_bug=bug,
+        membership=True,
+        switch_probability=0.5,
+    )
+    assert [row["seed"] for row in report.failed] == [10_039], report.summary
+    assert "(switch probability 0.5)" in report.summary
+    argv = shlex.split(report.failed[0]["replay_command"])
+    assert argv[-5:] == ["--membership", "--switch-probability", "0.5", "--planted-bug", bug]
+    assert "seed 10039: FAILED" in replay_fails(argv)
+
+
 def replay_fails(argv: list[str]) -> str:
     """Run a replay command (``python -m …``) with this interpreter; it must fail (exit 1).
     Its stdout."""

@@ -84,6 +84,13 @@ def test_spark_jobs_check_their_numbers_before_starting_spark(
     campaign = ["fault-campaign", "--seeds", "1", "--out", out, "--progress-interval", "-1"]
     assert main(campaign) == 2
     assert "--progress-interval must be 0 (none) or positive" in one_line(capsys)
+    for extra, expected in [
+        (["--switch-probability", "0.5"], "--switch-probability needs --membership"),
+        (["--membership", "--switch-probability", "2"], "must lie between 0 and 1"),
+        (["--pipeline-depth", "0"], "--pipeline-depth must be at least 1"),
+    ]:
+        assert main(["fault-campaign", "--seeds", "1", "--out", out, *extra]) == 2
+        assert expected in one_line(capsys)
     audit = ["journal-audit", "--journal-dirs", str(tmp_path), "--out", out, "--timeout", "-1"]
     assert main(audit) == 2
     assert "--timeout must be positive" in one_line(capsys)
