@@ -14,9 +14,12 @@ stream raises too, because after a failed fsync the kernel may have dropped the 
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
@@ -67,6 +70,12 @@ class EditLogFileOutputStream:
         # (see wait_sent).
         self._sync_lock = threading.Lock()
         self._batches_sealed = self._batches_written = self._batches_synced = 0
+        # The fd's users (a write or fdatasync in progress, see _using_fd) and the close
+        # that abort() leaves to the last of them: closed under a user, the fd's number
+        # could be handed to another file before the user's pwrite lands.
+        self._fd_guard = threading.Lock()
+        self._fd_users = 0
+        self._close_when_unused: int | None = None
 
     # ---- state ---------------------------------------------------------------------------------
 
@@ -88,13 +97,51 @@ class EditLogFileOutputStream:
             )
         return self.double_buf
 
+    @contextlib.contextmanager
+    def _using_fd(self) -> Iterator[int]:
+        """The open fd, kept open until the block ends even if abort() runs meanwhile."""
+        with self._fd_guard:
+            fd = self._fd
+            if fd is None:
+                raise IOException(_ABORTED)
+            self._fd_users += 1
+        try:
+            yield fd
+        finally:
+            with self._fd_guard:
+                self._fd_users -= 1
+                fd = self._close_when_unused if self._fd_users == 0 else None
+                if fd is not None:
+                    self._close_when_unused = None
+            if fd is not None:
+                self._close_fd(fd)
+
+    def _retire_fd(self) -> None:
+        """Make the stream unusable; close its fd now, or when its last user is done."""
+        with self._fd_guard:
+            fd, self._fd = self._fd, None
+            self.double_buf = None
+            if fd is None:
+                return
+            if self._fd_users:
+                self._close_when_unused = fd
+                return
+        self._close_fd(fd)
+
+    def _close_fd(self, fd: int) -> None:
+        try:
+            os.close(fd)
+        except OSError as e:  # whatever mattered was synced, or is already failed
+            LOG.warning("Error closing %s: %s", self.path, e)
+
     # ---- writing -------------------------------------------------------------------------------
 
     def create(self, layout_version: int = CURRENT_LAYOUT_VERSION) -> None:
         """Truncate the file and write, flush and sync the 8-byte header."""
         buf = self._check_usable()
         try:
-            os.ftruncate(self._fd, 0)
+            with self._using_fd() as fd:
+                os.ftruncate(fd, 0)
         except OSError as e:
             self._fail(e)
             raise IOException(f"Unable to truncate edit log {self.path}: {e}") from e
@@ -134,10 +181,11 @@ class EditLogFileOutputStream:
             LOG.debug("Nothing to flush in %s", self.path)
             return
         try:
-            self._preallocate(buf.count_ready_bytes())
-            buf.flush_to(self._write_at_position)
-            if durable:
-                os.fdatasync(self._fd)
+            with self._using_fd() as fd:
+                self._preallocate(fd, buf.count_ready_bytes())
+                buf.flush_to(functools.partial(self._write_at_position, fd))
+                if durable:
+                    os.fdatasync(fd)
         except OSError as e:
             self._fail(e)
             raise IOException(f"Unable to write edit log {self.path}: {e}") from e
@@ -169,21 +217,25 @@ class EditLogFileOutputStream:
         try:
             with self._write_lock:
                 buf = self._check_usable()
-                while self._batches_written < batch:
-                    self._preallocate(buf.count_ready_bytes())
-                    buf.flush_to(self._write_at_position)
-                    self._batches_written += 1
+                if self._batches_written < batch:
+                    with self._using_fd() as fd:
+                        write = functools.partial(self._write_at_position, fd)
+                        while self._batches_written < batch:
+                            self._preallocate(fd, buf.count_ready_bytes())
+                            buf.flush_to(write)
+                            self._batches_written += 1
             with self._sync_lock:
                 with self._write_lock:
                     if self._batches_synced >= batch:
                         return  # an fdatasync that started after it was written succeeded
                     self._check_usable()  # a failed one poisons the file: never retried
-                    written, fd = self._batches_written, self._fd
-                try:
-                    os.fdatasync(fd)  # type: ignore[arg-type]
-                except OSError as e:
-                    self._fail(e)  # before the next fdatasync may start
-                    raise
+                    written = self._batches_written
+                with self._using_fd() as fd:
+                    try:
+                        os.fdatasync(fd)
+                    except OSError as e:
+                        self._fail(e)  # before the next fdatasync may start
+                        raise
                 self._batches_synced = written
         except OSError as e:
             self._fail(e)
@@ -204,10 +256,11 @@ class EditLogFileOutputStream:
             self.flush(durable)
             return
         try:
-            self._preallocate(len(data))
-            self._write_at_position(data)
-            if durable:
-                os.fdatasync(self._fd)
+            with self._using_fd() as fd:
+                self._preallocate(fd, len(data))
+                self._write_at_position(fd, data)
+                if durable:
+                    os.fdatasync(fd)
         except OSError as e:
             self._fail(e)
             raise IOException(f"Unable to write edit log {self.path}: {e}") from e
@@ -217,13 +270,13 @@ class EditLogFileOutputStream:
         batches written with ``write_batch(..., durable=False)``, then one sync)."""
         self._check_usable()
         try:
-            os.fdatasync(self._fd)  # type: ignore[arg-type]
+            with self._using_fd() as fd:
+                os.fdatasync(fd)
         except OSError as e:
             self._fail(e)
             raise IOException(f"Unable to sync edit log {self.path}: {e}") from e
 
-    def _write_at_position(self, data: bytes | bytearray | memoryview) -> None:
-        fd = self._fd
+    def _write_at_position(self, fd: int, data: bytes | bytearray | memoryview) -> None:
         pos = self._pos
         total = len(data)
         written = os.pwrite(fd, data, pos)
@@ -233,12 +286,11 @@ class EditLogFileOutputStream:
                 written += os.pwrite(fd, view[written:], pos + written)
         self._pos = pos + total
 
-    def _preallocate(self, nbytes: int) -> None:
+    def _preallocate(self, fd: int, nbytes: int) -> None:
         """Extend the file with 1 MiB chunks of 0xFF until ``nbytes`` fit after the position."""
         need = nbytes - (self._size - self._pos)
         if need <= 0:
             return
-        fd = self._fd
         old_size = self._size
         while need > 0:
             written = 0
@@ -259,39 +311,27 @@ class EditLogFileOutputStream:
 
         Raises if the stream was already closed or aborted, or if data is still buffered.
         """
-        if self._fd is None:
-            raise IOException(_ABORTED)
-        fd = self._fd
-        try:
-            if self.double_buf is not None:
-                self.double_buf.close()
-            if self._failed is None:
-                os.ftruncate(fd, self._pos)
-                self._size = self._pos
-                os.fsync(fd)
-        except OSError as e:
-            self._fail(e)
-            raise IOException(f"Unable to close edit log {self.path}: {e}") from e
-        finally:
-            self._fd = None
-            self.double_buf = None
+        with self._using_fd() as fd:  # raises on an aborted stream
             try:
-                os.close(fd)
-            except OSError as e:  # the data was synced above; nothing else is at stake
-                LOG.warning("Error closing %s: %s", self.path, e)
+                if self.double_buf is not None:
+                    self.double_buf.close()
+                if self._failed is None:
+                    os.ftruncate(fd, self._pos)
+                    self._size = self._pos
+                    os.fsync(fd)
+            except OSError as e:
+                self._fail(e)
+                raise IOException(f"Unable to close edit log {self.path}: {e}") from e
+            finally:
+                self._retire_fd()  # closed as this block ends (or by a writer still in)
         if self._failed is not None:
             raise IOException(f"Edit log {self.path} failed earlier: {self._failed}")
 
     def abort(self) -> None:
-        """Close without truncating; a no-op on a closed or aborted stream."""
-        if self._fd is None:
-            return
-        fd, self._fd = self._fd, None
-        self.double_buf = None
-        try:
-            os.close(fd)
-        except OSError as e:
-            LOG.warning("Error aborting %s: %s", self.path, e)
+        """Close without truncating; a no-op on a closed or aborted stream. It never
+        waits: a write or fdatasync in progress in another thread keeps the fd open until
+        it ends (its batch counts for nothing: FSEditLog.log_sync)."""
+        self._retire_fd()
 
     def __enter__(self) -> EditLogFileOutputStream:
         return self

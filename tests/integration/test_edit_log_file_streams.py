@@ -290,6 +290,65 @@ def test_a_pipelined_sync_never_counts_on_an_fdatasync_beside_a_failed_one(
     stream.abort()
 
 
+@pytest.mark.timeout(30)
+def test_abort_during_a_write_closes_the_fd_only_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """abort() from another thread (a required journal failing) while a flush is in its
+    pwrite: abort returns at once, but the fd stays open until the write is done. Closed
+    under the writer, its number would go to the next file opened, and the edit bytes
+    would land there."""
+    stream = EditLogFileOutputStream(tmp_path / "a")
+    stream.create()
+    for op in _ops(1, 3):
+        stream.write(op)
+    stream.set_ready_to_flush()
+    real_pwrite = os.pwrite
+    in_write, go_on = threading.Event(), threading.Event()
+    fds: list[int] = []
+
+    def slow_pwrite(fd: int, data, pos: int) -> int:
+        fds.append(fd)
+        in_write.set()
+        go_on.wait(10.0)
+        return real_pwrite(fd, data, pos)
+
+    monkeypatch.setattr(output_module.os, "pwrite", slow_pwrite)
+    outcome: list[BaseException | None] = []
+
+    def flush() -> None:
+        try:
+            stream.flush()
+            outcome.append(None)
+        except BaseException as e:  # noqa: BLE001 - the outcome is what is checked
+            outcome.append(e)
+
+    writer = threading.Thread(target=flush)
+    writer.start()
+    try:
+        assert in_write.wait(10.0), "the flush never wrote"
+        stream.abort()
+        assert not stream.is_open
+        other = os.open(tmp_path / "other", os.O_RDWR | os.O_CREAT, 0o644)
+    finally:
+        go_on.set()
+        writer.join(10.0)
+    monkeypatch.undo()
+    try:
+        assert not writer.is_alive()
+        assert other != fds[0], "the segment's fd was closed under its writer"
+        assert os.fstat(other).st_size == 0
+        assert outcome[0] is None or isinstance(outcome[0], IOException), outcome
+    finally:
+        os.close(other)
+    # The writer closed the fd as it left: its number is free, or another file's now.
+    try:
+        assert os.readlink(f"/proc/self/fd/{fds[0]}") != str(tmp_path / "a")
+    except FileNotFoundError:
+        pass
+    assert scan_edit_log(tmp_path / "a").last_txid == 3  # the write went to its own file
+
+
 def test_a_failed_sync_raises_and_poisons_the_stream(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
