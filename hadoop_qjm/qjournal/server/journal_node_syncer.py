@@ -35,9 +35,10 @@ from functools import cache
 import psutil
 
 from hadoop_qjm.common.exceptions import HadoopException
-from hadoop_qjm.common.http_transfer import download_to_file
+from hadoop_qjm.common.http_transfer import TransferSession
 from hadoop_qjm.common.progress import TransferProgress, transfer_summary
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog
+from hadoop_qjm.namenode.fs_edit_log_op import DEFAULT_MAX_OP_SIZE
 from hadoop_qjm.qjournal.client.qjournal_uri import QJournalURI, parse_qjournal_uri
 from hadoop_qjm.qjournal.protocol.peer_format import (
     FORMATTING,
@@ -47,7 +48,7 @@ from hadoop_qjm.qjournal.protocol.peer_format import (
     FormatDecision,
     catch_up_state,
 )
-from hadoop_qjm.qjournal.server.journal_scrubber import verify_segment_file
+from hadoop_qjm.qjournal.server.scrub_rules import SegmentVerifier
 
 __all__ = ["JournalNodeSyncer", "SyncRound", "missing_log_segments", "shared_edits_uri"]
 
@@ -170,8 +171,9 @@ class JournalNodeSyncer:
         self._proxies: dict[tuple[str, int], object] = {}
         self._rpc_lock = threading.Lock()
         ssl_factory = getattr(journal_node, "ssl_factory", None)
-        self._download_to_file = (
-            ssl_factory.downloader() if ssl_factory is not None else download_to_file
+        # One kept-alive connection per peer for a round's segments (closed at its end).
+        self._transfers = TransferSession(
+            ssl_factory.http_client_context() if ssl_factory is not None else None
         )
         self._socket_factory = (
             ssl_factory.rpc_client_socket_factory() if ssl_factory is not None else None
@@ -213,6 +215,7 @@ class JournalNodeSyncer:
                 proxy.close()
             except Exception:  # noqa: BLE001
                 pass
+        self._transfers.close()
         shutil.rmtree(self.journal.storage.edits_sync_dir, ignore_errors=True)
 
     def _run(self) -> None:
@@ -304,16 +307,19 @@ class JournalNodeSyncer:
         missing = missing_log_segments(list(local.logs), list(response.manifest.logs))
         installed: list[RemoteEditLog] = []
         nbytes = 0
-        for log in missing:
-            if self._stop.is_set():
-                break
-            size = self._download(peer, response.from_url, log, committed_bound)
-            if size is None:
-                break  # Hadoop stops the round at the first failure
-            installed.append(log)
-            nbytes += size
-            if on_segment is not None:
-                on_segment(log, size)
+        try:
+            for log in missing:
+                if self._stop.is_set():
+                    break
+                size = self._download(peer, response.from_url, log, committed_bound)
+                if size is None:
+                    break  # Hadoop stops the round at the first failure
+                installed.append(log)
+                nbytes += size
+                if on_segment is not None:
+                    on_segment(log, size)
+        finally:
+            self._transfers.close()  # no connection idles on a peer between rounds
         done = set(installed)
         catch_up = catch_up_state(log for log in missing if log not in done)
         self._set_catch_up(catch_up.state, catch_up)
@@ -337,11 +343,14 @@ class JournalNodeSyncer:
             write=LOG.info,
             interval_s=PROGRESS_INTERVAL_S,
         )
+        # Every op's frame, CRC and txid are checked as the bytes arrive (the scrubber's
+        # check), not in a second pass over the file.
+        verifier = SegmentVerifier(log.start_txid, log.end_txid, DEFAULT_MAX_OP_SIZE)
         started = time.monotonic()
         try:
-            size = self.fetch(peer, from_url, log, tmp, progress=progress)
+            size = self.fetch(peer, from_url, log, tmp, progress=progress, on_chunk=verifier.feed)
             took = transfer_summary(size, time.monotonic() - started)
-            finding, _, _ = verify_segment_file(tmp, log.start_txid, log.end_txid)
+            finding = verifier.finish()
             if finding is not None:
                 # Never install a damaged copy (issue 27): another peer may have a good one.
                 LOG.warning("Not installing %s from %s:%d: %s", final.name, *peer, finding)
@@ -363,11 +372,16 @@ class JournalNodeSyncer:
             except OSError:
                 pass
 
-    def fetch(self, peer, from_url: str | None, log: RemoteEditLog, tmp, progress=None) -> int:
-        """Download finalized segment ``log`` from ``peer`` into ``tmp`` (fsynced): the one
-        download path of the syncer and the scrubber. Its size in bytes."""
+    def fetch(
+        self, peer, from_url: str | None, log: RemoteEditLog, tmp, progress=None, on_chunk=None
+    ) -> int:
+        """Download finalized segment ``log`` from ``peer`` into ``tmp`` (fdatasynced): the
+        one download path of the syncer and the scrubber. Its size in bytes.
+        ``on_chunk(bytes)`` sees each chunk as it arrives."""
         url = self._url(peer, from_url, log.start_txid)
-        return self._download_to_file(url, tmp, self.transfer_timeout_s, progress=progress)
+        return self._transfers.download_to_file(
+            url, tmp, self.transfer_timeout_s, progress=progress, on_chunk=on_chunk
+        )
 
     def peers_holding(self, log: RemoteEditLog) -> list[tuple[tuple[str, int], str | None]]:
         """(peer, its fromURL) of every peer whose manifest lists finalized segment ``log``

@@ -1,0 +1,166 @@
+"""TransferSession and download_to_file against a small HTTP/1.1 server on loopback: one
+kept-alive connection for many downloads, a GET sent again when the server closed the kept
+connection, the MD5 of X-MD5-Digest checked as the bytes arrive, nothing left on failure."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import threading
+import time
+
+import pytest
+
+from hadoop_qjm.common.exceptions import IOException
+from hadoop_qjm.common.http_transfer import RECV_CHUNK, TransferSession, download_to_file
+
+pytestmark = pytest.mark.timeout(60)
+
+BODY = bytes(range(256)) * (RECV_CHUNK // 256 * 2 + 3)  # a bit over two reads
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        self.timeout = self.server.idle_timeout_s
+        with self.server.lock:
+            self.server.connections += 1
+            self.server.open_connections += 1
+        super().setup()
+
+    def finish(self) -> None:
+        super().finish()
+        with self.server.lock:
+            self.server.open_connections -= 1
+
+    def do_GET(self) -> None:  # noqa: N802 - the base class's name
+        if self.path.startswith("/missing"):
+            self.send_error(404, "No edit log found starting at txid 7")
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(BODY)))
+        md5 = self.server.md5_header
+        if md5 is not None:
+            self.send_header("X-MD5-Digest", md5)
+        self.end_headers()
+        self.wfile.write(BODY)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def server():
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    srv.daemon_threads = True
+    srv.lock = threading.Lock()
+    srv.connections = 0
+    srv.open_connections = 0
+    srv.md5_header = hashlib.md5(BODY).hexdigest()
+    srv.idle_timeout_s = 30.0
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield srv
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        thread.join(timeout=10)
+
+
+def url(srv, path: str = "/getJournal?segmentTxId=1") -> str:
+    return f"http://127.0.0.1:{srv.server_address[1]}{path}"
+
+
+def wait_until(condition, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.01)
+
+
+def test_one_kept_alive_connection_carries_every_download(server, tmp_path):
+    session = TransferSession()
+    try:
+        for i in range(3):
+            target = tmp_path / f"segment-{i}"
+            assert session.download_to_file(url(server), target, 10) == len(BODY)
+            assert target.read_bytes() == BODY
+    finally:
+        session.close()
+    assert server.connections == 1
+    wait_until(lambda: server.open_connections == 0)  # close() closed the idle one
+
+
+def test_a_get_on_a_connection_the_server_closed_is_sent_again(server, tmp_path):
+    server.idle_timeout_s = 0.2  # the server drops an idle kept connection
+    session = TransferSession()
+    try:
+        session.download_to_file(url(server), tmp_path / "first", 10)
+        wait_until(lambda: server.open_connections == 0)
+        assert session.download_to_file(url(server), tmp_path / "second", 10) == len(BODY)
+    finally:
+        session.close()
+    assert (tmp_path / "second").read_bytes() == BODY
+    assert server.connections == 2
+
+
+def test_chunks_are_seen_as_they_arrive_and_progress_ends_at_the_length(server, tmp_path):
+    chunks: list[bytes] = []
+    calls: list[tuple[int, int]] = []
+    size = download_to_file(
+        url(server),
+        tmp_path / "segment",
+        10,
+        progress=lambda *call: calls.append(call),
+        on_chunk=lambda chunk: chunks.append(bytes(chunk)),
+    )
+    assert size == len(BODY) and b"".join(chunks) == BODY
+    assert len(chunks) > 1 and calls[-1] == (len(BODY), len(BODY))
+
+
+def test_a_wrong_md5_fails_and_leaves_no_file(server, tmp_path):
+    server.md5_header = "0" * 32
+    session = TransferSession()
+    try:
+        with pytest.raises(IOException, match="does not match advertised digest"):
+            session.download_to_file(url(server), tmp_path / "segment", 10)
+        assert not (tmp_path / "segment").exists()
+        server.md5_header = None  # no digest sent (as /getJournal): the length is checked
+        assert session.download_to_file(url(server), tmp_path / "segment", 10) == len(BODY)
+    finally:
+        session.close()
+
+
+def test_an_error_status_is_an_ioexception_with_the_servers_message(server, tmp_path):
+    session = TransferSession()
+    try:
+        with pytest.raises(IOException, match="failed with status code 404"):
+            session.download_to_file(url(server, "/missing"), tmp_path / "segment", 10)
+        assert not (tmp_path / "segment").exists()
+        # The failed answer's connection was closed, not kept: the next one works.
+        assert session.download_to_file(url(server), tmp_path / "segment", 10) == len(BODY)
+    finally:
+        session.close()
+
+
+def test_a_refused_connection_is_an_ioexception(tmp_path):
+    srv = http.server.HTTPServer(("127.0.0.1", 0), _Handler)
+    port = srv.server_address[1]
+    srv.server_close()  # nothing listens there now
+    with pytest.raises(IOException, match="Unable to fetch"):
+        download_to_file(f"http://127.0.0.1:{port}/getJournal", tmp_path / "segment", 5)
+    assert not (tmp_path / "segment").exists()
+
+
+def test_a_failed_fdatasync_fails_the_download(server, tmp_path, monkeypatch):
+    import hadoop_qjm.common.http_transfer as http_transfer
+
+    def failing(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(http_transfer, "_fdatasync", failing)
+    with pytest.raises(IOException, match="Failed to fdatasync .*Input/output error"):
+        download_to_file(url(server), tmp_path / "segment", 10)
+    assert not (tmp_path / "segment").exists()
