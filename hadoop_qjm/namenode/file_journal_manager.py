@@ -117,8 +117,12 @@ class EditLogFile:
         )
 
 
-def match_edit_logs(current_dir: Path, for_purging: bool = False) -> list[EditLogFile]:
-    """The segment files of ``current_dir`` (moved-aside ones only when ``for_purging``)."""
+def match_edit_logs(
+    current_dir: Path, for_purging: bool = False, start_txid: int | None = None
+) -> list[EditLogFile]:
+    """The segment files of ``current_dir`` (moved-aside ones only when ``for_purging``);
+    with ``start_txid``, only those starting there (the others are skipped before a path is
+    made for them: a JournalNode's directory may hold thousands)."""
     try:
         names = os.listdir(current_dir)
     except FileNotFoundError:
@@ -126,18 +130,26 @@ def match_edit_logs(current_dir: Path, for_purging: bool = False) -> list[EditLo
     except OSError as e:
         raise IOException(f"Unable to list {current_dir}: {e}") from e
     logs: list[EditLogFile] = []
+    digits = None if start_txid is None else str(start_txid)
     for name in names:
-        path = current_dir / name
+        if digits is not None and digits not in name:
+            continue  # (a cheap necessary condition: the name holds the txid's digits)
         if (m := EDITS_REGEX.fullmatch(name)) is not None:
             start, end = int(m.group(1)), int(m.group(2))
-            if start > end:
-                LOG.error("Ignoring %s: its start txid is after its end txid", path)
+            if start_txid is not None and start != start_txid:
                 continue
-            logs.append(EditLogFile(path, start, end, False))
-        elif (m := EDITS_INPROGRESS_REGEX.fullmatch(name)) is not None:
-            logs.append(EditLogFile(path, int(m.group(1)), INVALID_TXID, True))
-        elif for_purging and (m := EDITS_INPROGRESS_STALE_REGEX.fullmatch(name)) is not None:
-            logs.append(EditLogFile(path, int(m.group(1)), INVALID_TXID, True))
+            if start > end:
+                LOG.error("Ignoring %s: its start txid is after its end txid", current_dir / name)
+                continue
+            logs.append(EditLogFile(current_dir / name, start, end, False))
+            continue
+        m = EDITS_INPROGRESS_REGEX.fullmatch(name)
+        if m is None and for_purging:
+            m = EDITS_INPROGRESS_STALE_REGEX.fullmatch(name)
+        if m is not None:
+            start = int(m.group(1))
+            if start_txid is None or start == start_txid:
+                logs.append(EditLogFile(current_dir / name, start, INVALID_TXID, True))
     return logs
 
 
@@ -236,7 +248,7 @@ class FileJournalManager(JournalManager):
 
     def get_log_file(self, start_txid: int) -> EditLogFile | None:
         """The one segment starting at ``start_txid``, or None."""
-        found = [log for log in match_edit_logs(self.current_dir) if log.first_txid == start_txid]
+        found = match_edit_logs(self.current_dir, start_txid=start_txid)
         if not found:
             return None
         return _sort_and_check(found)[0]

@@ -192,3 +192,35 @@ def test_discard_segments(fjm):
         finalized_edits_file_name(4, 6) + ".trash",
         finalized_edits_file_name(7, 9) + ".trash",
     ]
+
+
+def test_get_log_file_finds_exactly_what_a_full_listing_finds(fjm):
+    """get_log_file skips the other segments before parsing them (a JournalNode may hold
+    thousands); it must find what filtering the whole listing finds, for every name shape."""
+    from hadoop_qjm.namenode.file_journal_manager import match_edit_logs
+
+    files = [
+        "edits_0000000000000000001-0000000000000000010",
+        "edits_0000000000000000011-0000000000000000110",
+        "edits_111-120",  # unpadded, still a segment name (Hadoop's regex is \d+)
+        "edits_0000000000000000121-0000000000000000100",  # start after end: ignored
+        "edits_inprogress_0000000000000000131",
+        "edits_inprogress_0000000000000000011.corrupt",  # moved aside
+        "edits_inprogress_141.empty",
+        "edits_0000000000000000151-0000000000000000160.tmp",
+        "VERSION",
+        "committed-txid",
+    ]
+    for name in files:
+        (fjm.current_dir / name).touch()
+    everything = match_edit_logs(fjm.current_dir)
+
+    def key(log):
+        return None if log is None else (log.name, log.last_txid, log.is_in_progress)
+
+    for txid in [1, 10, 11, 100, 110, 111, 121, 131, 141, 151, 0, -1, 1000]:
+        expected = [log for log in everything if log.first_txid == txid]
+        assert len(expected) <= 1
+        assert key(fjm.get_log_file(txid)) == key(expected[0] if expected else None), txid
+    assert key(fjm.get_log_file(111)) == ("edits_111-120", 120, False)
+    assert key(fjm.get_log_file(131))[2] is True
