@@ -305,9 +305,14 @@ def test_harness_finds_a_writer_that_acknowledges_a_batch_ahead_of_the_older_one
     assert f"first failure: {result.first_failure}" in replay.stdout
 
 
+#: The set-change bug needs five nodes and set changes (``--membership``): its search is
+#: tests/fault/test_membership_faults.py::test_the_bug_seed_is_the_first_that_finds_it.
+MEMBERSHIP_BUGS = {"joint-quorum-new-set-only"}
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("bug", sorted(PLANTED_BUGS))
+@pytest.mark.parametrize("bug", sorted(set(PLANTED_BUGS) - MEMBERSHIP_BUGS))
 def test_harness_finds_each_planted_bug_among_the_first_200_seeds(bug: str) -> None:
     result = _first_failing_seed(bug, PLANTED_ITERATIONS, range(200))
     again = run_seed(result.seed, PLANTED_ITERATIONS, planted_bug=bug)
