@@ -109,10 +109,14 @@ class TransferSession:
         self.ssl_context = ssl_context
         self._idle: dict[tuple[str, str, int], http.client.HTTPConnection] = {}
         self._lock = threading.Lock()
+        # Counts close() calls: a download that began before one does not pool its
+        # connection afterwards (a scrubber's fetch ending after the syncer's round).
+        self._closes = 0
 
     def close(self) -> None:
         with self._lock:
             idle, self._idle = list(self._idle.values()), {}
+            self._closes += 1
         for conn in idle:
             conn.close()
 
@@ -126,6 +130,7 @@ class TransferSession:
     ) -> int:
         """As the module's :func:`download_to_file`, on a kept-alive connection."""
         path = Path(path)
+        closes = self._closes
         key, conn, response, expected = self._get(url, timeout_s)
         keep = False
         try:
@@ -176,24 +181,25 @@ class TransferSession:
             raise IOException(f"Unable to fetch {url}: {e}") from None
         finally:
             response.close()
-            self._release(key, conn, keep)
+            self._release(key, conn, keep, closes)
 
     def _get(self, url: str, timeout_s: float):
         """(pool key, connection, response, Content-Length) of a 200 answer to GET ``url``."""
-        parts = urllib.parse.urlsplit(url)
+        try:
+            parts = urllib.parse.urlsplit(url)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError as e:  # a malformed URL (from an RPC: acceptRecovery's fromURL)
+            raise IOException(f"Unable to fetch {url}: {e}") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise IOException(f"Unable to fetch {url}: unknown url type")
-        try:
-            port = parts.port or (443 if parts.scheme == "https" else 80)
-        except ValueError as e:
-            raise IOException(f"Unable to fetch {url}: {e}") from None
         key = (parts.scheme, parts.hostname, port)
         target = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
         conn = self._take(key)
         for reused in (True, False) if conn is not None else (False,):
-            if not reused:
-                conn = self._connect(key, timeout_s)
             try:
+                if not reused:
+                    conn = None
+                    conn = self._connect(key, timeout_s)
                 if conn.sock is not None:
                     conn.sock.settimeout(timeout_s)
                 conn.request("GET", target, headers={"Host": parts.netloc})
@@ -203,8 +209,9 @@ class TransferSession:
                 conn.close()
                 if not reused:
                     raise IOException(f"Unable to fetch {url}: {e}") from None
-            except (OSError, http.client.HTTPException) as e:
-                conn.close()
+            except (OSError, http.client.HTTPException, ValueError) as e:
+                if conn is not None:  # (ValueError: a path or host that cannot be sent)
+                    conn.close()
                 raise IOException(f"Unable to fetch {url}: {e}") from None
         try:
             if response.status != 200:
@@ -239,10 +246,10 @@ class TransferSession:
         with self._lock:
             return self._idle.pop(key, None)
 
-    def _release(self, key, conn: http.client.HTTPConnection, keep: bool) -> None:
+    def _release(self, key, conn: http.client.HTTPConnection, keep: bool, closes: int) -> None:
         if keep:
             with self._lock:
-                keep = key not in self._idle
+                keep = key not in self._idle and closes == self._closes
                 if keep:
                     self._idle[key] = conn
         if not keep:

@@ -313,8 +313,9 @@ class EditLogFileOutputStream:
         """
         with self._using_fd() as fd:  # raises on an aborted stream
             try:
-                if self.double_buf is not None:
-                    self.double_buf.close()
+                buf = self.double_buf  # (read once: an abort() may clear it)
+                if buf is not None:
+                    buf.close()
                 if self._failed is None:
                     os.ftruncate(fd, self._pos)
                     self._size = self._pos

@@ -36,9 +36,9 @@ __all__ = [
 
 LOG = logging.getLogger(__name__)
 
-EDITS_REGEX = re.compile(r"edits_(\d+)-(\d+)")
-EDITS_INPROGRESS_REGEX = re.compile(r"edits_inprogress_(\d+)")
-EDITS_INPROGRESS_STALE_REGEX = re.compile(r"edits_inprogress_(\d+)(\..*)")
+EDITS_REGEX = re.compile(r"edits_(\d+)-(\d+)", re.ASCII)
+EDITS_INPROGRESS_REGEX = re.compile(r"edits_inprogress_(\d+)", re.ASCII)
+EDITS_INPROGRESS_STALE_REGEX = re.compile(r"edits_inprogress_(\d+)(\..*)", re.ASCII)
 
 #: Hadoop's default double-buffer size for a local edits stream (512 KiB).
 DEFAULT_OUTPUT_BUFFER_CAPACITY = 512 * 1024

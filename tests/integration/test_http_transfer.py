@@ -164,3 +164,49 @@ def test_a_failed_fdatasync_fails_the_download(server, tmp_path, monkeypatch):
     with pytest.raises(IOException, match="Failed to fdatasync .*Input/output error"):
         download_to_file(url(server), tmp_path / "segment", 10)
     assert not (tmp_path / "segment").exists()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "http://[::1/getJournal",  # urlsplit: Invalid IPv6 URL
+        "http://127.0.0.1:99999999/getJournal",  # port out of range
+        "http://127.0.0.1:1/get\u00e9Journal",  # a path http.client cannot send
+        "http://a b/getJournal",  # http.client's InvalidURL
+        "ftp://127.0.0.1/x",
+    ],
+)
+def test_a_malformed_url_is_an_ioexception(bad: str, tmp_path):
+    """The URL may come from an RPC (acceptRecovery's fromURL): one IOException, no file."""
+    with pytest.raises(IOException, match="Unable to fetch"):
+        download_to_file(bad, tmp_path / "x", 5)
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_download_that_ends_after_close_does_not_pool_its_connection(server, tmp_path):
+    """The syncer closes its session at the end of a round; a scrubber's fetch still
+    running then must not leave its connection idling on the peer afterwards."""
+    session = TransferSession()
+    seen = threading.Event()
+    go_on = threading.Event()
+
+    def on_chunk(_chunk) -> None:
+        seen.set()
+        go_on.wait(10)
+
+    done: list[int] = []
+    fetch = threading.Thread(
+        target=lambda: done.append(
+            session.download_to_file(url(server), tmp_path / "a", 10, on_chunk=on_chunk)
+        )
+    )
+    fetch.start()
+    try:
+        assert seen.wait(10)
+        session.close()  # the round ends while the fetch is in its body
+    finally:
+        go_on.set()
+        fetch.join(10)
+    assert done == [len(BODY)]
+    wait_until(lambda: server.open_connections == 0)  # closed, not kept
+    session.close()

@@ -210,6 +210,8 @@ def test_get_log_file_finds_exactly_what_a_full_listing_finds(fjm):
         "edits_0000000000000000151-0000000000000000160.tmp",
         "VERSION",
         "committed-txid",
+        "edits_\u0661-\u0662",  # Arabic-Indic digits: not a segment (Java's \d is ASCII)
+        "edits_inprogress_\uff11\uff12",  # fullwidth digits: neither
     ]
     for name in files:
         (fjm.current_dir / name).touch()
@@ -224,3 +226,4 @@ def test_get_log_file_finds_exactly_what_a_full_listing_finds(fjm):
         assert key(fjm.get_log_file(txid)) == key(expected[0] if expected else None), txid
     assert key(fjm.get_log_file(111)) == ("edits_111-120", 120, False)
     assert key(fjm.get_log_file(131))[2] is True
+    assert all(log.name.isascii() for log in everything)
