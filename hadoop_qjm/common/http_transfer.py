@@ -60,14 +60,17 @@ def open_transfer(
             raise IOException(
                 f"Image transfer servlet at {url} failed with status code {response.status}"
             )
-        length_header = response.headers.get("Content-Length")
-        if length_header is None:
-            raise IOException(f"Content-Length header is not provided by the server at {url}")
-        try:
-            length = int(length_header)
-        except ValueError:
-            raise IOException(f"Bad Content-Length header '{length_header}' from {url}") from None
-        yield response, length
+        yield response, _advertised_length(url, response.headers.get("Content-Length"))
+
+
+def _advertised_length(url: str, header: str | None) -> int:
+    """A transfer's ``Content-Length``: required (TransferFsImage's check) and a number."""
+    if header is None:
+        raise IOException(f"Content-Length header is not provided by the server at {url}")
+    try:
+        return int(header)
+    except ValueError:
+        raise IOException(f"Bad Content-Length header '{header}' from {url}") from None
 
 
 def download_to_file(
@@ -219,15 +222,7 @@ class TransferSession:
                 raise IOException(
                     f"Image transfer servlet at {url} failed with status code {response.status}: {detail}"
                 )
-            length_header = response.getheader("Content-Length")
-            if length_header is None:
-                raise IOException(f"Content-Length header is not provided by the server at {url}")
-            try:
-                length = int(length_header)
-            except ValueError:
-                raise IOException(
-                    f"Bad Content-Length header '{length_header}' from {url}"
-                ) from None
+            length = _advertised_length(url, response.getheader("Content-Length"))
         except BaseException:
             response.close()
             conn.close()

@@ -33,7 +33,6 @@ __all__ = [
     "BUG_ERRORS",
     "LOG_SEPARATOR",
     "TASK_FIELDS",
-    "replay_command",
     "run_one_seed",
     "trace_digest",
     "unexpected_messages",
@@ -135,30 +134,6 @@ def trace_digest(trace: list[str]) -> str:
     return hashlib.sha256(_FRAME_PATH.sub(r'File "\1"', text).encode()).hexdigest()
 
 
-def replay_command(
-    seed: int,
-    iterations: int,
-    transport: str,
-    planted_bug: str | None,
-    membership: bool = False,
-    switch_probability: float | None = None,
-    pipeline_depth: int = 1,
-) -> str:
-    """The command that replays one seed locally, without Spark."""
-    cmd = f"python -m hadoop_qjm.testing.randomized --seed {seed} --iterations {iterations}"
-    if transport != "local":
-        cmd += f" --transport {transport}"
-    if membership:
-        cmd += " --membership"
-    if switch_probability is not None:
-        cmd += f" --switch-probability {switch_probability}"
-    if pipeline_depth > 1:
-        cmd += f" --pipeline-depth {pipeline_depth}"
-    if planted_bug:
-        cmd += f" --planted-bug {planted_bug}"
-    return cmd
-
-
 class _ListHandler(logging.Handler):
     def __init__(self, lines: list[str]) -> None:
         super().__init__(logging.WARNING)
@@ -197,7 +172,7 @@ def run_one_seed(
     Never raises for a seed that fails: an error outside ``run_seed``'s own checks is a
     failed row too, so one bad seed cannot fail the Spark task and hide the others.
     """
-    from hadoop_qjm.testing.randomized import run_seed
+    from hadoop_qjm.testing.randomized import replay_command, run_seed
 
     trace: list[str] = []
     records: list[str] = []

@@ -194,10 +194,11 @@ def run_campaign(
         raise ValueError("no seeds to run")
     if transport not in ("local", "thrift"):
         raise ValueError(f"transport must be local or thrift, not {transport!r}")
-    if switch_probability is not None and not (membership and 0.0 <= switch_probability <= 1.0):
-        raise ValueError("a switch probability needs membership changes and lies in [0, 1]")
-    if pipeline_depth < 1:
-        raise ValueError(f"pipeline depth must be at least 1, not {pipeline_depth}")
+    from hadoop_qjm.testing.randomized import harness_options_error
+
+    problem = harness_options_error(membership, switch_probability, pipeline_depth)
+    if problem is not None:
+        raise ValueError(problem)  # before any Spark task starts
     harness = {"switch_probability": switch_probability, "pipeline_depth": pipeline_depth}
     sc = spark.sparkContext
     num_partitions = partitions or default_partitions(len(seeds), sc.defaultParallelism)
@@ -435,12 +436,11 @@ def run(argv: Sequence[str], conf=None) -> int:
         parser.error("--partitions must be at least 1")
     if args.progress_interval < 0:
         parser.error("--progress-interval must be 0 (none) or positive")
-    if args.switch_probability is not None and not args.membership:
-        parser.error("--switch-probability needs --membership")
-    if args.switch_probability is not None and not 0.0 <= args.switch_probability <= 1.0:
-        parser.error("--switch-probability must lie between 0 and 1")
-    if args.pipeline_depth < 1:
-        parser.error("--pipeline-depth must be at least 1")
+    from hadoop_qjm.testing.randomized import harness_options_error
+
+    problem = harness_options_error(args.membership, args.switch_probability, args.pipeline_depth)
+    if problem is not None:
+        parser.error(problem)
     seeds, first = _seeds(args, parser)
     try:
         spark_conf = parse_conf_pairs(args.conf)

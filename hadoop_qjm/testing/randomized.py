@@ -191,19 +191,54 @@ class SeedResult:
     @property
     def replay_command(self) -> str:
         """The command line that replays this seed."""
-        cmd = f"python -m hadoop_qjm.testing.randomized --seed {self.seed}"
-        cmd += f" --iterations {self.iterations}"
-        if self.transport != "local":
-            cmd += f" --transport {self.transport}"
-        if self.membership:
-            cmd += " --membership"
-        if self.switch_probability is not None:
-            cmd += f" --switch-probability {self.switch_probability}"
-        if self.pipeline_depth > 1:
-            cmd += f" --pipeline-depth {self.pipeline_depth}"
-        if self.planted_bug:
-            cmd += f" --planted-bug {self.planted_bug}"
-        return cmd
+        return replay_command(
+            self.seed,
+            self.iterations,
+            self.transport,
+            self.planted_bug,
+            self.membership,
+            self.switch_probability,
+            self.pipeline_depth,
+        )
+
+
+def replay_command(
+    seed: int,
+    iterations: int,
+    transport: str = "local",
+    planted_bug: str | None = None,
+    membership: bool = False,
+    switch_probability: float | None = None,
+    pipeline_depth: int = 1,
+) -> str:
+    """The command line that replays one seed run with these options (:func:`main`)."""
+    cmd = f"python -m hadoop_qjm.testing.randomized --seed {seed} --iterations {iterations}"
+    if transport != "local":
+        cmd += f" --transport {transport}"
+    if membership:
+        cmd += " --membership"
+    if switch_probability is not None:
+        cmd += f" --switch-probability {switch_probability}"
+    if pipeline_depth > 1:
+        cmd += f" --pipeline-depth {pipeline_depth}"
+    if planted_bug:
+        cmd += f" --planted-bug {planted_bug}"
+    return cmd
+
+
+def harness_options_error(
+    membership: bool, switch_probability: float | None, pipeline_depth: int
+) -> str | None:
+    """What is wrong with these options of a run (named by their command-line flags),
+    or None: the one check of :func:`run_seed`, its command line and the Spark campaign's."""
+    if pipeline_depth < 1:
+        return f"--pipeline-depth must be at least 1, not {pipeline_depth}"
+    if switch_probability is not None:
+        if not membership:
+            return "--switch-probability needs --membership"
+        if not 0.0 <= switch_probability <= 1.0:
+            return f"--switch-probability must lie between 0 and 1, not {switch_probability}"
+    return None
 
 
 class AckWithoutWriteJournal(Journal):
@@ -665,17 +700,13 @@ def run_seed(
     (pipelined syncs, :meth:`_Run.write_segment`; the "pipeline-ack-ahead" bug runs at
     depth 3 when given 1).
     """
-    if pipeline_depth < 1:
-        raise ValueError(f"pipeline_depth must be at least 1, not {pipeline_depth}")
+    problem = harness_options_error(membership, switch_probability, pipeline_depth)
+    if problem is not None:
+        raise ValueError(problem)
     if planted_bug == "pipeline-ack-ahead" and pipeline_depth == 1:
         pipeline_depth = PLANTED_PIPELINE_DEPTH  # the bug needs batches in flight
     if planted_bug is not None and planted_bug not in PLANTED_BUGS:
         raise ValueError(f"unknown planted bug {planted_bug!r}; known: {', '.join(PLANTED_BUGS)}")
-    if switch_probability is not None and not (membership and 0.0 <= switch_probability <= 1.0):
-        raise ValueError(
-            "a switch probability needs membership changes and lies between 0 and 1, "
-            f"not {switch_probability}"
-        )
     lines: list[str] = trace if trace is not None else []
     lines.append(
         f"seed {seed}, {iterations} writers, transport {transport}"
@@ -767,12 +798,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tail", type=int, default=None, help="print only the last N lines")
     parser.add_argument("--verbose", action="store_true", help="also show the library's logs")
     args = parser.parse_args(argv)
-    if args.switch_probability is not None and not (
-        args.membership and 0.0 <= args.switch_probability <= 1.0
-    ):
-        parser.error("--switch-probability needs --membership and a value between 0 and 1")
-    if args.pipeline_depth < 1:
-        parser.error("--pipeline-depth must be at least 1")
+    problem = harness_options_error(args.membership, args.switch_probability, args.pipeline_depth)
+    if problem is not None:
+        parser.error(problem)
     if args.verbose:
         logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     lines: list[str] = []

@@ -7,12 +7,12 @@ from __future__ import annotations
 import hashlib
 import http.server
 import threading
-import time
 
 import pytest
 
 from hadoop_qjm.common.exceptions import IOException
 from hadoop_qjm.common.http_transfer import RECV_CHUNK, TransferSession, download_to_file
+from hadoop_qjm.testing.in_process_ha import wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -71,13 +71,6 @@ def server():
 
 def url(srv, path: str = "/getJournal?segmentTxId=1") -> str:
     return f"http://127.0.0.1:{srv.server_address[1]}{path}"
-
-
-def wait_until(condition, timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
 
 
 def test_one_kept_alive_connection_carries_every_download(server, tmp_path):

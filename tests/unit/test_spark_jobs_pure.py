@@ -7,7 +7,6 @@ import pytest
 
 from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.spark.campaign_tasks import (
-    replay_command,
     run_one_seed,
     trace_digest,
     unexpected_messages,
@@ -20,6 +19,7 @@ from hadoop_qjm.spark.session import (
     parse_conf_pairs,
     spark_error_line,
 )
+from hadoop_qjm.testing.randomized import replay_command
 
 TRACEBACK = 'Traceback (most recent call last):\n  File "a.py", line 3, in f\n    g()\n'
 

@@ -82,25 +82,24 @@ def _raw_copy(files: list[Path], dest: Path) -> float:
     return time.perf_counter() - start
 
 
-def _verify_alone(files: list[Path]) -> float:
+def _verify_alone(directory: Path) -> float:
     """Run the syncer's check of every op (frame, CRC32, txid: ``SegmentVerifier``, fed
-    1 MiB at a time as a download feeds it) over ``files``; the seconds it took."""
-    from hadoop_qjm.namenode.edit_log_file_input_stream import scan_edit_log
+    1 MiB at a time as a download feeds it) over the finalized segments in ``directory``
+    (their txids from their names, as the syncer has them from the manifest); the
+    seconds it took."""
+    from hadoop_qjm.namenode.file_journal_manager import match_edit_logs
     from hadoop_qjm.namenode.fs_edit_log_op import DEFAULT_MAX_OP_SIZE
     from hadoop_qjm.qjournal.server.scrub_rules import SegmentVerifier
 
-    spans = []
-    for f in files:
-        validation = scan_edit_log(f)
-        spans.append((f, validation.first_txid, validation.last_txid))
+    logs = [log for log in match_edit_logs(directory) if not log.is_in_progress]
     start = time.perf_counter()
-    for f, first, last in spans:
-        verifier = SegmentVerifier(first, last, DEFAULT_MAX_OP_SIZE)
-        with open(f, "rb") as src:
+    for log in logs:
+        verifier = SegmentVerifier(log.first_txid, log.last_txid, DEFAULT_MAX_OP_SIZE)
+        with open(log.path, "rb") as src:
             while chunk := src.read(_MB):
                 verifier.feed(chunk)
         if verifier.finish() is not None:
-            raise RuntimeError(f"the bench's own segment {f.name} does not verify")
+            raise RuntimeError(f"the bench's own segment {log.name} does not verify")
     return time.perf_counter() - start
 
 
@@ -145,7 +144,7 @@ def run_catch_up(segments: int, segment_mb: float, directory: str | None) -> int
             if [f.name for f in copied] != [f.name for f in files]:
                 print("catch-up: the new JournalNode did not get every segment")
                 return 1
-            verify_s = _verify_alone(files)
+            verify_s = _verify_alone(cluster.current_dir(0, JID))
         raw_mb_s = total / _MB / raw_s if raw_s else 0.0
         sync_mb_s = total / _MB / sync_s if sync_s else 0.0
         print(
