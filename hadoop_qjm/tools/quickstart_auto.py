@@ -51,50 +51,50 @@ def _zookeeper(conf, base: Path, say):
 
 def run_auto_failover(args, conf) -> int:
     from hadoop_qjm.testing.mini_ha_cluster import NNIDS, MiniHACluster
-    from hadoop_qjm.tools.quickstart import (
+    from hadoop_qjm.tools.quickstart_support import (
         DEADLINE_S,
-        _check_finalized_identical,
-        _hdfs,
-        _Load,
-        _say,
-        _show_pages,
-        _start_pair,
-        _wait,
-        _Web,
+        Load,
+        Web,
+        check_finalized_identical,
+        hdfs,
+        say,
+        show_pages,
+        start_pair,
+        wait_for,
     )
 
     base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="hdfs-py-quickstart-"))
     started = time.monotonic()
     zk_server = cluster = load = None
     try:
-        quorum, zk_server = _zookeeper(conf, base, _say)
+        quorum, zk_server = _zookeeper(conf, base, say)
         cluster = MiniHACluster(base / "cluster", start=False, zookeeper=quorum, secure=args.secure)
-        web = _Web(cluster)
+        web = Web(cluster)
         jns = cluster.journal_nodes
-        _say(f"Started 3 JournalNode processes: {jns.quorum_journal_uri('mycluster')}")
-        _say(
+        say(f"Started 3 JournalNode processes: {jns.quorum_journal_uri('mycluster')}")
+        say(
             f"Configuration: {cluster.conf_dir / 'hdfs-site.xml'} (nameservice mycluster, "
             "dfs.ha.automatic-failover.enabled=true, dfs.ha.fencing.methods=shell(/bin/true))"
         )
-        _start_pair(cluster)
-        _hdfs(cluster, "zkfc", "-nnid", "nn1", "-formatZK", "-nonInteractive")
+        start_pair(cluster)
+        hdfs(cluster, "zkfc", "-nnid", "nn1", "-formatZK", "-nonInteractive")
         for nnid in NNIDS:
             zkfc = cluster.start_zkfc(nnid)
-            _say(
+            say(
                 f"Started ZKFailoverController for {nnid}: pid {zkfc.pid}, rpc 127.0.0.1:{zkfc.rpc_port}"
             )
         active = cluster.wait_roles(timeout_s=DEADLINE_S)
         standby = next(nnid for nnid in NNIDS if nnid != active)
-        _say(f"The controllers made {active} active by themselves ({standby} is standby)")
-        _hdfs(cluster, "haadmin", "-getAllServiceState")
+        say(f"The controllers made {active} active by themselves ({standby} is standby)")
+        hdfs(cluster, "haadmin", "-getAllServiceState")
 
-        load = _Load(cluster, args.clients, args.ops)
+        load = Load(cluster, args.clients, args.ops)
         load.start()
-        _say(f"Streaming {args.ops} mkdirs from {args.clients} clients through hdfs://mycluster")
+        say(f"Streaming {args.ops} mkdirs from {args.clients} clients through hdfs://mycluster")
         load.wait_acked(args.ops // 2)
         acked_before = len(load.acked)
         victim = cluster.namenode(active)
-        _say(
+        say(
             f"  {acked_before} acknowledged; kill -9 of the active NameNode {active} (pid {victim.pid})"
         )
         killed_at = time.monotonic()
@@ -103,12 +103,12 @@ def run_auto_failover(args, conf) -> int:
         cluster.wait_roles(active=standby, timeout_s=DEADLINE_S)
         took_over = time.monotonic() - killed_at
         first_ack = load.first_ack_after(killed_at, DEADLINE_S)
-        _say(
+        say(
             f"  {standby} became active {took_over:.2f}s after the kill; the first mkdir was "
             f"acknowledged {first_ack - killed_at:.2f}s after it: no NameNode wrote for that long"
         )
         load.join()
-        _say(
+        say(
             f"Clients: {len(load.acked)} mkdirs acknowledged, {len(load.errors)} failed "
             "(a failed call is not acknowledged)"
         )
@@ -119,23 +119,23 @@ def run_auto_failover(args, conf) -> int:
                     f"{len(missing)} acknowledged mkdirs missing on the new active: {missing[:5]}"
                 )
             active_txid = new_active.get_transaction_id()
-        _say(
+        say(
             f"{standby} (active) holds all {len(load.acked)} acknowledged dirs; last txid {active_txid}"
         )
         restarted = cluster.start_namenode(active)
-        _say(f"Restarted NameNode {active}: pid {restarted.pid}; its controller makes it a standby")
+        say(f"Restarted NameNode {active}: pid {restarted.pid}; its controller makes it a standby")
         cluster.wait_roles(active=standby, timeout_s=DEADLINE_S)
         with cluster.proxy(active) as old:
-            _wait(
+            wait_for(
                 lambda: old.get_transaction_id() >= active_txid,
                 f"{active} to reach txid {active_txid}",
             )
-        _say(f"{active} (standby) caught up to txid {active_txid}")
-        _hdfs(cluster, "haadmin", "-getAllServiceState")
-        segments = _check_finalized_identical(cluster)
-        _say(f"{segments} finalized segments byte-identical on every JournalNode that has them")
-        _show_pages(web, args.keep_running)
-        _say("Stopping the controllers, NameNodes, JournalNodes and ZooKeeper (SIGTERM)")
+        say(f"{active} (standby) caught up to txid {active_txid}")
+        hdfs(cluster, "haadmin", "-getAllServiceState")
+        segments = check_finalized_identical(cluster)
+        say(f"{segments} finalized segments byte-identical on every JournalNode that has them")
+        show_pages(web, args.keep_running)
+        say("Stopping the controllers, NameNodes, JournalNodes and ZooKeeper (SIGTERM)")
     finally:
         if load is not None:
             load.stop()
@@ -145,5 +145,5 @@ def run_auto_failover(args, conf) -> int:
             zk_server.shutdown()
         if not args.dir:
             shutil.rmtree(base, ignore_errors=True)
-    _say(f"quickstart --auto-failover: OK in {time.monotonic() - started:.1f}s")
+    say(f"quickstart --auto-failover: OK in {time.monotonic() - started:.1f}s")
     return 0

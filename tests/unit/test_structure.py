@@ -43,8 +43,6 @@ ALLOWED_CIRCLES: set[tuple[str, ...]] = {
     ("qjournal.protocol.exceptions", "qjournal.protocol.wire"),
     ("qjournal.server.journal_node", "qjournal.server.journal_node_bootstrap"),
     ("testing.randomized", "testing.randomized_membership"),
-    ("tools.bench.catch_up", "tools.bench.journalnode"),
-    ("tools.quickstart", "tools.quickstart_auto"),
 }
 
 #: Imports of a higher layer today, as (importer, imported).

@@ -40,7 +40,7 @@ def _free_port() -> int:
 
 def _fill(cluster: MiniJournalCluster, segments: int, segment_bytes: int) -> None:
     """Write ``segments`` finalized segments of about ``segment_bytes`` to nodes 0 and 1."""
-    from hadoop_qjm.tools.bench.journalnode import make_batch
+    from hadoop_qjm.tools.bench.edits import make_batch
 
     per_op = len(make_batch(1, 100)) / 100
     ops = max(1, int(segment_bytes / per_op))

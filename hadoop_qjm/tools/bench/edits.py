@@ -22,7 +22,7 @@ from hadoop_qjm.namenode.edit_log_file_input_stream import EditLogFileInputStrea
 from hadoop_qjm.namenode.edit_log_file_output_stream import EditLogFileOutputStream
 from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, encode_op
 
-__all__ = ["run", "SERIALIZE_GOAL", "SCAN_GOAL"]
+__all__ = ["run", "make_batch", "SERIALIZE_GOAL", "SCAN_GOAL"]
 
 #: Goals on the 2-core reference machine (ops/s); printed beside the results.
 SERIALIZE_GOAL = 200_000
@@ -31,6 +31,14 @@ SCAN_GOAL = 300_000
 # With this prefix an op's frame is 100 bytes (17 of framing, 83 of MKDIR body).
 _PATH_PREFIX = "/bench/edit/tx "
 _TIMESTAMP = 1_700_000_000_000
+
+
+def make_batch(first_txid: int, count: int) -> bytes:
+    """``count`` MKDIR ops of about 100 bytes each."""
+    return b"".join(
+        encode_op(MkdirOp.create(txid, f"/bench/dir-{txid:012d}-padding"))
+        for txid in range(first_txid, first_txid + count)
+    )
 
 
 def _path(txid: int) -> str:

@@ -36,26 +36,18 @@ import urllib.request
 from pathlib import Path
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
-from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, encode_op
 from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
 from hadoop_qjm.qjournal.protocol.journal_call import encode_journal_body, encode_journal_head
 from hadoop_qjm.qjournal.protocol.wire import encode_void_reply, frame
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, make_request
+from hadoop_qjm.tools.bench.edits import make_batch
 
 __all__ = ["run"]
 
 JID = "bench-journal"
 GOAL = 0.8
 PHASES = ("raw", "jn", "frames", "bare")
-
-
-def make_batch(first_txid: int, count: int) -> bytes:
-    """``count`` MKDIR ops of about 100 bytes each."""
-    return b"".join(
-        encode_op(MkdirOp.create(txid, f"/bench/dir-{txid:012d}-padding"))
-        for txid in range(first_txid, first_txid + count)
-    )
 
 
 class RawAppender:
