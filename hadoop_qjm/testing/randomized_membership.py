@@ -23,14 +23,10 @@ makes a joint call done once a majority of the new set has it.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
-import multiprocessing
-import os
 import re
 import shutil
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,14 +39,13 @@ from hadoop_qjm.qjournal.protocol import membership
 from hadoop_qjm.qjournal.protocol.exceptions import JournalMembershipException
 from hadoop_qjm.testing.faults import is_injected
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, JID
-from hadoop_qjm.testing.randomized import _Run
+from hadoop_qjm.testing.randomized_run import SeedRun
 
 __all__ = [
     "MEMBERSHIP_NODES",
     "SWITCH_PROBABILITY",
     "MembershipRun",
     "new_set_alone_decides",
-    "sweep_seeds",
 ]
 
 MEMBERSHIP_NODES = 5
@@ -62,7 +57,7 @@ SYNC_PROBABILITY = 0.7
 STALE_CONFIG_PROBABILITY = 0.5
 
 
-class MembershipRun(_Run):
+class MembershipRun(SeedRun):
     """One seed's run over five nodes, with set changes."""
 
     def __init__(
@@ -213,35 +208,3 @@ def new_set_alone_decides() -> Iterator[None]:
     finally:
         config_class.quorum_reached = reached  # type: ignore[method-assign]
         config_class.quorum_impossible = impossible  # type: ignore[method-assign]
-
-
-def _sweep_worker(seeds: list[int], deadline: float, kwargs: dict[str, Any]) -> list[Any]:
-    """Run ``seeds`` in order until the wall-clock ``deadline`` (a worker process)."""
-    from hadoop_qjm.testing.randomized import run_seed
-
-    results = []
-    for seed in seeds:
-        if time.time() > deadline:
-            break
-        results.append(run_seed(seed, membership=True, **kwargs))
-    return results
-
-
-def sweep_seeds(
-    seeds: Sequence[int], budget_s: float, workers: int | None = None, **kwargs: Any
-) -> list[Any]:
-    """Membership runs of as many of ``seeds`` as fit in ``budget_s``, spread over
-    ``workers`` processes (default: one per core); ``kwargs`` go to ``run_seed``.
-    Returns the SeedResults, in no particular order. Every worker is a process of the
-    ``spawn`` kind (no thread of this process is inherited) and is joined before return;
-    a seed begun before the deadline runs to its end."""
-    n = max(1, workers or os.cpu_count() or 1)
-    deadline = time.time() + budget_s
-    if n == 1:
-        return _sweep_worker(list(seeds), deadline, kwargs)
-    context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(n, mp_context=context) as pool:
-        futures = [
-            pool.submit(_sweep_worker, list(seeds)[i::n], deadline, kwargs) for i in range(n)
-        ]
-        return [result for future in futures for result in future.result()]

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hadoop_qjm.testing.randomized import SeedResult, run_seed
-from hadoop_qjm.testing.randomized_membership import sweep_seeds
+from hadoop_qjm.testing.randomized import SeedResult, run_seed, sweep_seeds
 
 PROJECT = Path(__file__).resolve().parents[2]
 

@@ -42,7 +42,6 @@ ALLOWED_CIRCLES: set[tuple[str, ...]] = {
     ("qjournal.client.membership_change", "qjournal.client.quorum_journal_manager"),
     ("qjournal.protocol.exceptions", "qjournal.protocol.wire"),
     ("qjournal.server.journal_node", "qjournal.server.journal_node_bootstrap"),
-    ("testing.randomized", "testing.randomized_membership"),
 }
 
 #: Imports of a higher layer today, as (importer, imported).
@@ -91,7 +90,6 @@ ALLOWED_LONG: set[str] = {
     "qjournal.protocol.wire",
     "qjournal.server.journal",
     "qjournal.server.journal_node_rpc_server",
-    "testing.randomized",
     "tools.bench.failover",
     "tools.bench.qjm",
 }
