@@ -12,7 +12,7 @@ import pytest
 
 from hadoop_qjm.cli import main
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.tools.bench import qjm as bench
+from hadoop_qjm.tools.bench import qjm_measure
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -141,12 +141,12 @@ def test_each_slice_is_purged_after_it_unless_told_not_to(tmp_path: Path) -> Non
 
     def segments(writer) -> list[list[str]]:
         return [
-            sorted(p.name for p in writer.cluster.current_dir(i, bench.JID).iterdir())
+            sorted(p.name for p in writer.cluster.current_dir(i, qjm_measure.JID).iterdir())
             for i in range(3)
         ]
 
     with contextlib.ExitStack() as stack:
-        writer = bench._Writer(stack, tmp_path / "cluster", 3, Configuration())
+        writer = qjm_measure.Writer(stack, tmp_path / "cluster", 3, Configuration())
         for _ in range(3):
             result = writer.measure("3 JNs", 2, 0.05, 40)
             assert result.batches > 0

@@ -10,7 +10,7 @@ from hadoop_qjm.namenode.fs_edit_log_op import encode_op
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO
-from hadoop_qjm.tools.bench import qjm as bench
+from hadoop_qjm.tools.bench import qjm_measure
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -20,7 +20,7 @@ def _finalized_copies(cluster: MiniJournalCluster, first: int, last: int) -> lis
     out: finalize returns once a quorum has it, and the last node may be behind)."""
     copies = []
     for i in range(3):
-        path = cluster.current_dir(i, bench.JID) / f"edits_{first:019d}-{last:019d}"
+        path = cluster.current_dir(i, qjm_measure.JID) / f"edits_{first:019d}-{last:019d}"
         if path.exists():
             with EditLogFileInputStream(path) as stream:
                 copies.append([encode_op(op) for op in iter(stream.read_op, None)])
@@ -30,23 +30,25 @@ def _finalized_copies(cluster: MiniJournalCluster, first: int, last: int) -> lis
 @pytest.mark.parametrize("pre_encoded", [False, True])
 def test_measure_logs_every_op_once_in_order(tmp_path, monkeypatch, pre_encoded):
     # Small chunks, so that the pre-encoded loop encodes between timed runs too.
-    monkeypatch.setattr(bench, "PRE_ENCODED_CHUNK_BATCHES", 3)
+    monkeypatch.setattr(qjm_measure, "PRE_ENCODED_CHUNK_BATCHES", 3)
     with MiniJournalCluster(3, base_dir=tmp_path) as cluster:
         qjm = QuorumJournalManager(
-            Configuration(), cluster.quorum_journal_uri(bench.JID), FAKE_NSINFO
+            Configuration(), cluster.quorum_journal_uri(qjm_measure.JID), FAKE_NSINFO
         )
         try:
             qjm.format(FAKE_NSINFO)
             qjm.recover_unfinalized_segments()
-            result, next_txid = bench.measure(qjm, "3 JNs", 1, 4, 30.0, 40, pre_encoded=pre_encoded)
+            result, next_txid = qjm_measure.measure(
+                qjm, "3 JNs", 1, 4, 30.0, 40, pre_encoded=pre_encoded
+            )
         finally:
             qjm.close()
         assert result.batches == 10  # --max-ops 40 at 4 per batch
         written = next_txid - 1
-        assert written == (bench.WARMUP_BATCHES + result.batches) * 4
+        assert written == (qjm_measure.WARMUP_BATCHES + result.batches) * 4
         assert len(result.latencies) == result.batches
         assert result.seconds > 0 and result.cpu_seconds >= 0
         copies = _finalized_copies(cluster, 1, written)
         assert len(copies) >= 2  # a quorum finalized it
-        expected = [encode_op(bench._op(t)) for t in range(1, written + 1)]
+        expected = [encode_op(qjm_measure.mkdir_op(t)) for t in range(1, written + 1)]
         assert all(ops == expected for ops in copies)

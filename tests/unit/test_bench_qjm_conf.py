@@ -10,6 +10,7 @@ from hadoop_qjm.cli import main
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.tools.bench import qjm as bench
+from hadoop_qjm.tools.bench import qjm_measure
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -62,7 +63,7 @@ def test_every_cluster_of_the_default_run_gets_it(
             if len(clusters) == 3:
                 raise _Stop
 
-    monkeypatch.setattr(bench, "_Writer", RecordingWriter)
+    monkeypatch.setattr(qjm_measure, "Writer", RecordingWriter)
     conf = Configuration()
     conf.set(TIMEOUT_KEY, "12345")
     with pytest.raises(_Stop):

@@ -91,7 +91,6 @@ ALLOWED_LONG: set[str] = {
     "qjournal.server.journal",
     "qjournal.server.journal_node_rpc_server",
     "tools.bench.failover",
-    "tools.bench.qjm",
 }
 
 
