@@ -90,7 +90,6 @@ ALLOWED_LONG: set[str] = {
     "qjournal.protocol.wire",
     "qjournal.server.journal",
     "qjournal.server.journal_node_rpc_server",
-    "tools.bench.failover",
 }
 
 
