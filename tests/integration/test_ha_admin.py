@@ -353,5 +353,10 @@ def test_haadmin_and_the_failover_client_on_a_real_pair(tmp_path, capsys, monkey
             assert status == 0 and out.splitlines()[0] == "Found 2 items"
             assert hdfs("dfsadmin", "-rollEdits")[1].startswith("Successfully rolled edit logs.")
             assert pair["nn2"].state is ACTIVE and pair["nn1"].state is STANDBY
+            # -saveNamespace reaches the active too, not only the first (standby) NameNode.
+            status, out, err = hdfs("dfsadmin", "-saveNamespace")
+            assert status == 0 and len(out.splitlines()) == 2, (out, err)
+            for nnid in ("nn1", "nn2"):
+                assert pair[nnid].core.storage.inspect_images()[0].txid > 0, nnid
         finally:
             pair.stop()
