@@ -5,9 +5,13 @@
     hdfs-py daemonlog -setlevel HOST:PORT NAME LEVEL [-protocol (http|https)]
 
 ``HOST:PORT`` is the daemon's HTTP (or HTTPS) address; ``NAME`` a logger name
-(``hadoop_qjm.qjournal.server.journal``, or ``root``); ``LEVEL`` a log4j level (``DEBUG``,
-``INFO``, ``WARN``, ...). It fetches ``/logLevel?log=NAME[&level=LEVEL]`` and prints
-``Connecting to URL`` and the page's result lines. Without ``-protocol`` the scheme follows
+(``hadoop_qjm.qjournal.server.journal``, or ``root``) or the Hadoop name of a ported class
+(``org.apache.hadoop.hdfs.qjournal.server.Journal``: :data:`~hadoop_qjm.common.log_level.
+HADOOP_LOGGERS`); ``LEVEL`` a log4j level (``ALL``, ``TRACE``, ``DEBUG``, ``INFO``,
+``WARN``, ``ERROR``, ``FATAL``, ``OFF``). Any other level, or ``org.apache.`` name, is one
+line and exit 2, before anything is sent. It fetches ``/logLevel?log=NAME[&level=LEVEL]``
+and prints ``Connecting to URL`` and the page's result lines; exit 1 if the page refused
+the level or the name. Without ``-protocol`` the scheme follows
 the configuration: https when ``dfs.http.policy`` is ``HTTPS_ONLY``, else http; over https
 it presents the certificate of ssl-client.xml (with security on, a level change needs an
 identity of ``dfs.cluster.administrators``). A refusal or an unreachable daemon is one line
@@ -20,7 +24,13 @@ import http.client
 from urllib.parse import quote
 
 from hadoop_qjm.common.exceptions import IOException, UsageError
-from hadoop_qjm.common.log_level import output_lines
+from hadoop_qjm.common.log_level import (
+    LEVEL_NAMES,
+    output_lines,
+    parse_level,
+    python_logger_name,
+    unknown_class_message,
+)
 
 __all__ = ["USAGE", "run"]
 
@@ -70,6 +80,15 @@ def parse_arguments(argv: list[str]) -> tuple[str, str, str | None, str | None]:
     return target, name, level, protocol  # type: ignore[return-value]
 
 
+def check_name_and_level(name: str, level: str | None) -> None:
+    """UsageError unless ``level`` is log4j's (or None) and ``name`` is not an
+    ``org.apache.`` name of something not ported here: refused before anything is sent."""
+    if level is not None and parse_level(level) is None:
+        raise UsageError(f"daemonlog: Bad level '{level}': use one of {', '.join(LEVEL_NAMES)}")
+    if python_logger_name(name) is None:
+        raise UsageError(f"daemonlog: {unknown_class_message(name)}")
+
+
 def run(argv: list[str], conf) -> int:
     if conf is None or not argv:  # --help, or nothing to do
         print(USAGE)
@@ -78,6 +97,7 @@ def run(argv: list[str], conf) -> int:
         target, name, level, protocol = parse_arguments(argv)
     except UsageError as e:
         raise UsageError(f"daemonlog: {e} ({_SHORT_USAGE})") from None
+    check_name_and_level(name, level)
     from hadoop_qjm.common.security import SSLFactory
     from hadoop_qjm.conf import parse_host_port
 
@@ -112,6 +132,8 @@ def run(argv: list[str], conf) -> int:
         raise IOException(
             f"Server returned HTTP response code: {response.status} for URL: {url} ({reason})"
         )
-    for line in output_lines(body):
+    lines = output_lines(body)
+    for line in lines:
         print(line)
-    return 0
+    refused = any(line.startswith(("Bad Level", "Unknown class name")) for line in lines)
+    return 1 if refused else 0

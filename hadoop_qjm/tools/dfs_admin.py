@@ -2,47 +2,68 @@
 
 ::
 
-    hdfs-py dfsadmin -rollEdits                      finalize the segment, start the next
-    hdfs-py dfsadmin -saveNamespace [-beforeShutdown]
+    hdfs-py dfsadmin [-fs URI] [-D key=value] -rollEdits        finalize the segment, start the next
+    hdfs-py dfsadmin [-fs URI] [-D key=value] -saveNamespace [-beforeShutdown]
 
-The NameNode is ``fs.defaultFS`` (``hdfs://host:port``) or ``dfs.namenode.rpc-address``;
-for ``hdfs://<nameservice>`` of an HA pair the commands go to the active NameNode (a
-standby answers StandbyException and the client fails over; these two commands are not
-idempotent, so a connection lost mid-call is reported, not retried).
-Output is DFSAdmin's ("Successfully rolled edit logs.", "Save namespace successful"); an
-error is one line ``<command>: <message>`` and exit 1; a malformed command line exit 2.
-Unlike Hadoop, -saveNamespace needs no safe mode (this NameNode has none): the image is
-saved under the namesystem lock, between two segments.
+The NameNode is ``fs.defaultFS`` (``hdfs://host:port``; ``-fs URI`` sets it for this
+command, Hadoop's generic option) or ``dfs.namenode.rpc-address``. For ``hdfs://<nameservice>``
+of an HA nameservice, as Hadoop's DFSAdmin:
+
+* ``-saveNamespace`` goes to *every* NameNode of the nameservice, in
+  ``dfs.ha.namenodes.<ns>`` order (HAUtil.getProxiesForAllNameNodesInNameservice), and
+  prints one line for each — ``Save namespace successful for host:port`` (``No extra
+  checkpoint has been made for host:port``, ``Save namespace failed for host:port``). A
+  NameNode that fails does not stop the others; then the errors are printed and the exit
+  status is 1.
+* ``-rollEdits`` goes to the active NameNode only (a standby answers StandbyException and
+  the client fails over; it is not idempotent, so a connection lost mid-call is reported,
+  not retried).
+
+Output is otherwise DFSAdmin's ("Successfully rolled edit logs.", "Save namespace
+successful"); an error is one line ``<command>: <message>`` and exit 1; a malformed
+command line exit 2. Unlike Hadoop, -saveNamespace needs no safe mode (this NameNode has
+none): the image is saved under the namesystem lock, between two segments — on a standby
+at the last txid it applied.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from hadoop_qjm.common.exceptions import HadoopException, UsageError
+from hadoop_qjm.common.exceptions import (
+    HadoopException,
+    IOException,
+    UsageError,
+    one_line_message,
+)
 from hadoop_qjm.conf import dfs_config_keys as keys
-from hadoop_qjm.namenode.ha.failover_proxy import namenode_proxy_from_conf
+from hadoop_qjm.namenode.ha.failover_proxy import ha_nameservice_of_uri, namenode_proxy_from_conf
+from hadoop_qjm.namenode.ha.ha_util import NameNodeAddress, ha_namenodes
+from hadoop_qjm.namenode.protocol.client import NameNodeProxy, client_socket_factory
+from hadoop_qjm.tools.generic_options import GENERIC_USAGE, parse_generic_options
 
-__all__ = ["USAGE", "run"]
+__all__ = ["USAGE", "multiple_io_exception", "run"]
 
-USAGE = """\
-Usage: hdfs-py [--config DIR] dfsadmin
+USAGE = f"""\
+Usage: hdfs-py [--config DIR] dfsadmin {GENERIC_USAGE}
 	[-rollEdits]
 	[-saveNamespace [-beforeShutdown]]
 """
 
 
-def _roll_edits(proxy: Any, args: list[str], conf) -> None:
+def _roll_edits(conf, args: list[str]) -> None:
     if args:
         raise UsageError(f"-rollEdits: unexpected argument '{args[0]}'")
-    txid = proxy.roll_edits()
+    # The active only, as Hadoop's (DistributedFileSystem.rollEdits through the failover proxy).
+    with namenode_proxy_from_conf(conf) as proxy:
+        txid = proxy.roll_edits()
     print("Successfully rolled edit logs.")
     print(f"New segment starts at txid {txid}")
 
 
-def _save_namespace(proxy: Any, args: list[str], conf) -> None:
+def _save_namespace(conf, args: list[str]) -> None:
     time_window = tx_gap = 0
     for arg in args:
         if arg != "-beforeShutdown":
@@ -57,31 +78,82 @@ def _save_namespace(proxy: Any, args: list[str], conf) -> None:
         tx_gap = conf.get_int(
             keys.DFS_NAMENODE_CHECKPOINT_TXNS_KEY, keys.DFS_NAMENODE_CHECKPOINT_TXNS_DEFAULT
         )
-    if proxy.save_namespace(time_window, tx_gap):
-        print("Save namespace successful")
+
+    def save(proxy: Any, suffix: str) -> None:
+        if proxy.save_namespace(time_window, tx_gap):
+            print(f"Save namespace successful{suffix}")
+        else:
+            print(f"No extra checkpoint has been made{suffix}")
+
+    namenodes = _nameservice_namenodes(conf)
+    if namenodes is None:
+        with namenode_proxy_from_conf(conf) as proxy:
+            save(proxy, "")
     else:
-        print("No extra checkpoint has been made")
+        _on_every_namenode(conf, namenodes, save, "Save namespace failed for")
+
+
+def _nameservice_namenodes(conf) -> list[NameNodeAddress] | None:
+    """Every NameNode of the HA nameservice ``fs.defaultFS`` names; None for one NameNode
+    (HAUtilClient.isLogicalUri)."""
+    default_fs = conf.get_trimmed(keys.FS_DEFAULT_NAME_KEY, keys.FS_DEFAULT_NAME_DEFAULT) or ""
+    nameservice = ha_nameservice_of_uri(conf, default_fs)
+    return None if nameservice is None else ha_namenodes(conf, nameservice)
+
+
+def _on_every_namenode(
+    conf,
+    namenodes: Sequence[NameNodeAddress],
+    call: Callable[[Any, str], None],
+    failed: str,
+) -> None:
+    """``call(proxy, " for host:port")`` on each NameNode in turn; one that fails gets the
+    line ``<failed> host:port`` and the others are still called; then the failures are
+    raised together (MultipleIOException)."""
+    socket_factory = client_socket_factory(conf)
+    errors: list[BaseException] = []
+    for nn in namenodes:
+        address = nn.rpc_text
+        try:
+            with NameNodeProxy(*nn.client_rpc, socket_factory=socket_factory) as proxy:
+                call(proxy, f" for {address}")
+        except (HadoopException, OSError) as e:
+            print(f"{failed} {address}")
+            errors.append(e)
+    if errors:
+        raise multiple_io_exception(errors)
+
+
+def multiple_io_exception(errors: Sequence[BaseException]) -> BaseException:
+    """Hadoop's MultipleIOException.createIOException: the one error itself, or an
+    IOException "N exceptions [first, second, ...]"."""
+    if len(errors) == 1:
+        return errors[0]
+    listed = ", ".join(one_line_message(e) for e in errors)
+    return IOException(f"{len(errors)} exceptions [{listed}]")
 
 
 _COMMANDS = {"-rollEdits": _roll_edits, "-saveNamespace": _save_namespace}
 
 
 def run(argv: Sequence[str], conf) -> int:
-    """``hdfs-py dfsadmin -COMMAND [ARGS]``; returns the exit status."""
+    """``hdfs-py dfsadmin [GENERIC OPTIONS] -COMMAND [ARGS]``; returns the exit status."""
     args = list(argv)
     if not args or args[0] in ("-h", "-help", "--help"):
         print(USAGE, end="", file=sys.stdout if args else sys.stderr)
         return 0 if args else 2
+    args = parse_generic_options(args, conf)
+    if not args:
+        raise UsageError("dfsadmin: no command after the generic options (see -help)")
     command = args.pop(0)
     action = _COMMANDS.get(command)
     if action is None:
         raise UsageError(f"{command}: Unknown command (run 'hdfs-py dfsadmin -help')")
     try:
-        with namenode_proxy_from_conf(conf) as proxy:
-            action(proxy, args, conf)
+        action(conf, args)
     except UsageError:
         raise
     except (HadoopException, OSError) as e:
-        print(f"{command.lstrip('-')}: {e}", file=sys.stderr)
+        print(f"{command.lstrip('-')}: {one_line_message(e)}", file=sys.stderr)
         return 1
     return 0

@@ -43,11 +43,12 @@ from hadoop_qjm.namenode.ha.failover_proxy import (
     namenode_proxy_for_uri,
     namenode_proxy_from_conf,
 )
+from hadoop_qjm.tools.generic_options import parse_generic_options
 
 __all__ = ["USAGE", "FsShell", "format_listing", "permission_string", "parse_mode", "run"]
 
 USAGE = """\
-Usage: hdfs-py [--config DIR] dfs [generic options]
+Usage: hdfs-py [--config DIR] dfs [-fs URI] [-D key=value]
 	[-chmod [-R] <MODE[,MODE]... | OCTALMODE> PATH...]
 	[-chown [-R] [OWNER][:[GROUP]] PATH...]
 	[-ls [-d] [-h] [-R] [<path> ...]]
@@ -391,6 +392,9 @@ def run(argv: Sequence[str], conf) -> int:
     if not args or args[0] in ("-h", "-help", "--help"):
         print(USAGE, end="", file=sys.stdout if args else sys.stderr)
         return 0 if args else 2
+    args = parse_generic_options(args, conf)
+    if not args:
+        raise UsageError("dfs: no command after the generic options (see -help)")
     cmd = args.pop(0).lstrip("-")
     if cmd not in ("mkdir", "ls", "rm", "mv", "touchz", "chmod", "chown"):
         raise UsageError(f"-{cmd}: Unknown command (run 'hdfs-py dfs -help')")

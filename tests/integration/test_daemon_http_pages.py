@@ -177,14 +177,45 @@ def test_daemonlog_sets_a_level_seen_in_the_next_log_line(mjc, http_server_logge
     assert not lines_of("/jmx?qry=before")  # at INFO it was not logged
     assert lines_of("/jmx?qry=after")[0].levelno == logging.DEBUG
 
-    # A level log4j does not know changes nothing (Hadoop's "Bad Level").
-    assert daemon_log.run(["-setlevel", target, name, "LOUD"], Configuration()) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert out[-2:] == ["Bad Level : LOUD", "Effective Level: DEBUG"]
+    # A level log4j does not know changes nothing: the command refuses it, one line, exit 2,
+    # before connecting; the page itself answers Hadoop's "Bad Level".
+    assert cli_main(["daemonlog", "-setlevel", target, name, "LOUD"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.splitlines() == [
+        "hdfs-py: daemonlog: Bad level 'LOUD': use one of ALL, TRACE, DEBUG, INFO, WARN, "
+        "ERROR, FATAL, OFF"
+    ]
+    status, _, body = request(port, f"/logLevel?log={name}&level=LOUD")
+    assert status == 200 and "Bad Level : <b>LOUD</b>" in body
     assert http_server_logger.level == logging.DEBUG
     # log4j's names (any case) for Python's levels.
     assert daemon_log.run(["-setlevel", target, name, "warn"], Configuration()) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "Effective Level: WARN"
+
+
+def test_daemonlog_takes_hadoops_class_names_of_what_is_ported(mjc, capsys):
+    target = f"127.0.0.1:{jn_port(mjc)}"
+    java = "org.apache.hadoop.hdfs.qjournal.server.Journal"
+    logger = logging.getLogger("hadoop_qjm.qjournal.server.journal")
+    saved = logger.level
+    try:
+        assert cli_main(["daemonlog", "-setlevel", target, java, "TRACE"]) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert out[1:4] == [
+            f"Submitted Class Name: {java}",
+            "Log Class: logging.Logger",
+            "Python Logger: hadoop_qjm.qjournal.server.journal",
+        ]
+        assert out[-1] == "Effective Level: TRACE" and logger.level == 5
+    finally:
+        logger.setLevel(saved)
+    # Hadoop's other classes are refused, naming ours, and nothing is created or sent.
+    datanode = "org.apache.hadoop.hdfs.server.datanode.DataNode"
+    assert cli_main(["daemonlog", "-setlevel", target, datanode, "DEBUG"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1
+    assert f"{datanode} is not ported" in err and "hadoop_qjm.qjournal.server.journal," in err
+    assert datanode not in logging.root.manager.loggerDict
 
 
 def test_daemonlog_bad_input_is_one_line(mjc, capsys):

@@ -1,6 +1,6 @@
-"""``hdfs-py haadmin`` through the CLI, against NameNode RPC servers on loopback whose
-HAServiceProtocol is a hand-written fake (every state and refusal on demand), and once
-against a real in-process HA pair, with the failover client on top."""
+"""``hdfs-py haadmin`` and ``dfsadmin`` through the CLI, against NameNode RPC servers on
+loopback whose HAServiceProtocol is a hand-written fake (every state and refusal on
+demand), and once against a real in-process HA pair, with the failover client on top."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from hadoop_qjm.namenode.name_node_rpc_server import NameNodeRpcServer
 from hadoop_qjm.namenode.protocol.exceptions import (
     HealthCheckFailedException,
     ServiceFailedException,
+    StandbyException,
 )
 from hadoop_qjm.namenode.protocol.messages import HAServiceState, HAServiceStatus
 from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf, journal_node_conf
@@ -38,6 +39,8 @@ class FakeHANameNode:
         self.refuse_active = False
         self.refuse_standby = False
         self.transitions: list[str] = []
+        self.saves: list[tuple[int, int]] = []
+        self.rolls = 0
 
     def monitor_health(self) -> None:
         if not self.healthy:
@@ -57,6 +60,17 @@ class FakeHANameNode:
 
     def service_status(self) -> HAServiceStatus:
         return HAServiceStatus(self.state, self.ready, None if self.ready else "still loading")
+
+    # ClientProtocol's dfsadmin calls: a standby saves an image too, but does not roll.
+    def save_namespace(self, time_window_s: int, tx_gap: int) -> bool:
+        self.saves.append((time_window_s, tx_gap))
+        return True
+
+    def roll_edit_log(self) -> SimpleNamespace:
+        if self.state is not ACTIVE:
+            raise StandbyException("Operation category JOURNAL is not supported in state standby")
+        self.rolls += 1
+        return SimpleNamespace(cur_segment_txid=100 + self.rolls)
 
 
 class Cluster:
@@ -234,6 +248,75 @@ def test_failover_fails_back_when_the_target_refuses(cluster, capsys) -> None:
     assert nn1.transitions == ["standby", "active"]
 
 
+# ---- dfsadmin on every NameNode, or on the active only ------------------------------------------
+def dfsadmin(cluster: Cluster, capsys, *args: str, nnids: str = "nn1,nn2"):
+    props = [*cluster.props(nnids), "-D", f"fs.defaultFS=hdfs://{NS}"]
+    status = main([*props, "dfsadmin", *args])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_save_namespace_of_a_nameservice_saves_on_every_namenode(cluster, capsys) -> None:
+    nn1, nn2 = cluster.nodes["nn1"], cluster.nodes["nn2"]
+    status, out, err = dfsadmin(cluster, capsys, "-saveNamespace")
+    p = cluster.ports
+    assert (status, err) == (0, "")
+    assert out.splitlines() == [
+        f"Save namespace successful for 127.0.0.1:{p['nn1']}",
+        f"Save namespace successful for 127.0.0.1:{p['nn2']}",
+    ]
+    assert nn1.saves == nn2.saves == [(0, 0)]
+
+
+def test_save_namespace_goes_on_past_a_namenode_that_is_down(cluster, capsys) -> None:
+    # nn3 first: its failure must not keep nn1 from saving, and the command must fail.
+    status, out, err = dfsadmin(cluster, capsys, "-saveNamespace", nnids="nn3,nn1")
+    p = cluster.ports
+    assert status == 1
+    assert out.splitlines() == [
+        f"Save namespace failed for 127.0.0.1:{p['nn3']}",
+        f"Save namespace successful for 127.0.0.1:{p['nn1']}",
+    ]
+    assert one_line(err).startswith(f"saveNamespace: Call to 127.0.0.1:{p['nn3']} failed")
+    assert cluster.nodes["nn1"].saves == [(0, 0)]
+
+
+def test_generic_option_fs_targets_one_namenode(cluster, capsys) -> None:
+    nn1, nn2 = cluster.nodes["nn1"], cluster.nodes["nn2"]
+    uri = f"hdfs://127.0.0.1:{cluster.ports['nn2']}"
+    status, out, err = dfsadmin(cluster, capsys, "-fs", uri, "-saveNamespace")
+    assert (status, out, err) == (0, "Save namespace successful\n", "")
+    assert (nn1.saves, nn2.saves) == ([], [(0, 0)])
+    # Bad input is one line, exit 2, and nothing is called.
+    for args in (
+        ["-fs"],
+        ["-fs", "file:///", "-saveNamespace"],
+        ["-fs", "hdfs://h:x", "-saveNamespace"],
+        ["-fs", uri],
+    ):
+        status, out, err = dfsadmin(cluster, capsys, *args)
+        assert status == 2 and out == "" and one_line(err).startswith("hdfs-py: "), (args, err)
+    assert (nn1.saves, nn2.saves) == ([], [(0, 0)])
+
+
+def test_generic_option_fs_of_dfs(cluster, capsys) -> None:
+    # -fs names nn3, whose port refuses: the error shows the shell went there.
+    dead = f"127.0.0.1:{cluster.ports['nn3']}"
+    status = main([*cluster.props(), "dfs", "-fs", f"hdfs://{dead}", "-mkdir", "/x"])
+    out, err = capsys.readouterr()
+    assert (status, out) == (1, "")
+    assert one_line(err).startswith(f"mkdir: Call to {dead} failed"), err
+
+
+def test_roll_edits_of_a_nameservice_goes_to_the_active_only(cluster, capsys) -> None:
+    nn1, nn2 = cluster.nodes["nn1"], cluster.nodes["nn2"]
+    nn1.state, nn2.state = STANDBY, ACTIVE
+    status, out, err = dfsadmin(cluster, capsys, "-rollEdits")
+    assert (status, err) == (0, "")
+    assert out == "Successfully rolled edit logs.\nNew segment starts at txid 101\n"
+    assert (nn1.rolls, nn2.rolls) == (0, 1)
+
+
 # ---- a real pair --------------------------------------------------------------------------------
 def test_haadmin_and_the_failover_client_on_a_real_pair(tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
@@ -270,5 +353,10 @@ def test_haadmin_and_the_failover_client_on_a_real_pair(tmp_path, capsys, monkey
             assert status == 0 and out.splitlines()[0] == "Found 2 items"
             assert hdfs("dfsadmin", "-rollEdits")[1].startswith("Successfully rolled edit logs.")
             assert pair["nn2"].state is ACTIVE and pair["nn1"].state is STANDBY
+            # -saveNamespace reaches the active too, not only the first (standby) NameNode.
+            status, out, err = hdfs("dfsadmin", "-saveNamespace")
+            assert status == 0 and len(out.splitlines()) == 2, (out, err)
+            for nnid in ("nn1", "nn2"):
+                assert pair[nnid].core.storage.inspect_images()[0].txid > 0, nnid
         finally:
             pair.stop()

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import io
+from types import SimpleNamespace
+
 import pytest
 
 from hadoop_qjm.common.exceptions import IOException
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.ha.election_rules import ActiveNodeInfo
-from hadoop_qjm.namenode.ha.dfs_zk_failover_controller import _targets, data_to_target
+from hadoop_qjm.namenode.ha.dfs_zk_failover_controller import (
+    _targets,
+    data_to_target,
+    format_zk,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -52,3 +59,43 @@ def test_data_naming_no_configured_namenode_is_refused(info: ActiveNodeInfo, wor
 def test_garbage_in_zookeeper_is_refused() -> None:
     with pytest.raises(IOException, match="Unreadable data in ZooKeeper"):
         data_to_target(_targets(conf(), "ns"), b"\xff\xff")
+
+
+class FakeElector:
+    """ActiveStandbyElector's parent-znode calls, on a set of znode paths."""
+
+    def __init__(self, parent: str, exists: bool) -> None:
+        self.parent = parent
+        self.znodes = {parent, f"{parent}/ActiveBreadCrumb"} if exists else set()
+
+    def parent_znode_exists(self) -> bool:
+        return self.parent in self.znodes
+
+    def clear_parent_znode(self) -> None:
+        self.znodes = {z for z in self.znodes if not z.startswith(self.parent)}
+
+    def ensure_parent_znode(self) -> None:
+        self.znodes.add(self.parent)
+
+
+@pytest.mark.parametrize(
+    ("exists", "said"),
+    [
+        (False, ["Successfully created /hadoop-ha/ns in ZK."]),
+        (
+            True,
+            [
+                "Successfully deleted /hadoop-ha/ns from ZK.",
+                "Successfully created /hadoop-ha/ns in ZK.",
+            ],
+        ),
+    ],
+    ids=["new", "forced"],
+)
+def test_format_zk_says_what_it_deleted_and_created(exists: bool, said: list[str], capsys) -> None:
+    elector = FakeElector("/hadoop-ha/ns", exists)
+    err = io.StringIO()
+    controller = SimpleNamespace(elector=elector)
+    status = format_zk(controller, force=True, interactive=False, stderr=err)  # type: ignore[arg-type]
+    assert (status, capsys.readouterr().out.splitlines(), err.getvalue()) == (0, said, "")
+    assert elector.znodes == {"/hadoop-ha/ns"}

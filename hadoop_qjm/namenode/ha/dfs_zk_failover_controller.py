@@ -215,7 +215,9 @@ def format_zk(
     stderr: TextIO | None = None,
 ) -> int:
     """ZKFailoverController.formatZK: create the parent znode; if it exists, clear it first
-    — only with ``-force`` or a yes (never with ``-nonInteractive``)."""
+    — only with ``-force`` or a yes (never with ``-nonInteractive``). Says on stdout what
+    it deleted and created, in ActiveStandbyElector's words ("Successfully created
+    /hadoop-ha/mycluster in ZK.")."""
     from hadoop_qjm.namenode.name_node_commands import confirm_prompt
 
     stdin = stdin or sys.stdin
@@ -243,7 +245,9 @@ def format_zk(
             if not confirm_prompt(f"Proceed formatting {parent}?", stdin, stderr):
                 return ERR_CODE_FORMAT_DENIED
         elector.clear_parent_znode()
+        print(f"Successfully deleted {parent} from ZK.")
     elector.ensure_parent_znode()
+    print(f"Successfully created {parent} in ZK.")
     return 0
 
 
