@@ -17,7 +17,8 @@ interrupts a call in progress.
 
 Connections are made lazily and after a failure re-made by the next call. A
 call is never retried: after a broken connection nobody knows whether the
-JournalNode executed it, and the caller (the quorum logic) decides.
+JournalNode executed it, and the caller (the quorum logic) decides — except
+for the reads of :data:`RESENT_READS`.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_S",
     "DEFAULT_TIMEOUT_S",
     "QJournalProtocolProxy",
+    "RESENT_READS",
     "RpcChannel",
     "journal_body",
     "SocketChannel",
@@ -89,6 +91,12 @@ DEFAULT_TIMEOUT_S = 60.0
 
 _Q = qjournal_thrift.QJournalProtocol
 _INTER_Q = qjournal_thrift.InterQJournalProtocol
+
+#: The syncer's reads of a peer, which change nothing: on a kept connection the peer
+#: closed (it restarted) they are resent once on a new one, as TransferSession resends
+#: a GET, instead of failing the round for a whole sync interval (issue 33).
+RESENT_READS = frozenset({"getEditLogManifestFromJournal", "getStorageInfo", "getJournalState"})
+_DROPPED = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
 
 
 class RpcChannel(Protocol):
@@ -181,7 +189,12 @@ class SocketChannel:
             self._answered = False
         return sock, reader
 
-    def call(self, payload: bytes) -> bytes:
+    def call(self, payload: bytes, *, resend_if_dropped: bool = False) -> bytes:
+        """The reply to ``payload``. ``resend_if_dropped`` (a call that changes nothing):
+        a connection that answered before and is found closed by the server before any
+        reply (it restarted) gets the call once more on a new connection."""
+        with self._sock_lock:
+            kept = resend_if_dropped and self._sock is not None and self._answered
         sock, reader = self._connect()
         try:
             write_frame(sock, payload)
@@ -193,11 +206,15 @@ class SocketChannel:
             ) from e
         except OSError as e:  # ProtocolError included
             self.reset()
+            if kept and isinstance(e, _DROPPED):
+                return self.call(payload)
             raise self._dropped_unanswered(e) or IOException(
                 f"Call to {self.host}:{self.port} failed: {e}"
             ) from e
         if reply is None:
             self.reset()
+            if kept:
+                return self.call(payload)
             error = ProtocolError("connection closed by the server")
             raise self._dropped_unanswered(None) or IOException(
                 f"Call to {self.host}:{self.port} failed: {error}"
@@ -385,7 +402,10 @@ class QJournalProtocolProxy:
         with self._lock:
             seqid = self._next_seqid()
             payload = self._encode(rpc, seqid, request)
-            reply = self._channel.call(payload)
+            if rpc in RESENT_READS and isinstance(self._channel, SocketChannel):
+                reply = self._channel.call(payload, resend_if_dropped=True)
+            else:
+                reply = self._channel.call(payload)
             return self._decode_reply(rpc, seqid, reply, result_cls, returns_value)
 
     @staticmethod
