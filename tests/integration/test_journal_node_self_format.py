@@ -58,9 +58,7 @@ def cluster_with_peers(
     for key, value in settings.items():
         conf.set(key, value)
     cluster = MiniJournalCluster(n, base_dir=tmp_path, conf=conf)
-    cluster.conf.set("dfs.namenode.shared.edits.dir", cluster.quorum_journal_uri(JID))
-    for i in range(n):
-        cluster.restart_journal_node(i)  # now they know their peers
+    cluster.share_edits(JID)
     return cluster
 
 
