@@ -330,6 +330,11 @@ class JournalNodeSyncer:
             for log in missing:
                 if self._stop.is_set():
                     break
+                if log.end_txid > self._committed(committed_bound):
+                    # Not installable yet (move_tmp_segment_to_current checks again): no
+                    # download from each peer holding it, every round, to be refused.
+                    LOG.info("Not fetching %s yet: beyond the committed txid", log)
+                    break
                 size = None
                 for peer, response in responses.items():
                     if log in response.manifest.logs:
@@ -344,11 +349,13 @@ class JournalNodeSyncer:
                     on_segment(log, size)
         finally:
             self._transfers.close()  # no connection idles on a peer between rounds
-        committed = self.journal.committed_txn_id.get()
-        if committed_bound is not None:
-            committed = max(committed, committed_bound)
         local = self.journal.get_edit_log_manifest(0, False).logs
-        return SyncRound(missing, installed, nbytes, catch_up_state(local, answers, committed))
+        catch_up = catch_up_state(local, answers, self._committed(committed_bound))
+        return SyncRound(missing, installed, nbytes, catch_up)
+
+    def _committed(self, committed_bound: int | None) -> int:
+        committed = self.journal.committed_txn_id.get()
+        return committed if committed_bound is None else max(committed, committed_bound)
 
     def _download(
         self, peer, from_url: str | None, log: RemoteEditLog, committed_bound: int | None = None
