@@ -293,7 +293,7 @@ class NameNodeHttpServer(HttpServer2):
         image = core.fs_image if core is not None else None
         last_txid = image.last_applied_or_written_txid if image is not None else 0
         checkpoint = image.most_recent_checkpoint_txid if image is not None else 0
-        journals = journal_states(core)
+        journals = journal_states(core, nn.state.name.lower())
         beans: list[dict[str, object]] = [
             {
                 "name": f"{_SERVICE},name=NameNodeInfo",

@@ -37,9 +37,11 @@ _ACTIVITY = {
 }
 
 
-def journal_states(core: Any) -> list[dict[str, Any]]:
+def journal_states(core: Any, ha_state: str = "") -> list[dict[str, Any]]:
     """Each journal of the edit log: manager, required, disabled, stream report, and for a
-    quorum journal each JournalNode's channel state (FSNamesystem.getNameJournalStatus)."""
+    quorum journal each JournalNode's channel state (FSNamesystem.getNameJournalStatus).
+    ``ha_state`` (``"standby"``, …) names why an edit log not open for write writes
+    nowhere."""
     edit_log = getattr(core, "edit_log", None)
     if edit_log is None:
         return []
@@ -63,18 +65,24 @@ def journal_states(core: Any) -> list[dict[str, Any]]:
                 "required": jas.required,
                 "disabled": jas.disabled,
                 "stream": report,
-                "journal_nodes": [_channel_state(ch) for ch in loggers],
+                "journal_nodes": [_channel_state(ch, writing, ha_state) for ch in loggers],
             }
         )
     return states
 
 
-def journal_node_sync_state(out_of_sync: bool, lag_txns: int, lag_time_ms: int) -> str:
-    """How the status page shows one JournalNode: ``"out of sync"`` after a failed write
-    (until the next segment), ``"lagging"`` when it has not acknowledged committed txns
-    for at least :data:`LAGGING_MS` (IPCLoggerChannel's lag: the last commit's time minus
-    that of the last batch it acknowledged), else ``"in sync"``. A node a batch behind for
-    a moment, as the slowest of a quorum often is, is in sync."""
+def journal_node_sync_state(
+    out_of_sync: bool, lag_txns: int, lag_time_ms: int, *, writing: bool = True, ha_state: str = ""
+) -> str:
+    """How the status page shows one JournalNode: ``"not writing (standby)"`` when this
+    NameNode writes to none (a standby only reads: nothing was acknowledged, nothing is
+    behind; issue 33), ``"out of sync"`` after a failed write (until the next segment),
+    ``"lagging"`` when it has not acknowledged committed txns for at least
+    :data:`LAGGING_MS` (IPCLoggerChannel's lag: the last commit's time minus that of the
+    last batch it acknowledged), else ``"in sync"``. A node a batch behind for a moment,
+    as the slowest of a quorum often is, is in sync."""
+    if not writing:
+        return f"not writing ({ha_state})" if ha_state else "not writing"
     if out_of_sync:
         return "out of sync"
     if lag_txns > 0 and lag_time_ms >= LAGGING_MS:
@@ -82,7 +90,7 @@ def journal_node_sync_state(out_of_sync: bool, lag_txns: int, lag_time_ms: int) 
     return "in sync"
 
 
-def _channel_state(ch: Any) -> dict[str, Any]:
+def _channel_state(ch: Any, writing: bool, ha_state: str) -> dict[str, Any]:
     out_of_sync = bool(getattr(ch, "is_out_of_sync", False))
     lag_txns = getattr(ch, "lag_txns", 0)
     lag_time_ms = getattr(ch, "lag_time_ms", 0)
@@ -94,7 +102,9 @@ def _channel_state(ch: Any) -> dict[str, Any]:
         "queued_bytes": getattr(ch, "queued_edits_size", 0),
         "highest_acked_txid": getattr(ch, "highest_acked_txid", 0),
         "http_server_url": getattr(ch, "http_server_url", None),
-        "sync_state": journal_node_sync_state(out_of_sync, lag_txns, lag_time_ms),
+        "sync_state": journal_node_sync_state(
+            out_of_sync, lag_txns, lag_time_ms, writing=writing, ha_state=ha_state
+        ),
     }
 
 

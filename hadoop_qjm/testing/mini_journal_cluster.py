@@ -127,6 +127,13 @@ class MiniJournalCluster:
         return not node.is_stopped
 
     # ---- lifecycle ------------------------------------------------------------------------------
+    def share_edits(self, jid: str) -> None:
+        """Give every node ``dfs.namenode.shared.edits.dir`` naming them all, and restart
+        each: now they know their peers and run a JournalNodeSyncer for ``jid``."""
+        self.conf.set("dfs.namenode.shared.edits.dir", self.quorum_journal_uri(jid))
+        for i in range(len(self.nodes)):
+            self.restart_journal_node(i)
+
     def restart_journal_node(self, i: int) -> None:
         """Start node ``i`` (again), on the ports it had before, over the same directory."""
         if self.nodes[i] is not None:

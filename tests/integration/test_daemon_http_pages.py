@@ -292,3 +292,20 @@ def test_prom_is_the_prometheus_text_of_metrics(mjc, pair):
         assert names == {
             line.split()[2] for line in metrics[2].splitlines() if line.startswith("# TYPE")
         }
+
+
+# ---- the JournalNodes on a NameNode's page -------------------------------------------------------
+def test_a_standby_shows_its_journal_nodes_as_not_writing(pair):
+    """Issue 33 item 12: a standby writes to no JournalNode, so its page must not list
+    each one as "in sync" with a written txid of 0."""
+    pair["nn1"].transition_to_active()
+
+    def channels(nnid: str) -> list[dict]:
+        status, _, body = request(pair[nnid].http_address[1], "/jmx?qry=Hadoop:service=NameNode,*")
+        assert status == 200
+        beans = json.loads(body)["beans"]
+        return [b for b in beans if b["modelerType"] == "IPCLoggerChannel"]
+
+    wait_until(lambda: len(channels("nn2")) == 3, what="the standby's three JournalNodes")
+    assert {c["SyncState"] for c in channels("nn2")} == {"not writing (standby)"}
+    assert {c["SyncState"] for c in channels("nn1")} == {"in sync"}

@@ -461,3 +461,16 @@ def test_syncer_never_installs_an_uncommitted_segment(tmp_path, caplog):
             synced[0],
         ), synced
         assert journal0.get_edit_log_manifest(0).logs[0].end_txid == 3
+
+
+def test_syncer_asks_a_restarted_peer_on_a_fresh_connection(tmp_path):
+    """Issue 33 item 6: the syncer keeps its RPC connection to a peer between rounds; the
+    peer restarts (on the same address), closing it. The next round's manifest call finds
+    it closed before any answer and is sent once more on a new connection, so the round
+    still installs the peer's segment instead of failing for a whole sync interval."""
+    with peer_holding_segment_1_3(tmp_path, 0) as (cluster, syncer, p0):
+        assert syncer.sync_once() == 0  # uncommitted here: nothing, but the connection is made
+        cluster.restart_journal_node(1)
+        p0.heartbeat(make_request(2, committed_txid=3))
+        assert syncer.sync_once() == 1
+        assert (cluster.current_dir(0, JID) / SEGMENT_1_3).exists()

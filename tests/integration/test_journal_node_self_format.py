@@ -25,7 +25,14 @@ from hadoop_qjm.namenode.file_journal_manager import inprogress_edits_file_name
 from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
-from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, JID, snapshot_files, write_txns
+from hadoop_qjm.testing.qjm_test_util import (
+    FAKE_NSINFO,
+    JID,
+    create_txn_data,
+    make_request,
+    snapshot_files,
+    write_txns,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -42,14 +49,16 @@ def wait_for(condition, timeout_s=30.0, what="condition", tick=None):
         time.sleep(0.02)
 
 
-def cluster_with_peers(tmp_path, n: int, *, sync_format: bool = True) -> MiniJournalCluster:
+def cluster_with_peers(
+    tmp_path, n: int, *, sync_format: bool = True, **settings: str
+) -> MiniJournalCluster:
     conf = Configuration()
     conf.set("dfs.journalnode.sync.interval", "100")
     conf.set("dfs.journalnode.enable.sync.format", str(sync_format).lower())
+    for key, value in settings.items():
+        conf.set(key, value)
     cluster = MiniJournalCluster(n, base_dir=tmp_path, conf=conf)
-    cluster.conf.set("dfs.namenode.shared.edits.dir", cluster.quorum_journal_uri(JID))
-    for i in range(n):
-        cluster.restart_journal_node(i)  # now they know their peers
+    cluster.share_edits(JID)
     return cluster
 
 
@@ -145,12 +154,12 @@ def test_wiped_journal_node_formats_itself_and_catches_up_while_the_writer_strea
             open_segment = cluster.current_dir(2, JID) / inprogress_edits_file_name(writer.segment)
             wait_for(open_segment.exists, what="JN2 to join the stream", tick=writer.batch)
             wait_for(
-                lambda: syncer_status(cluster, 2)["CatchUp"] == "in sync",
-                what="JN2 to report in sync",
+                lambda: syncer_status(cluster, 2)["CatchUp"] == "in sync with 2 of 2 peers",
+                what="JN2 to report in sync with both peers",
                 tick=writer.batch,
             )
             status = jmx_syncer(cluster, 2)
-            assert status["CatchUp"] == "in sync"
+            assert status["CatchUp"] == "in sync with 2 of 2 peers"
             assert status["SegmentsBehind"] == 0 and status["TxnsBehind"] == 0
             assert status["FormatRefusal"] is None
             text = metrics_text(cluster, 2)
@@ -168,15 +177,27 @@ def start_unformatted_journal(cluster, i: int) -> dict[str, bytes]:
     return snapshot_files(cluster.journal_node_dir(i))
 
 
-def format_with_edits(cluster, i: int, ns_info) -> None:
+def format_with_edits(cluster, i: int, ns_info, segments=((1, 3),)) -> None:
+    """Format node ``i``'s journal and write the finalized ``segments`` (first, last txid)."""
     with QJournalProtocolProxy(*cluster.rpc_address(i), timeout_s=30) as p:
         p.format(JID, ns_info)
         p.new_epoch(JID, ns_info, 1)
-        from hadoop_qjm.testing.qjm_test_util import create_txn_data, make_request
-
-        p.start_log_segment(make_request(1), 1, CURRENT_LAYOUT_VERSION)
-        p.journal(make_request(2), 1, 1, 3, create_txn_data(1, 3))
-        p.finalize_log_segment(make_request(3, committed_txid=3), 1, 3)
+        serial, done = 0, 0
+        for first, last in segments:
+            serial += 3
+            n = last - first + 1
+            p.start_log_segment(
+                make_request(serial, committed_txid=done), first, CURRENT_LAYOUT_VERSION
+            )
+            p.journal(
+                make_request(serial + 1, committed_txid=done),
+                first,
+                first,
+                n,
+                create_txn_data(first, n),
+            )
+            p.finalize_log_segment(make_request(serial + 2, committed_txid=last), first, last)
+            done = last
 
 
 def wait_for_refusal(cluster, i: int, words: str) -> str:
@@ -220,6 +241,67 @@ def test_self_format_is_off_by_default_and_says_so(tmp_path):
         before = start_unformatted_journal(cluster, 2)
         wait_for_refusal(cluster, 2, "dfs.journalnode.enable.sync.format is false")
         assert snapshot_files(cluster.journal_node_dir(2)) == before
+
+
+def test_a_segment_only_one_peer_holds_is_fetched_before_in_sync_with_all_peers(tmp_path):
+    """Issue 33 item 2: replacing JN1 while JN2 lacks segment 4-6 and JN0, the only one
+    holding it, is down. A round against JN2 alone must not read "in sync" (the old
+    round-robin round did): it reads "in sync with 1 of 2 peers", which the replacement
+    procedure says is not enough to replace the next node. JN0 back, the next round
+    fetches 4-6 from it: "in sync with 2 of 2 peers", and 4-6 is on two nodes again.
+
+    ::
+
+        JN0: 1-3  4-6  7-9      (down, then back)
+        JN1: (wiped) -> formats from JN0+JN2 -> 1-3, 7-9 -> 1-3, 4-6, 7-9
+        JN2: 1-3       7-9
+    """
+    four_six = "edits_0000000000000000004-0000000000000000006"
+    conf = {"dfs.journalnode.sync.interval": "3600000"}  # rounds are driven by the test
+    with cluster_with_peers(tmp_path, 3, **conf) as cluster:
+        format_with_edits(cluster, 0, FAKE_NSINFO, ((1, 3), (4, 6), (7, 9)))
+        format_with_edits(cluster, 2, FAKE_NSINFO, ((1, 3), (7, 9)))
+        start_unformatted_journal(cluster, 1)
+        syncer = cluster.journal_node(1)._syncers[JID]
+        assert syncer.format_from_peers().ok
+        with QJournalProtocolProxy(*cluster.rpc_address(1), timeout_s=30) as p:
+            p.new_epoch(JID, FAKE_NSINFO, 1)
+            p.heartbeat(make_request(1, committed_txid=9))  # what the writer tells it
+        cluster.stop_journal_node(0)
+        syncer.sync_once()
+        assert set(finalized(cluster, 1)) == set(finalized(cluster, 2))  # 1-3, 7-9
+        status = jmx_syncer(cluster, 1)
+        assert status["CatchUp"] == "in sync with 1 of 2 peers"
+        assert status["PeersAnswered"] == 1 and len(status["Peers"]) == 2
+        assert status["Unreachable"] == [f"127.0.0.1:{cluster.rpc_ports[0]}"]
+        assert "no manifest from" in status["LastError"]
+        cluster.restart_journal_node(0)
+        assert syncer.sync_once() == 1
+        assert finalized(cluster, 1) == finalized(cluster, 0) and four_six in finalized(cluster, 1)
+        status = jmx_syncer(cluster, 1)
+        assert status["CatchUp"] == "in sync with 2 of 2 peers"
+        assert (status["SegmentsBehind"], status["Unreachable"], status["LastError"]) == (
+            0,
+            [],
+            None,
+        )
+        text = metrics_text(cluster, 1)
+        assert f'journalnode_sync_state{{journal_id="{JID}",state="in sync"}} 1.0' in text
+        assert f'journalnode_sync_peers_answered{{journal_id="{JID}"}} 2.0' in text
+
+
+def test_a_journal_formatted_between_rounds_does_not_read_unformatted(tmp_path):
+    """Issue 33 item 12: a NameNode formats the journal after its syncer started; until
+    the next round (up to dfs.journalnode.sync.interval) the page said "unformatted"."""
+    conf = {"dfs.journalnode.sync.interval": "3600000"}
+    with cluster_with_peers(tmp_path, 3, sync_format=False, **conf) as cluster:
+        start_unformatted_journal(cluster, 0)
+        assert jmx_syncer(cluster, 0)["CatchUp"] == "unformatted"
+        format_with_edits(cluster, 0, FAKE_NSINFO)
+        assert jmx_syncer(cluster, 0)["CatchUp"] == "syncing"
+        assert jmx_syncer(cluster, 0)["SegmentsBehind"] is None  # no round yet
+        text = metrics_text(cluster, 0)
+        assert f'journalnode_sync_state{{journal_id="{JID}",state="syncing"}} 1.0' in text
 
 
 # ---- journalnode -bootstrap ----------------------------------------------------------------

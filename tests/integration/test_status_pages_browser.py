@@ -216,3 +216,46 @@ def test_journal_node_page_and_the_links_between_the_pages(
         assert page.console_errors == []
     finally:
         page.close()
+
+
+def test_a_standby_and_journal_nodes_with_peers_show_what_is_true(
+    browser: HeadlessBrowser, tmp_path: Path
+) -> None:
+    """Issue 33 items 2 and 12: on a standby's page each JournalNode is "not writing
+    (standby)" with no txid (it was "in sync" at txid 0); a JournalNode whose syncer
+    compared both peers' manifests says "in sync with 2 of 2 peers"."""
+    from hadoop_qjm.conf import Configuration
+    from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf, wait_until
+
+    conf = Configuration()
+    conf.set("dfs.journalnode.sync.interval", "100")
+    with MiniJournalCluster(3, base_dir=tmp_path / "jns", conf=conf) as mjc:
+        mjc.share_edits(JID)
+        pair = HAPair(ha_conf(tmp_path, mjc, JID), tmp_path)
+        try:
+            pair["nn1"].transition_to_active()
+            with pair.proxy("nn1") as proxy:
+                proxy.mkdirs("/s")
+            pair["nn1"].roll_edit_log()  # a finalized segment for the syncers to compare
+            wait_until(
+                lambda: mjc.journal_node(0).syncer_status(JID)["CatchUp"].endswith("2 of 2 peers"),
+                what="JournalNode 0's syncer to compare both peers",
+            )
+            page = browser.open(f"http://127.0.0.1:{pair['nn2'].http_address[1]}/")
+            try:
+                page.wait_for("document.querySelectorAll('#journal-node-rows tr').length === 3")
+                rows = page.evaluate(
+                    "[...document.querySelectorAll('#journal-node-rows tr')]"
+                    ".map((tr) => [tr.cells[1].textContent, tr.cells[2].textContent])"
+                )
+                assert rows == [["not writing (standby)", "-"]] * 3
+                page.navigate(f"http://127.0.0.1:{mjc.http_address(0)[1]}/journalnode.html")
+                syncer = page.wait_for(
+                    "document.querySelector('#journal-rows tr')?.cells[8].textContent"
+                )
+                assert syncer.startswith("running, in sync with 2 of 2 peers"), syncer
+                assert page.console_errors == []
+            finally:
+                page.close()
+        finally:
+            pair.stop()

@@ -12,10 +12,13 @@ from hadoop_qjm.common.storage_info import StorageInfo
 from hadoop_qjm.qjournal.protocol.peer_format import (
     IN_SYNC,
     SYNCING,
+    UNFORMATTED,
     PeerAnswer,
+    PeerManifest,
     catch_up_state,
     decide_format,
     majority,
+    reported_catch_up,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -82,10 +85,98 @@ def test_decide_format_against_a_literal_reading(configured: int, kinds: list[st
     assert majority(configured) > configured / 2 >= majority(configured) - 1
 
 
+def seg(start: int, end: int) -> RemoteEditLog:
+    return RemoteEditLog(start, end)
+
+
 def test_catch_up_counts_finalized_segments_and_txns() -> None:
-    c = catch_up_state([RemoteEditLog(1, 10), RemoteEditLog(11, 15), RemoteEditLog(16, -1, True)])
-    assert (c.segments_behind, c.txns_behind, c.state) == (2, 15, SYNCING)
-    assert catch_up_state([]).state == IN_SYNC
+    peer = PeerManifest("p:1", (seg(1, 10), seg(11, 15), RemoteEditLog(16, -1, True)), 15)
+    c = catch_up_state([], [peer], 15)
+    assert (c.segments_behind, c.txns_behind, c.state, c.text) == (2, 15, SYNCING, SYNCING)
+    c = catch_up_state([seg(1, 10), seg(11, 15)], [peer], 15)
+    assert (c.state, c.text) == (IN_SYNC, "in sync with 1 of 1 peers")
+
+
+def test_a_segment_only_one_peer_holds_keeps_the_node_syncing() -> None:
+    """Issue 33 item 2, as found: JN2 (wiped) synced from JN3, which lacks 29-56 too;
+    only JN1 holds it. Against JN3 alone JN2 looked in sync; against both it is not.
+
+    ::
+
+        JN1: 1-28  29-56  57-80
+        JN3: 1-28         57-80
+        JN2: 1-28         57-80   <- this node
+    """
+    here = [seg(1, 28), seg(57, 80)]
+    jn1 = PeerManifest("jn1:8485", (seg(1, 28), seg(29, 56), seg(57, 80)), 80)
+    jn3 = PeerManifest("jn3:8485", (seg(1, 28), seg(57, 80)), 80)
+    assert catch_up_state(here, [jn3], 80).state == IN_SYNC  # what the old round saw
+    c = catch_up_state(here, [jn3, jn1], 80)
+    assert (c.state, c.segments_behind, c.txns_behind, c.peers_answered) == (SYNCING, 1, 28, 2)
+    c = catch_up_state([*here, seg(29, 56)], [jn3, jn1], 80)
+    assert c.text == "in sync with 2 of 2 peers"
+
+
+def test_an_unreachable_peer_is_counted_and_named() -> None:
+    here = [seg(1, 28)]
+    jn3 = PeerManifest("jn3:8485", (seg(1, 28),), 28)
+    down = PeerManifest("jn1:8485", error="ConnectException: refused")
+    c = catch_up_state(here, [jn3, down], 28)
+    assert (c.text, c.unreachable) == ("in sync with 1 of 2 peers", ("jn1:8485",))
+    # No peer's word: never "in sync".
+    c = catch_up_state(here, [down, PeerManifest("jn3:8485", error="timed out")], 28)
+    assert (c.state, c.peers_answered, c.peers) == (SYNCING, 0, 2)
+
+
+def test_segments_past_every_known_committed_txid_are_not_behind() -> None:
+    peer = PeerManifest("p:1", (seg(1, 10), seg(11, 20)), 10)
+    assert catch_up_state([seg(1, 10)], [peer], 10).state == IN_SYNC
+    # A peer knowing 20 committed: this node (committed 10) is one segment behind.
+    peer = PeerManifest("p:1", (seg(1, 10), seg(11, 20)), 20)
+    assert catch_up_state([seg(1, 10)], [peer], 10).segments_behind == 1
+
+
+def test_a_formatted_journal_never_reads_unformatted() -> None:
+    assert reported_catch_up(UNFORMATTED, formatted=True) == SYNCING
+    assert reported_catch_up(UNFORMATTED, formatted=False) == UNFORMATTED
+    assert reported_catch_up(IN_SYNC, formatted=True) == IN_SYNC
+
+
+def _layout(parts: list[tuple[int, int]]) -> list[RemoteEditLog]:
+    """A manifest's segments: in order, never overlapping (gap, length) after each other."""
+    logs, start = [], 1
+    for gap, length in parts:
+        logs.append(seg(start + gap, start + gap + length))
+        start += gap + length + 1
+    return logs
+
+
+segments = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 4)), max_size=6).map(_layout)
+
+
+@given(
+    here=segments,
+    peers=st.lists(st.one_of(st.none(), st.tuples(segments, st.integers(0, 50))), max_size=4),
+    committed=st.integers(0, 50),
+)
+def test_catch_up_matches_a_literal_reading(here, peers, committed) -> None:
+    """Behind by each start txid that some answering peer lists finalized, up to the
+    highest committed txid known, and that no segment here starts at."""
+    answers = [
+        PeerManifest(f"p{i}", None if p is None else tuple(p[0]), 0 if p is None else p[1])
+        for i, p in enumerate(peers)
+    ]
+    c = catch_up_state(here, answers, committed)
+    answered = [a for a in answers if a.logs is not None]
+    bound = max([committed, *(a.committed_txid for a in answered)])
+    starts = {log.start_txid for log in here}
+    behind = {
+        log.start_txid for a in answered for log in a.logs
+        if log.start_txid not in starts and log.end_txid <= bound
+    }  # fmt: skip
+    assert c.segments_behind == len(behind)
+    assert c.peers_answered == len(answered) and c.peers == len(answers)
+    assert (c.state == IN_SYNC) == (not behind and bool(answered))
 
 
 def test_the_membership_record_a_majority_agrees_on_is_copied() -> None:

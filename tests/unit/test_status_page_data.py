@@ -32,6 +32,16 @@ def test_journal_node_sync_state(out_of_sync, lag_txns, lag_ms, expected) -> Non
     assert journal_node_sync_state(out_of_sync, lag_txns, lag_ms) == expected
 
 
+def test_a_name_node_not_writing_shows_no_journal_node_in_sync() -> None:
+    """Issue 33 item 12: a standby's channels never wrote; whatever their counters say."""
+    for out_of_sync, lag in ((False, 0), (True, 0), (False, 7)):
+        state = journal_node_sync_state(
+            out_of_sync, lag, 10 * LAGGING_MS, writing=False, ha_state="standby"
+        )
+        assert state == "not writing (standby)"
+    assert journal_node_sync_state(False, 0, 0, writing=False) == "not writing"
+
+
 class FakeFetch:
     """Answers each fetch from ``answers[base_url]`` once released (a state or an error)."""
 

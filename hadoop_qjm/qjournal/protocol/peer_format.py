@@ -16,8 +16,11 @@ hold the very same one; otherwise it takes none, and the writer's re-proposal br
 up to date (a node without a record must not read as "the set never changed" while its
 peers agree that it did).
 
-:func:`catch_up_state` reads a sync round: the finalized segments a peer holds that are
-not here, and how many txns they span.
+:func:`catch_up_state` reads a sync round against **every** peer's manifest (issue 33:
+a segment only one peer still holds must keep this node "syncing", however many other
+peers lack it too): the committed, finalized segments any peer that answered holds and
+this node lacks, how many txns they span, and how many of the peers answered — "in sync
+with N of M peers" (replace the next JournalNode only at M of M).
 
 No socket, thread, Thrift or file code here (tests/unit/test_rules_purity.py).
 """
@@ -27,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog
 from hadoop_qjm.common.storage_info import StorageInfo
 
@@ -39,10 +43,13 @@ __all__ = [
     "CatchUp",
     "FormatDecision",
     "PeerAnswer",
+    "PeerManifest",
     "catch_up_state",
     "decide_format",
     "decide_membership",
     "majority",
+    "missing_log_segments",
+    "reported_catch_up",
 ]
 
 #: The catch-up states a journal's syncer reports (/jmx ``Syncer.CatchUp``, /metrics
@@ -183,19 +190,98 @@ def decide_membership(answers: Sequence[PeerAnswer], configured: int) -> Members
     return MembershipDecision(held[0].membership, f"{len(held)} of {configured} ({peers}) hold it")
 
 
+def missing_log_segments(
+    local: Iterable[RemoteEditLog], remote: Iterable[RemoteEditLog]
+) -> list[RemoteEditLog]:
+    """Remote finalized segments whose start txid is not here, plus all past our last one
+    (Hadoop's JournalNodeSyncer.getMissingLogList)."""
+    local = sorted(local)
+    remote = sorted(log for log in remote if not log.is_in_progress)
+    missing: list[RemoteEditLog] = []
+    i = j = 0
+    while i < len(local) and j < len(remote):
+        if local[i].start_txid == remote[j].start_txid:
+            i += 1
+            j += 1
+        elif local[i].start_txid > remote[j].start_txid:
+            missing.append(remote[j])
+            j += 1
+        else:
+            i += 1
+    missing.extend(remote[j:])
+    return missing
+
+
+@dataclass(frozen=True)
+class PeerManifest:
+    """What one peer answered to ``getEditLogManifestFromJournal``: its segments and its
+    committed txid; ``logs`` None when it did not answer (``error`` says why)."""
+
+    peer: str
+    logs: tuple[RemoteEditLog, ...] | None = None
+    committed_txid: int = INVALID_TXID
+    error: str | None = None
+
+
 @dataclass(frozen=True)
 class CatchUp:
-    """How far this copy is behind one peer: finalized segments it lacks, and their txns."""
+    """How far this copy is behind its peers: the committed, finalized segments it lacks
+    that a peer holds, their txns, and how many of the ``peers`` answered (the names of
+    those that did not in ``unreachable``)."""
 
     segments_behind: int
     txns_behind: int
+    peers_answered: int = 1
+    peers: int = 1
+    unreachable: tuple[str, ...] = ()
 
     @property
     def state(self) -> str:
-        return IN_SYNC if self.segments_behind == 0 else SYNCING
+        """IN_SYNC or SYNCING; never IN_SYNC on no peer's word."""
+        return IN_SYNC if self.segments_behind == 0 and self.peers_answered > 0 else SYNCING
+
+    @property
+    def text(self) -> str:
+        """What the status page and /jmx ``CatchUp`` say: "in sync with N of M peers"."""
+        if self.state == IN_SYNC:
+            return f"{IN_SYNC} with {self.peers_answered} of {self.peers} peers"
+        return self.state
 
 
-def catch_up_state(missing: Iterable[RemoteEditLog]) -> CatchUp:
-    """The catch-up of a copy still lacking the finalized segments ``missing``."""
-    logs = [log for log in missing if not log.is_in_progress]
-    return CatchUp(len(logs), sum(log.end_txid - log.start_txid + 1 for log in logs))
+def catch_up_state(
+    local: Iterable[RemoteEditLog], answers: Sequence[PeerManifest], committed_txid: int
+) -> CatchUp:
+    """This copy's catch-up after a round: ``local`` its finalized segments, ``answers``
+    every peer's manifest (None logs: it did not answer), ``committed_txid`` its own.
+
+    Behind by every finalized segment that **any** peer that answered lists and this copy
+    lacks (:func:`missing_log_segments`, per peer: one peer holding a segment is enough),
+    up to the highest committed txid known — this node's or any answering peer's, the
+    best reading of the writer's — since the syncer never installs a segment past the
+    committed txid (digest §2) and one past every known committed txid was never
+    acknowledged. Each missing segment counts once however many peers hold it.
+    """
+    local = list(local)
+    answered = [a for a in answers if a.logs is not None]
+    bound = max([committed_txid, *(a.committed_txid for a in answered)])
+    behind: dict[int, RemoteEditLog] = {}
+    for a in answered:
+        for log in missing_log_segments(local, a.logs or ()):
+            if log.end_txid <= bound:
+                behind.setdefault(log.start_txid, log)
+    return CatchUp(
+        len(behind),
+        sum(log.end_txid - log.start_txid + 1 for log in behind.values()),
+        len(answered),
+        len(answers),
+        tuple(a.peer for a in answers if a.logs is None),
+    )
+
+
+def reported_catch_up(state: str, formatted: bool) -> str:
+    """The catch-up state to show: a journal formatted since the syncer last looked (by a
+    NameNode's ``format``, between two rounds) is SYNCING — waiting for its first round —
+    never UNFORMATTED (issue 33)."""
+    if formatted and state == UNFORMATTED:
+        return SYNCING
+    return state

@@ -262,6 +262,7 @@ class JournalMetrics:
         self.catch_up_state: str | None = None
         self.segments_behind = 0
         self.txns_behind = 0
+        self.peers_answered = 0
 
     # ---- updates (called by Journal / JournalNodeSyncer) --------------------------------------
     def batch_written(
@@ -317,11 +318,12 @@ class JournalMetrics:
 
     def catch_up(self, state: str, catch_up=None) -> None:
         """The syncer's catch-up state (peer_format.CATCH_UP_STATES) and, after a round,
-        its CatchUp (segments and txns behind the peer it asked)."""
+        its CatchUp (segments and txns behind the peers that answered, and how many did)."""
         self.catch_up_state = state
         if catch_up is not None:
             self.segments_behind = catch_up.segments_behind
             self.txns_behind = catch_up.txns_behind
+            self.peers_answered = catch_up.peers_answered
 
     # ---- reads (for /jmx and tests) -------------------------------------------------------------
     def last_journal_timestamp_ms(self) -> int:
@@ -457,7 +459,7 @@ class _GaugeCollector:
 
     def _catch_up_metrics(self) -> Iterable:
         """The syncer's catch-up of each journal that has one (docs/journalnode.md)."""
-        from hadoop_qjm.qjournal.protocol.peer_format import CATCH_UP_STATES
+        from hadoop_qjm.qjournal.protocol.peer_format import CATCH_UP_STATES, reported_catch_up
 
         synced = [m for m in self.node.journals() if m.catch_up_state is not None]
         state = GaugeMetricFamily(
@@ -467,7 +469,7 @@ class _GaugeCollector:
         )
         segments = GaugeMetricFamily(
             "journalnode_sync_segments_behind",
-            "Finalized segments the peer last asked holds and this node lacks",
+            "Committed finalized segments a peer holds and this node lacks, as of the last round",
             labels=["journal_id"],
         )
         txns = GaugeMetricFamily(
@@ -475,14 +477,22 @@ class _GaugeCollector:
             "Transactions in the finalized segments this node lacks",
             labels=["journal_id"],
         )
+        answered = GaugeMetricFamily(
+            "journalnode_sync_peers_answered",
+            "Peers whose manifests the last round compared (in sync needs all of them)",
+            labels=["journal_id"],
+        )
         for m in synced:
+            current = reported_catch_up(m.catch_up_state, m.journal.is_formatted())
             for name in CATCH_UP_STATES:
-                state.add_metric([m.journal_id, name], 1.0 if m.catch_up_state == name else 0.0)
+                state.add_metric([m.journal_id, name], 1.0 if current == name else 0.0)
             segments.add_metric([m.journal_id], float(m.segments_behind))
             txns.add_metric([m.journal_id], float(m.txns_behind))
+            answered.add_metric([m.journal_id], float(m.peers_answered))
         yield state
         yield segments
         yield txns
+        yield answered
 
     def _process_metrics(self) -> Iterable:
         p = self.process

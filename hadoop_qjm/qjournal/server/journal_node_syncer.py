@@ -2,10 +2,12 @@
 
 With ``dfs.journalnode.enable.sync`` on (the default), each journal whose
 shared-edits URI names other JournalNodes gets a daemon thread that, every
-``dfs.journalnode.sync.interval`` ms, asks the next peer (round robin) for its
-manifest of finalized segments, downloads each segment missing here into
-``<journal>/edits.sync/`` and moves it into ``current/`` — but only when its
-last txid is at or below this node's committed txid, so a segment that was
+``dfs.journalnode.sync.interval`` ms, asks **every** peer for its manifest of
+finalized segments (Hadoop asks one, round robin: a segment only one peer still held
+then read as "in sync" after a round against another, issue 33), downloads each
+segment missing here — from the round-robin peer if it holds it, else from another
+that does — into ``<journal>/edits.sync/`` and moves it into ``current/``, but only
+when its last txid is at or below this node's committed txid, so a segment that was
 never committed can never be resurrected by a sync (digest §2). Each segment synced is
 logged with its size and the download's rate; a download longer than
 :data:`PROGRESS_INTERVAL_S` also logs its progress.
@@ -16,8 +18,10 @@ node's client certificate must be one its peers allow (docs/security.md).
 With ``dfs.journalnode.enable.sync.format`` on (HDFS-16690; off by default), a journal
 that is unformatted here formats itself from its peers first, when a majority of the
 configured JournalNodes agree on its storage info (:mod:`.journal_formatter`). Each
-round records how far this copy is behind the peer it asked (:meth:`status`'s
-``CatchUp``, ``SegmentsBehind``, ``TxnsBehind``; the ``journalnode_sync_*`` gauges).
+round records how far this copy is behind all the peers that answered, and how many
+did (:func:`~hadoop_qjm.qjournal.protocol.peer_format.catch_up_state`; :meth:`status`'s
+``CatchUp`` — "in sync with N of M peers" —, ``SegmentsBehind``, ``TxnsBehind``,
+``PeersAnswered``, ``Unreachable``; the ``journalnode_sync_*`` gauges).
 """
 
 from __future__ import annotations
@@ -46,8 +50,12 @@ from hadoop_qjm.qjournal.protocol.peer_format import (
     UNFORMATTED,
     CatchUp,
     FormatDecision,
+    PeerManifest,
     catch_up_state,
+    missing_log_segments,
+    reported_catch_up,
 )
+from hadoop_qjm.qjournal.server.journal_formatter import peer_name
 from hadoop_qjm.qjournal.server.scrub_rules import SegmentVerifier
 
 __all__ = ["JournalNodeSyncer", "SyncRound", "missing_log_segments", "shared_edits_uri"]
@@ -56,27 +64,6 @@ LOG = logging.getLogger(__name__)
 
 #: Seconds between the log lines of one segment's download (none if it is quicker).
 PROGRESS_INTERVAL_S = 10.0
-
-
-def missing_log_segments(
-    local: list[RemoteEditLog], remote: list[RemoteEditLog]
-) -> list[RemoteEditLog]:
-    """Remote finalized segments whose start txid is not here, plus all past our last one."""
-    local = sorted(local)
-    remote = sorted(log for log in remote if not log.is_in_progress)
-    missing: list[RemoteEditLog] = []
-    i = j = 0
-    while i < len(local) and j < len(remote):
-        if local[i].start_txid == remote[j].start_txid:
-            i += 1
-            j += 1
-        elif local[i].start_txid > remote[j].start_txid:
-            missing.append(remote[j])
-            j += 1
-        else:
-            i += 1
-    missing.extend(remote[j:])
-    return missing
 
 
 def shared_edits_uri(conf, name_service_id: str | None) -> str | None:
@@ -133,16 +120,13 @@ def _is_self(host: str, port: int, bound_host: str, bound_port: int) -> bool:
 
 @dataclass(frozen=True)
 class SyncRound:
-    """One round against one peer: what it held that was missing here, what was
-    installed (and its bytes), how far behind it this copy still is."""
+    """One round against some peers: what they held that was missing here, what was
+    installed (and its bytes), how far behind them this copy still is."""
 
-    peer: tuple[str, int]
     missing: list[RemoteEditLog]
     installed: list[RemoteEditLog]
     installed_bytes: int
     catch_up: CatchUp
-    #: The peer's committed txid (INVALID_TXID when it knows none).
-    peer_committed_txid: int
 
 
 class JournalNodeSyncer:
@@ -229,7 +213,6 @@ class JournalNodeSyncer:
                 continue
             try:
                 self.sync_once()
-                self._last_error = None
             except Exception as e:  # noqa: BLE001 - the loop must survive a bad round
                 LOG.warning("Journal sync round for %s failed: %s", self.journal.journal_id, e)
                 self._last_error = f"{type(e).__name__}: {e}"
@@ -239,15 +222,18 @@ class JournalNodeSyncer:
         """The syncer's state for the JournalNode's status page (``/jmx``'s ``Syncer``)."""
         running = self._thread is not None and self._thread.is_alive()
         catch_up = self._catch_up
+        state = reported_catch_up(self._catch_up_state, self.journal.is_formatted())
         return {
             "State": "running" if running else "stopped",
             "Peers": [f"{host}:{port}" for host, port in self.peers],
             "IntervalMs": int(self.interval_s * 1000),
             "LastRoundTime": self._last_round_ms,
             "LastError": self._last_error,
-            "CatchUp": self._catch_up_state,
+            "CatchUp": catch_up.text if catch_up is not None else state,
             "SegmentsBehind": catch_up.segments_behind if catch_up else None,
             "TxnsBehind": catch_up.txns_behind if catch_up else None,
+            "PeersAnswered": catch_up.peers_answered if catch_up else None,
+            "Unreachable": list(catch_up.unreachable) if catch_up else [],
             "FormatRefusal": self._format_refusal,
         }
 
@@ -288,30 +274,73 @@ class JournalNodeSyncer:
         return decision
 
     def sync_once(self) -> int:
-        """One round against the next peer; returns how many segments were installed."""
-        peer = self.peers[self._next_peer % len(self.peers)]
+        """One round against every peer, the next one (round robin) tried first for each
+        segment; records the catch-up state; returns how many segments were installed."""
+        first = self._next_peer % len(self.peers)
         self._next_peer += 1
-        return len(self.sync_with(peer).installed)
+        done = self._sync(self.peers[first:] + self.peers[:first])
+        self._set_catch_up(done.catch_up.state, done.catch_up)
+        unreachable = done.catch_up.unreachable
+        self._last_error = f"no manifest from {', '.join(unreachable)}" if unreachable else None
+        return len(done.installed)
 
     def sync_with(self, peer, *, committed_bound: int | None = None, on_segment=None) -> SyncRound:
         """Download every finalized segment ``peer`` holds that is missing here, in txid
         order, stopping at the first that fails or is beyond the committed txid (raised
-        to ``committed_bound`` for this round, see ``move_tmp_segment_to_current``).
+        to ``committed_bound`` for this round, see ``move_tmp_segment_to_current``);
+        raises if ``peer`` cannot be asked (``journalnode -bootstrap``'s rounds).
         ``on_segment(log, nbytes)`` is called after each one is installed."""
+        return self._sync([peer], committed_bound, on_segment, strict=True)
+
+    def _sync(
+        self, peers, committed_bound: int | None = None, on_segment=None, *, strict: bool = False
+    ) -> SyncRound:
+        """Ask each of ``peers`` for its manifest, install what any of them holds and is
+        missing here (each segment from the first of ``peers`` listing it, the others
+        listing the same txids if that fails), and read the catch-up against all of them.
+        A peer that cannot be asked is an unreachable one (raised with ``strict``)."""
+        jid = self.journal.journal_id
         self.journal.storage.edits_sync_dir.mkdir(exist_ok=True)
-        local = self.journal.get_edit_log_manifest(0, False)
-        with self._rpc_lock:  # the scrubber's thread shares the proxies
-            response = self._proxy(peer).get_edit_log_manifest_from_journal(
-                self.journal.journal_id, 0, False, self.name_service_id
-            )
-        missing = missing_log_segments(list(local.logs), list(response.manifest.logs))
+        answers: list[PeerManifest] = []
+        responses = {}
+        for peer in peers:
+            try:
+                with self._rpc_lock:  # the scrubber's thread shares the proxies
+                    response = self._proxy(peer).get_edit_log_manifest_from_journal(
+                        jid, 0, False, self.name_service_id
+                    )
+            except (OSError, HadoopException) as e:
+                if strict:
+                    raise
+                LOG.warning("Unable to get the manifest of %s from %s: %s", jid, peer_name(peer), e)
+                answers.append(PeerManifest(peer_name(peer), error=f"{type(e).__name__}: {e}"))
+                continue
+            responses[peer] = response
+            manifest = response.manifest
+            answers.append(PeerManifest(peer_name(peer), manifest.logs, manifest.committed_txn_id))
+        local = self.journal.get_edit_log_manifest(0, False).logs
+        wanted: dict[int, RemoteEditLog] = {}
+        for response in responses.values():
+            for log in missing_log_segments(local, response.manifest.logs):
+                wanted.setdefault(log.start_txid, log)  # one segment per start txid
+        missing = [wanted[start] for start in sorted(wanted)]
         installed: list[RemoteEditLog] = []
         nbytes = 0
         try:
             for log in missing:
                 if self._stop.is_set():
                     break
-                size = self._download(peer, response.from_url, log, committed_bound)
+                if log.end_txid > self._committed(committed_bound):
+                    # Not installable yet (move_tmp_segment_to_current checks again): no
+                    # download from each peer holding it, every round, to be refused.
+                    LOG.info("Not fetching %s yet: beyond the committed txid", log)
+                    break
+                size = None
+                for peer, response in responses.items():
+                    if log in response.manifest.logs:
+                        size = self._download(peer, response.from_url, log, committed_bound)
+                        if size is not None:
+                            break
                 if size is None:
                     break  # Hadoop stops the round at the first failure
                 installed.append(log)
@@ -320,12 +349,13 @@ class JournalNodeSyncer:
                     on_segment(log, size)
         finally:
             self._transfers.close()  # no connection idles on a peer between rounds
-        done = set(installed)
-        catch_up = catch_up_state(log for log in missing if log not in done)
-        self._set_catch_up(catch_up.state, catch_up)
-        return SyncRound(
-            peer, missing, installed, nbytes, catch_up, response.manifest.committed_txn_id
-        )
+        local = self.journal.get_edit_log_manifest(0, False).logs
+        catch_up = catch_up_state(local, answers, self._committed(committed_bound))
+        return SyncRound(missing, installed, nbytes, catch_up)
+
+    def _committed(self, committed_bound: int | None) -> int:
+        committed = self.journal.committed_txn_id.get()
+        return committed if committed_bound is None else max(committed, committed_bound)
 
     def _download(
         self, peer, from_url: str | None, log: RemoteEditLog, committed_bound: int | None = None

@@ -23,8 +23,18 @@
     let text = syncer.State;
     if (syncer.CatchUp) {
       text += ", " + syncer.CatchUp;
-      if (syncer.CatchUp === "syncing" && syncer.SegmentsBehind !== null) {
-        text += " (" + syncer.SegmentsBehind + " segments, " + syncer.TxnsBehind + " txns behind)";
+      if (syncer.CatchUp === "syncing") {
+        if (syncer.SegmentsBehind === null || syncer.SegmentsBehind === undefined) {
+          text += " (no round yet)";
+        } else if (syncer.PeersAnswered === 0) {
+          text += " (no peer answered)";
+        } else {
+          text += " (" + syncer.SegmentsBehind + " segments, " + syncer.TxnsBehind + " txns behind)";
+        }
+      }
+      if ((syncer.Unreachable || []).length > 0) {
+        // "in sync with N of M peers": not enough to replace another JournalNode.
+        text += "; no answer from " + syncer.Unreachable.join(", ");
       }
       if (syncer.FormatRefusal) {
         text += ": " + syncer.FormatRefusal;
@@ -33,7 +43,7 @@
     if (syncer.LastRoundTime > 0) {
       text += ", last round " + fmtTime(syncer.LastRoundTime);
     }
-    if (syncer.LastError) {
+    if (syncer.LastError && !(syncer.Unreachable || []).length) {
       text += ", failed: " + syncer.LastError;
     }
     return text;

@@ -61,16 +61,21 @@
         el("td", {}, j.manager, el("br"), el("span", { className: "muted" }, flags.join(", "))),
         el("td", { className: "state" }, el("pre", {}, j.stream)));
     }));
-    fillRows("journal-node-rows", channels.map((c) => el(
-      "tr",
-      { className: STATE_CLASS[c.SyncState] || "", title: c.name, dataset: { node: c.RemoteAddress } },
-      el("td", {}, journalNodeLink(c.RemoteAddress, c.HttpServerURI)),
-      el("td", { className: "state" }, c.SyncState),
-      el("td", { className: "num" }, c.HighestAckedTxId),
-      el("td", { className: "num" }, c.CurrentLagTxns),
-      el("td", { className: "num" }, c.LagTimeMillis),
-      el("td", { className: "num" }, fmtBytes(c.QueuedEditsSize)),
-    )));
+    fillRows("journal-node-rows", channels.map((c) => {
+      // A NameNode not writing (a standby) has acknowledged nothing: no numbers to show.
+      const writing = !String(c.SyncState).startsWith("not writing");
+      const num = (value) => el("td", { className: "num" }, writing ? value : "-");
+      return el(
+        "tr",
+        { className: STATE_CLASS[c.SyncState] || "", title: c.name, dataset: { node: c.RemoteAddress } },
+        el("td", {}, journalNodeLink(c.RemoteAddress, c.HttpServerURI)),
+        el("td", { className: "state" }, c.SyncState),
+        num(c.HighestAckedTxId),
+        num(c.CurrentLagTxns),
+        num(c.LagTimeMillis),
+        num(fmtBytes(c.QueuedEditsSize)),
+      );
+    }));
   }
 
   function renderStorage(info) {
