@@ -85,7 +85,6 @@ ALLOWED_LONG: set[str] = {
     "namenode.name_node",
     "qjournal.client.ipc_logger_channel",
     "qjournal.client.pipelined_channel",
-    "qjournal.client.qjournal_protocol_proxy",
     "qjournal.client.quorum_journal_manager",
     "qjournal.protocol.wire",
     "qjournal.server.journal",
