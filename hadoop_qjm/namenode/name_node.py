@@ -567,9 +567,10 @@ class NameNode:
         from hadoop_qjm.namenode.protocol.client import NameNodeProxy
 
         timeout_s = (
-            self.conf.get_int(
+            self.conf.get_time_duration(
                 keys.DFS_HA_TAILEDITS_ROLLEDITS_TIMEOUT_KEY,
                 keys.DFS_HA_TAILEDITS_ROLLEDITS_TIMEOUT_DEFAULT,
+                "s",
             )
             or 60
         )
@@ -596,8 +597,8 @@ class NameNode:
         if not images:
             raise IOException(f"No fsimage_{txid} to upload")
         timeout_s = (
-            self.conf.get_int(
-                keys.DFS_IMAGE_TRANSFER_TIMEOUT_KEY, keys.DFS_IMAGE_TRANSFER_TIMEOUT_DEFAULT
+            self.conf.get_time_duration(
+                keys.DFS_IMAGE_TRANSFER_TIMEOUT_KEY, keys.DFS_IMAGE_TRANSFER_TIMEOUT_DEFAULT, "ms"
             )
             / 1000.0
         )

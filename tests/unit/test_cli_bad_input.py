@@ -106,7 +106,8 @@ def test_spark_jobs_check_their_numbers_before_starting_spark(
         ),
         (
             [*HA, "-D", "dfs.client.failover.sleep.base.millis=-100", "dfs", "-ls", "/"],
-            "Invalid value for dfs.client.failover.sleep.base.millis: '-100' is not 0 or more"
+            "Invalid value for dfs.client.failover.sleep.base.millis: '-100' is not a time"
+            " duration of 0 or more (a number of milliseconds, or with a unit: ns us ms s m h d)"
             " (set from command line)",
         ),
     ],

@@ -31,7 +31,6 @@ _OCTAL_PERMISSION = re.compile(r"[0-7]{3,4}")
 
 HTTP_MAX_THREADS_KEY = "hadoop.http.max.threads"
 
-_POSITIVE_MS = "a positive number of milliseconds"
 _POSITIVE_BYTES = "a positive number of bytes"
 
 
@@ -57,7 +56,7 @@ def _int_at_least(conf, key: str, default: int, minimum: int, expected: str) -> 
 
 
 def _positive_ms(conf, key: str, default: int) -> int:
-    return _int_at_least(conf, key, default, 1, _POSITIVE_MS)
+    return conf.get_time_duration(key, default, "ms", minimum=1)
 
 
 def _positive_bytes(conf, key: str, default: int) -> int:

@@ -73,28 +73,18 @@ class ScrubSettings:
         enabled = conf.get_bool(
             keys.DFS_JOURNALNODE_SCRUB_ENABLED_KEY, keys.DFS_JOURNALNODE_SCRUB_ENABLED_DEFAULT
         )
-        values = {}
-        for field, key, default in (
-            ("interval_ms", keys.DFS_JOURNALNODE_SCRUB_INTERVAL_KEY, cls.interval_ms),
-            (
-                "bytes_per_second",
-                keys.DFS_JOURNALNODE_SCRUB_BYTES_PER_SECOND_KEY,
-                cls.bytes_per_second,
-            ),
-        ):
-            expected = (
-                "a positive number of milliseconds"
-                if field == "interval_ms"
-                else "a positive number of bytes per second"
-            )
-            try:
-                value = conf.get_int(key, default)
-            except HadoopException:
-                raise conf.invalid_value(key, expected) from None
-            if value <= 0:
-                raise conf.invalid_value(key, expected)
-            values[field] = value
-        return cls(enabled=enabled, **values)
+        interval_ms = conf.get_time_duration(
+            keys.DFS_JOURNALNODE_SCRUB_INTERVAL_KEY, cls.interval_ms, "ms", minimum=1
+        )
+        key = keys.DFS_JOURNALNODE_SCRUB_BYTES_PER_SECOND_KEY
+        expected = "a positive number of bytes per second"
+        try:
+            bytes_per_second = conf.get_int(key, cls.bytes_per_second)
+        except HadoopException:
+            raise conf.invalid_value(key, expected) from None
+        if bytes_per_second <= 0:
+            raise conf.invalid_value(key, expected)
+        return cls(enabled=enabled, interval_ms=interval_ms, bytes_per_second=bytes_per_second)
 
 
 class ScrubMetrics:
