@@ -46,32 +46,37 @@ class NameNodeSettings:
         handlers = conf.get_int(
             keys.DFS_NAMENODE_HANDLER_COUNT_KEY, keys.DFS_NAMENODE_HANDLER_COUNT_DEFAULT
         )
+        integers = {
+            "max_frame_size": (
+                keys.IPC_MAXIMUM_DATA_LENGTH_KEY,
+                keys.IPC_MAXIMUM_DATA_LENGTH_DEFAULT,
+            ),
+            "handler_queue_size": (
+                keys.IPC_SERVER_HANDLER_QUEUE_SIZE_KEY,
+                keys.IPC_SERVER_HANDLER_QUEUE_SIZE_DEFAULT,
+            ),
+            "list_limit": (keys.DFS_LIST_LIMIT_KEY, keys.DFS_LIST_LIMIT_DEFAULT),
+        }
+        roll_s = conf.get_time_duration(
+            keys.DFS_HA_TAILEDITS_ROLLEDITS_TIMEOUT_KEY,
+            keys.DFS_HA_TAILEDITS_ROLLEDITS_TIMEOUT_DEFAULT,
+            "s",
+            minimum=0,
+        )
+        image_ms = conf.get_time_duration(
+            keys.DFS_IMAGE_TRANSFER_TIMEOUT_KEY,
+            keys.DFS_IMAGE_TRANSFER_TIMEOUT_DEFAULT,
+            "ms",
+            minimum=1,
+        )
         settings = cls(
             handler_count=handlers if handlers > 0 else keys.DFS_NAMENODE_HANDLER_COUNT_DEFAULT,
-            max_frame_size=conf.get_int(
-                keys.IPC_MAXIMUM_DATA_LENGTH_KEY, keys.IPC_MAXIMUM_DATA_LENGTH_DEFAULT
-            ),
-            handler_queue_size=conf.get_int(
-                keys.IPC_SERVER_HANDLER_QUEUE_SIZE_KEY, keys.IPC_SERVER_HANDLER_QUEUE_SIZE_DEFAULT
-            ),
-            list_limit=conf.get_int(keys.DFS_LIST_LIMIT_KEY, keys.DFS_LIST_LIMIT_DEFAULT),
             standby_checkpoints=conf.get_bool(
                 keys.DFS_HA_STANDBY_CHECKPOINTS_KEY, keys.DFS_HA_STANDBY_CHECKPOINTS_DEFAULT
             ),
-            roll_edits_timeout_s=conf.get_time_duration(
-                keys.DFS_HA_TAILEDITS_ROLLEDITS_TIMEOUT_KEY,
-                keys.DFS_HA_TAILEDITS_ROLLEDITS_TIMEOUT_DEFAULT,
-                "s",
-                minimum=0,
-            )
-            or 60,
-            image_transfer_timeout_s=conf.get_time_duration(
-                keys.DFS_IMAGE_TRANSFER_TIMEOUT_KEY,
-                keys.DFS_IMAGE_TRANSFER_TIMEOUT_DEFAULT,
-                "ms",
-                minimum=1,
-            )
-            / 1000.0,
+            roll_edits_timeout_s=roll_s or 60,
+            image_transfer_timeout_s=image_ms / 1000.0,
+            **{field: conf.get_int(key, default) for field, (key, default) in integers.items()},
         )
         # Read at each HA transition: a typo must stop the start, not the first failover.
         is_automatic_failover_enabled(conf, nameservice)

@@ -255,13 +255,18 @@ def test_parsers_directly():
         parse_host_port("h:70000")
 
 
+_HA = {
+    "ha.zookeeper.quorum": "127.0.0.1:2181",
+    "dfs.nameservices": "ns1",
+    "dfs.ha.namenodes.ns1": "nn1",
+    "dfs.namenode.rpc-address.ns1.nn1": "127.0.0.1:1",
+}
+
+
 def _ha_conf(**props) -> Configuration:
+    """One NameNode of nameservice ns1 and a ZooKeeper quorum, then ``props``."""
     conf = Configuration()
-    conf.set("ha.zookeeper.quorum", "127.0.0.1:2181")
-    conf.set("dfs.nameservices", "ns1")
-    conf.set("dfs.ha.namenodes.ns1", "nn1")
-    conf.set("dfs.namenode.rpc-address.ns1.nn1", "127.0.0.1:1")
-    for key, value in props.items():
+    for key, value in {**_HA, **props}.items():
         conf.set(key, value)
     return conf
 

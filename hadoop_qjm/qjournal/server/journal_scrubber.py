@@ -40,6 +40,7 @@ from hadoop_qjm.common.exceptions import HadoopException
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.fs_edit_log_op import DEFAULT_MAX_OP_SIZE
+from hadoop_qjm.qjournal.server.journal_node_settings import int_at_least
 from hadoop_qjm.qjournal.server.scrub_rules import (
     ScrubFinding,
     SegmentVerifier,
@@ -76,14 +77,13 @@ class ScrubSettings:
         interval_ms = conf.get_time_duration(
             keys.DFS_JOURNALNODE_SCRUB_INTERVAL_KEY, cls.interval_ms, "ms", minimum=1
         )
-        key = keys.DFS_JOURNALNODE_SCRUB_BYTES_PER_SECOND_KEY
-        expected = "a positive number of bytes per second"
-        try:
-            bytes_per_second = conf.get_int(key, cls.bytes_per_second)
-        except HadoopException:
-            raise conf.invalid_value(key, expected) from None
-        if bytes_per_second <= 0:
-            raise conf.invalid_value(key, expected)
+        bytes_per_second = int_at_least(
+            conf,
+            keys.DFS_JOURNALNODE_SCRUB_BYTES_PER_SECOND_KEY,
+            cls.bytes_per_second,
+            1,
+            "a positive number of bytes per second",
+        )
         return cls(enabled=enabled, interval_ms=interval_ms, bytes_per_second=bytes_per_second)
 
 
