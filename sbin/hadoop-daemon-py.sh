@@ -5,7 +5,9 @@
 #   sbin/hadoop-daemon-py.sh [--config DIR] (start|stop|status) (journalnode|namenode|zkfc) [-D key=value ...] [ARGS ...]
 #
 # start: each -D goes to hdfs-py before the command, the other ARGS after it
-# (e.g. `start namenode -nnid nn1`).
+# (e.g. `start namenode -nnid nn1`); stop and status of a namenode or zkfc take -nnid too.
+# A namenode's or zkfc's pid file is named as start-dfs-py.sh names it: with the NameNode id
+# (hadoop-<ident>-<nnid>-<command>.pid) when several NameNodes are on this machine.
 #
 # Environment (Hadoop's names; hadoop-env-py.sh in the configuration directory may set them):
 #   HADOOP_CONF_DIR      configuration directory (or --config DIR)

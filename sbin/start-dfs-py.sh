@@ -3,7 +3,8 @@
 # the JournalNodes of dfs.namenode.shared.edits.dir, the NameNodes of the nameservice and,
 # with dfs.ha.automatic-failover.enabled, their ZKFCs.
 # This host's daemons directly; another host's over ssh, running the same sbin script with the
-# same configuration directory there.
+# same configuration directory there. With dfs.ha.namenode.id set, of the NameNodes on this
+# machine only that one (and its ZKFC): one configuration directory per host.
 #
 #   start-dfs-py.sh [--config DIR]
 #

@@ -53,12 +53,17 @@ _SIZE_VALUE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtpe]?b?)\s*$", re.IGNORECA
 
 
 def parse_time_duration(text: str, unit: str = "ms") -> int:
-    """``'60s'`` → 60000 (in ``unit``); a bare number is already in ``unit``."""
+    """``'60s'`` → 60000 (in ``unit``); a bare number is already in ``unit``.
+
+    Hadoop's ``Configuration.getTimeDuration``: the suffix (``ns us ms s m h d``, any
+    case) names the value's unit; the result is truncated towards zero in ``unit``
+    (``1500us`` in ms is 1), as Java's ``TimeUnit.convert``."""
     match = _TIME_VALUE.match(text)
     if not match:
         raise ValueError(f"not a time duration: '{text}'")
     number, suffix = int(match.group(1)), (match.group(2) or unit).lower()
-    return number * _TIME_UNITS_NS[suffix] // _TIME_UNITS_NS[unit]
+    magnitude = abs(number) * _TIME_UNITS_NS[suffix] // _TIME_UNITS_NS[unit]
+    return -magnitude if number < 0 else magnitude
 
 
 def parse_storage_size(text: str) -> int:
@@ -320,14 +325,23 @@ class Configuration:
     def get_bool(self, key: str, default: bool = False) -> bool:
         return self._typed(key, default, _parse_bool, "true or false")
 
-    def get_time_duration(self, key: str, default: int | str | None, unit: str = "ms") -> int:
-        """A duration in ``unit`` (``ns us ms s m h d``); ``60s``, ``5m``, ``100ms`` or a
-        bare number already in ``unit``."""
+    def get_time_duration(
+        self, key: str, default: int | str | None, unit: str = "ms", *, minimum: int | None = None
+    ) -> int:
+        """A duration in ``unit``, as Hadoop's ``getTimeDuration``: ``60s``, ``5m``,
+        ``100ms`` (suffixes ``ns us ms s m h d``), or a bare number already in ``unit``
+        (the key's default unit). The one reader of every duration key the daemons read.
+
+        ``minimum`` (in ``unit``), when given, is the least value accepted (1: positive).
+        A value that does not parse or is below ``minimum`` raises one ConfigurationError
+        naming the key, the value and where it was set."""
         if isinstance(default, str):
             default = parse_time_duration(default, unit)
-        return self._typed(
-            key, default, lambda v: parse_time_duration(v, unit), f"a time duration (in {unit})"
-        )
+        expected = _duration_expected(unit, minimum)
+        value = self._typed(key, default, lambda v: parse_time_duration(v, unit), expected)
+        if minimum is not None and value is not None and value < minimum:
+            raise self.invalid_value(key, expected)
+        return value
 
     def get_storage_size(self, key: str, default: int | str | None) -> int:
         """A size in bytes: ``10m``, ``1g``, ``512k``, ``4096``."""
@@ -434,6 +448,30 @@ class Configuration:
 
     def __repr__(self) -> str:
         return f"Configuration: {', '.join(self.resources) or 'defaults only'}"
+
+
+_UNIT_NAMES = {
+    "ns": "nanoseconds",
+    "us": "microseconds",
+    "ms": "milliseconds",
+    "s": "seconds",
+    "m": "minutes",
+    "h": "hours",
+    "d": "days",
+}
+
+
+def _duration_expected(unit: str, minimum: int | None) -> str:
+    """What :meth:`Configuration.get_time_duration` expects, for its error."""
+    if minimum == 1:
+        bound = "a positive time duration"
+    elif minimum == 0:
+        bound = "a time duration of 0 or more"
+    elif minimum is not None:
+        bound = f"a time duration of at least {minimum}{unit}"
+    else:
+        bound = "a time duration"
+    return f"{bound} (a number of {_UNIT_NAMES[unit]}, or with a unit: ns us ms s m h d)"
 
 
 def _parse_int(value: str) -> int:

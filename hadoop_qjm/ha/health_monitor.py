@@ -58,10 +58,7 @@ class HealthMonitorSettings:
     @classmethod
     def from_conf(cls, conf: Any) -> HealthMonitorSettings:
         def seconds(key: str, default: int) -> float:
-            value = conf.get_int(key, default)
-            if value <= 0:
-                raise conf.invalid_value(key, "a positive number of milliseconds")
-            return value / 1000
+            return conf.get_time_duration(key, default, "ms", minimum=1) / 1000
 
         return cls(
             check_interval_s=seconds(

@@ -346,8 +346,8 @@ class SshFenceByTcpPort:
 
     def __init__(self, conf: Configuration, ssh: str = "ssh") -> None:
         self.ssh = ssh
-        self.connect_timeout_ms = conf.get_int(
-            DFS_HA_FENCING_SSH_CONNECT_TIMEOUT_KEY, DFS_HA_FENCING_SSH_CONNECT_TIMEOUT_DEFAULT
+        self.connect_timeout_ms = conf.get_time_duration(
+            DFS_HA_FENCING_SSH_CONNECT_TIMEOUT_KEY, DFS_HA_FENCING_SSH_CONNECT_TIMEOUT_DEFAULT, "ms"
         )
         self.key_files = tuple(conf.get_trimmed_strings(DFS_HA_FENCING_SSH_PRIVATE_KEY_FILES_KEY))
         self.command_timeout_ms = conf.get_time_duration(

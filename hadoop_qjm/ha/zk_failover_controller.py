@@ -98,10 +98,7 @@ class ZKFCSettings:
             return read
 
         def positive_ms(key: str, default: int) -> float:
-            value = conf.get_int(key, default)
-            if value <= 0:
-                raise conf.invalid_value(key, "a positive number of milliseconds")
-            return value / 1000
+            return conf.get_time_duration(key, default, "ms", minimum=1) / 1000
 
         quorum = parse_zk_quorum(conf.get_trimmed(keys.HA_ZK_QUORUM_KEY))
         parent = (conf.get_trimmed(keys.HA_ZK_PARENT_ZNODE_KEY) or "").rstrip("/")

@@ -52,6 +52,7 @@ from hadoop_qjm.namenode.ha.standby_checkpointer import StandbyCheckpointer
 from hadoop_qjm.namenode.name_node_core import JournalFactory, NameNodeCore
 from hadoop_qjm.namenode.name_node_metrics import NameNodeMetrics
 from hadoop_qjm.namenode.name_node_resource_checker import NameNodeResourceChecker
+from hadoop_qjm.namenode.name_node_settings import NameNodeSettings
 from hadoop_qjm.namenode.nn_storage import NameNodeDirs
 from hadoop_qjm.namenode.protocol.client import parse_hdfs_uri
 from hadoop_qjm.namenode.protocol.exceptions import (
@@ -129,7 +130,6 @@ class NameNode:
         #: Wall-clock ms of the last HA state transition; 0 before any, the start in standby
         #: included (NameNode.getLastHATransitionTime, /jmx's LastHATransitionTime).
         self.last_ha_transition_time_ms = 0
-        self.list_limit = conf.get_int(keys.DFS_LIST_LIMIT_KEY, keys.DFS_LIST_LIMIT_DEFAULT)
         self._terminate = terminate
         self._journal_factory = journal_factory or self._default_journal_factory
         self._socket_factory = socket_factory
@@ -141,6 +141,8 @@ class NameNode:
         # HA (HAUtil): a NameNode of a nameservice with two or more NameNodes starts in
         # standby; haadmin (or a test) makes it active.
         self.nameservice = get_nameservice_id(conf)
+        self.settings = NameNodeSettings.from_conf(conf, self.nameservice)  # refuses a bad key
+        self.list_limit = self.settings.list_limit
         self.ha_enabled = is_ha_enabled(conf, self.nameservice)
         self.nnid = conf.get_trimmed(keys.DFS_HA_NAMENODE_ID_KEY) if self.ha_enabled else None
         self._ha_lock = threading.RLock()
@@ -177,25 +179,16 @@ class NameNode:
             keys.DFS_NAMENODE_HTTP_PORT_DEFAULT,
             bind_host_key=keys.DFS_NAMENODE_HTTP_BIND_HOST_KEY,
         )
-        handlers = self.conf.get_int(
-            keys.DFS_NAMENODE_HANDLER_COUNT_KEY, keys.DFS_NAMENODE_HANDLER_COUNT_DEFAULT
-        )
-        max_frame = self.conf.get_int(
-            keys.IPC_MAXIMUM_DATA_LENGTH_KEY, keys.IPC_MAXIMUM_DATA_LENGTH_DEFAULT
-        )
         try:
             # Ports first: a port in use fails before the storage is touched.
             self.rpc_server = NameNodeRpcServer(
                 self,
                 rpc_host,
                 rpc_port,
-                handler_count=handlers if handlers > 0 else keys.DFS_NAMENODE_HANDLER_COUNT_DEFAULT,
-                max_frame_size=max_frame,
+                handler_count=self.settings.handler_count,
+                max_frame_size=self.settings.max_frame_size,
                 socket_factory=self._socket_factory or self.ssl_factory.rpc_server_socket_factory(),
-                handler_queue_size=self.conf.get_int(
-                    keys.IPC_SERVER_HANDLER_QUEUE_SIZE_KEY,
-                    keys.IPC_SERVER_HANDLER_QUEUE_SIZE_DEFAULT,
-                ),
+                handler_queue_size=self.settings.handler_queue_size,
             )
             self._make_http_servers(NameNodeHttpServer, http_host, http_port)
             self.core = NameNodeCore(
@@ -548,9 +541,7 @@ class NameNode:
             core, self.conf, roll_active=self._roll_active, terminate=self._terminate
         )
         self.tailer.start()
-        if self.conf.get_bool(
-            keys.DFS_HA_STANDBY_CHECKPOINTS_KEY, keys.DFS_HA_STANDBY_CHECKPOINTS_DEFAULT
-        ):
+        if self.settings.standby_checkpoints:
             self.checkpointer = StandbyCheckpointer(core, self.conf, upload=self._upload_image)
             self.checkpointer.start()
 
@@ -566,13 +557,7 @@ class NameNode:
         """rollEditLog on the other NameNodes in turn, until one (the active) does it."""
         from hadoop_qjm.namenode.protocol.client import NameNodeProxy
 
-        timeout_s = (
-            self.conf.get_int(
-                keys.DFS_HA_TAILEDITS_ROLLEDITS_TIMEOUT_KEY,
-                keys.DFS_HA_TAILEDITS_ROLLEDITS_TIMEOUT_DEFAULT,
-            )
-            or 60
-        )
+        timeout_s = self.settings.roll_edits_timeout_s
         errors = []
         for nn in self._other_namenodes():
             try:
@@ -595,12 +580,7 @@ class NameNode:
         images = [i for i in core.storage.inspect_images() if i.txid == txid]  # type: ignore[union-attr]
         if not images:
             raise IOException(f"No fsimage_{txid} to upload")
-        timeout_s = (
-            self.conf.get_int(
-                keys.DFS_IMAGE_TRANSFER_TIMEOUT_KEY, keys.DFS_IMAGE_TRANSFER_TIMEOUT_DEFAULT
-            )
-            / 1000.0
-        )
+        timeout_s = self.settings.image_transfer_timeout_s
         for nn in self._other_namenodes():
             transfer = image_transfer_base(self.conf, nn)
             if transfer is None:

@@ -34,6 +34,7 @@ import psutil
 
 from hadoop_qjm.common.daemon_logging import _user_name
 from hadoop_qjm.common.exceptions import UsageError
+from hadoop_qjm.tools.namenode_daemons import NAMENODE_DAEMONS, ident_for
 
 __all__ = [
     "DAEMONS",
@@ -328,10 +329,18 @@ def run_daemon_action(
         raise UsageError(f"--daemon takes start, stop or status, not '{action}'")
     if daemon not in DAEMONS:
         raise UsageError(f"--daemon runs {', '.join(DAEMONS)}, not '{daemon}'")
+    named = daemon in NAMENODE_DAEMONS and len(args) == 2 and args[0] == "-nnid"
+    if action != "start" and args and not named:
+        takes = "-nnid NNID only" if daemon in NAMENODE_DAEMONS else "no arguments"
+        raise UsageError(f"--daemon {action} {daemon} takes {takes}, got {' '.join(args)}")
+    if daemon in NAMENODE_DAEMONS:  # the pid file start-dfs-py.sh and stop-dfs-py.sh use
+        from hadoop_qjm.cli import load_configuration
+
+        overrides = [arg[2:].partition("=")[::2] for arg in generic_args]
+        conf = load_configuration(env.conf_dir, overrides)
+        env = env.with_ident(ident_for(conf, env.ident, action, args, is_local))
     if action == "start":
         return start_daemon(env, daemon, generic_args, args)
-    if args:
-        raise UsageError(f"--daemon {action} {daemon} takes no arguments, got {' '.join(args)}")
     if action == "stop":
         return stop_daemon(env, daemon)
     return daemon_status(env, daemon)

@@ -225,7 +225,7 @@ class HAAdmin:
         )
 
     def _timeout(self, key: str, default_ms: int) -> float:
-        return max(self.conf.get_int(key, default_ms), 1) / 1000.0
+        return max(self.conf.get_time_duration(key, default_ms, "ms"), 1) / 1000.0
 
     # ---- targets ---------------------------------------------------------------------------------
     def _ns(self) -> str:

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 
 from hadoop_qjm.common.exceptions import UsageError
 from hadoop_qjm.tools import daemon_control as dc
+from hadoop_qjm.tools import namenode_daemons as nd
 
-__all__ = ["DfsStep", "plan_dfs", "run_dfs_action", "main"]
+__all__ = ["DfsStep", "other_hosts_namenodes", "plan_dfs", "run_dfs_action", "main"]
 
 DEFAULT_SSH_OPTS = "-o BatchMode=yes -o ConnectTimeout=10"
 SSH_TIMEOUT_S = 120.0
@@ -48,9 +49,12 @@ class DfsStep:
 def plan_dfs(
     conf, base_ident: str, is_local_host: Callable[[str], bool], ssh_local: bool = False
 ) -> list[DfsStep]:
-    """The start order: JournalNodes (one step per host), NameNodes, then ZKFCs. Two
-    NameNodes on one machine (a test cluster) are named ``<ident>-<nnid>`` so their pid
-    files differ; one per host keeps the plain ident."""
+    """The start order: JournalNodes (one step per host), NameNodes, then ZKFCs. Of the
+    NameNodes on this machine, only the one ``dfs.ha.namenode.id`` names when the
+    configuration sets it (:func:`other_hosts_namenodes`); their names are
+    :mod:`hadoop_qjm.tools.namenode_daemons`' (``<ident>-<nnid>`` when several share this
+    machine), the ones ``hadoop-daemon-py.sh`` gives them. A daemon reached over ssh is
+    named there, by the same rule."""
     from hadoop_qjm.namenode.ha import ha_util
     from hadoop_qjm.qjournal.client.qjournal_uri import parse_qjournal_uri
     from hadoop_qjm.qjournal.server.journal_node_syncer import shared_edits_uri
@@ -74,19 +78,28 @@ def plan_dfs(
         address = conf.get(keys.DFS_NAMENODE_RPC_ADDRESS_KEY, "0.0.0.0:8020")
         host = address.rpartition(":")[0] or address
         namenodes = [(None, "127.0.0.1" if host in ("0.0.0.0", "") else host)]
-    # Where each NameNode's pid file lives: this machine for every local one, else its host.
-    machines = ["" if local(h) else h for _, h in namenodes]
+    local_ids = nd.local_namenode_ids(conf, is_local_host)
+    others = other_hosts_namenodes(conf, is_local_host)
+    namenodes = [(nnid, host) for nnid, host in namenodes if nnid not in others]
     kinds = ["namenode"]
     if nameservice and ha_util.is_automatic_failover_enabled(conf, nameservice):
         kinds.append("zkfc")
     for kind in kinds:
-        for (nnid, host), machine in zip(namenodes, machines):
-            shared = nnid is not None and machines.count(machine) > 1
-            ident = f"{base_ident}-{nnid}" if shared else base_ident
-            steps.append(DfsStep(kind, host, machine == "", ident, nnid))
+        for nnid, host in namenodes:
+            ident = nd.daemon_ident(base_ident, nnid, local_ids) if local(host) else base_ident
+            steps.append(DfsStep(kind, host, local(host), ident, nnid))
     if not steps:
         raise UsageError("the configuration names no JournalNode and no NameNode")
     return steps
+
+
+def other_hosts_namenodes(conf, is_local_host: Callable[[str], bool]) -> list[str]:
+    """The NameNodes on this machine that are not this configuration's: all but the one
+    ``dfs.ha.namenode.id`` names, when it names one of them (one configuration directory per
+    host, several hosts on one machine); none when it is unset."""
+    local_ids = nd.local_namenode_ids(conf, is_local_host)
+    own = nd.own_namenode_id(conf)
+    return [nnid for nnid in local_ids if nnid != own] if own in local_ids else []
 
 
 def _remote_command(step: DfsStep, action: str, sbin: str, conf_dir: str | None) -> str:
@@ -95,7 +108,7 @@ def _remote_command(step: DfsStep, action: str, sbin: str, conf_dir: str | None)
         words = [os.path.join(sbin, f"{action}-journalnodes.sh"), *config]
     else:
         words = [os.path.join(sbin, "hadoop-daemon-py.sh"), *config, action, step.kind]
-        if action == "start" and step.nnid:
+        if step.nnid:  # stop too: the far side names the pid file by it
             words += ["-nnid", step.nnid]
     return f"HADOOP_IDENT_STRING={shlex.quote(step.ident)} " + " ".join(
         shlex.quote(w) for w in words
@@ -134,6 +147,14 @@ def run_dfs_action(action: str, conf, env: dc.DaemonEnv) -> int:
         raise UsageError("HADOOP_QJM_SBIN is not set: run sbin/start-dfs-py.sh")
     if action == "stop":
         steps = list(reversed(steps))
+    own = nd.own_namenode_id(conf)
+    for nnid in other_hosts_namenodes(conf, dc.is_local):
+        print(
+            f"Not {'starting' if action == 'start' else 'stopping'} NameNode {nnid}: it is on "
+            f"this machine, but this configuration is {own}'s (dfs.ha.namenode.id); use "
+            f"{nnid}'s own configuration directory",
+            flush=True,
+        )
     status = 0
     for step in steps:
         print(f"{'Starting' if action == 'start' else 'Stopping'} {step.describe()}", flush=True)

@@ -44,8 +44,13 @@ def assert_port_free(port: int) -> None:
         s.bind(("127.0.0.1", port))
 
 
+POSITIVE_DURATION = (
+    "a positive time duration (a number of milliseconds, or with a unit: ns us ms s m h d)"
+)
+
+
 def _positive_ms(key: str, value: str) -> tuple[str, str, str]:
-    return key, value, f"'{value}' is not a positive number of milliseconds"
+    return key, value, f"'{value}' is not {POSITIVE_DURATION}"
 
 
 BAD_VALUES = [
@@ -225,7 +230,7 @@ def test_cli_prints_one_line_and_exits_1(tmp_path, capsys, monkeypatch, root_log
     assert rc == 1
     assert out == ""
     assert err == (
-        "hdfs-py: Invalid value for dfs.journalnode.sync.interval: '-5' is not a positive "
-        "number of milliseconds (set from command line)\n"
+        "hdfs-py: Invalid value for dfs.journalnode.sync.interval: '-5' is not "
+        f"{POSITIVE_DURATION} (set from command line)\n"
     )
     assert not edits_dir.exists()

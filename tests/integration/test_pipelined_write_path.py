@@ -719,7 +719,11 @@ def test_the_busy_poll_comes_from_the_configuration(value, expected_s) -> None:
         ("-1", IllegalArgumentException, "must be between 0 and 49999 (microseconds): -1"),
         # As long as the background reader's lease: it would take the replies over.
         ("50ms", IllegalArgumentException, "must be between 0 and 49999 (microseconds): 50000"),
-        ("soon", ConfigurationError, "'soon' is not a time duration (in us)"),
+        (
+            "soon",
+            ConfigurationError,
+            "'soon' is not a time duration (a number of microseconds, or with a unit",
+        ),
     ],
 )
 @pytest.mark.parametrize("injected_executor", [False, True])

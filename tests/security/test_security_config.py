@@ -82,7 +82,9 @@ def test_defaults_are_plain() -> None:
         ),
         (
             {"dfs.http.policy": "HTTPS_ONLY", "hadoop.ssl.handshake.timeout": "0s"},
-            "Invalid value for hadoop.ssl.handshake.timeout: it must be positive",
+            "Invalid value for hadoop.ssl.handshake.timeout: '0s' is not a positive time "
+            "duration (a number of milliseconds, or with a unit: ns us ms s m h d) (set "
+            "programmatically)",
         ),
     ],
     ids=["http-policy", "kerberos", "protection", "certificate-over-http", "timeout"],

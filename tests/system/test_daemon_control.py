@@ -27,6 +27,7 @@ from tests.system.daemon_support import (
 
 PROJECT = Path(__file__).resolve().parents[2]
 SBIN = PROJECT / "sbin"
+HDFS_PY = [sys.executable, str(PROJECT / "bin" / "hdfs-py")]
 HOSTS = LOOPBACK_HOSTS
 
 pytestmark = pytest.mark.timeout(180)
@@ -222,4 +223,110 @@ def test_the_scripts_run_the_interpreter_the_package_was_installed_into(tmp_path
     assert bad.stderr.strip().splitlines() == [
         f"hadoop-daemon-py.sh: {decoy} cannot import hadoop_qjm: pip install hadoop-qjm-py "
         "into it, or set PYTHON to the interpreter it is installed into"
+    ]
+
+
+def _per_host_confs(tmp_path: Path) -> list[Path]:
+    """One configuration directory per "host" 127.0.0.1/.2/.3 of one machine, as each host
+    of a real cluster has its own: the same cluster, and what runs on that host
+    (``dfs.ha.namenode.id``, ``dfs.journalnode.rpc-address``), its directories and its pid
+    directory (``hadoop-env-py.sh``)."""
+    jn_port, jn_http, nn1_rpc, nn2_rpc, nn1_http, nn2_http = free_ports(6)
+    cluster = {
+        "dfs.nameservices": "mycluster",
+        "dfs.ha.namenodes.mycluster": "nn1,nn2",
+        "dfs.namenode.rpc-address.mycluster.nn1": f"127.0.0.1:{nn1_rpc}",
+        "dfs.namenode.rpc-address.mycluster.nn2": f"127.0.0.2:{nn2_rpc}",
+        "dfs.namenode.http-address.mycluster.nn1": f"127.0.0.1:{nn1_http}",
+        "dfs.namenode.http-address.mycluster.nn2": f"127.0.0.2:{nn2_http}",
+        "dfs.namenode.shared.edits.dir": "qjournal://"
+        + ";".join(f"{h}:{jn_port}" for h in HOSTS)
+        + "/mycluster",
+        "dfs.ha.tail-edits.period": "100ms",
+    }
+    confs = []
+    for n, host in enumerate(HOSTS, start=1):
+        home = tmp_path / f"host{n}"
+        conf = home / "conf"
+        own = {
+            "dfs.journalnode.rpc-address": f"{host}:{jn_port}",
+            "dfs.journalnode.http-address": f"{host}:{jn_http}",
+            "dfs.journalnode.edits.dir": str(home / "jn"),
+            "dfs.namenode.name.dir": str(home / "name"),
+        }
+        if n <= 2:
+            own["dfs.ha.namenode.id"] = f"nn{n}"
+        write_site(conf, {**cluster, **own})
+        (conf / "hadoop-env-py.sh").write_text(f"export HADOOP_PID_DIR={home / 'pids'}\n")
+        confs.append(conf)
+    return confs
+
+
+def test_per_host_configuration_directories_on_one_machine(tmp_path):
+    """Issue 33 item 8. start-dfs with host1's directory starts host1's JournalNode and nn1,
+    not nn2 (before: nn2 with host1's directories, "Cannot lock storage"); stop-dfs stops
+    the nn1 that hadoop-daemon-py.sh started (before: "no namenode to stop", exit 0, the
+    pid files named differently)."""
+    confs = _per_host_confs(tmp_path)
+    env = _env(tmp_path)
+    del env["HADOOP_PID_DIR"]  # each host's hadoop-env-py.sh sets its own
+    host1_pids = tmp_path / "host1" / "pids"
+    every_pid_dir = [tmp_path / f"host{n}" / "pids" for n in (1, 2, 3)]
+
+    def all_pids() -> set[int]:
+        return {pid for d in every_pid_dir for pid in pids_in(d).values()}
+
+    try:
+        for conf in confs:
+            jn = run([SBIN / "start-journalnodes.sh", "--config", conf], env)
+            assert jn.returncode == 0, jn.stdout + jn.stderr
+        fmt = run([*HDFS_PY, "--config", confs[0], "namenode", "-format", "-nonInteractive"], env)
+        assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+        nn1 = run([SBIN / "hadoop-daemon-py.sh", "--config", confs[0], "start", "namenode"], env)
+        assert nn1.returncode == 0, nn1.stdout + nn1.stderr
+        names = ["hadoop-qjmtest-journalnode.pid", "hadoop-qjmtest-nn1-namenode.pid"]
+        assert sorted(pids_in(host1_pids)) == names
+        nn1_pid = pids_in(host1_pids)[names[1]]
+
+        stop = run([SBIN / "stop-dfs-py.sh", "--config", confs[0]], env)
+        assert stop.returncode == 0, stop.stdout + stop.stderr
+        assert "no namenode to stop" not in stop.stdout
+        assert stop.stdout.count("stopping namenode") == 1, stop.stdout
+        assert "Not stopping NameNode nn2: it is on this machine" in stop.stdout
+        wait_gone([nn1_pid])
+        assert pids_in(host1_pids) == {}
+
+        start = run([SBIN / "start-dfs-py.sh", "--config", confs[0]], env)
+        assert start.returncode == 0, start.stdout + start.stderr
+        assert "Starting NameNode nn2" not in start.stdout
+        assert (
+            "Not starting NameNode nn2: it is on this machine, but this configuration is "
+            "nn1's (dfs.ha.namenode.id)" in start.stdout
+        )
+        assert sorted(pids_in(host1_pids)) == names
+        assert not (tmp_path / "host2" / "name").exists()
+        status = run(
+            [SBIN / "hadoop-daemon-py.sh", "--config", confs[0], "status", "namenode"], env
+        )
+        assert status.returncode == 0 and "namenode is running as process" in status.stdout
+
+        stop = run([SBIN / "stop-dfs-py.sh", "--config", confs[0]], env)
+        assert stop.returncode == 0 and stop.stdout.count("stopping namenode") == 1, stop.stdout
+        for conf in confs[1:]:
+            assert run([SBIN / "stop-journalnodes.sh", "--config", conf], env).returncode == 0
+        wait_gone(all_pids())
+        assert all_pids() == set()
+    finally:
+        kill_all(all_pids())
+
+
+def test_stopping_one_of_several_namenodes_of_a_shared_directory_needs_its_id(tmp_path):
+    """Two NameNodes on this machine, one configuration for both: which pid file is meant
+    cannot be guessed, and nothing is stopped."""
+    conf = _per_host_confs(tmp_path)[2]  # host3's: it names no NameNode
+    stop = run([SBIN / "hadoop-daemon-py.sh", "--config", conf, "stop", "zkfc"], _env(tmp_path))
+    assert stop.returncode == 2
+    assert stop.stderr.strip().splitlines() == [
+        "hdfs-py: 2 NameNodes are on this host (nn1, nn2): name one with -nnid, or set "
+        "dfs.ha.namenode.id"
     ]

@@ -434,6 +434,17 @@ def test_namenode_without_a_formatted_directory_exits_1(tmp_path) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_namenode_with_a_bad_boolean_refuses_to_start_in_one_line(tmp_path) -> None:
+    """Issue 33 item 5: it came up healthy, then failed every transitionToActive."""
+    conf_dir = write_conf_dir(tmp_path / "conf", nn_props(tmp_path, None))
+    result = hdfs(conf_dir, "-D", "dfs.ha.automatic-failover.enabled=ture", "namenode")
+    assert one_line_error(result) == (
+        "hdfs-py: Invalid value for dfs.ha.automatic-failover.enabled: 'ture' is not true or "
+        "false (set from command line)"
+    )
+    assert not (tmp_path / "name").exists()
+
+
 def test_losing_the_journal_quorum_exits_the_daemon_with_status_1(tmp_path, mjc) -> None:
     conf_dir = write_conf_dir(tmp_path / "conf", nn_props(tmp_path, mjc.quorum_journal_uri(JID)))
     assert hdfs(conf_dir, "namenode", "-format", "-nonInteractive").returncode == 0

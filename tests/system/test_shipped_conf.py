@@ -252,12 +252,14 @@ def run_cluster_from_templates(conf: Path, data: Path, env: dict[str, str]) -> N
         started |= set(pids_in(pid_dir).values())
         fmt = hdfs("namenode", "-nnid", "nn1", "-format", "-nonInteractive")
         assert fmt.returncode == 0, fmt.stderr
+        # Named as start-dfs names it (both NameNodes are on this machine), so stop-dfs
+        # finds it (issue 33 item 8: before, "no namenode to stop" and exit 0).
         nn1 = run(
-            [*HDFS_PY, "--config", conf, "--daemon", "start", "namenode", "-nnid", "nn1"],
-            {**env, "HADOOP_IDENT_STRING": "qjmtest-nn1"},
+            [*HDFS_PY, "--config", conf, "--daemon", "start", "namenode", "-nnid", "nn1"], env
         )
         started |= set(pids_in(pid_dir).values())
         assert nn1.returncode == 0, nn1.stdout + nn1.stderr
+        assert "hadoop-qjmtest-nn1-namenode.pid" in pids_in(pid_dir)
         boot = hdfs("namenode", "-nnid", "nn2", "-bootstrapStandby", "-nonInteractive")
         assert boot.returncode == 0, boot.stdout + boot.stderr
         stop = run([SBIN / "stop-dfs-py.sh", "--config", conf], env)

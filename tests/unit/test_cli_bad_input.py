@@ -55,7 +55,11 @@ def one_line(capsys: pytest.CaptureFixture) -> str:
         (["--config=", "getconf", "-journalNodes"], "--config needs a directory"),
         (["--daemon", "bogus", "journalnode"], "--daemon takes start, stop or status"),
         (["--daemon", "start", "dfs"], "--daemon runs journalnode, namenode, zkfc, not 'dfs'"),
-        (["--daemon", "stop", "zkfc", "x"], "--daemon stop zkfc takes no arguments, got x"),
+        (["--daemon", "stop", "zkfc", "x"], "--daemon stop zkfc takes -nnid NNID only, got x"),
+        (
+            ["--daemon", "status", "journalnode", "-nnid", "nn1"],
+            "--daemon status journalnode takes no arguments, got -nnid nn1",
+        ),
         (["--config", "nope", "--daemon", "status", "namenode"], "directory nope does not exist"),
     ],
 )
@@ -106,7 +110,8 @@ def test_spark_jobs_check_their_numbers_before_starting_spark(
         ),
         (
             [*HA, "-D", "dfs.client.failover.sleep.base.millis=-100", "dfs", "-ls", "/"],
-            "Invalid value for dfs.client.failover.sleep.base.millis: '-100' is not 0 or more"
+            "Invalid value for dfs.client.failover.sleep.base.millis: '-100' is not a time"
+            " duration of 0 or more (a number of milliseconds, or with a unit: ns us ms s m h d)"
             " (set from command line)",
         ),
     ],

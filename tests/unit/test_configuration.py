@@ -253,3 +253,132 @@ def test_parsers_directly():
         parse_host_port("h")
     with pytest.raises(ValueError):
         parse_host_port("h:70000")
+
+
+_HA = {
+    "ha.zookeeper.quorum": "127.0.0.1:2181",
+    "dfs.nameservices": "ns1",
+    "dfs.ha.namenodes.ns1": "nn1",
+    "dfs.namenode.rpc-address.ns1.nn1": "127.0.0.1:1",
+}
+
+
+def _ha_conf(**props) -> Configuration:
+    """One NameNode of nameservice ns1 and a ZooKeeper quorum, then ``props``."""
+    conf = Configuration()
+    for key, value in {**_HA, **props}.items():
+        conf.set(key, value)
+    return conf
+
+
+def _duration_readers():
+    """(key, read(conf) -> the value its daemon uses, in that value's unit): every duration
+    key a daemon or command reads, through the reader that daemon uses."""
+    from hadoop_qjm.common.security.ssl_factory import SSLFactory
+    from hadoop_qjm.ha.health_monitor import HealthMonitorSettings
+    from hadoop_qjm.ha.node_fencer import ShellCommandFencer, SshFenceByTcpPort
+    from hadoop_qjm.ha.zk_failover_controller import ZKFCSettings
+    from hadoop_qjm.namenode.ha.edit_log_tailer import TailerSettings
+    from hadoop_qjm.namenode.ha.failover_proxy import FailoverNameNodeProxy
+    from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalTimeouts
+    from hadoop_qjm.qjournal.server.journal_node_settings import JournalNodeSettings
+    from hadoop_qjm.qjournal.server.journal_scrubber import ScrubSettings
+    from hadoop_qjm.tools.ha_admin import HAAdmin
+
+    def attr(reader, name, scale=1):
+        return lambda conf: getattr(reader(conf), name) * scale
+
+    qjm = {
+        "dfs.qjournal.start-segment.timeout.ms": "start_segment_ms",
+        "dfs.qjournal.prepare-recovery.timeout.ms": "prepare_recovery_ms",
+        "dfs.qjournal.accept-recovery.timeout.ms": "accept_recovery_ms",
+        "dfs.qjournal.finalize-segment.timeout.ms": "finalize_segment_ms",
+        "dfs.qjournal.select-input-streams.timeout.ms": "select_input_streams_ms",
+        "dfs.qjournal.get-journal-state.timeout.ms": "get_journal_state_ms",
+        "dfs.qjournal.new-epoch.timeout.ms": "new_epoch_ms",
+        "dfs.qjournal.write-txns.timeout.ms": "write_txns_ms",
+        "dfs.qjournal.http.open.timeout.ms": "http_open_ms",
+        "dfs.qjournal.http.read.timeout.ms": "http_read_ms",
+        "dfs.qjm.operations.timeout": "operations_ms",
+    }
+    readers = [(k, attr(QuorumJournalTimeouts.from_conf, f)) for k, f in qjm.items()]
+    hm = HealthMonitorSettings.from_conf
+    zkfc = lambda conf: ZKFCSettings.from_conf(conf, "ns1")  # noqa: E731
+    admin = lambda conf: HAAdmin(conf, "ns1", proxy_factory=object, zkfc_proxy_factory=object)  # noqa: E731
+    readers += [
+        ("dfs.journalnode.sync.interval", attr(JournalNodeSettings.from_conf, "sync_interval_ms")),
+        (
+            "dfs.edit.log.transfer.timeout",
+            attr(JournalNodeSettings.from_conf, "edit_log_transfer_timeout_ms"),
+        ),
+        ("dfs.journalnode.scrub.interval", attr(ScrubSettings.from_conf, "interval_ms")),
+        ("ha.health-monitor.check-interval.ms", attr(hm, "check_interval_s", 1000)),
+        ("ha.health-monitor.connect-retry-interval.ms", attr(hm, "connect_retry_interval_s", 1000)),
+        ("ha.health-monitor.sleep-after-disconnect.ms", attr(hm, "sleep_after_disconnect_s", 1000)),
+        ("ha.health-monitor.rpc-timeout.ms", attr(hm, "rpc_timeout_s", 1000)),
+        ("ha.zookeeper.session-timeout.ms", attr(zkfc, "session_timeout_s", 1000)),
+        (
+            "ha.failover-controller.graceful-fence.rpc-timeout.ms",
+            attr(zkfc, "graceful_fence_timeout_s", 1000),
+        ),
+        (
+            "ha.failover-controller.new-active.rpc-timeout.ms",
+            attr(zkfc, "new_active_timeout_s", 1000),
+        ),
+        ("ha.failover-controller.cli-check.rpc-timeout.ms", attr(admin, "check_timeout_s", 1000)),
+        ("dfs.ha.fencing.shell.timeout.ms", attr(ShellCommandFencer, "timeout_ms")),
+        ("dfs.ha.fencing.ssh.connect-timeout", attr(SshFenceByTcpPort, "connect_timeout_ms")),
+        ("dfs.ha.tail-edits.period", attr(TailerSettings, "period_s", 1000)),
+        ("dfs.ha.tail-edits.period.backoff-max", attr(TailerSettings, "backoff_max_s", 1000)),
+        ("dfs.ha.log-roll.period", attr(TailerSettings, "log_roll_period_s", 1000)),
+        (
+            "dfs.client.failover.sleep.base.millis",
+            attr(lambda c: FailoverNameNodeProxy(c, "ns1"), "sleep_base_ms"),
+        ),
+        (
+            "dfs.client.failover.sleep.max.millis",
+            attr(lambda c: FailoverNameNodeProxy(c, "ns1"), "sleep_max_ms"),
+        ),
+        (
+            "hadoop.ssl.handshake.timeout",
+            attr(lambda c: SSLFactory(c).security, "handshake_timeout_s", 1000),
+        ),
+    ]
+    return readers
+
+
+_DURATION_READERS = _duration_readers()
+
+
+@pytest.mark.parametrize("key,read", _DURATION_READERS, ids=[k for k, _ in _DURATION_READERS])
+def test_every_duration_key_takes_hadoops_time_units(key, read):
+    """Issue 33 item 9: `2m` for a key in ms was refused ("'2m' is not a positive number of
+    milliseconds") and stopped the daemon. Each key is read as getTimeDuration reads it: a
+    unit suffix, or a bare number in the key's default unit (ms for all of these)."""
+    assert read(_ha_conf(**{key: "2m"})) == pytest.approx(120_000)
+    assert read(_ha_conf(**{key: "1500"})) == pytest.approx(1_500)
+    assert read(_ha_conf(**{key: "3S"})) == pytest.approx(3_000)
+    with pytest.raises(ConfigurationError) as info:
+        read(_ha_conf(**{key: "2 fortnights"}))
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"Invalid value for {key}: '2 fortnights' is not a ")
+
+
+def test_duration_keys_in_other_units_and_bounds():
+    conf = Configuration()
+    conf.set("dfs.namenode.checkpoint.period", "2h")
+    assert conf.get_time_duration("dfs.namenode.checkpoint.period", 3600, "s") == 7200
+    assert conf.get_time_duration("dfs.namenode.checkpoint.period", 3600, "ms") == 7_200_000
+    conf.set("t", "1500us")
+    assert conf.get_time_duration("t", 0, "ms") == 1  # truncated, as TimeUnit.convert
+    conf.set("t", "-1500us")
+    assert conf.get_time_duration("t", 0, "ms") == -1
+    conf.set("t", "0s")
+    with pytest.raises(ConfigurationError) as info:
+        conf.get_time_duration("t", 1, "ms", minimum=1)
+    assert str(info.value) == (
+        "Invalid value for t: '0s' is not a positive time duration (a number of "
+        "milliseconds, or with a unit: ns us ms s m h d) (set programmatically)"
+    )
+    assert conf.get_time_duration("t", 1, "ms", minimum=0) == 0

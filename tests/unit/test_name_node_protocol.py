@@ -18,8 +18,9 @@ from hadoop_qjm.common.exceptions import (
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.fs_directory import FileStatus
-from hadoop_qjm.namenode.name_node import rpc_bind_address
+from hadoop_qjm.namenode.name_node import NameNode, rpc_bind_address
 from hadoop_qjm.namenode.name_node_commands import parse_startup_option, prompt_confirm
+from hadoop_qjm.namenode.name_node_settings import NameNodeSettings
 from hadoop_qjm.namenode.protocol import messages as m
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy, namenode_address
 from hadoop_qjm.namenode.protocol.exceptions import ServiceFailedException
@@ -213,6 +214,48 @@ def test_the_daemon_binds_rpc_address_else_default_fs() -> None:
     assert rpc_bind_address(conf) == ("0.0.0.0", 9000)
     conf.set("dfs.namenode.rpc-address", "127.0.0.1:0")
     assert rpc_bind_address(conf) == ("0.0.0.0", 0)
+
+
+@pytest.mark.parametrize(
+    "key,value,expected",
+    [
+        ("dfs.ha.automatic-failover.enabled", "ture", "true or false"),
+        ("dfs.ha.automatic-failover.enabled.mycluster", "yes", "true or false"),
+        ("dfs.ha.standby.checkpoints", "1", "true or false"),
+        ("dfs.ha.tail-edits.rolledits.timeout", "soon", "a time duration of 0 or more"),
+        ("dfs.image.transfer.timeout", "0", "a positive time duration"),
+        ("dfs.ha.tail-edits.period", "1x", "a time duration"),
+        ("dfs.ha.tail-edits.in-progress", "maybe", "true or false"),
+        ("dfs.namenode.checkpoint.period", "hourly", "a time duration"),
+        ("dfs.namenode.checkpoint.txns", "many", "an integer"),
+        ("dfs.qjournal.write-txns.timeout.ms", "-1", "a positive time duration"),
+        ("dfs.namenode.handler.count", "ten", "an integer"),
+    ],
+)
+def test_the_namenode_checks_every_key_it_reads_later_when_it_is_made(key, value, expected) -> None:
+    """Issue 33 item 5: `-D dfs.ha.automatic-failover.enabled=ture` came up healthy and every
+    transitionToActive then failed. The keys read at a transition, a roll, an upload or
+    the first standby are read when the NameNode is constructed: one line naming the key."""
+    conf = Configuration()
+    conf.set("dfs.nameservices", "mycluster")
+    conf.set(key, value, "from command line")
+    with pytest.raises(ConfigurationError) as info:
+        NameNodeSettings.from_conf(conf, "mycluster")
+    assert str(info.value).startswith(f"Invalid value for {key}: '{value}' is not {expected}")
+    assert str(info.value).endswith("(set from command line)")
+    assert "\n" not in str(info.value)
+    with pytest.raises(ConfigurationError):
+        NameNode(conf)  # the daemon refuses at construction: nothing bound, nothing locked
+
+
+def test_namenode_settings_read_durations_with_units() -> None:
+    conf = Configuration()
+    conf.set("dfs.ha.tail-edits.rolledits.timeout", "2m")
+    conf.set("dfs.image.transfer.timeout", "90s")
+    settings = NameNodeSettings.from_conf(conf, None)
+    assert (settings.roll_edits_timeout_s, settings.image_transfer_timeout_s) == (120, 90.0)
+    conf.set("dfs.ha.tail-edits.rolledits.timeout", "0")
+    assert NameNodeSettings.from_conf(conf, None).roll_edits_timeout_s == 60
 
 
 # ---- the namenode command line -------------------------------------------------------------------

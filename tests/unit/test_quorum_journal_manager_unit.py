@@ -324,8 +324,8 @@ def test_a_timeout_that_is_not_positive_names_its_key(key: str, value: str) -> N
     with pytest.raises(ConfigurationError) as info:
         QuorumJournalTimeouts.from_conf(conf)
     assert str(info.value) == (
-        f"Invalid value for {key}: '{value}' is not a positive number of milliseconds"
-        " (set from command line)"
+        f"Invalid value for {key}: '{value}' is not a positive time duration (a number of"
+        " milliseconds, or with a unit: ns us ms s m h d) (set from command line)"
     )
 
 

@@ -137,12 +137,11 @@ class SecurityConf:
                 "never sent over plain HTTP once TLS is on"
             )
         timeout_ms = conf.get_time_duration(
-            keys.HADOOP_SSL_HANDSHAKE_TIMEOUT_KEY, keys.HADOOP_SSL_HANDSHAKE_TIMEOUT_DEFAULT
+            keys.HADOOP_SSL_HANDSHAKE_TIMEOUT_KEY,
+            keys.HADOOP_SSL_HANDSHAKE_TIMEOUT_DEFAULT,
+            "ms",
+            minimum=1,
         )
-        if timeout_ms <= 0:
-            raise ConfigurationError(
-                f"Invalid value for {keys.HADOOP_SSL_HANDSHAKE_TIMEOUT_KEY}: it must be positive"
-            )
         if auth == "simple" and protection != (keys.HADOOP_RPC_PROTECTION_DEFAULT,):
             LOG.warning(
                 "%s=%s has no effect with %s=simple: RPC is plain TCP",

@@ -204,8 +204,8 @@ def bootstrap_standby(
             out(f"The shared edits hold transactions {image_txid + 1}-{cur_txid}")
         image_dirs = [d.current for d in storage.image_dirs()]
         timeout_s = (
-            conf.get_int(
-                keys.DFS_IMAGE_TRANSFER_TIMEOUT_KEY, keys.DFS_IMAGE_TRANSFER_TIMEOUT_DEFAULT
+            conf.get_time_duration(
+                keys.DFS_IMAGE_TRANSFER_TIMEOUT_KEY, keys.DFS_IMAGE_TRANSFER_TIMEOUT_DEFAULT, "ms"
             )
             / 1000.0
         )

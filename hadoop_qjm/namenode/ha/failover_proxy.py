@@ -185,21 +185,20 @@ class FailoverNameNodeProxy:
         self.max_failovers = conf.get_int(
             keys.DFS_CLIENT_FAILOVER_MAX_ATTEMPTS_KEY, keys.DFS_CLIENT_FAILOVER_MAX_ATTEMPTS_DEFAULT
         )
-        self.sleep_base_ms = conf.get_int(
+        if self.max_failovers < 0:
+            raise conf.invalid_value(keys.DFS_CLIENT_FAILOVER_MAX_ATTEMPTS_KEY, "0 or more")
+        self.sleep_base_ms = conf.get_time_duration(
             keys.DFS_CLIENT_FAILOVER_SLEEPTIME_BASE_KEY,
             keys.DFS_CLIENT_FAILOVER_SLEEPTIME_BASE_DEFAULT,
+            "ms",
+            minimum=0,
         )
-        self.sleep_max_ms = conf.get_int(
+        self.sleep_max_ms = conf.get_time_duration(
             keys.DFS_CLIENT_FAILOVER_SLEEPTIME_MAX_KEY,
             keys.DFS_CLIENT_FAILOVER_SLEEPTIME_MAX_DEFAULT,
+            "ms",
+            minimum=0,
         )
-        for key, value in (
-            (keys.DFS_CLIENT_FAILOVER_MAX_ATTEMPTS_KEY, self.max_failovers),
-            (keys.DFS_CLIENT_FAILOVER_SLEEPTIME_BASE_KEY, self.sleep_base_ms),
-            (keys.DFS_CLIENT_FAILOVER_SLEEPTIME_MAX_KEY, self.sleep_max_ms),
-        ):
-            if value < 0:
-                raise conf.invalid_value(key, "0 or more")
         if "socket_factory" not in proxy_kwargs:
             # The RPC transport the configuration asks for: TCP, or mutual TLS.
             proxy_kwargs["socket_factory"] = client_socket_factory(conf)

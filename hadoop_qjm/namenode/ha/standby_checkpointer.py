@@ -15,13 +15,43 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
 
-__all__ = ["StandbyCheckpointer"]
+__all__ = ["CheckpointConf", "StandbyCheckpointer"]
 
 LOG = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CheckpointConf:
+    """Hadoop's CheckpointConf: when a checkpoint is due, read once (the NameNode reads it
+    at start, so a bad value refuses the start rather than the first standby)."""
+
+    txns: int
+    period_s: int
+    check_period_s: float
+
+    @classmethod
+    def from_conf(cls, conf: Configuration) -> CheckpointConf:
+        return cls(
+            txns=conf.get_int(
+                keys.DFS_NAMENODE_CHECKPOINT_TXNS_KEY, keys.DFS_NAMENODE_CHECKPOINT_TXNS_DEFAULT
+            ),
+            period_s=conf.get_time_duration(
+                keys.DFS_NAMENODE_CHECKPOINT_PERIOD_KEY,
+                keys.DFS_NAMENODE_CHECKPOINT_PERIOD_DEFAULT,
+                "s",
+            ),
+            check_period_s=conf.get_time_duration(
+                keys.DFS_NAMENODE_CHECKPOINT_CHECK_PERIOD_KEY,
+                keys.DFS_NAMENODE_CHECKPOINT_CHECK_PERIOD_DEFAULT,
+                "ms",
+            )
+            / 1000.0,
+        )
 
 
 class StandbyCheckpointer:
@@ -39,23 +69,10 @@ class StandbyCheckpointer:
         self.core = core
         self._upload = upload
         self._clock = clock
-        self.checkpoint_txns = conf.get_int(
-            keys.DFS_NAMENODE_CHECKPOINT_TXNS_KEY, keys.DFS_NAMENODE_CHECKPOINT_TXNS_DEFAULT
-        )
-        self.checkpoint_period_s = conf.get_time_duration(
-            keys.DFS_NAMENODE_CHECKPOINT_PERIOD_KEY,
-            keys.DFS_NAMENODE_CHECKPOINT_PERIOD_DEFAULT,
-            "s",
-        )
-        check_s = (
-            conf.get_time_duration(
-                keys.DFS_NAMENODE_CHECKPOINT_CHECK_PERIOD_KEY,
-                keys.DFS_NAMENODE_CHECKPOINT_CHECK_PERIOD_DEFAULT,
-                "ms",
-            )
-            / 1000.0
-        )
-        self.check_period_s = max(0.01, min(check_s, float(self.checkpoint_period_s)))
+        checkpoint = CheckpointConf.from_conf(conf)
+        self.checkpoint_txns = checkpoint.txns
+        self.checkpoint_period_s = checkpoint.period_s
+        self.check_period_s = max(0.01, min(checkpoint.check_period_s, float(checkpoint.period_s)))
         self.last_checkpoint_time = clock()
         self.checkpoints = 0
         self.uploads = 0

@@ -259,7 +259,7 @@ class IPCLoggerChannel(AsyncLogger):
         )
 
     def _default_proxy_factory(self, host: str, port: int) -> Any:
-        timeout_ms = self.conf.get_int(IPC_CLIENT_RPC_TIMEOUT_KEY, 0)
+        timeout_ms = self.conf.get_time_duration(IPC_CLIENT_RPC_TIMEOUT_KEY, 0, "ms")
         return QJournalProtocolProxy(
             host,
             port,

@@ -97,8 +97,8 @@ class QuorumJournalTimeouts:
 
     @classmethod
     def from_conf(cls, conf: Configuration) -> QuorumJournalTimeouts:
-        """Read every timeout; one that is not a positive number of milliseconds raises
-        ConfigurationError naming its key (a writer with a zero or negative timeout could
+        """Read every timeout (``20s``, or a bare number of milliseconds); one that is not a
+        positive duration raises ConfigurationError naming its key (a writer with a zero or negative timeout could
         never get a quorum)."""
         d = cls()
         read = {
@@ -114,18 +114,12 @@ class QuorumJournalTimeouts:
             "http_read_ms": keys.DFS_QJOURNAL_HTTP_READ_TIMEOUT_KEY,
             "operations_ms": keys.DFS_QJM_OPERATIONS_TIMEOUT_KEY,  # a duration: "60s"
         }
-        values = {
-            field: (
-                conf.get_time_duration(key, keys.DFS_QJM_OPERATIONS_TIMEOUT_DEFAULT, "ms")
-                if field == "operations_ms"
-                else conf.get_int(key, getattr(d, field))
-            )
-            for field, key in read.items()
-        }
-        for field, value in values.items():
-            if value <= 0:
-                raise conf.invalid_value(read[field], "a positive number of milliseconds")
-        return cls(**values)
+        return cls(
+            **{
+                field: conf.get_time_duration(key, getattr(d, field), "ms", minimum=1)
+                for field, key in read.items()
+            }
+        )
 
 
 class QuorumJournalManager(JournalManager):

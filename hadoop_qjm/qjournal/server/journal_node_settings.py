@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from hadoop_qjm.common.exceptions import ConfigurationError
 from hadoop_qjm.conf import dfs_config_keys as keys
 
-__all__ = ["BindAddress", "JournalNodeSettings", "edits_dir_permission"]
+__all__ = ["BindAddress", "JournalNodeSettings", "edits_dir_permission", "int_at_least"]
 
 #: Hadoop's FsPermission in octal: rwx for user, group, other, and an optional leading
 #: sticky/setuid/setgid digit.
@@ -31,7 +31,6 @@ _OCTAL_PERMISSION = re.compile(r"[0-7]{3,4}")
 
 HTTP_MAX_THREADS_KEY = "hadoop.http.max.threads"
 
-_POSITIVE_MS = "a positive number of milliseconds"
 _POSITIVE_BYTES = "a positive number of bytes"
 
 
@@ -46,7 +45,8 @@ def edits_dir_permission(conf) -> int:
     return int(text, 8)
 
 
-def _int_at_least(conf, key: str, default: int, minimum: int, expected: str) -> int:
+def int_at_least(conf, key: str, default: int, minimum: int, expected: str) -> int:
+    """``key`` as an integer of at least ``minimum``; else one error saying ``expected``."""
     try:
         value = conf.get_int(key, default)
     except ConfigurationError:
@@ -57,11 +57,11 @@ def _int_at_least(conf, key: str, default: int, minimum: int, expected: str) -> 
 
 
 def _positive_ms(conf, key: str, default: int) -> int:
-    return _int_at_least(conf, key, default, 1, _POSITIVE_MS)
+    return conf.get_time_duration(key, default, "ms", minimum=1)
 
 
 def _positive_bytes(conf, key: str, default: int) -> int:
-    return _int_at_least(conf, key, default, 1, _POSITIVE_BYTES)
+    return int_at_least(conf, key, default, 1, _POSITIVE_BYTES)
 
 
 def _edit_cache_bytes(conf) -> int | None:
@@ -193,7 +193,7 @@ def _check_keys_read_elsewhere(conf) -> None:
     _edit_cache_fraction(conf)
     _positive_bytes(conf, keys.DFS_NAMENODE_MAX_OP_SIZE_KEY, keys.DFS_NAMENODE_MAX_OP_SIZE_DEFAULT)
     conf.get_int(HTTP_MAX_THREADS_KEY, -1)  # ≤ 0: the server's default
-    _int_at_least(
+    int_at_least(
         conf,
         keys.DFS_IMAGE_TRANSFER_RATE_KEY,
         keys.DFS_IMAGE_TRANSFER_RATE_DEFAULT,

@@ -359,7 +359,11 @@ class JournalRecovery:
         """Download the accepted segment into ``edits_inprogress_<start>.epoch=<E>`` (fsynced)."""
         tmp = self.storage.temporary_edits_file(segment.start_txid, req.epoch)
         self.log.info("Synchronizing log %s from %s", segment, url)
-        timeout_ms = self.conf.get_int("dfs.image.transfer.timeout", 60000) if self.conf else 60000
+        timeout_ms = (
+            self.conf.get_time_duration("dfs.image.transfer.timeout", 60000, "ms")
+            if self.conf
+            else 60000
+        )
         fetch = self._fetch
         if fetch is None:
             from hadoop_qjm.common.http_transfer import download_to_file as fetch

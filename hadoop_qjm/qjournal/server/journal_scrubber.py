@@ -40,6 +40,7 @@ from hadoop_qjm.common.exceptions import HadoopException
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.fs_edit_log_op import DEFAULT_MAX_OP_SIZE
+from hadoop_qjm.qjournal.server.journal_node_settings import int_at_least
 from hadoop_qjm.qjournal.server.scrub_rules import (
     ScrubFinding,
     SegmentVerifier,
@@ -73,28 +74,17 @@ class ScrubSettings:
         enabled = conf.get_bool(
             keys.DFS_JOURNALNODE_SCRUB_ENABLED_KEY, keys.DFS_JOURNALNODE_SCRUB_ENABLED_DEFAULT
         )
-        values = {}
-        for field, key, default in (
-            ("interval_ms", keys.DFS_JOURNALNODE_SCRUB_INTERVAL_KEY, cls.interval_ms),
-            (
-                "bytes_per_second",
-                keys.DFS_JOURNALNODE_SCRUB_BYTES_PER_SECOND_KEY,
-                cls.bytes_per_second,
-            ),
-        ):
-            expected = (
-                "a positive number of milliseconds"
-                if field == "interval_ms"
-                else "a positive number of bytes per second"
-            )
-            try:
-                value = conf.get_int(key, default)
-            except HadoopException:
-                raise conf.invalid_value(key, expected) from None
-            if value <= 0:
-                raise conf.invalid_value(key, expected)
-            values[field] = value
-        return cls(enabled=enabled, **values)
+        interval_ms = conf.get_time_duration(
+            keys.DFS_JOURNALNODE_SCRUB_INTERVAL_KEY, cls.interval_ms, "ms", minimum=1
+        )
+        bytes_per_second = int_at_least(
+            conf,
+            keys.DFS_JOURNALNODE_SCRUB_BYTES_PER_SECOND_KEY,
+            cls.bytes_per_second,
+            1,
+            "a positive number of bytes per second",
+        )
+        return cls(enabled=enabled, interval_ms=interval_ms, bytes_per_second=bytes_per_second)
 
 
 class ScrubMetrics:

@@ -1,0 +1,86 @@
+"""Every setting the NameNode daemon reads after it has started, read and checked at start.
+
+A key read only when it is needed (``dfs.ha.automatic-failover.enabled`` at each HA
+transition, the roll and image-upload timeouts when the standby first rolls or uploads,
+the tailer's and checkpointer's keys when it first becomes standby) would fail then, long
+after the daemon came up healthy (issue 33: ``-D dfs.ha.automatic-failover.enabled=ture``
+started, and every ``transitionToActive`` then failed). :meth:`NameNodeSettings.from_conf`
+reads each of them when the NameNode is constructed, as the JournalNode's
+``JournalNodeSettings`` and the zkfc's ``ZKFCSettings`` do: a bad value is one
+:class:`~hadoop_qjm.common.exceptions.ConfigurationError` naming the key, the value and
+where it was set, and ``hdfs-py namenode`` prints it as one line and exits 1, before it
+binds a port or locks a directory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.namenode.ha.edit_log_tailer import TailerSettings
+from hadoop_qjm.namenode.ha.ha_util import is_automatic_failover_enabled
+from hadoop_qjm.namenode.ha.standby_checkpointer import CheckpointConf
+from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalTimeouts
+
+__all__ = ["NameNodeSettings"]
+
+
+@dataclass(frozen=True)
+class NameNodeSettings:
+    """The NameNode's own settings, read once (see the module doc); the keys its tailer,
+    checkpointer and quorum journals read where they use them are only checked here."""
+
+    handler_count: int
+    max_frame_size: int
+    handler_queue_size: int
+    list_limit: int
+    standby_checkpoints: bool
+    #: ``dfs.ha.tail-edits.rolledits.timeout`` in seconds (0: 60).
+    roll_edits_timeout_s: float
+    image_transfer_timeout_s: float
+
+    @classmethod
+    def from_conf(cls, conf: Configuration, nameservice: str | None) -> NameNodeSettings:
+        """Read and check every key; the first bad one raises ConfigurationError."""
+        handlers = conf.get_int(
+            keys.DFS_NAMENODE_HANDLER_COUNT_KEY, keys.DFS_NAMENODE_HANDLER_COUNT_DEFAULT
+        )
+        integers = {
+            "max_frame_size": (
+                keys.IPC_MAXIMUM_DATA_LENGTH_KEY,
+                keys.IPC_MAXIMUM_DATA_LENGTH_DEFAULT,
+            ),
+            "handler_queue_size": (
+                keys.IPC_SERVER_HANDLER_QUEUE_SIZE_KEY,
+                keys.IPC_SERVER_HANDLER_QUEUE_SIZE_DEFAULT,
+            ),
+            "list_limit": (keys.DFS_LIST_LIMIT_KEY, keys.DFS_LIST_LIMIT_DEFAULT),
+        }
+        roll_s = conf.get_time_duration(
+            keys.DFS_HA_TAILEDITS_ROLLEDITS_TIMEOUT_KEY,
+            keys.DFS_HA_TAILEDITS_ROLLEDITS_TIMEOUT_DEFAULT,
+            "s",
+            minimum=0,
+        )
+        image_ms = conf.get_time_duration(
+            keys.DFS_IMAGE_TRANSFER_TIMEOUT_KEY,
+            keys.DFS_IMAGE_TRANSFER_TIMEOUT_DEFAULT,
+            "ms",
+            minimum=1,
+        )
+        settings = cls(
+            handler_count=handlers if handlers > 0 else keys.DFS_NAMENODE_HANDLER_COUNT_DEFAULT,
+            standby_checkpoints=conf.get_bool(
+                keys.DFS_HA_STANDBY_CHECKPOINTS_KEY, keys.DFS_HA_STANDBY_CHECKPOINTS_DEFAULT
+            ),
+            roll_edits_timeout_s=roll_s or 60,
+            image_transfer_timeout_s=image_ms / 1000.0,
+            **{field: conf.get_int(key, default) for field, (key, default) in integers.items()},
+        )
+        # Read at each HA transition: a typo must stop the start, not the first failover.
+        is_automatic_failover_enabled(conf, nameservice)
+        TailerSettings(conf)
+        CheckpointConf.from_conf(conf)
+        QuorumJournalTimeouts.from_conf(conf)
+        return settings
