@@ -37,7 +37,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from hadoop_qjm.common.durable import FsyncFunction, atomic_replace, fsync_dir
+from hadoop_qjm.common.durable import FsyncFunction, atomic_replace, fsync_dir, make_dirs_durable
 from hadoop_qjm.common.exceptions import (
     IllegalArgumentException,
     InconsistentFSStateException,
@@ -332,7 +332,7 @@ class StorageDirectory:
                 return StorageState.NON_EXISTENT
             LOG.info("%s does not exist. Creating ...", root)
             try:
-                root.mkdir(parents=True, exist_ok=True)
+                make_dirs_durable(root, fsync=self._fsync)
             except OSError as e:
                 raise IOException(f"Cannot create directory {root}: {e}") from e
         if not root.is_dir():
@@ -425,7 +425,7 @@ class StorageDirectory:
         live directory unlock and re-analyze around this, as ``JNStorage`` does.
         """
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            make_dirs_durable(self.root, fsync=self._fsync)
         except OSError as e:
             raise IOException(f"Cannot create directory {self.root}: {e}") from e
         self.clear_directory()

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from hadoop_qjm import __version__
+from hadoop_qjm.common.durable import FsyncFunction, make_dirs_durable
 from hadoop_qjm.common.exceptions import (
     AuthorizationException,
     ConfigurationError,
@@ -57,10 +58,12 @@ def check_journal_dir(directory: str) -> Path:
     return path
 
 
-def create_journal_dir(path: Path) -> None:
-    """Create a checked edits dir (and its parents); it must end up usable."""
+def create_journal_dir(path: Path, *, fsync: FsyncFunction = os.fsync) -> None:
+    """Create a checked edits dir (and its parents, each made durable); it must end up
+    usable."""
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        # Durable before any journal in it is formatted or acknowledges anything.
+        make_dirs_durable(path, fsync=fsync)
     except OSError as e:
         raise IOException(f"Cannot create directory: {path}: {e.strerror or e}") from None
     if not path.is_dir():
