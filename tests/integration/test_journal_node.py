@@ -21,12 +21,15 @@ from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.fs_edit_log_op import edit_log_header
 from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
+from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.qjournal.protocol.exceptions import (
+    JournalInUseException,
     JournalNotFormattedException,
     JournalOutOfSyncException,
 )
 from hadoop_qjm.qjournal.protocol.messages import SegmentState
 from hadoop_qjm.qjournal.server.journal_node import JournalNode
+from hadoop_qjm.testing.in_process_ha import wait_until
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import (
     FAKE_NSINFO,
@@ -35,7 +38,10 @@ from hadoop_qjm.testing.qjm_test_util import (
     flip_byte_in_op,
     make_request,
     snapshot_files,
+    write_segment,
+    write_txns,
 )
+from tests.unit.qjm_client_fakes import FakeClock
 
 LV = CURRENT_LAYOUT_VERSION
 
@@ -461,3 +467,62 @@ def test_syncer_never_installs_an_uncommitted_segment(tmp_path, caplog):
             synced[0],
         ), synced
         assert journal0.get_edit_log_manifest(0).logs[0].end_txid == 3
+
+
+# ---- format never wipes a journal a writer uses (issue 33) ---------------------------------------
+def test_format_force_is_refused_on_every_node_while_a_writer_is_live(tmp_path):
+    """``namenode -format -force`` from another host while the active writes: every node
+    refuses (one line, nothing changed on any node) and the writer goes on; once the writer
+    stopped and its segment went quiet for the window, -force formats and says what it
+    destroyed. The nodes' clock moves only when told (no waiting for the window)."""
+    clock = FakeClock(time.time())
+    conf = Configuration()
+    with MiniJournalCluster(3, tmp_path, node_kwargs={"clock": clock}) as cluster:
+        uri = cluster.quorum_journal_uri(JID)
+        writer = QuorumJournalManager(conf, uri, FAKE_NSINFO)
+        formatter = QuorumJournalManager(conf, uri, FAKE_NSINFO)
+        try:
+            writer.format(FAKE_NSINFO)
+            writer.recover_unfinalized_segments()
+            write_segment(writer, 1, 3, True)
+            stream = write_segment(writer, 4, 2, False)
+            before = [snapshot_files(cluster.journal_dir(i, JID)) for i in range(3)]
+
+            other = NamespaceInfo(6789, "other-cluster", "bp", 0)
+            with pytest.raises(JournalInUseException) as info:
+                formatter.format(other, force=True)
+            message = str(info.value)
+            assert "\n" not in message
+            assert message.startswith("Not formatting: 3 of 3 JournalNodes have a live writer")
+            assert message.count("in use by the writer of epoch 1 at 127.0.0.1:") == 3
+            assert message.count("still connected, last write") == 3
+            assert message.endswith(
+                "nothing was changed on any JournalNode; stop the NameNodes first"
+            )
+            assert [snapshot_files(cluster.journal_dir(i, JID)) for i in range(3)] == before
+
+            write_txns(stream, 6, 1)  # the writer did not notice
+            stream.close()
+            writer.close()  # the NameNode stops; segment 4 stays in progress on every node
+
+            def refused_only_for_the_open_segment() -> bool:
+                checks = [cluster.journal_node(i).open_journal(JID).can_format() for i in range(3)]
+                return all(c.live_writer and "disconnected" in c.live_writer for c in checks)
+
+            wait_until(refused_only_for_the_open_segment, what="the writer's connections to close")
+            with pytest.raises(JournalInUseException, match="disconnected, last write"):
+                formatter.format(other, force=True)
+
+            clock.advance(60)  # dfs.journalnode.format.live-writer.window.ms's default
+            destroyed = formatter.format(other, force=True)
+            assert destroyed is not None
+            assert destroyed.startswith(
+                "Formatting destroys 6 segments (18 txns) on 3 JournalNodes"
+            )
+            for i in range(3):
+                journal = cluster.journal_node(i).open_journal(JID)
+                assert journal.storage.storage_info.namespace_id == 6789
+                assert not [p for p in journal.storage.current_dir.iterdir() if "edits" in p.name]
+        finally:
+            formatter.close()
+            writer.close()

@@ -83,7 +83,9 @@ class JournalNode:
     key or certificate file raises in :meth:`start`, before anything is created or bound.
     """
 
-    def __init__(self, conf, *, fault_injector=None, fetcher=None, socket_factory=None) -> None:
+    def __init__(
+        self, conf, *, fault_injector=None, fetcher=None, socket_factory=None, clock=time.time
+    ) -> None:
         self.conf = conf
         self.ssl_factory = SSLFactory(conf)
         self.settings = JournalNodeSettings.from_conf(conf)
@@ -95,6 +97,7 @@ class JournalNode:
         self._fault_injector = fault_injector
         self._fetcher = fetcher
         self._socket_factory = socket_factory
+        self._clock = clock  # every Journal's (tests move it: the format window, issue 33)
         self._journals: dict[str, Journal] = {}
         self._syncers: dict[str, object] = {}
         self.scrub_settings = ScrubSettings.from_conf(conf)
@@ -340,6 +343,7 @@ class JournalNode:
                     metrics=self.metrics,
                     fault_injector=self._fault_injector,
                     fetcher=self._fetcher,
+                    clock=self._clock,
                 )
                 self._journals[journal_id] = journal
                 self._maybe_start_syncer(journal, name_service_id)
