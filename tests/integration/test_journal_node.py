@@ -11,6 +11,7 @@ import socket
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import Future
 
 import pytest
 
@@ -20,12 +21,14 @@ from hadoop_qjm.common.progress import format_bytes
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.fs_edit_log_op import edit_log_header
+from hadoop_qjm.qjournal.client.ipc_logger_channel import IPCLoggerChannel
 from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.qjournal.protocol.exceptions import (
     JournalInUseException,
     JournalNotFormattedException,
     JournalOutOfSyncException,
+    QuorumException,
 )
 from hadoop_qjm.qjournal.protocol.messages import SegmentState
 from hadoop_qjm.qjournal.server.journal_node import JournalNode
@@ -526,3 +529,68 @@ def test_format_force_is_refused_on_every_node_while_a_writer_is_live(tmp_path):
         finally:
             formatter.close()
             writer.close()
+
+
+class FormatAfterTheFirst(IPCLoggerChannel):
+    """Sends format to every node but the first only once the first has answered: the
+    answers arrive one after the other, as from nodes at different distances."""
+
+    first: Future | None = None
+
+    def __init__(self, conf, ns_info, journal_id, name_service_id, address) -> None:
+        super().__init__(conf, ns_info, journal_id, address, name_service_id=name_service_id)
+
+    def format(self, ns_info, force=False):
+        if FormatAfterTheFirst.first is None:
+            FormatAfterTheFirst.first = super().format(ns_info, force)
+            return FormatAfterTheFirst.first
+        result: Future = Future()
+
+        def send(_) -> None:
+            inner = IPCLoggerChannel.format(self, ns_info, force)
+            inner.add_done_callback(
+                lambda f: (
+                    result.set_exception(f.exception())
+                    if f.exception() is not None
+                    else result.set_result(f.result())
+                )
+            )
+
+        FormatAfterTheFirst.first.add_done_callback(send)
+        return result
+
+
+def test_a_format_all_three_nodes_refuse_counts_and_names_each(tmp_path, monkeypatch):
+    """Issue 33 item 14: all three refused (not empty, no -force) and the message said
+    "1 exceptions thrown": the client stopped at the first failure."""
+    monkeypatch.setattr(FormatAfterTheFirst, "first", None)
+    conf = Configuration()
+    with MiniJournalCluster(3, tmp_path) as cluster:
+        uri = cluster.quorum_journal_uri(JID)
+        writer = QuorumJournalManager(conf, uri, FAKE_NSINFO)
+        try:
+            writer.format(FAKE_NSINFO)
+            writer.recover_unfinalized_segments()
+            write_segment(writer, 1, 3, True)
+        finally:
+            writer.close()
+        wait_until(
+            lambda: (
+                not any(
+                    cluster.journal_node(i).open_journal(JID).can_format().live_writer
+                    for i in range(3)
+                )
+            ),
+            what="the writer's connections to close",
+        )
+        formatter = QuorumJournalManager(conf, uri, FAKE_NSINFO, logger_factory=FormatAfterTheFirst)
+        try:
+            with pytest.raises(QuorumException) as info:
+                formatter.format(FAKE_NSINFO)
+        finally:
+            formatter.close()
+    message = str(info.value)
+    assert "Could not format one or more JournalNodes. 3 exceptions thrown:" in message
+    for i in range(3):
+        host, port = cluster.rpc_address(i)
+        assert f"{host}:{port}: Can't format the storage directory" in message

@@ -281,18 +281,6 @@ def test_format_and_has_some_data_need_every_node(loggers) -> None:
         qjm.format(FAKE_NSINFO)
 
 
-def test_a_format_every_node_refuses_counts_and_names_each(loggers) -> None:
-    """Issue 33 item 14: all three refused, and the message said "1 exceptions thrown"."""
-    qjm = make_qjm(loggers)
-    for i, logger in enumerate(loggers):
-        logger.when("format", error=IOException(f"node {i} not empty"))
-    with pytest.raises(QuorumException) as info:
-        qjm.format(FAKE_NSINFO)
-    message = str(info.value)
-    assert "3 exceptions thrown" in message
-    assert all(f"{lg}: node {i} not empty" in message for i, lg in enumerate(loggers))
-
-
 def test_format_asks_every_node_first_and_changes_none_while_a_writer_is_live(loggers) -> None:
     """Issue 33 item 1: a live writer on any node refuses the format before any node is
     formatted; with none, format says what it destroys."""
