@@ -39,6 +39,7 @@ from hadoop_qjm.testing.qjm_test_util import (
     JID,
     create_txn_data,
     flip_byte_in_op,
+    formatted_writer,
     make_request,
     snapshot_files,
     write_segment,
@@ -482,11 +483,9 @@ def test_format_force_is_refused_on_every_node_while_a_writer_is_live(tmp_path):
     conf = Configuration()
     with MiniJournalCluster(3, tmp_path, node_kwargs={"clock": clock}) as cluster:
         uri = cluster.quorum_journal_uri(JID)
-        writer = QuorumJournalManager(conf, uri, FAKE_NSINFO)
+        writer = formatted_writer(conf, uri)
         formatter = QuorumJournalManager(conf, uri, FAKE_NSINFO)
         try:
-            writer.format(FAKE_NSINFO)
-            writer.recover_unfinalized_segments()
             write_segment(writer, 1, 3, True)
             stream = write_segment(writer, 4, 2, False)
             before = [snapshot_files(cluster.journal_dir(i, JID)) for i in range(3)]
@@ -567,10 +566,8 @@ def test_a_format_all_three_nodes_refuse_counts_and_names_each(tmp_path, monkeyp
     conf = Configuration()
     with MiniJournalCluster(3, tmp_path) as cluster:
         uri = cluster.quorum_journal_uri(JID)
-        writer = QuorumJournalManager(conf, uri, FAKE_NSINFO)
+        writer = formatted_writer(conf, uri)
         try:
-            writer.format(FAKE_NSINFO)
-            writer.recover_unfinalized_segments()
             write_segment(writer, 1, 3, True)
         finally:
             writer.close()
