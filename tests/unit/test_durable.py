@@ -460,3 +460,24 @@ def test_purging_paxos_records_fsyncs_the_paxos_dir(tmp_path: Path) -> None:
         storage.close()
     assert sorted(p.name for p in storage.paxos_dir.iterdir()) == ["9"]
     assert storage.paxos_dir in fsync.paths
+
+
+def test_a_new_segment_superseding_a_recovery_fsyncs_the_paxos_dir(tmp_path, monkeypatch) -> None:
+    """startLogSegment deletes the paxos record of its txid before it acknowledges."""
+    from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
+    from hadoop_qjm.conf import Configuration
+    from hadoop_qjm.qjournal.server import journal as journal_module
+    from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, JID, make_request
+
+    journal = journal_module.Journal(Configuration(), tmp_path / JID, JID)
+    try:
+        journal.format(FAKE_NSINFO)
+        journal.new_epoch(FAKE_NSINFO, 1)
+        journal.storage.paxos_file(1).write_bytes(b"an old decision")
+        synced: list[Path] = []
+        monkeypatch.setattr(journal_module, "fsync_dir", lambda path, **kw: synced.append(path))
+        journal.start_log_segment(make_request(1), 1, CURRENT_LAYOUT_VERSION)
+    finally:
+        journal.close()
+    assert not journal.storage.paxos_file(1).exists()
+    assert journal.storage.paxos_dir in synced

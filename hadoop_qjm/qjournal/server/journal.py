@@ -1017,7 +1017,6 @@ class Journal(JournalRecovery):
             return
         except OSError as e:
             raise IOException(f"Unable to delete paxos file {path}: {e}") from e
-        fsync_dir(path.parent)  # the new segment's ack must not bring the record back
         fsync_dir(path.parent)
 
     def _get_persisted_paxos_data(self, segment_txid: int) -> PersistedRecoveryPaxosData | None:
