@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from hadoop_qjm.common.exceptions import InconsistentFSStateException, IOException
+from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.fs_image import SaveNamespaceFaultInjector, checkpoint_offline
+from hadoop_qjm.namenode.initialize_shared_edits import initialize_shared_edits
 from hadoop_qjm.namenode.name_node_core import format_namenode
 from hadoop_qjm.namenode.nn_storage import checkpoint_file_name, image_file_name
 from hadoop_qjm.namenode.nn_storage_retention_manager import (
@@ -26,7 +28,7 @@ from hadoop_qjm.namenode.nn_storage_retention_manager import (
 from hadoop_qjm.qjournal.protocol.exceptions import JournalInUseException
 from hadoop_qjm.testing.in_process_ha import wait_until
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
-from hadoop_qjm.testing.qjm_test_util import snapshot_files
+from hadoop_qjm.testing.qjm_test_util import formatted_writer, snapshot_files, write_segment
 from tests.integration.namenode_support import (
     Terminations,
     nn_conf,
@@ -449,6 +451,27 @@ def test_format_force_from_another_host_never_wipes_a_live_journal(cluster, tmp_
     assert len(reported) == 1
     assert re.match(r"Formatting destroys \d+ segments \(\d+ txns\) on 3 JournalNodes", reported[0])
     assert reported[0].endswith(f"of {cluster.quorum_journal_uri(jid)}")
+
+
+def test_initialize_shared_edits_never_wipes_a_live_journal(cluster, tmp_path) -> None:
+    """-initializeSharedEdits -force while a writer uses the journal: refused before the
+    shared directories or any JournalNode change (issue 33)."""
+    uri = cluster.quorum_journal_uri("shared-live")
+    local = nn_conf(tmp_path)
+    format_namenode(local)
+    start_nn(local).close()
+    shared_dir = tmp_path / "shared"
+    conf = nn_conf(tmp_path, shared=f"{uri},file://{shared_dir}")
+    writer = formatted_writer(Configuration(), uri)
+    try:
+        write_segment(writer, 1, 3, False)
+        before = [snapshot_files(cluster.journal_dir(i, "shared-live")) for i in range(3)]
+        with pytest.raises(JournalInUseException, match="stop the NameNodes first"):
+            initialize_shared_edits(conf, force=True)
+        assert [snapshot_files(cluster.journal_dir(i, "shared-live")) for i in range(3)] == before
+        assert not (shared_dir / "current" / "VERSION").exists()
+    finally:
+        writer.close()
 
 
 @pytest.mark.parametrize(
