@@ -397,7 +397,9 @@ class StorageDirectory:
             return False
         if not self.root.is_dir():
             return True
-        return any(self.root.iterdir())
+        # Our own lock (a format locks first, issue 33) is not data.
+        own_lock = self.lock_file if self.is_locked else None
+        return any(p != own_lock for p in self.root.iterdir())
 
     def clear_directory(self) -> None:
         """Delete ``current/`` and everything in it, then create it empty with ``dir_perm``."""
