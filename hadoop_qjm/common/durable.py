@@ -50,6 +50,8 @@ __all__ = [
     "PersistentLongFile",
     "atomic_replace",
     "fsync_dir",
+    "make_dirs_durable",
+    "unlink_durable",
 ]
 
 #: ``fsync(fd)``: ``os.fsync`` or a test's replacement that may raise.
@@ -86,6 +88,53 @@ def fsync_dir(path: str | os.PathLike[str], *, fsync: FsyncFunction = os.fsync) 
         raise IOException(f"Failed to fsync directory {path}: {e}") from e
     finally:
         os.close(fd)
+
+
+def make_dirs_durable(
+    path: str | os.PathLike[str], *, fsync: FsyncFunction = os.fsync, mode: int = 0o777
+) -> None:
+    """Create directory ``path`` and its missing parents, each one's entry made durable.
+
+    ``mkdir`` puts the new name in the parent directory, which a power cut may lose until
+    that parent is fsynced: each directory created here has its parent fsynced (deepest
+    last), so a format or a start-up acknowledged after this keeps its directories. An
+    existing ``path`` is left as it is (no fsync).
+    """
+    target = Path(path)
+    missing: list[Path] = []
+    probe = target
+    while not probe.exists():
+        missing.append(probe)
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not missing:
+        return
+    target.mkdir(parents=True, exist_ok=True, mode=mode)
+    for created in reversed(missing):
+        fsync_dir(created.parent, fsync=fsync)
+
+
+def unlink_durable(
+    paths: list[Path], *, fsync: FsyncFunction = os.fsync
+) -> list[tuple[Path, OSError]]:
+    """Delete each of ``paths`` (best effort), then fsync each directory one was deleted
+    from, so that a power cut does not bring a deleted file back. Returns the failures
+    (an absent file is no failure); a failed directory fsync raises IOException."""
+    failures: list[tuple[Path, OSError]] = []
+    dirs: dict[Path, None] = {}
+    for p in paths:
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            failures.append((p, e))
+            continue
+        dirs[p.parent] = None
+    for d in dirs:
+        fsync_dir(d, fsync=fsync)
+    return failures
 
 
 class AtomicFileWriter:

@@ -37,7 +37,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from hadoop_qjm.common.durable import FsyncFunction, atomic_replace, fsync_dir
+from hadoop_qjm.common.durable import FsyncFunction, atomic_replace, fsync_dir, make_dirs_durable
 from hadoop_qjm.common.exceptions import (
     IllegalArgumentException,
     InconsistentFSStateException,
@@ -332,7 +332,7 @@ class StorageDirectory:
                 return StorageState.NON_EXISTENT
             LOG.info("%s does not exist. Creating ...", root)
             try:
-                root.mkdir(parents=True, exist_ok=True)
+                make_dirs_durable(root, fsync=self._fsync)
             except OSError as e:
                 raise IOException(f"Cannot create directory {root}: {e}") from e
         if not root.is_dir():
@@ -397,7 +397,9 @@ class StorageDirectory:
             return False
         if not self.root.is_dir():
             return True
-        return any(self.root.iterdir())
+        # Our own lock (a format locks first, issue 33) is not data.
+        own_lock = self.lock_file if self.is_locked else None
+        return any(p != own_lock for p in self.root.iterdir())
 
     def clear_directory(self) -> None:
         """Delete ``current/`` and everything in it, then create it empty with ``dir_perm``."""
@@ -425,7 +427,7 @@ class StorageDirectory:
         live directory unlock and re-analyze around this, as ``JNStorage`` does.
         """
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            make_dirs_durable(self.root, fsync=self._fsync)
         except OSError as e:
             raise IOException(f"Cannot create directory {self.root}: {e}") from e
         self.clear_directory()

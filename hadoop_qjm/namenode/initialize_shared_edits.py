@@ -151,6 +151,8 @@ def _format_and_copy(
             if jas.manager.has_some_data()  # type: ignore[attr-defined]
         ]
         confirm_format(conf, with_data, force=force, confirm=confirm)
+        for jas in remote:
+            jas.manager.check_format()  # a writer on any JournalNode: nothing changes anywhere
         shared_storage.format(ns_info)  # VERSION in shared directories, with the existing nsInfo
         for jas in remote:
             jas.manager.format(ns_info, force)  # type: ignore[attr-defined]

@@ -34,6 +34,11 @@ class JournalManager(ABC):
         """Move aside every segment starting at or after ``start_txid`` (rollback)."""
         raise NotImplementedError
 
+    def check_format(self) -> str | None:
+        """Before a format changes anything: raise if this journal may not be formatted now
+        (a writer uses it); else what formatting destroys here, in one line, or None."""
+        return None
+
     def set_output_buffer_capacity(self, size: int) -> None:  # noqa: B027 - optional
         """The double-buffer size of the streams :meth:`start_log_segment` returns."""
 

@@ -253,7 +253,9 @@ def _run_command(option: StartupOption, conf: Configuration) -> int:
         from hadoop_qjm.namenode.name_node_core import format_namenode
 
         confirm = prompt_confirm() if option.interactive else None
-        ns_info = format_namenode(conf, option.cluster_id, force=option.force, confirm=confirm)
+        ns_info = format_namenode(
+            conf, option.cluster_id, force=option.force, confirm=confirm, report=print
+        )
         print(
             f"Formatted namespace {ns_info.namespace_id} of cluster {ns_info.cluster_id} "
             f"(block pool {ns_info.block_pool_id})"

@@ -180,8 +180,9 @@ def confirm_format(
             f"Running in non-interactive mode, and data appears to exist in "
             f"{with_data[0]}. Not formatting."
         )
-    if not confirm(with_data):
-        raise IOException(f"Format aborted in {with_data[0]}")
+    for location in with_data:  # one question each; the abort names the one declined
+        if not confirm([location]):
+            raise IOException(f"Format aborted in {location}")
 
 
 def format_namenode(
@@ -192,13 +193,19 @@ def format_namenode(
     confirm: Callable[[Sequence[str]], bool] | None = None,
     journal_factory: JournalFactory | None = None,
     fs_owner: str | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> NamespaceInfo:
     """``namenode -format``: new namespace in every local dir and every JournalNode; fsimage_0.
 
-    If any location already holds data, formatting goes ahead only with ``force`` or when
-    ``confirm(locations)`` says yes (the command line asks "Re-format filesystem in ...");
-    without ``confirm`` it is refused (-nonInteractive). ``force`` is also passed to the
-    JournalNodes, which refuse to re-format a non-empty journal without it.
+    First every existing local directory is locked (a running NameNode's lock refuses the
+    format before any question is asked). If any location already holds data, formatting
+    goes ahead only with ``force`` or when ``confirm([location])`` says yes to each (the
+    command line asks "Re-format filesystem in ..."); without ``confirm`` it is refused
+    (-nonInteractive). ``force`` is also passed to the JournalNodes, which refuse to
+    re-format a non-empty journal without it. Before anything is changed, every
+    JournalNode is asked whether a writer uses the journal (``check_format``: then
+    JournalInUseException and nothing changes anywhere); ``report`` gets the line saying
+    what the format destroys there.
     """
     if not conf.get_bool(
         keys.DFS_NAMENODE_SUPPORT_ALLOW_FORMAT_KEY, keys.DFS_NAMENODE_SUPPORT_ALLOW_FORMAT_DEFAULT
@@ -214,6 +221,7 @@ def format_namenode(
     ns_info = new_namespace_info(cluster_id)
     journals = create_journal_set(conf, dirs, storage, ns_info, journal_factory)
     try:
+        storage.lock_existing_dirs()
         remote = [
             jas for jas in journals.journals if not isinstance(jas.manager, FileJournalManager)
         ]
@@ -223,6 +231,10 @@ def format_namenode(
             if jas.manager.has_some_data()  # type: ignore[attr-defined]
         ]
         confirm_format(conf, with_data, force=force, confirm=confirm)
+        for jas in remote:
+            destroyed = jas.manager.check_format()
+            if destroyed is not None and report is not None:
+                report(f"{destroyed} of {getattr(jas.manager, 'uri', jas.manager)}")
         LOG.info("Allocated new BlockPoolId: %s", ns_info.block_pool_id)
         namesystem = FSNamesystem(conf, fs_owner=fs_owner)
         image = FSImage(conf, storage)

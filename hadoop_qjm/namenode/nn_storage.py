@@ -266,6 +266,13 @@ class NNStorage:
             LOG.warning("Unable to unlock bad storage directory %s: %s", sd.root, e)
 
     # ---- locks and state -------------------------------------------------------------------------
+    def lock_existing_dirs(self) -> None:
+        """Lock every directory that exists (IOException naming the first one another
+        process holds, e.g. the running NameNode); before a format asks anything."""
+        for d in self.dirs:
+            if d.root.is_dir() and not d.sd.is_locked:
+                d.sd.lock()
+
     def has_some_data(self) -> list[str]:
         """The directories formatting would destroy something in."""
         return [str(d.root) for d in self.dirs if d.sd.has_some_data()]

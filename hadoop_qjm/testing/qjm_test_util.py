@@ -92,6 +92,21 @@ def write_segment(qjm, start_txid: int, num_txns: int, finalize: bool, *, cluste
     return None
 
 
+def formatted_writer(conf, uri: str):
+    """A QuorumJournalManager that formatted the journal at ``uri`` and became its writer
+    (epoch 1); the caller closes it."""
+    from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
+
+    qjm = QuorumJournalManager(conf, uri, FAKE_NSINFO)
+    try:
+        qjm.format(FAKE_NSINFO)
+        qjm.recover_unfinalized_segments()
+    except BaseException:
+        qjm.close()
+        raise
+    return qjm
+
+
 def close_streams(streams) -> None:
     for stream in streams:
         stream.close()

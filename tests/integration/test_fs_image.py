@@ -16,14 +16,19 @@ from pathlib import Path
 import pytest
 
 from hadoop_qjm.common.exceptions import InconsistentFSStateException, IOException
+from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.fs_image import SaveNamespaceFaultInjector, checkpoint_offline
+from hadoop_qjm.namenode.initialize_shared_edits import initialize_shared_edits
 from hadoop_qjm.namenode.name_node_core import format_namenode
 from hadoop_qjm.namenode.nn_storage import checkpoint_file_name, image_file_name
 from hadoop_qjm.namenode.nn_storage_retention_manager import (
     edits_purge_point,
     image_txid_to_retain,
 )
+from hadoop_qjm.qjournal.protocol.exceptions import JournalInUseException
+from hadoop_qjm.testing.in_process_ha import wait_until
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+from hadoop_qjm.testing.qjm_test_util import formatted_writer, snapshot_files, write_segment
 from tests.integration.namenode_support import (
     Terminations,
     nn_conf,
@@ -378,8 +383,7 @@ def test_format_asks_before_destroying_data(cluster, tmp_path) -> None:
     asked: list = []
     with pytest.raises(IOException, match="^Format aborted in "):
         format_namenode(conf, confirm=lambda locations: asked.append(locations) or False)
-    assert str(tmp_path / "name") in asked[0]
-    assert any(loc.startswith("qjournal://") for loc in asked[0])
+    assert asked == [[str(tmp_path / "name")]]  # one question a location; no stops there
     # Saying yes is not enough for the JournalNodes, which hold data: they need force.
     with pytest.raises(IOException):
         format_namenode(conf, confirm=lambda locations: True)
@@ -391,6 +395,83 @@ def test_format_asks_before_destroying_data(cluster, tmp_path) -> None:
         format_namenode(no_format, force=True)
     nn = start_nn(conf, Terminations())
     nn.close()
+
+
+def test_format_checks_the_locks_before_asking_and_names_the_location_declined(
+    cluster, tmp_path
+) -> None:
+    """Issue 33 item 14: both questions came before the running NameNode's lock refused
+    the format, and a no to the journal after a yes named the local directory."""
+    conf = nn_conf(tmp_path, shared=cluster.quorum_journal_uri("locks-first"))
+    format_namenode(conf)
+    asked: list = []
+
+    def answer(locations) -> bool:
+        asked.append(locations[0])
+        return not locations[0].startswith("qjournal://")
+
+    nn = start_nn(conf)
+    try:
+        with pytest.raises(IOException, match="The directory is already locked"):
+            format_namenode(conf, confirm=answer)
+        assert asked == []
+    finally:
+        nn.close()
+    with pytest.raises(IOException, match="^Format aborted in qjournal://"):
+        format_namenode(conf, confirm=answer)
+    assert asked == [str(tmp_path / "name"), cluster.quorum_journal_uri("locks-first")]
+
+
+def test_format_force_from_another_host_never_wipes_a_live_journal(cluster, tmp_path) -> None:
+    """Issue 33 item 1, through format_namenode: another host's ``-format -force`` while
+    the active NameNode writes changes nothing, neither on the JournalNodes nor locally;
+    once the NameNode stopped it formats and reports what it destroyed."""
+    jid = "live-writer"
+    conf = nn_conf(tmp_path / "nn1", shared=cluster.quorum_journal_uri(jid))
+    other_host = nn_conf(tmp_path / "host3", shared=cluster.quorum_journal_uri(jid))
+    format_namenode(conf)
+    nn = start_nn(conf)
+    try:
+        nn.namesystem.mkdirs("/live")
+        before = [snapshot_files(cluster.journal_dir(i, jid)) for i in range(3)]
+        with pytest.raises(JournalInUseException, match="3 of 3 JournalNodes have a live writer"):
+            format_namenode(other_host, force=True)
+        assert [snapshot_files(cluster.journal_dir(i, jid)) for i in range(3)] == before
+        assert not (tmp_path / "host3" / "name" / "current").exists()
+        nn.namesystem.mkdirs("/still-writing")
+    finally:
+        nn.close()
+    journals = [cluster.journal_node(i).open_journal(jid) for i in range(3)]
+    wait_until(
+        lambda: not any(j.can_format().live_writer for j in journals),
+        what="the NameNode's connections to close",
+    )
+    reported: list[str] = []
+    format_namenode(other_host, force=True, report=reported.append)
+    assert len(reported) == 1
+    assert re.match(r"Formatting destroys \d+ segments \(\d+ txns\) on 3 JournalNodes", reported[0])
+    assert reported[0].endswith(f"of {cluster.quorum_journal_uri(jid)}")
+
+
+def test_initialize_shared_edits_never_wipes_a_live_journal(cluster, tmp_path) -> None:
+    """-initializeSharedEdits -force while a writer uses the journal: refused before the
+    shared directories or any JournalNode change (issue 33)."""
+    uri = cluster.quorum_journal_uri("shared-live")
+    local = nn_conf(tmp_path)
+    format_namenode(local)
+    start_nn(local).close()
+    shared_dir = tmp_path / "shared"
+    conf = nn_conf(tmp_path, shared=f"{uri},file://{shared_dir}")
+    writer = formatted_writer(Configuration(), uri)
+    try:
+        write_segment(writer, 1, 3, False)
+        before = [snapshot_files(cluster.journal_dir(i, "shared-live")) for i in range(3)]
+        with pytest.raises(JournalInUseException, match="stop the NameNodes first"):
+            initialize_shared_edits(conf, force=True)
+        assert [snapshot_files(cluster.journal_dir(i, "shared-live")) for i in range(3)] == before
+        assert not (shared_dir / "current" / "VERSION").exists()
+    finally:
+        writer.close()
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ import socket
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import Future
 
 import pytest
 
@@ -20,22 +21,31 @@ from hadoop_qjm.common.progress import format_bytes
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.fs_edit_log_op import edit_log_header
+from hadoop_qjm.qjournal.client.ipc_logger_channel import IPCLoggerChannel
 from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
+from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.qjournal.protocol.exceptions import (
+    JournalInUseException,
     JournalNotFormattedException,
     JournalOutOfSyncException,
+    QuorumException,
 )
 from hadoop_qjm.qjournal.protocol.messages import SegmentState
 from hadoop_qjm.qjournal.server.journal_node import JournalNode
+from hadoop_qjm.testing.in_process_ha import wait_until
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import (
     FAKE_NSINFO,
     JID,
     create_txn_data,
     flip_byte_in_op,
+    formatted_writer,
     make_request,
     snapshot_files,
+    write_segment,
+    write_txns,
 )
+from tests.unit.qjm_client_fakes import FakeClock
 
 LV = CURRENT_LAYOUT_VERSION
 
@@ -474,3 +484,125 @@ def test_syncer_asks_a_restarted_peer_on_a_fresh_connection(tmp_path):
         p0.heartbeat(make_request(2, committed_txid=3))
         assert syncer.sync_once() == 1
         assert (cluster.current_dir(0, JID) / SEGMENT_1_3).exists()
+
+
+# ---- format never wipes a journal a writer uses (issue 33) ---------------------------------------
+def test_format_force_is_refused_on_every_node_while_a_writer_is_live(tmp_path):
+    """``namenode -format -force`` from another host while the active writes: every node
+    refuses (one line, nothing changed on any node) and the writer goes on; once the writer
+    stopped and its segment went quiet for the window, -force formats and says what it
+    destroyed. The nodes' clock moves only when told (no waiting for the window)."""
+    clock = FakeClock(time.time())
+    conf = Configuration()
+    with MiniJournalCluster(3, tmp_path, node_kwargs={"clock": clock}) as cluster:
+        uri = cluster.quorum_journal_uri(JID)
+        writer = formatted_writer(conf, uri)
+        formatter = QuorumJournalManager(conf, uri, FAKE_NSINFO)
+        try:
+            write_segment(writer, 1, 3, True)
+            stream = write_segment(writer, 4, 2, False)
+            writer.loggers.wait_for_all_pending_calls()  # the third node has them too
+            before = [snapshot_files(cluster.journal_dir(i, JID)) for i in range(3)]
+
+            other = NamespaceInfo(6789, "other-cluster", "bp", 0)
+            with pytest.raises(JournalInUseException) as info:
+                formatter.format(other, force=True)
+            message = str(info.value)
+            assert "\n" not in message
+            assert message.startswith("Not formatting: 3 of 3 JournalNodes have a live writer")
+            assert message.count("in use by the writer of epoch 1 at 127.0.0.1:") == 3
+            assert message.count("still connected, last write") == 3
+            assert message.endswith(
+                "nothing was changed on any JournalNode; stop the NameNodes first"
+            )
+            assert [snapshot_files(cluster.journal_dir(i, JID)) for i in range(3)] == before
+
+            write_txns(stream, 6, 1)  # the writer did not notice
+            stream.close()
+            writer.close()  # the NameNode stops; segment 4 stays in progress on every node
+
+            def refused_only_for_the_open_segment() -> bool:
+                checks = [cluster.journal_node(i).open_journal(JID).can_format() for i in range(3)]
+                return all(c.live_writer and "disconnected" in c.live_writer for c in checks)
+
+            wait_until(refused_only_for_the_open_segment, what="the writer's connections to close")
+            with pytest.raises(JournalInUseException, match="disconnected, last write"):
+                formatter.format(other, force=True)
+
+            clock.advance(60)  # dfs.journalnode.format.live-writer.window.ms's default
+            destroyed = formatter.format(other, force=True)
+            assert destroyed is not None
+            assert destroyed.startswith(
+                "Formatting destroys 6 segments (18 txns) on 3 JournalNodes"
+            )
+            for i in range(3):
+                journal = cluster.journal_node(i).open_journal(JID)
+                assert journal.storage.storage_info.namespace_id == 6789
+                assert not [p for p in journal.storage.current_dir.iterdir() if "edits" in p.name]
+        finally:
+            formatter.close()
+            writer.close()
+
+
+class FormatAfterTheFirst(IPCLoggerChannel):
+    """Sends format to every node but the first only once the first has answered: the
+    answers arrive one after the other, as from nodes at different distances."""
+
+    first: Future | None = None
+
+    def __init__(self, conf, ns_info, journal_id, name_service_id, address) -> None:
+        super().__init__(conf, ns_info, journal_id, address, name_service_id=name_service_id)
+
+    def format(self, ns_info, force=False):
+        if FormatAfterTheFirst.first is None:
+            FormatAfterTheFirst.first = super().format(ns_info, force)
+            return FormatAfterTheFirst.first
+        result: Future = Future()
+
+        def send(_) -> None:
+            inner = IPCLoggerChannel.format(self, ns_info, force)
+            inner.add_done_callback(
+                lambda f: (
+                    result.set_exception(f.exception())
+                    if f.exception() is not None
+                    else result.set_result(f.result())
+                )
+            )
+
+        FormatAfterTheFirst.first.add_done_callback(send)
+        return result
+
+
+def test_a_format_all_three_nodes_refuse_counts_and_names_each(tmp_path, monkeypatch):
+    """Issue 33 item 14: all three refused (not empty, no -force) and the message said
+    "1 exceptions thrown": the client stopped at the first failure."""
+    monkeypatch.setattr(FormatAfterTheFirst, "first", None)
+    conf = Configuration()
+    with MiniJournalCluster(3, tmp_path) as cluster:
+        uri = cluster.quorum_journal_uri(JID)
+        writer = formatted_writer(conf, uri)
+        try:
+            write_segment(writer, 1, 3, True)
+            writer.loggers.wait_for_all_pending_calls()  # the slowest node finalized it too
+        finally:
+            writer.close()
+        wait_until(
+            lambda: (
+                not any(
+                    cluster.journal_node(i).open_journal(JID).can_format().live_writer
+                    for i in range(3)
+                )
+            ),
+            what="the writer's connections to close",
+        )
+        formatter = QuorumJournalManager(conf, uri, FAKE_NSINFO, logger_factory=FormatAfterTheFirst)
+        try:
+            with pytest.raises(QuorumException) as info:
+                formatter.format(FAKE_NSINFO)
+        finally:
+            formatter.close()
+    message = str(info.value)
+    assert "Could not format one or more JournalNodes. 3 exceptions thrown:" in message
+    for i in range(3):
+        host, port = cluster.rpc_address(i)
+        assert f"{host}:{port}: Can't format the storage directory" in message

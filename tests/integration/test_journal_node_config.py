@@ -96,6 +96,15 @@ BAD_VALUES = [
     ),
     ("dfs.journalnode.handler.count", "many", "'many' is not an integer"),
     ("hadoop.http.max.threads", "lots", "'lots' is not an integer"),
+    *[
+        (
+            "dfs.journalnode.format.live-writer.window.ms",
+            value,
+            f"'{value}' is not a time duration of 0 or more (a number of milliseconds, or with "
+            "a unit: ns us ms s m h d)",
+        )
+        for value in ("-1", "soon")
+    ],
 ]
 
 
@@ -138,6 +147,7 @@ def test_good_values_are_accepted(tmp_path):
             "dfs.image.transfer.bandwidthPerSec": "0",  # 0: no throttle
             "dfs.journalnode.handler.count": "0",  # ≤ 0 means 5
             "hadoop.http.max.threads": "-1",  # ≤ 0: the default
+            "dfs.journalnode.format.live-writer.window.ms": "0",  # 0: only a connected writer
         },
     )
     node = JournalNode(conf)

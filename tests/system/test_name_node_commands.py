@@ -111,6 +111,11 @@ def test_format_with_and_without_data(tmp_path, mjc) -> None:
     eof = hdfs(conf_dir, "namenode", "-format", stdin="")
     assert eof.returncode == 1 and "Format aborted in" in eof.stderr
     assert namespace_id(tmp_path / "name") == ns1
+    # A yes to the name dir, a no to the journal: the abort names the journal (issue 33).
+    journal_no = hdfs(conf_dir, "namenode", "-format", stdin="y\nn\n")
+    last = journal_no.stderr.strip().splitlines()[-1]
+    assert last.endswith(f"Format aborted in {mjc.quorum_journal_uri(JID)}")
+    assert namespace_id(tmp_path / "name") == ns1
 
     # Two locations hold data (the name dir and the journal): one answer each. As in
     # Hadoop, a yes is not enough for JournalNodes holding data: they want -force.
@@ -185,6 +190,19 @@ def test_daemon_dfs_dfsadmin_and_sigterm(tmp_path, mjc) -> None:
         assert one_line_error(dfs("-ls", "/nope")) == "ls: `/nope': No such file or directory"
         removed = dfs("-rm", "-r", "/data")
         assert removed.returncode == 0 and removed.stdout.strip() == "Deleted /data"
+
+        # Issue 33: the running NameNode's lock refuses a format before any question...
+        locked = one_line_error(hdfs(conf_dir, "namenode", "-format", stdin="y\ny\n"))
+        assert "The directory is already locked" in locked and "(Y or N)" not in locked
+        # ...and a -format -force on another host finds the journal in use: nothing changes.
+        host3 = write_conf_dir(
+            tmp_path / "host3-conf", nn_props(tmp_path / "host3", mjc.quorum_journal_uri(JID))
+        )
+        refused = one_line_error(hdfs(host3, "namenode", "-format", "-force"))
+        assert "3 of 3 JournalNodes have a live writer" in refused
+        assert refused.endswith("stop the NameNodes first")
+        assert not (tmp_path / "host3" / "name" / "current").exists()
+        assert dfs("-mkdir", "/after-the-refusal").returncode == 0
 
         rolled = hdfs(conf_dir, *fs, "dfsadmin", "-rollEdits")
         assert rolled.returncode == 0, rolled.stderr

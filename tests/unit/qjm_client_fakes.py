@@ -9,6 +9,7 @@ from typing import Any
 
 from hadoop_qjm.qjournal.client.async_logger import AsyncLogger
 from hadoop_qjm.qjournal.protocol.messages import (
+    CanFormatResponse,
     GetJournalStateResponse,
     NewEpochResponse,
     RequestInfo,
@@ -39,6 +40,7 @@ _DEFAULTS: dict[str, Callable[[], Any]] = {
     "new_epoch": lambda: NewEpochResponse(),
     "is_formatted": lambda: False,
     "get_journal_ctime": lambda: 0,
+    "can_format": lambda: CanFormatResponse(None, 0, 0),
 }
 
 
@@ -95,6 +97,9 @@ class FakeLogger(AsyncLogger):
 
     def set_membership(self, record, check_namespace=False):
         return self._call("set_membership", record)
+
+    def can_format(self):
+        return self._call("can_format")
 
     def format(self, ns_info, force=False):
         return self._call("format", ns_info, force)

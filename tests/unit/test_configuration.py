@@ -281,7 +281,10 @@ def _duration_readers():
     from hadoop_qjm.namenode.ha.edit_log_tailer import TailerSettings
     from hadoop_qjm.namenode.ha.failover_proxy import FailoverNameNodeProxy
     from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalTimeouts
-    from hadoop_qjm.qjournal.server.journal_node_settings import JournalNodeSettings
+    from hadoop_qjm.qjournal.server.journal_node_settings import (
+        JournalNodeSettings,
+        format_live_writer_window_ms,
+    )
     from hadoop_qjm.qjournal.server.journal_scrubber import ScrubSettings
     from hadoop_qjm.tools.ha_admin import HAAdmin
 
@@ -343,6 +346,7 @@ def _duration_readers():
             "hadoop.ssl.handshake.timeout",
             attr(lambda c: SSLFactory(c).security, "handshake_timeout_s", 1000),
         ),
+        ("dfs.journalnode.format.live-writer.window.ms", format_live_writer_window_ms),
     ]
     return readers
 

@@ -16,8 +16,14 @@ from hadoop_qjm.common.durable import (
     PersistentLongFile,
     atomic_replace,
     fsync_dir,
+    make_dirs_durable,
+    unlink_durable,
 )
 from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
+from hadoop_qjm.common.storage import NODE_TYPE_JOURNAL_NODE, StorageDirectory
+from hadoop_qjm.common.storage_info import NamespaceInfo, StorageInfo
+from hadoop_qjm.qjournal.server.jn_storage import JNStorage
+from hadoop_qjm.qjournal.server.journal_node import create_journal_dir
 
 
 class FailingFsync:
@@ -387,3 +393,91 @@ def test_best_effort_close_then_reopen_rereads(tmp_path: Path) -> None:
 def test_best_effort_rejects_out_of_range(tmp_path: Path) -> None:
     with BestEffortLongFile(tmp_path / "c", 0) as f, pytest.raises(IllegalArgumentException):
         f.set(-(2**63) - 1)
+
+
+# -- directory entries made durable (issue 33, item 4) ---------------------------------
+
+
+class RecordingFsync:
+    """Records the path of every file or directory fsynced (through /proc/self/fd)."""
+
+    def __init__(self) -> None:
+        self.paths: list[Path] = []
+
+    def __call__(self, fd: int) -> None:
+        self.paths.append(Path(os.readlink(f"/proc/self/fd/{fd}")))
+        os.fsync(fd)
+
+
+def test_make_dirs_durable_fsyncs_the_parent_of_each_created_directory(tmp_path: Path) -> None:
+    fsync = RecordingFsync()
+    make_dirs_durable(tmp_path / "a" / "b" / "c", fsync=fsync)
+    assert (tmp_path / "a" / "b" / "c").is_dir()
+    assert fsync.paths == [tmp_path, tmp_path / "a", tmp_path / "a" / "b"]
+    make_dirs_durable(tmp_path / "a" / "b" / "c", fsync=fsync)  # exists: nothing to do
+    assert len(fsync.paths) == 3
+
+
+def test_unlink_durable_fsyncs_the_directory_after_the_unlinks(tmp_path: Path) -> None:
+    for name in ("1", "2"):
+        (tmp_path / name).write_bytes(b"x")
+    fsync = RecordingFsync()
+    failures = unlink_durable([tmp_path / "1", tmp_path / "2", tmp_path / "absent"], fsync=fsync)
+    assert failures == []
+    assert listing(tmp_path) == []
+    assert fsync.paths == [tmp_path]
+
+
+def test_a_formatted_storage_root_is_durable_in_its_parent(tmp_path: Path) -> None:
+    """Format creates <edits dir>/<jid>: the edits dir's entry for it is fsynced."""
+    fsync = RecordingFsync()
+    sd = StorageDirectory(tmp_path / "edits" / "jid", NODE_TYPE_JOURNAL_NODE, fsync=fsync)
+    try:
+        sd.analyze_storage(startup_option_format=True)
+        sd.format(StorageInfo(-67, 12345, "cid", 0))
+    finally:
+        sd.unlock()
+    created = fsync.paths.index(tmp_path / "edits")
+    assert fsync.paths[created - 1] == tmp_path  # "edits" in tmp_path, then "jid" in edits
+
+
+def test_the_journal_node_edits_dir_is_durable_when_created(tmp_path: Path) -> None:
+    fsync = RecordingFsync()
+    create_journal_dir(tmp_path / "jn" / "edits", fsync=fsync)
+    assert fsync.paths == [tmp_path, tmp_path / "jn"]
+
+
+def test_purging_paxos_records_fsyncs_the_paxos_dir(tmp_path: Path) -> None:
+    fsync = RecordingFsync()
+    storage = JNStorage(None, tmp_path / "jid", fsync=fsync)
+    try:
+        storage.format(NamespaceInfo(12345, "cid", "bp", 0))
+        for txid in (1, 5, 9):
+            storage.paxos_file(txid).write_bytes(b"record")
+        fsync.paths.clear()
+        storage.purge_data_older_than(6)
+    finally:
+        storage.close()
+    assert sorted(p.name for p in storage.paxos_dir.iterdir()) == ["9"]
+    assert storage.paxos_dir in fsync.paths
+
+
+def test_a_new_segment_superseding_a_recovery_fsyncs_the_paxos_dir(tmp_path, monkeypatch) -> None:
+    """startLogSegment deletes the paxos record of its txid before it acknowledges."""
+    from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
+    from hadoop_qjm.conf import Configuration
+    from hadoop_qjm.qjournal.server import journal as journal_module
+    from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, JID, make_request
+
+    journal = journal_module.Journal(Configuration(), tmp_path / JID, JID)
+    try:
+        journal.format(FAKE_NSINFO)
+        journal.new_epoch(FAKE_NSINFO, 1)
+        journal.storage.paxos_file(1).write_bytes(b"an old decision")
+        synced: list[Path] = []
+        monkeypatch.setattr(journal_module, "fsync_dir", lambda path, **kw: synced.append(path))
+        journal.start_log_segment(make_request(1), 1, CURRENT_LAYOUT_VERSION)
+    finally:
+        journal.close()
+    assert not journal.storage.paxos_file(1).exists()
+    assert journal.storage.paxos_dir in synced

@@ -209,16 +209,21 @@ def test_restart_journal(journal, conf):
         journal.close()
 
 
-def test_format_resets_cached_values(journal):
+def test_format_resets_cached_values(conf, journal_dir):
+    now = [1000.0]
+    journal = Journal(conf, journal_dir, JID, clock=lambda: now[0])
+    journal.format(FAKE_NSINFO)
     journal.new_epoch(FAKE_NSINFO, 12345)
     journal.start_log_segment(make_request(1, epoch=12345), 1, LV)
     assert journal.get_last_promised_epoch() == 12345
     assert journal.get_last_writer_epoch() == 12345
     assert journal.is_formatted()
+    now[0] += 61  # past dfs.journalnode.format.live-writer.window.ms: no live writer
     journal.format(NamespaceInfo(6789, "mycluster", "my-bp"), force=True)
     assert journal.get_last_promised_epoch() == 0
     assert journal.get_last_writer_epoch() == 0
     assert journal.storage.storage_info.namespace_id == 6789
+    journal.close()
 
 
 def test_new_epoch_at_beginning_of_segment(journal):

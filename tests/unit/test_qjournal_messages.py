@@ -181,6 +181,7 @@ def test_services_have_hadoops_rpc_names_and_do_not_overlap() -> None:
         "canRollBack",
         "doRollback",
         "setMembership",  # not Hadoop's: a JournalNode set change (docs/journalnode.md)
+        "canFormat",  # not Hadoop's: is a writer using the journal? (issue 33)
     } == q
     assert inter == {"getEditLogManifestFromJournal", "getStorageInfo"}
     assert not q & inter

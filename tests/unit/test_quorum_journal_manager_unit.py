@@ -22,8 +22,9 @@ from hadoop_qjm.qjournal.client.quorum_journal_manager import (
     QuorumJournalTimeouts,
 )
 from hadoop_qjm.qjournal.client.quorum_output_stream import QuorumOutputStream
-from hadoop_qjm.qjournal.protocol.exceptions import QuorumException
+from hadoop_qjm.qjournal.protocol.exceptions import JournalInUseException, QuorumException
 from hadoop_qjm.qjournal.protocol.messages import (
+    CanFormatResponse,
     GetJournaledEditsResponse,
     GetJournalStateResponse,
     NewEpochResponse,
@@ -278,6 +279,23 @@ def test_format_and_has_some_data_need_every_node(loggers) -> None:
     loggers[2].when("format", error=IOException("not empty"))
     with pytest.raises(QuorumException, match="Could not format one or more JournalNodes"):
         qjm.format(FAKE_NSINFO)
+
+
+def test_format_asks_every_node_first_and_changes_none_while_a_writer_is_live(loggers) -> None:
+    """Issue 33 item 1: a live writer on any node refuses the format before any node is
+    formatted; with none, format says what it destroys."""
+    qjm = make_qjm(loggers)
+    loggers[1].when("can_format", result=CanFormatResponse("journal j is in use (x)", 2, 9))
+    with pytest.raises(JournalInUseException, match=r"1 of 3 JournalNodes have a live writer"):
+        qjm.format(FAKE_NSINFO, force=True)
+    assert all(lg.calls_to("can_format") == [()] for lg in loggers)
+    assert all(lg.calls_to("format") == [] for lg in loggers)
+    loggers[1].when("can_format", result=CanFormatResponse(None, 2, 9))
+    assert qjm.format(FAKE_NSINFO, force=True) == (
+        f"Formatting destroys 2 segments (9 txns) on 1 JournalNodes ({loggers[1]}: 2 segments, "
+        "9 txns)"
+    )
+    assert all(lg.calls_to("format") == [(FAKE_NSINFO, True)] for lg in loggers)
 
 
 def test_operations_timeout(loggers) -> None:

@@ -48,6 +48,7 @@ PURE_MODULES = {
     "hadoop_qjm.ha.election_rules": {"kazoo", "time", "random"},
     "hadoop_qjm.namenode.name_node_resource_policy": set(),
     "hadoop_qjm.qjournal.protocol.peer_format": set(),
+    "hadoop_qjm.qjournal.protocol.format_rules": set(),
     "hadoop_qjm.qjournal.server.scrub_rules": set(),
     "hadoop_qjm.qjournal.server.kept_segment_state": set(),
     "hadoop_qjm.qjournal.protocol.membership": set(),

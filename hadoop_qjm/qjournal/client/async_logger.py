@@ -20,6 +20,7 @@ from hadoop_qjm.common.remote_edit_log import RemoteEditLogManifest
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.qjournal.protocol.messages import (
+    CanFormatResponse,
     GetJournaledEditsResponse,
     GetJournalStateResponse,
     NewEpochResponse,
@@ -54,6 +55,11 @@ class AsyncLogger(ABC):
         """Replace the node's membership record (a set change's step; not Hadoop's); with
         ``check_namespace``, the node must hold this writer's namespace."""
         raise NotImplementedError(f"{type(self).__name__} cannot change a JournalNode set")
+
+    @abstractmethod
+    def can_format(self) -> Future[CanFormatResponse]:
+        """Whether the node may format the journal now (no writer uses it), and what
+        formatting destroys there (not Hadoop's; issue 33)."""
 
     @abstractmethod
     def format(self, ns_info: NamespaceInfo, force: bool = False) -> Future[None]:

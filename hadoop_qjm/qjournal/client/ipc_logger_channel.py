@@ -80,6 +80,7 @@ from hadoop_qjm.qjournal.protocol.exceptions import (
     LoggerTooFarBehindException,
 )
 from hadoop_qjm.qjournal.protocol.messages import (
+    CanFormatResponse,
     GetJournaledEditsResponse,
     GetJournalStateResponse,
     NewEpochResponse,
@@ -506,6 +507,11 @@ class IPCLoggerChannel(AsyncLogger):
         ns_info = self.ns_info if check_namespace else None
         return self._submit(
             lambda: self._get_proxy().set_membership(self._create_request(), record, ns_info)
+        )
+
+    def can_format(self) -> Future[CanFormatResponse]:
+        return self._submit(
+            lambda: self._get_proxy().can_format(self.journal_id, self.name_service_id)
         )
 
     def format(self, ns_info: NamespaceInfo, force: bool = False) -> Future[None]:

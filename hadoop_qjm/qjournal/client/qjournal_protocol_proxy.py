@@ -44,6 +44,7 @@ from hadoop_qjm.qjournal.client.socket_channel import (
 from hadoop_qjm.qjournal.protocol.exceptions import from_wire
 from hadoop_qjm.qjournal.protocol.journal_call import encode_journal_body, encode_journal_head
 from hadoop_qjm.qjournal.protocol.messages import (
+    CanFormatResponse,
     GetEditLogManifestResponse,
     GetJournaledEditsResponse,
     GetJournalStateResponse,
@@ -278,6 +279,10 @@ class QJournalProtocolProxy:
     def get_journal_state(self, jid: str, ns_id: str | None = None) -> GetJournalStateResponse:
         """The journal's last promised epoch and the JournalNode's HTTP endpoint."""
         return from_thrift(self._call(_Q, "getJournalState", jid=jid, nameServiceId=ns_id))
+
+    def can_format(self, jid: str, ns_id: str | None = None) -> CanFormatResponse:
+        """Whether the node may format the journal now, and what that destroys (not Hadoop's)."""
+        return from_thrift(self._call(_Q, "canFormat", jid=jid, nameServiceId=ns_id))
 
     def format(
         self, jid: str, ns_info: NamespaceInfo, force: bool = False, ns_id: str | None = None

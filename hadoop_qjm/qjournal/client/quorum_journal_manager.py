@@ -65,7 +65,11 @@ from hadoop_qjm.qjournal.client.quorum_call import QuorumCall, map_to_string
 from hadoop_qjm.qjournal.client.quorum_output_stream import QuorumOutputStream
 from hadoop_qjm.qjournal.client.segment_recovery_comparator import best_recovery_source
 from hadoop_qjm.qjournal.protocol import membership, rules
-from hadoop_qjm.qjournal.protocol.exceptions import JournalMembershipException
+from hadoop_qjm.qjournal.protocol.exceptions import (
+    JournalInUseException,
+    JournalMembershipException,
+)
+from hadoop_qjm.qjournal.protocol.format_rules import describe_destroyed, format_refusal
 from hadoop_qjm.qjournal.protocol.membership import Config, MembershipRecord, RecordState
 from hadoop_qjm.qjournal.protocol.messages import NewEpochResponse
 
@@ -275,20 +279,42 @@ class QuorumJournalManager(JournalManager):
     ) -> dict[AsyncLogger, Any]:
         n = len(self.loggers)
         try:
-            call.wait_for(n, n, 0, self.timeouts.operations_ms, operation)
+            # Every answer, failures included (not Hadoop's "stop at the first failure"):
+            # the error then counts and names each node that failed (issue 33).
+            call.wait_for(n, n, -1, self.timeouts.operations_ms, operation)
         except TimeoutError:
-            raise IOException(f"Timed out waiting for {operation}() response") from None
+            if call.count_exceptions() == 0:
+                raise IOException(f"Timed out waiting for {operation}() response") from None
         if call.count_exceptions() > 0:
             call.rethrow_exception(failure_message)
         return call.successes
 
-    def format(self, ns_info: NamespaceInfo, force: bool = False) -> None:
-        """Format the journal on every JournalNode (design paper §4.2: all must succeed)."""
+    def check_format(self) -> str | None:
+        """Ask every JournalNode, before any is formatted, whether it may be (``canFormat``,
+        not Hadoop's; issue 33): JournalInUseException naming each node a writer uses;
+        else one line saying what formatting destroys, None if no node holds a segment."""
+        answers = self._wait_for_all(
+            self.loggers.call("can_format"),
+            "canFormat",
+            "Could not check one or more JournalNodes before formatting",
+        )
+        checks = {str(lg): answers[lg] for lg in self.loggers.loggers if lg in answers}
+        refusal = format_refusal(checks)
+        if refusal is not None:
+            raise JournalInUseException(refusal)
+        return describe_destroyed(checks)
+
+    def format(self, ns_info: NamespaceInfo, force: bool = False) -> str | None:
+        """Format the journal on every JournalNode (design paper §4.2: all must succeed),
+        after :meth:`check_format` found no writer on any; returns what it destroyed (one
+        line, None if nothing). A node still re-checks under its journal lock."""
+        destroyed = self.check_format()
         self._wait_for_all(
             self.loggers.call("format", ns_info, force),
             "format",
             "Could not format one or more JournalNodes",
         )
+        return destroyed
 
     def has_some_data(self) -> bool:
         """Whether any JournalNode has the journal formatted (every node must answer)."""

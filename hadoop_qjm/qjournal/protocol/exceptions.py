@@ -40,6 +40,7 @@ __all__ = [
     # QJM's own
     "JournalNotFormattedException",
     "JournalOutOfSyncException",
+    "JournalInUseException",
     "JournalMembershipException",
     "SegmentMismatchException",
     "NewerTxnIdException",
@@ -86,6 +87,14 @@ class SegmentMismatchException(JournalOutOfSyncException):
     not registered); the distinct type lets the Journal tell the one case in
     which it must abort its open segment before re-raising.
     """
+
+
+@register_exception
+class JournalInUseException(IOException):
+    """A format was refused because a writer uses the journal (issue 33,
+    ``format_rules.live_writer_reason``). Not Hadoop's: Hadoop formats anyway."""
+
+    java_name = "org.apache.hadoop.hdfs.qjournal.protocol.JournalInUseException"
 
 
 @register_exception

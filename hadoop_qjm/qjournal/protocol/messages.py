@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog, RemoteEditLogManifest
 from hadoop_qjm.common.storage_info import NamespaceInfo, StorageInfo
+from hadoop_qjm.qjournal.protocol.format_rules import FormatCheck
 from hadoop_qjm.qjournal.protocol.thrift_idl import qjournal_thrift as _t
 from hadoop_qjm.qjournal.protocol.wire import check_required, thrift_from_bytes, thrift_to_bytes
 
@@ -29,6 +30,7 @@ __all__ = [
     "namespace_info_from_thrift",
     "SegmentState",
     "PersistedRecoveryPaxosData",
+    "CanFormatResponse",
     "GetJournalStateResponse",
     "NewEpochResponse",
     "PrepareRecoveryResponse",
@@ -100,6 +102,10 @@ class GetJournalStateResponse:
     from_url: str | None = None
     #: The node's membership record (its text), None if the set never changed.
     membership: str | None = None
+
+
+#: canFormat's answer (not Hadoop's; issue 33): the pure rule's FormatCheck.
+CanFormatResponse = FormatCheck
 
 
 @dataclass(frozen=True)
@@ -211,6 +217,12 @@ def _journal_state_to(r: GetJournalStateResponse) -> Any:
     )
 
 
+def _can_format_to(r: FormatCheck) -> Any:
+    return _t.CanFormatResponse(
+        liveWriter=r.live_writer, segmentCount=r.segment_count, txnCount=r.txn_count
+    )
+
+
 def _new_epoch_to(r: NewEpochResponse) -> Any:
     return _t.NewEpochResponse(lastSegmentTxId=r.last_segment_txid)
 
@@ -297,6 +309,10 @@ def _journal_state_from(t: Any) -> GetJournalStateResponse:
     return GetJournalStateResponse(t.lastPromisedEpoch, t.httpPort, t.fromURL, t.membership)
 
 
+def _can_format_from(t: Any) -> FormatCheck:
+    return FormatCheck(t.liveWriter, t.segmentCount, t.txnCount)
+
+
 def _new_epoch_from(t: Any) -> NewEpochResponse:
     return NewEpochResponse(t.lastSegmentTxId)
 
@@ -332,6 +348,7 @@ _TO: dict[type, Callable[[Any], Any]] = {
     RemoteEditLog: _remote_edit_log_to,
     RemoteEditLogManifest: _manifest_to,
     GetJournalStateResponse: _journal_state_to,
+    FormatCheck: _can_format_to,
     NewEpochResponse: _new_epoch_to,
     PrepareRecoveryResponse: _prepare_recovery_to,
     GetEditLogManifestResponse: _manifest_response_to,
@@ -347,6 +364,7 @@ _FROM: dict[type, Callable[[Any], Any]] = {
     _t.RemoteEditLog: _remote_edit_log_from,
     _t.RemoteEditLogManifest: _manifest_from,
     _t.GetJournalStateResponse: _journal_state_from,
+    _t.CanFormatResponse: _can_format_from,
     _t.NewEpochResponse: _new_epoch_from,
     _t.PrepareRecoveryResponse: _prepare_recovery_from,
     _t.GetEditLogManifestResponse: _manifest_response_from,
@@ -362,6 +380,7 @@ _THRIFT_CLASS: dict[type, type] = {
     RemoteEditLog: _t.RemoteEditLog,
     RemoteEditLogManifest: _t.RemoteEditLogManifest,
     GetJournalStateResponse: _t.GetJournalStateResponse,
+    FormatCheck: _t.CanFormatResponse,
     NewEpochResponse: _t.NewEpochResponse,
     PrepareRecoveryResponse: _t.PrepareRecoveryResponse,
     GetEditLogManifestResponse: _t.GetEditLogManifestResponse,

@@ -110,6 +110,17 @@ struct GetJournalStateResponse {
   4: optional string membership,
 }
 
+/**
+ * Not in Hadoop (issue 33): canFormat's answer. liveWriter, when set, is why this node
+ * refuses to format now (a writer uses the journal); the counts are what a format would
+ * destroy here (-1: the segments could not be listed).
+ */
+struct CanFormatResponse {
+  1: optional string liveWriter,
+  2: required i32 segmentCount,
+  3: required i64 txnCount,
+}
+
 struct NewEpochResponse {
   1: optional i64 lastSegmentTxId,
 }
@@ -210,6 +221,13 @@ service QJournalProtocol {
                      2: required string record,
                      /** When given, the journal must be of this namespace (a joining node). */
                      3: optional NamespaceInfo nsInfo)
+      throws (1: QJournalException e),
+
+  /**
+   * Not in Hadoop (issue 33): may the journal be formatted now? Read-only; the client
+   * asks every node before it formats any, and format re-checks under the journal lock.
+   */
+  CanFormatResponse canFormat(1: required string jid, 2: optional string nameServiceId)
       throws (1: QJournalException e),
 
   void format(1: required string jid,

@@ -20,7 +20,7 @@ import os
 import re
 from pathlib import Path
 
-from hadoop_qjm.common.durable import fsync_dir
+from hadoop_qjm.common.durable import FsyncFunction, fsync_dir, unlink_durable
 from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
 from hadoop_qjm.common.storage import NODE_TYPE_JOURNAL_NODE, StorageDirectory, StorageState
 from hadoop_qjm.common.storage_info import NamespaceInfo, StorageInfo
@@ -45,9 +45,17 @@ class JNStorage:
     The directory is locked for the life of this object (``in_use.lock``).
     """
 
-    def __init__(self, conf, log_dir: str | os.PathLike[str], dir_perm: int = 0o700) -> None:
+    def __init__(
+        self,
+        conf,
+        log_dir: str | os.PathLike[str],
+        dir_perm: int = 0o700,
+        *,
+        fsync: FsyncFunction = os.fsync,
+    ) -> None:
         self.log_dir = Path(log_dir)
-        self.sd = StorageDirectory(self.log_dir, NODE_TYPE_JOURNAL_NODE, dir_perm)
+        self._fsync = fsync
+        self.sd = StorageDirectory(self.log_dir, NODE_TYPE_JOURNAL_NODE, dir_perm, fsync=fsync)
         self.fjm = FileJournalManager(conf, self.sd)
         self.storage_info: StorageInfo | None = None
         self.state = StorageState.NON_EXISTENT
@@ -75,7 +83,7 @@ class JNStorage:
         self.sd.analyze_storage(startup_option_format=True)  # creates the root, takes the lock
         self.sd.format(ns_info.storage_info())
         self.paxos_dir.mkdir(exist_ok=True)
-        fsync_dir(self.sd.current)
+        fsync_dir(self.sd.current, fsync=self._fsync)
         self.analyze_storage()
 
     def check_consistent_namespace(self, ns_info: NamespaceInfo) -> None:
@@ -137,12 +145,15 @@ class JNStorage:
             names = os.listdir(self.paxos_dir)
         except OSError:
             return
-        for name in names:
-            if _PAXOS_FILE.fullmatch(name) and int(name) < min_txid_to_keep:
-                try:
-                    (self.paxos_dir / name).unlink()
-                except OSError as e:
-                    LOG.warning("Unable to purge %s: %s", self.paxos_dir / name, e)
+        old = [
+            self.paxos_dir / name
+            for name in names
+            if _PAXOS_FILE.fullmatch(name) and int(name) < min_txid_to_keep
+        ]
+        # The directory is fsynced after the unlinks: a purge acknowledged to the writer
+        # must not bring old records back after a power cut.
+        for path, e in unlink_durable(old, fsync=self._fsync):
+            LOG.warning("Unable to purge %s: %s", path, e)
 
     def __str__(self) -> str:
         return str(self.sd)

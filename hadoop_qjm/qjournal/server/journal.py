@@ -37,11 +37,13 @@ from hadoop_qjm.qjournal.protocol import membership as membership_rules
 from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.protocol.exceptions import (
     CacheMissException,
+    JournalInUseException,
     JournalNotFormattedException,
     JournalOutOfSyncException,
     NewerTxnIdException,
     SegmentMismatchException,
 )
+from hadoop_qjm.qjournal.protocol.format_rules import STOP_THE_NAMENODES, FormatCheck
 from hadoop_qjm.qjournal.protocol.journal_call import JournalCall
 from hadoop_qjm.qjournal.protocol.membership import Config, MembershipRecord
 from hadoop_qjm.qjournal.protocol.messages import (
@@ -51,6 +53,7 @@ from hadoop_qjm.qjournal.protocol.messages import (
     RequestInfo,
 )
 from hadoop_qjm.qjournal.server.jn_storage import JNStorage
+from hadoop_qjm.qjournal.server.journal_format_guard import WriterWatch, check_format
 from hadoop_qjm.qjournal.server.journal_membership import JournalMembership
 from hadoop_qjm.qjournal.server.journal_metrics import JournalMetrics, JournalNodeMetrics
 from hadoop_qjm.qjournal.server.journal_node_rpc_server import remote_ip
@@ -140,6 +143,8 @@ class Journal(JournalRecovery):
         self.highest_written_txid = 0
         self.current_epoch_ipc_serial = -1
         self.last_journal_timestamp_ms = 0
+        #: The writer and its segment's start, for format's live-writer check (issue 33).
+        self.writer_watch = WriterWatch(conf, clock)
         self._storage_failure: str | None = None
         in_progress = conf.get_bool("dfs.ha.tail-edits.in-progress", False) if conf else False
         self.cache = JournaledEditsCache(conf) if in_progress else None
@@ -345,6 +350,7 @@ class Journal(JournalRecovery):
             # every COMMITTED_TXID_WRITE_INTERVAL_S (docs/journalnode.md).
             self.committed_txn_id.set_lazily(committed)
         decision.raise_if_rejected()
+        self.writer_watch.saw_writer(req.epoch)
 
     def _promise(self, epoch: int) -> None:
         """Promise ``epoch`` (lock held, already checked to be newer): persist it, accept
@@ -361,13 +367,23 @@ class Journal(JournalRecovery):
         rules.check_writer_epoch(req.epoch, self.last_writer_epoch.get(), self.journal_id)
 
     # ---- the protocol ---------------------------------------------------------------------------
+    def can_format(self) -> FormatCheck:
+        """``canFormat`` (not Hadoop's): whether a writer uses this journal, and what a
+        format would destroy; changes nothing (journal_format_guard)."""
+        with self._lock:
+            return check_format(self)
+
     def format(self, ns_info: NamespaceInfo, force: bool = False) -> None:
-        """Format (or, with ``force``, re-format) this journal's storage."""
+        """Format (or, with ``force``, re-format) this journal's storage; never while a
+        writer uses it, even with ``force`` (JournalInUseException, issue 33)."""
         with self._lock:
             if ns_info.namespace_id == 0:
                 raise IllegalArgumentException(
                     f"can't format with uninitialized namespace info: {ns_info}"
                 )
+            in_use = check_format(self).live_writer
+            if in_use is not None:
+                raise JournalInUseException(f"Not formatting: {in_use}; {STOP_THE_NAMENODES}")
             current = self.storage.current_dir
             if not force and current.is_dir() and any(current.iterdir()):
                 raise IOException(
@@ -382,6 +398,7 @@ class Journal(JournalRecovery):
             self.current_epoch_ipc_serial = -1
             self._storage_failure = None
             self._drop_edits_cache()
+            self.writer_watch.forget()
 
     def new_epoch(
         self,
@@ -408,6 +425,7 @@ class Journal(JournalRecovery):
                 None if writer_config is None else Config.parse(writer_config)
             )
             self._promise(epoch)
+            self.writer_watch.saw_writer(epoch)
             self._abort_cur_segment()
             latest = self.scan_storage_for_latest_edits()
             return NewEpochResponse(latest.first_txid if latest is not None else None)
@@ -736,6 +754,7 @@ class Journal(JournalRecovery):
             self.cur_segment_txid = txid
             self.cur_segment_layout_version = layout_version
             self.next_txid = txid
+            self.writer_watch.segment_started()
 
     def finalize_log_segment(self, req: RequestInfo, start_txid: int, end_txid: int) -> None:
         """Make ``[start_txid, end_txid]`` a finalized segment (exactly its txns, no padding)."""

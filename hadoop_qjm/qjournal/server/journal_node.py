@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from hadoop_qjm import __version__
+from hadoop_qjm.common.durable import FsyncFunction, make_dirs_durable
 from hadoop_qjm.common.exceptions import (
     AuthorizationException,
     ConfigurationError,
@@ -57,10 +58,12 @@ def check_journal_dir(directory: str) -> Path:
     return path
 
 
-def create_journal_dir(path: Path) -> None:
-    """Create a checked edits dir (and its parents); it must end up usable."""
+def create_journal_dir(path: Path, *, fsync: FsyncFunction = os.fsync) -> None:
+    """Create a checked edits dir (and its parents, each made durable); it must end up
+    usable."""
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        # Durable before any journal in it is formatted or acknowledges anything.
+        make_dirs_durable(path, fsync=fsync)
     except OSError as e:
         raise IOException(f"Cannot create directory: {path}: {e.strerror or e}") from None
     if not path.is_dir():
@@ -80,7 +83,9 @@ class JournalNode:
     key or certificate file raises in :meth:`start`, before anything is created or bound.
     """
 
-    def __init__(self, conf, *, fault_injector=None, fetcher=None, socket_factory=None) -> None:
+    def __init__(
+        self, conf, *, fault_injector=None, fetcher=None, socket_factory=None, clock=time.time
+    ) -> None:
         self.conf = conf
         self.ssl_factory = SSLFactory(conf)
         self.settings = JournalNodeSettings.from_conf(conf)
@@ -92,6 +97,7 @@ class JournalNode:
         self._fault_injector = fault_injector
         self._fetcher = fetcher
         self._socket_factory = socket_factory
+        self._clock = clock  # every Journal's (tests move it: the format window, issue 33)
         self._journals: dict[str, Journal] = {}
         self._syncers: dict[str, object] = {}
         self.scrub_settings = ScrubSettings.from_conf(conf)
@@ -337,6 +343,7 @@ class JournalNode:
                     metrics=self.metrics,
                     fault_injector=self._fault_injector,
                     fetcher=self._fetcher,
+                    clock=self._clock,
                 )
                 self._journals[journal_id] = journal
                 self._maybe_start_syncer(journal, name_service_id)

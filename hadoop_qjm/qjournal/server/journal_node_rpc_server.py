@@ -80,6 +80,7 @@ __all__ = [
     "QJournalProtocolDispatcher",
     "QJournalProtocolHandler",
     "RpcAuthorizer",
+    "remote_connection",
     "remote_ip",
     "remote_user",
 ]
@@ -115,6 +116,14 @@ def remote_user() -> str | None:
 
 
 _current_remote_user = remote_user  # process() has a parameter of that name
+
+
+def remote_connection() -> _Connection | None:
+    """The connection whose call this thread is executing (its ``peer`` "ip:port", and
+    ``open`` until it closes), else ``None`` (an in-process call). The Journal keeps its
+    writer's, so that a format can tell whether that writer is still there (issue 33).
+    """
+    return getattr(_call_context, "connection", None)
 
 
 #: ``authorize(rpc_name, identity, remote_ip)``: returns if the call may run, else raises
@@ -458,6 +467,8 @@ class _Connection:
     sock: socket.socket
     peer: str
     thread: threading.Thread | None = field(default=None)
+    #: False once the connection is closed (read without a lock: a flag set once).
+    open: bool = True
 
 
 class JournalNodeRpcServer:
@@ -631,6 +642,7 @@ class JournalNodeRpcServer:
             # connection's (Hadoop's Server.getRemoteUser()).
             identify = getattr(self._socket_factory, "peer_identity", None)
             _call_context.remote_user = identify(wrapped) if identify is not None else None
+            _call_context.connection = conn
             reader = FrameReader(wrapped, self.max_frame_size)
             # The reader thread runs the call itself (holding a handler slot inside
             # process()): no hand-off to a handler thread and back.
@@ -678,7 +690,8 @@ class JournalNodeRpcServer:
         except Exception:  # one bad connection never kills the server
             LOG.exception("Unexpected error serving %s; dropping the connection", conn.peer)
         finally:
-            _call_context.remote_user = None
+            conn.open = False
+            _call_context.remote_user = _call_context.connection = None
             with self._lock:
                 if conn in self._connections:
                     self._connections.remove(conn)

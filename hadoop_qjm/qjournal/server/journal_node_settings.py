@@ -23,7 +23,13 @@ from dataclasses import dataclass
 from hadoop_qjm.common.exceptions import ConfigurationError
 from hadoop_qjm.conf import dfs_config_keys as keys
 
-__all__ = ["BindAddress", "JournalNodeSettings", "edits_dir_permission", "int_at_least"]
+__all__ = [
+    "BindAddress",
+    "JournalNodeSettings",
+    "edits_dir_permission",
+    "format_live_writer_window_ms",
+    "int_at_least",
+]
 
 #: Hadoop's FsPermission in octal: rwx for user, group, other, and an optional leading
 #: sticky/setuid/setgid digit.
@@ -43,6 +49,17 @@ def edits_dir_permission(conf) -> int:
     if not _OCTAL_PERMISSION.fullmatch(text):
         raise conf.invalid_value(key, "an octal permission of 3 or 4 digits 0-7, such as 700")
     return int(text, 8)
+
+
+def format_live_writer_window_ms(conf) -> int:
+    """``dfs.journalnode.format.live-writer.window.ms`` (issue 33): a journal whose open
+    segment was written to this recently is not formatted; 0: only a connected writer
+    counts. A duration, as every other (a bare number is milliseconds)."""
+    default = keys.DFS_JOURNALNODE_FORMAT_LIVE_WRITER_WINDOW_DEFAULT
+    if conf is None:
+        return default
+    key = keys.DFS_JOURNALNODE_FORMAT_LIVE_WRITER_WINDOW_KEY
+    return conf.get_time_duration(key, default, "ms", minimum=0)
 
 
 def int_at_least(conf, key: str, default: int, minimum: int, expected: str) -> int:
@@ -187,6 +204,7 @@ class JournalNodeSettings:
 def _check_keys_read_elsewhere(conf) -> None:
     """Check the keys the journals, the edits cache and the HTTP server read themselves."""
     edits_dir_permission(conf)
+    format_live_writer_window_ms(conf)
     _positive_ms(conf, keys.DFS_IMAGE_TRANSFER_TIMEOUT_KEY, keys.DFS_IMAGE_TRANSFER_TIMEOUT_DEFAULT)
     conf.get_bool(keys.DFS_HA_TAILEDITS_INPROGRESS_KEY, keys.DFS_HA_TAILEDITS_INPROGRESS_DEFAULT)
     _edit_cache_bytes(conf)

@@ -105,6 +105,9 @@ class QJournalProtocolHandler:
         req, journal = self._request_journal(req_info)
         journal.set_membership(req, record, from_thrift(ns_info))
 
+    def can_format(self, jid: str, name_service_id: str | None) -> Any:
+        return to_thrift(self._journal(jid, name_service_id).can_format())
+
     def format(self, jid: str, ns_info: Any, name_service_id: str | None, force: bool) -> None:
         self._journal(jid, name_service_id).format(from_thrift(ns_info), bool(force))
 
@@ -235,6 +238,7 @@ RPC_METHODS: dict[str, str] = {
     "getJournalState": "get_journal_state",
     "newEpoch": "new_epoch",
     "setMembership": "set_membership",
+    "canFormat": "can_format",
     "format": "format",
     "journal": "journal",
     "heartbeat": "heartbeat",
