@@ -20,6 +20,7 @@ from hadoop_qjm.common.progress import format_bytes
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.fs_edit_log_op import edit_log_header
+from hadoop_qjm.qjournal.client.ipc_logger_channel import IPCLoggerChannel
 from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
 from hadoop_qjm.qjournal.protocol.exceptions import (
     JournalNotFormattedException,
@@ -131,6 +132,28 @@ def test_http_server(jn, proxy):
     assert body[4:8] == b"\x00\x00\x00\x00"
     status, body = http_get(jn, f"/getJournal?segmentTxId=12345&jid={JID}")
     assert status == 404 and b"No edit log found starting at txid 12345" in body
+
+
+def test_an_rpc_client_given_the_http_port_is_told_so_at_once(jn):
+    """Issue 33 item 13: the HTTP port (8480) where the RPC port (8485) belongs. The HTTP
+    server waited for a line end a Thrift frame never sends (60 s), then the client read
+    "Invalid reply frame length 1213486160" (b"HTTP"). Now the server answers a request
+    that cannot be HTTP at once, and both clients, the proxy and the writer's pipelined
+    channel, name the mistake. The deadlines are below the server's 60 s socket timeout:
+    a server still waiting fails the call with a timeout instead."""
+    host, port = "127.0.0.1", jn.http_address[1]
+    expected = f"{host}:{port} is an HTTP port, not a JournalNode RPC port"
+    with QJournalProtocolProxy(host, port, timeout_s=10) as p:
+        with pytest.raises(IOException) as info:
+            p.get_journal_state(JID)
+    assert str(info.value) == expected
+    channel = IPCLoggerChannel(Configuration(), FAKE_NSINFO, JID, (host, port))
+    try:
+        with pytest.raises(IOException) as info:
+            channel.get_journal_state().result(timeout=10)
+        assert str(info.value) == expected
+    finally:
+        channel.close()
 
 
 def test_accept_recovery_behavior(jn, proxy):
