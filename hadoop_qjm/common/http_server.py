@@ -188,6 +188,14 @@ class HttpRequestHandler(http.server.BaseHTTPRequestHandler):
         """BaseHTTPRequestHandler's loop step, with a smaller request-line limit and 405s."""
         self._headers_sent = False
         try:
+            # A request line starts with its method's letters (or an empty line, RFC 9112
+            # §2.2). Anything else, such as an RPC client given this port (8480 for 8485),
+            # is answered at once, not after waiting for a line end it will never send.
+            first = self.rfile.peek(1)[:1]
+            if first and not (first.isalpha() or first in b"\r\n"):
+                self.requestline = self.request_version = self.command = ""
+                self.send_error(HTTPStatus.BAD_REQUEST)
+                return
             self.raw_requestline = self.rfile.readline(MAX_REQUEST_LINE + 1)
             if len(self.raw_requestline) > MAX_REQUEST_LINE:
                 self.requestline = self.request_version = self.command = ""

@@ -173,6 +173,8 @@ class FSEditLog:
         self._fatal: str | None = None
         self._num_txns = 0
         self._num_syncs = 0
+        #: Why the last select_input_streams could not read a shared journal (one line).
+        self.shared_read_error: str | None = None
         self._num_batched = 0
 
     # ---- state -----------------------------------------------------------------------------------
@@ -592,12 +594,15 @@ class FSEditLog:
         )
         try:
             shared_failures = [(jas, e) for jas, e in failures if jas.shared]
-            if require_shared and shared_failures:
+            self.shared_read_error = None
+            if shared_failures:
                 jas, error = shared_failures[0]
                 uri = getattr(jas.manager, "uri", jas.manager)
-                raise IOException(
-                    f"Unable to read the shared edits {uri}: {one_line_message(error)}"
-                ) from error
+                self.shared_read_error = f"{uri}: {one_line_message(error)}"
+                if require_shared:
+                    raise IOException(
+                        f"Unable to read the shared edits {self.shared_read_error}"
+                    ) from error
             check_for_gaps(streams, from_txid, to_at_least_txid)
         except IOException:
             for s in streams:

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hadoop_qjm.common.constants import INVALID_TXID
-from hadoop_qjm.common.exceptions import IOException, always_assert
+from hadoop_qjm.common.exceptions import IOException, always_assert, one_line_message
 from hadoop_qjm.namenode.fs_edit_log_op import FSEditLogOp
 from hadoop_qjm.namenode.journal_manager import JournalManager
 from hadoop_qjm.namenode.name_node_resource_policy import are_resources_available
@@ -213,8 +213,12 @@ class JournalSet:
                     jas.manager.select_input_streams(from_txid, in_progress_ok, only_durable_txns)
                 )
             except Exception as e:  # noqa: BLE001 - the other journals may have the edits
+                # An IOException (unreachable JournalNodes) in one line; a bug with its trace.
                 LOG.warning(
-                    "Unable to determine input streams from %s. Skipping.", jas.manager, exc_info=e
+                    "Unable to determine input streams from %s. Skipping: %s",
+                    jas.manager,
+                    one_line_message(e),
+                    exc_info=None if isinstance(e, IOException) else e,
                 )
                 if failures is not None:
                     failures.append((jas, e))

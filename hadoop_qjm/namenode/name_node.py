@@ -224,6 +224,13 @@ class NameNode:
                 self.nnid,
                 self.nameservice,
             )
+            if self.core.shared_edits_error is not None:
+                LOG.warning(
+                    "NameNode %s cannot read its shared edits (dfs.namenode.shared.edits.dir) "
+                    "and keeps trying: %s",
+                    self.nnid,
+                    self.core.shared_edits_error,
+                )
 
     def _wrap_edit_log(self) -> None:
         if self.conf.get_bool(

@@ -285,6 +285,8 @@ class NameNodeCore:
         self.edit_log: FSEditLog | None = None
         self.namesystem: FSNamesystem | None = None
         self.ns_info: NamespaceInfo | None = None
+        #: Why the shared edits could not be read when the standby loaded (None: they could).
+        self.shared_edits_error: str | None = None
         if start:
             self.start()
 
@@ -349,6 +351,7 @@ class NameNodeCore:
             self.fs_image.load(self.namesystem, reader, to_at_least_txid=0)  # type: ignore[union-attr, arg-type]
         finally:
             reader.close()
+        self.shared_edits_error = reader.shared_read_error
         self.edit_log = self._new_edit_log(shared_only=True)
         self.edit_log.init_shared_journals_for_read()
         self._follow_applied_txid(self.edit_log)

@@ -46,6 +46,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TextIO
 
 from hadoop_qjm.common.exceptions import (
@@ -69,6 +70,7 @@ from hadoop_qjm.namenode.protocol.exceptions import (
     ServiceFailedException,
 )
 from hadoop_qjm.namenode.protocol.messages import HARequestSource, HAServiceState
+from hadoop_qjm.tools.reconfigure_shared_edits import switch_when_caught_up
 
 __all__ = ["USAGE", "FailoverFailedException", "HAAdmin", "HAServiceTarget", "run"]
 
@@ -117,7 +119,8 @@ _HELP = {
         "Not Hadoop's: moves the active NameNode's shared edits to the JournalNodes of the "
         "URI, online, by joint consensus (docs/journalnode.md); bootstrap the new "
         "JournalNodes first, and afterwards set dfs.namenode.shared.edits.dir to the URI on "
-        "both NameNodes. Run it again if it was interrupted.",
+        "both NameNodes. Waits up to dfs.ha.reconfigure-shared-edits.catch-up.timeout.ms "
+        "(10 min) for the new JournalNodes to catch up. Run it again if it was interrupted.",
     ),
     "-help": ("<command>", "Displays help on the specified command"),
 }
@@ -381,9 +384,9 @@ class HAAdmin:
             except (HadoopException, OSError):
                 continue
             if status.state is HAServiceState.ACTIVE:
-                # The switch waits for two rolls and the JournalNodes' answers.
-                timeout_s = 120.0
-                now_on = self._call(target, timeout_s, "reconfigure_shared_edits", uri)
+                # One ask waits for two rolls and the JournalNodes' answers.
+                ask = partial(self._call, target, 120.0, "reconfigure_shared_edits", uri)
+                now_on = switch_when_caught_up(ask, self.out, self.conf)
                 print(f"{target}: the shared edits are now on {now_on}", file=self.out)
                 print(
                     f"Now set dfs.namenode.shared.edits.dir to {uri} in the configuration of "

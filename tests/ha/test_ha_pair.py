@@ -21,7 +21,7 @@ import pytest
 
 from hadoop_qjm.namenode.ha.ha_util import resolve_ha_conf
 from hadoop_qjm.namenode.name_node import NameNode
-from hadoop_qjm.namenode.name_node_core import NameNodeCore
+from hadoop_qjm.namenode.name_node_core import NameNodeCore, format_namenode
 from hadoop_qjm.namenode.protocol.exceptions import StandbyException
 from hadoop_qjm.namenode.protocol.messages import HAServiceState
 from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf, journal_node_conf, wait_until
@@ -56,6 +56,39 @@ def test_a_standby_start_logs_how_a_namenode_becomes_active(mjc, tmp_path, caplo
         assert f"NameNode {nnid} of nameservice mycluster started in standby" in line
         assert "hdfs-py haadmin -transitionToActive" in line and "zkfc" in line
         assert "\n" not in line
+
+
+def test_a_standby_whose_shared_edits_are_http_ports_says_so_in_one_line(mjc, tmp_path, caplog):
+    """Issue 33 item 13: dfs.namenode.shared.edits.dir naming the JournalNodes' HTTP ports
+    (8480 for 8485). The NameNode stalled 20 s on getJournalState (the HTTP server waited
+    for a line end), logged "Invalid reply frame length 1213486160" and started as standby
+    with no word of it; now each node fails at once with what is wrong, and the NameNode
+    says in one line that it cannot read its shared edits."""
+    caplog.set_level(logging.INFO)
+    conf = ha_conf(tmp_path, mjc, "ha")
+    conf1, _, _ = resolve_ha_conf(conf, "nn1")
+    format_namenode(conf1, fs_owner="hdfs")
+    http_ports = [f"127.0.0.1:{mjc.http_address(i)[1]}" for i in range(3)]
+    conf1.set("dfs.namenode.shared.edits.dir", f"qjournal://{';'.join(http_ports)}/ha")
+    node = NameNode(conf1, terminate=lambda status, message: None, fs_owner="hdfs")
+    try:
+        node.start()
+        assert node.state is HAServiceState.STANDBY
+    finally:
+        node.stop()
+    lines = [
+        r.getMessage() for r in caplog.records if "cannot read its shared edits" in r.getMessage()
+    ]
+    assert len(lines) == 1, lines
+    line = lines[0]
+    assert line.startswith(
+        "NameNode nn1 cannot read its shared edits (dfs.namenode.shared.edits.dir)"
+    )
+    assert "\n" not in line
+    assert re.search(r"127\.0\.0\.1:\d+ is an HTTP port, not a JournalNode RPC port", line)
+    # No stall: a quorum call waiting longer than 30% of its timeout logs "Waited …".
+    assert not any(r.getMessage().startswith("Waited") for r in caplog.records)
+    assert not any(r.exc_info for r in caplog.records if "input streams" in r.getMessage())
 
 
 def test_both_start_in_standby_and_refuse_clients(pair):

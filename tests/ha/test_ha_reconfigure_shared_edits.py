@@ -186,17 +186,15 @@ def _journal_nodes_with_syncers(n: int) -> MiniJournalCluster:
 
 
 def _switch(pair: HAPair, uri: str) -> str:
-    """``haadmin -reconfigureSharedEdits uri`` until it finishes (the first runs may stop
-    at O+N until the new nodes' syncers hold the history); its output."""
-    out = io.StringIO()
-
-    def done() -> bool:
-        err = io.StringIO()
-        return (
-            HAAdmin(pair.client_conf(), out=out, err=err).run(["-reconfigureSharedEdits", uri]) == 0
-        )
-
-    wait_until(done, timeout_s=30, what=f"the switch to {uri}")
+    """``haadmin -reconfigureSharedEdits uri``, run once: it waits (asking every 100 ms
+    here) while the new nodes' syncers copy the history; its output."""
+    conf = pair.client_conf()
+    conf.set("dfs.ha.reconfigure-shared-edits.retry.interval.ms", "100")
+    conf.set("dfs.ha.reconfigure-shared-edits.catch-up.timeout.ms", "30000")
+    out, err = io.StringIO(), io.StringIO()
+    assert HAAdmin(conf, out=out, err=err).run(["-reconfigureSharedEdits", uri]) == 0, (
+        err.getvalue()
+    )
     return out.getvalue()
 
 

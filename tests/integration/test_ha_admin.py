@@ -19,6 +19,7 @@ from hadoop_qjm.namenode.protocol.exceptions import (
     StandbyException,
 )
 from hadoop_qjm.namenode.protocol.messages import HAServiceState, HAServiceStatus
+from hadoop_qjm.qjournal.protocol.exceptions import JournalNodesBehindException
 from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf, journal_node_conf
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 
@@ -41,6 +42,8 @@ class FakeHANameNode:
         self.transitions: list[str] = []
         self.saves: list[tuple[int, int]] = []
         self.rolls = 0
+        self.switches: list[str] = []
+        self.behind = 0  # reconfigureSharedEdits refusals before it succeeds
 
     def monitor_health(self) -> None:
         if not self.healthy:
@@ -71,6 +74,17 @@ class FakeHANameNode:
             raise StandbyException("Operation category JOURNAL is not supported in state standby")
         self.rolls += 1
         return SimpleNamespace(cur_segment_txid=100 + self.rolls)
+
+    def reconfigure_shared_edits(self, uri: str) -> str:
+        self.switches.append(uri)
+        if self.behind > 0:
+            self.behind -= 1
+            raise JournalNodesBehindException(
+                "journal ha stays on a:1;b:1;c:1 + a:1;b:1;c:1;d:1;e:1: fewer than 3 "
+                "JournalNodes of the new set hold the finalized segments [(57, 248)] (wait for "
+                "their syncers, or run journalnode -bootstrap on them)"
+            )
+        return "a:1;b:1;c:1;d:1;e:1"
 
 
 class Cluster:
@@ -112,8 +126,8 @@ def cluster(monkeypatch) -> Iterator[Cluster]:
         c.stop()
 
 
-def haadmin(cluster: Cluster, capsys, *args: str, nnids: str = "nn1,nn2"):
-    status = main([*cluster.props(nnids), "haadmin", *args])
+def haadmin(cluster: Cluster, capsys, *args: str, nnids: str = "nn1,nn2", conf=()):
+    status = main([*cluster.props(nnids), *conf, "haadmin", *args])
     out, err = capsys.readouterr()
     return status, out, err
 
@@ -318,6 +332,54 @@ def test_roll_edits_of_a_nameservice_goes_to_the_active_only(cluster, capsys) ->
 
 
 # ---- a real pair --------------------------------------------------------------------------------
+NEW_SET = "qjournal://a:1;b:1;c:1;d:1;e:1/ha"
+
+
+def test_reconfigure_waits_for_the_new_journal_nodes_to_catch_up(cluster, capsys) -> None:
+    """Issue 33 item 11: growing 3 -> 5 failed on the first try ("fewer than 3 JournalNodes
+    of the new set hold the finalized segments [(57, 248)]") and worked after a sync round.
+    The command asks again, bounded, and prints each wait."""
+    cluster.nodes["nn1"].behind = 2
+    interval = ("-D", "dfs.ha.reconfigure-shared-edits.retry.interval.ms=10")
+    status, out, err = haadmin(cluster, capsys, "-reconfigureSharedEdits", NEW_SET, conf=interval)
+    assert (status, err) == (0, "")
+    assert cluster.nodes["nn1"].switches == [NEW_SET] * 3
+    lines = out.splitlines()
+    assert len(lines) == 4, out
+    for line in lines[:2]:
+        assert line.startswith("Waiting for the new JournalNodes to catch up (")
+        assert line.endswith(
+            "of 600 s): journal ha stays on a:1;b:1;c:1 + a:1;b:1;c:1;d:1;e:1: "
+            "fewer than 3 JournalNodes of the new set hold the finalized segments [(57, 248)] "
+            "(wait for their syncers, or run journalnode -bootstrap on them)"
+        )
+    assert lines[2].endswith("the shared edits are now on a:1;b:1;c:1;d:1;e:1")
+
+
+def test_reconfigure_gives_up_in_one_line_once_the_bound_passes(cluster, capsys) -> None:
+    cluster.nodes["nn1"].behind = 1000
+    bound = [
+        *("-D", "dfs.ha.reconfigure-shared-edits.catch-up.timeout.ms=100"),
+        *("-D", "dfs.ha.reconfigure-shared-edits.retry.interval.ms=20"),
+    ]
+    status, out, err = haadmin(cluster, capsys, "-reconfigureSharedEdits", NEW_SET, conf=bound)
+    assert status == 1
+    assert 2 <= len(cluster.nodes["nn1"].switches) <= 6
+    assert (
+        out.count("Waiting for the new JournalNodes to catch up")
+        == len(cluster.nodes["nn1"].switches) - 1
+    )
+    line = one_line(err)
+    assert line.startswith("Operation failed: journal ha stays on ")
+    assert "(dfs.ha.reconfigure-shared-edits.catch-up.timeout.ms = 100)" in line
+    # 0: no wait, the NameNode's refusal as it was.
+    cluster.nodes["nn1"].switches.clear()
+    no_wait = ("-D", "dfs.ha.reconfigure-shared-edits.catch-up.timeout.ms=0")
+    status, out, err = haadmin(cluster, capsys, "-reconfigureSharedEdits", NEW_SET, conf=no_wait)
+    assert (status, out, len(cluster.nodes["nn1"].switches)) == (1, "", 1)
+    assert one_line(err).endswith("or run journalnode -bootstrap on them)")
+
+
 def test_haadmin_and_the_failover_client_on_a_real_pair(tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
     with MiniJournalCluster(3, conf=journal_node_conf()) as mjc:

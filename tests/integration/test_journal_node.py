@@ -143,6 +143,28 @@ def test_http_server(jn, proxy):
     assert status == 404 and b"No edit log found starting at txid 12345" in body
 
 
+def test_an_rpc_client_given_the_http_port_is_told_so_at_once(jn):
+    """Issue 33 item 13: the HTTP port (8480) where the RPC port (8485) belongs. The HTTP
+    server waited for a line end a Thrift frame never sends (60 s), then the client read
+    "Invalid reply frame length 1213486160" (b"HTTP"). Now the server answers a request
+    that cannot be HTTP at once, and both clients, the proxy and the writer's pipelined
+    channel, name the mistake. The deadlines are below the server's 60 s socket timeout:
+    a server still waiting fails the call with a timeout instead."""
+    host, port = "127.0.0.1", jn.http_address[1]
+    expected = f"{host}:{port} is an HTTP port, not a JournalNode RPC port"
+    with QJournalProtocolProxy(host, port, timeout_s=10) as p:
+        with pytest.raises(IOException) as info:
+            p.get_journal_state(JID)
+    assert str(info.value) == expected
+    channel = IPCLoggerChannel(Configuration(), FAKE_NSINFO, JID, (host, port))
+    try:
+        with pytest.raises(IOException) as info:
+            channel.get_journal_state().result(timeout=10)
+        assert str(info.value) == expected
+    finally:
+        channel.close()
+
+
 def test_accept_recovery_behavior(jn, proxy):
     proxy.format(JID, FAKE_NSINFO)
     # (Hadoop's "bad epoch" for a call before newEpoch is the client's check: IPCLoggerChannel.)

@@ -24,7 +24,10 @@ from hadoop_qjm.qjournal.client.membership_change import (
     finish_reconfiguration,
 )
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
-from hadoop_qjm.qjournal.protocol.exceptions import JournalMembershipException
+from hadoop_qjm.qjournal.protocol.exceptions import (
+    JournalMembershipException,
+    JournalNodesBehindException,
+)
 from hadoop_qjm.qjournal.protocol.membership import Config, MembershipRecord, RecordState
 from hadoop_qjm.qjournal.server.journal_membership import MEMBERSHIP_FILE
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
@@ -140,7 +143,8 @@ def test_the_new_set_must_hold_the_history_before_it_decides_alone(
         cluster.restart_journal_node(2)
         begin_reconfiguration(writer, _uri(cluster, new))
         writer.loggers.wait_for_all_pending_calls()
-        with pytest.raises(JournalMembershipException, match=r"finalized segments \[\(1, 10\)\]"):
+        # The type haadmin -reconfigureSharedEdits waits on (issue 33 item 11).
+        with pytest.raises(JournalNodesBehindException, match=r"finalized segments \[\(1, 10\)\]"):
             finish_reconfiguration(writer, since_txid=1, last_txid=10)
         assert writer.config.is_joint
         assert all(_record(cluster, i).state is RecordState.JOINT for i in range(5))

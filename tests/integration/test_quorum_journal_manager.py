@@ -32,6 +32,8 @@ from hadoop_qjm.qjournal.client.ipc_logger_channel import IPCLoggerChannel
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.qjournal.protocol.exceptions import QuorumException
 from hadoop_qjm.qjournal.server.journal import JournalFaultInjector
+from hadoop_qjm.testing.faults import thrift_logger_factory, wrap_with
+from hadoop_qjm.testing.in_process_ha import wait_until
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import (
     FAKE_NSINFO,
@@ -580,6 +582,54 @@ def test_in_progress_recovery(t: Harness) -> None:
         verify_edits(streams, 1, 8)
     finally:
         close_streams(streams)
+
+
+class HoldAcceptOnJn2:
+    """Fault hooks: JN2's acceptRecovery waits for ``release`` before it is sent."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def before_call(self, node: int, method: str, args: tuple[Any, ...]) -> None:
+        if node == 2 and method == "accept_recovery":
+            assert self.release.wait(30), "acceptRecovery held for 30 s"
+
+    def after_call(self, node: int, method: str, error: BaseException | None) -> None:
+        pass
+
+
+def test_recovery_finalizes_a_node_whose_accept_answers_after_the_quorum(t: Harness) -> None:
+    """Issue 33 item 7: after a kill -9 failover the finalize reached only the nodes whose
+    accept arrived first; JN3 kept edits_inprogress_1 and its paxos record until its syncer
+    moved them aside. Every node that accepts must finalize, without the syncer::
+
+        writer 1 writes 1-3, dies              JN0 [1-3]  JN1 [1-3]  JN2 [1-3]  (in progress)
+        writer 2 recovers, JN2's accept held   edits_1-3  edits_1-3  in progress
+        JN2's accept goes through              edits_1-3  edits_1-3  edits_1-3, paxos/1 gone
+    """
+    write_segment(t.qjm, 1, 3, False)
+    t.qjm.close()  # the writer dies with segment 1 in progress everywhere
+    hooks = HoldAcceptOnJn2()
+    addresses = [t.cluster.rpc_address(i) for i in range(3)]
+    factory = thrift_logger_factory(addresses, wrap_with(hooks), direct=False)
+    writer = QuorumJournalManager(t.conf, t.uri, FAKE_NSINFO, logger_factory=factory)
+    try:
+        writer.recover_unfinalized_segments()
+        for i in (0, 1):
+            assert t.edits_files(i) == [finalized_edits_file_name(1, 3)]
+        assert t.edits_files(2) == [inprogress_edits_file_name(1)]
+        hooks.release.set()
+        paxos_record = t.cluster.current_dir(2, JID) / "paxos" / "1"
+        wait_until(
+            lambda: (
+                t.edits_files(2) == [finalized_edits_file_name(1, 3)] and not paxos_record.exists()
+            ),
+            10,
+            "JN2 to finalize segment 1 and drop its paxos record",
+        )
+    finally:
+        hooks.release.set()
+        writer.close()
 
 
 # ---- reading over RPC ---------------------------------------------------------------------------

@@ -12,7 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hadoop_qjm.qjournal.protocol.sockets import FrameReader, read_frame, write_frame
+from hadoop_qjm.common.exceptions import IOException
+from hadoop_qjm.qjournal.protocol.sockets import (
+    FrameReader,
+    HttpReplyError,
+    call_failed,
+    read_frame,
+    write_frame,
+)
 from hadoop_qjm.qjournal.protocol.wire import ProtocolError, frame
 
 MiB = 1024 * 1024
@@ -156,3 +163,14 @@ def test_read_buffered_frame_returns_only_frames_that_have_arrived_whole() -> No
         assert reader.read_buffered_frame() is None  # invalid: read_frame raises
         with pytest.raises(ProtocolError):
             reader.read_frame()
+
+
+def test_an_http_reply_is_named_as_such(pair) -> None:
+    """b"HTTP" read as a frame length is 1213486160 (issue 33 item 13): an HTTP port."""
+    a, b = pair
+    a.sendall(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
+    with pytest.raises(HttpReplyError):
+        FrameReader(b, 1 * MiB).read_frame()
+    error = call_failed("jn1", 8480, HttpReplyError("Invalid frame length 1213486160"))
+    assert str(error) == "jn1:8480 is an HTTP port, not a JournalNode RPC port"
+    assert type(error) is IOException

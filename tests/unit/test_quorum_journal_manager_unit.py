@@ -121,6 +121,43 @@ def test_recovery_syncs_from_the_best_source_then_finalizes(loggers) -> None:
         assert logger.calls_to("finalize_log_segment") == [(4, 7)]
 
 
+def _recover_with_jn2_still_accepting(loggers) -> Future:
+    """Recovery of segment 4 ([4-7] from jn1) whose acceptRecovery jn2 has not answered
+    when jn0 and jn1 have; returns jn2's accept, for the test to answer."""
+    loggers[0].when("new_epoch", result=NewEpochResponse(4))
+    for logger in loggers:
+        logger.when(
+            "prepare_recovery", result=PrepareRecoveryResponse(SegmentState(4, 7, True), None, 1, 5)
+        )
+    slow_accept: Future = pending()
+    loggers[2].when("accept_recovery", future=lambda: slow_accept)
+    qjm = make_qjm(loggers)
+    qjm.recover_unfinalized_segments()
+    assert qjm.is_active_writer
+    assert [logger.calls_to("finalize_log_segment") for logger in loggers] == [
+        [(4, 7)],
+        [(4, 7)],
+        [],
+    ]
+    return slow_accept
+
+
+def test_recovery_finalizes_a_slow_node_once_its_accept_succeeds(loggers) -> None:
+    """Issue 33 item 7: as Hadoop, the finalize goes to every node that accepts, also one
+    whose accept comes after the quorum's (it would keep edits_inprogress_4 and its paxos
+    record until its syncer moved them aside)."""
+    slow_accept = _recover_with_jn2_still_accepting(loggers)
+    slow_accept.set_result(None)
+    assert loggers[2].calls_to("finalize_log_segment") == [(4, 7)]
+
+
+def test_recovery_never_finalizes_a_slow_node_whose_accept_fails(loggers) -> None:
+    """Its copy may be another writer's of the same length (run_seed 145)."""
+    slow_accept = _recover_with_jn2_still_accepting(loggers)
+    slow_accept.set_exception(IOException("download failed"))
+    assert loggers[2].calls_to("finalize_log_segment") == []
+
+
 def test_recovery_with_no_segment_on_the_quorum_does_nothing(loggers) -> None:
     loggers[0].when("new_epoch", result=NewEpochResponse(4))
     qjm = make_qjm(loggers)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
+from typing import Any
 
 from hadoop_qjm.common.remote_edit_log import RemoteEditLogManifest
 from hadoop_qjm.common.storage_info import NamespaceInfo
@@ -104,6 +105,36 @@ class AsyncLogger(ABC):
     @abstractmethod
     def finalize_log_segment(self, start_txid: int, end_txid: int) -> Future[None]:
         """Finalize segment ``start_txid`` as ``[start_txid, end_txid]``."""
+
+    def finalize_log_segment_after(
+        self, accepted: Future[None], start_txid: int, end_txid: int
+    ) -> Future[None]:
+        """:meth:`finalize_log_segment`, sent once ``accepted`` (this node's acceptRecovery
+        of the segment) has succeeded; failed with its error, unsent, if it failed.
+
+        The default chains the call on ``accepted``; a logger whose calls run in order
+        (IPCLoggerChannel) queues it at once, behind the accept, ahead of any later call.
+        """
+        result: Future[None] = Future()
+
+        def relay(done: Future[Any]) -> None:
+            error = done.exception() if not done.cancelled() else CancelledError()
+            if error is not None:
+                result.set_exception(error)
+            else:
+                result.set_result(None)
+
+        def send(done: Future[None]) -> None:
+            if done.cancelled() or done.exception() is not None:
+                relay(done)
+                return
+            try:
+                self.finalize_log_segment(start_txid, end_txid).add_done_callback(relay)
+            except Exception as e:  # noqa: BLE001 - the chained call's answer
+                result.set_exception(e)
+
+        accepted.add_done_callback(send)  # runs at once if the accept is done
+        return result
 
     @abstractmethod
     def purge_logs_older_than(self, min_txid_to_keep: int) -> Future[None]:

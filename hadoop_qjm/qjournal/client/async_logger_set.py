@@ -117,6 +117,23 @@ class AsyncLoggerSet:
                 futures[logger] = _failed(e)
         return QuorumCall(futures, clock=self._clock, assist=self._assist)
 
+    def call_after(
+        self, previous: QuorumCall[AsyncLogger, Any], method_name: str, *args: Any
+    ) -> QuorumCall[AsyncLogger, Any]:
+        """Call ``method_name(future, *args)`` on each logger ``previous`` went to and that
+        has not failed it, ``future`` being that logger's answer to ``previous`` (answered
+        or still under way): the logger sends the call once that answer is a success."""
+        failed = previous.exceptions
+        futures: dict[AsyncLogger, Future[Any]] = {}
+        for logger, future in previous.futures.items():
+            if logger in failed:
+                continue
+            try:
+                futures[logger] = getattr(logger, method_name)(future, *args)
+            except Exception as e:  # noqa: BLE001 - becomes that logger's answer
+                futures[logger] = _failed(e)
+        return QuorumCall(futures, clock=self._clock, assist=self._assist)
+
     def send_edits(
         self, segment_txid: int, first_txid: int, num_txns: int, data: bytes
     ) -> QuorumCall[AsyncLogger, Any]:

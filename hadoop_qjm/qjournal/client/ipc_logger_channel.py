@@ -857,10 +857,24 @@ class IPCLoggerChannel(AsyncLogger):
 
         return self._submit(call)
 
+    def _finalize_log_segment(self, start_txid: int, end_txid: int) -> None:
+        self._throw_if_out_of_sync()
+        self._get_proxy().finalize_log_segment(self._create_request(), start_txid, end_txid)
+
     def finalize_log_segment(self, start_txid: int, end_txid: int) -> Future[None]:
+        return self._submit(lambda: self._finalize_log_segment(start_txid, end_txid))
+
+    def finalize_log_segment_after(
+        self, accepted: Future[None], start_txid: int, end_txid: int
+    ) -> Future[None]:
+        if accepted.done():
+            return super().finalize_log_segment_after(accepted, start_txid, end_txid)
+
+        # Still accepting: queued now, behind the accept on this channel's executor
+        # (calls run in order), ahead of any later call; sent only if the accept succeeded.
         def call() -> None:
-            self._throw_if_out_of_sync()
-            self._get_proxy().finalize_log_segment(self._create_request(), start_txid, end_txid)
+            accepted.result()
+            self._finalize_log_segment(start_txid, end_txid)
 
         return self._submit(call)
 

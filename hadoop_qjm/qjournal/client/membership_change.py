@@ -24,7 +24,10 @@ from hadoop_qjm.common.exceptions import (
 from hadoop_qjm.qjournal.client.joint_logger_set import logger_address
 from hadoop_qjm.qjournal.client.qjournal_uri import parse_qjournal_uri
 from hadoop_qjm.qjournal.protocol import membership
-from hadoop_qjm.qjournal.protocol.exceptions import JournalMembershipException
+from hadoop_qjm.qjournal.protocol.exceptions import (
+    JournalMembershipException,
+    JournalNodesBehindException,
+)
 from hadoop_qjm.qjournal.protocol.membership import (
     Action,
     Config,
@@ -180,7 +183,7 @@ def finish_reconfiguration(qjm: QuorumJournalManager, since_txid: int, last_txid
     segments = [(first, last) for first, last in segments if last >= since_txid]
     missing = membership.history_covered(finalized, new, segments)
     if missing:
-        raise JournalMembershipException(
+        raise JournalNodesBehindException(
             f"journal {qjm.journal_id} stays on {config.describe()}: fewer than "
             f"{membership.copies_needed(len(new))} JournalNodes of the new set hold the "
             f"finalized segments {missing} (wait for their syncers, or run "

@@ -54,9 +54,12 @@ from typing import Any
 from hadoop_qjm.common.exceptions import IOException, always_assert
 from hadoop_qjm.qjournal.protocol.exceptions import ConnectException, SocketTimeoutException
 from hadoop_qjm.qjournal.protocol.sockets import (
+    HTTP_REPLY_FRAME_LENGTH,
     ClientSocketFactoryLike,
+    HttpReplyError,
     PlainSocketFactory,
     as_client_socket_factory,
+    call_failed,
     dropped_by_tls_server,
 )
 from hadoop_qjm.qjournal.protocol.wire import FRAME_HEADER, ProtocolError
@@ -803,6 +806,9 @@ class PipelinedChannel:
             self._last_progress = time.monotonic()
             while end - start >= _HEADER:
                 (size,) = FRAME_HEADER.unpack_from(buf, start)
+                if size == HTTP_REPLY_FRAME_LENGTH:
+                    error = HttpReplyError(f"Invalid reply frame length {size}")
+                    break
                 if size < 0 or size > self.max_frame_size:
                     error = ProtocolError(f"Invalid reply frame length {size}")
                     break
@@ -824,7 +830,7 @@ class PipelinedChannel:
             except Exception:  # noqa: BLE001 - one caller's bug must not break the connection
                 LOG.exception("Unexpected error handling a reply from %s:%s", self.host, self.port)
         if error is not None:
-            self._fail(sock, IOException(f"Call to {self.host}:{self.port} failed: {error}"))
+            self._fail(sock, call_failed(self.host, self.port, error))
 
 
 class ReadRepliesWhileWaiting:

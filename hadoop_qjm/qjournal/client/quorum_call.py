@@ -361,6 +361,11 @@ class QuorumCall(Generic[K, V]):
         with self._lock:
             return dict(self._exceptions)
 
+    @property
+    def futures(self) -> dict[K, Future[V]]:
+        """Each key's future, for the keys whose call made one (not :meth:`answerer`'s)."""
+        return dict(self._futures)
+
     def rethrow_exception(self, msg: str) -> None:
         """Raise QuorumException listing every success and failure (there must be one)."""
         with self._lock:

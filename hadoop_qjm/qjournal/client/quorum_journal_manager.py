@@ -438,20 +438,20 @@ class QuorumJournalManager(JournalManager):
                 f"txid {committed} committed",
             )
         url = best_logger.build_url_to_fetch_logs(segment_txid)
-        accepted = self.loggers.wait_for_write_quorum(
-            self.loggers.call("accept_recovery", log_to_sync, url),
-            self.timeouts.accept_recovery_ms,
-            f"acceptRecovery({log_to_sync})",
-        )
-        # Finalize only where the accept succeeded. A node that missed it may hold a copy
-        # of the same length written by another writer; finalizing that copy would give
-        # one segment two different finalized contents (found by run_seed 145).
+        accept = self.loggers.call("accept_recovery", log_to_sync, url)
         self.loggers.wait_for_write_quorum(
-            self.loggers.call(
-                "finalize_log_segment",
-                log_to_sync.start_txid,
-                log_to_sync.end_txid,
-                only=accepted.keys(),
+            accept, self.timeouts.accept_recovery_ms, f"acceptRecovery({log_to_sync})"
+        )
+        # Hadoop sends finalizeLogSegment to every logger and waits for a quorum, so a node
+        # that answers later still finalizes (and drops its paxos record) instead of keeping
+        # the segment in progress until its syncer moves it aside (issue 33 item 7). We send
+        # it to each node whose accept succeeds: now to those that answered, and, queued
+        # behind its accept, to one still accepting. Never to a node whose accept failed: it
+        # may hold a copy of the same length written by another writer, and finalizing that
+        # copy would give one segment two different finalized contents (run_seed 145).
+        self.loggers.wait_for_write_quorum(
+            self.loggers.call_after(
+                accept, "finalize_log_segment_after", log_to_sync.start_txid, log_to_sync.end_txid
             ),
             self.timeouts.finalize_segment_ms,
             f"finalizeLogSegment({log_to_sync.start_txid}-{log_to_sync.end_txid})",

@@ -23,6 +23,7 @@ from hadoop_qjm.qjournal.protocol.sockets import (
     ClientSocketFactoryLike,
     FrameReader,
     as_client_socket_factory,
+    call_failed,
     dropped_by_tls_server,
     write_frame,
 )
@@ -150,9 +151,7 @@ class SocketChannel:
             self.reset()
             if kept and isinstance(e, _DROPPED):
                 return self.call(payload)
-            raise self._dropped_unanswered(e) or IOException(
-                f"Call to {self.host}:{self.port} failed: {e}"
-            ) from e
+            raise self._dropped_unanswered(e) or call_failed(self.host, self.port, e) from e
         if reply is None:
             self.reset()
             if kept:

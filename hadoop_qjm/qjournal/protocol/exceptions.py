@@ -42,6 +42,7 @@ __all__ = [
     "JournalOutOfSyncException",
     "JournalInUseException",
     "JournalMembershipException",
+    "JournalNodesBehindException",
     "SegmentMismatchException",
     "NewerTxnIdException",
     "CacheMissException",
@@ -78,6 +79,14 @@ class JournalMembershipException(IOException):
     Hadoop cannot change the set of a running journal."""
 
     java_name = "org.apache.hadoop.hdfs.qjournal.protocol.JournalMembershipException"
+
+
+@register_exception
+class JournalNodesBehindException(JournalMembershipException):
+    """A JournalNode set change cannot finish yet: too few nodes of the new set hold the
+    finalized history; their syncers are still copying it (the writer stays joint)."""
+
+    java_name = "org.apache.hadoop.hdfs.qjournal.protocol.JournalNodesBehindException"
 
 
 class SegmentMismatchException(JournalOutOfSyncException):

@@ -13,7 +13,7 @@ import ssl
 from collections.abc import Callable
 from typing import Protocol
 
-from hadoop_qjm.common.exceptions import AccessControlException
+from hadoop_qjm.common.exceptions import AccessControlException, IOException
 from hadoop_qjm.qjournal.protocol.exceptions import BindException
 from hadoop_qjm.qjournal.protocol.wire import FRAME_HEADER, ProtocolError
 
@@ -23,9 +23,12 @@ __all__ = [
     "ClientSocketFactory",
     "ClientSocketFactoryLike",
     "FrameReader",
+    "HTTP_REPLY_FRAME_LENGTH",
+    "HttpReplyError",
     "PlainSocketFactory",
     "as_client_socket_factory",
     "as_server_socket_factory",
+    "call_failed",
     "dropped_by_tls_server",
     "read_frame",
     "server_speaks_tls",
@@ -40,6 +43,20 @@ _RECV_CHUNK = 64 * 1024
 #: usually arrives with one recv_into and no other allocation than its payload —
 #: a journal() batch of 1000 ops of 100 bytes (~100 KB) included.
 FRAME_READER_BUFFER_SIZE = 256 * 1024
+#: An HTTP response's first four bytes, ``HTTP``, read as a frame length: what a client
+#: pointed at a JournalNode's HTTP port (8480) instead of its RPC port (8485) reads.
+HTTP_REPLY_FRAME_LENGTH = int.from_bytes(b"HTTP", "big")  # 1213486160
+
+
+class HttpReplyError(ProtocolError):
+    """The peer answered in HTTP: the address is an HTTP port, not an RPC port."""
+
+
+def call_failed(host: str, port: int, error: BaseException) -> IOException:
+    """The IOException of a call to ``host:port`` whose reply could not be read."""
+    if isinstance(error, HttpReplyError):
+        return IOException(f"{host}:{port} is an HTTP port, not a JournalNode RPC port")
+    return IOException(f"Call to {host}:{port} failed: {error}")
 
 
 class ServerSocketFactory(Protocol):
@@ -239,6 +256,8 @@ def _recv_exact(sock: socket.socket, size: int, *, eof_ok: bool) -> bytes:
 
 
 def _check_frame_length(size: int, max_frame_size: int) -> None:
+    if size == HTTP_REPLY_FRAME_LENGTH:
+        raise HttpReplyError(f"Invalid frame length {size}: the peer answered in HTTP")
     if size < 0:
         raise ProtocolError(f"Invalid frame length {size}")
     if size > max_frame_size:
