@@ -1,7 +1,7 @@
 """The few pieces of protobuf's wire format the project writes by hand (pure).
 
 Hadoop stores some records as protobuf messages: the xattrs and ACL entries inside edit-log
-ops (:mod:`hadoop_qjm.namenode.edit_log_codec`), the ZKFC's ActiveNodeInfo in ZooKeeper
+ops (:mod:`hadoop_qjm.editlog.edit_log_codec`), the ZKFC's ActiveNodeInfo in ZooKeeper
 (:mod:`hadoop_qjm.ha.election_rules`), the JournalNode's paxos record
 (:mod:`hadoop_qjm.qjournal.server.paxos_record`). They need only varints and
 length-delimited fields; a reader skips the fields it does not know, as protobuf's

@@ -44,9 +44,9 @@ from hadoop_qjm.conf.dfs_config_keys import (
     DFS_NAMENODE_EDITS_SYNC_PIPELINE_DEPTH_DEFAULT,
     DFS_NAMENODE_EDITS_SYNC_PIPELINE_DEPTH_KEY,
 )
-from hadoop_qjm.namenode.fs_edit_log_op import EndLogSegmentOp, FSEditLogOp, StartLogSegmentOp
+from hadoop_qjm.editlog.fs_edit_log_op import EndLogSegmentOp, FSEditLogOp, StartLogSegmentOp
+from hadoop_qjm.editlog.redundant_edit_log_input_stream import RedundantEditLogInputStream
 from hadoop_qjm.namenode.journal_set import JournalSet, JournalSetFailure, JournalSetOutputStream
-from hadoop_qjm.namenode.redundant_edit_log_input_stream import RedundantEditLogInputStream
 
 __all__ = [
     "FSEditLog",

@@ -28,7 +28,7 @@ import threading
 import time
 from typing import Any
 
-from hadoop_qjm.namenode.fs_edit_log_op import FSEditLogOp
+from hadoop_qjm.editlog.fs_edit_log_op import FSEditLogOp
 from hadoop_qjm.namenode.ipc_server import Call, current_call
 from hadoop_qjm.namenode.protocol.rpc import release_handler_slot
 

@@ -23,15 +23,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from hadoop_qjm.common.exceptions import FileNotFoundException, IOException
-from hadoop_qjm.namenode.fs_directory import (
-    FSDirectory,
-    INode,
-    INodeDirectory,
-    INodeFile,
-    INodesInPath,
-    path_components,
-)
-from hadoop_qjm.namenode.fs_edit_log_op import (
+from hadoop_qjm.editlog.fs_edit_log_op import (
     AddOp,
     CloseOp,
     DeleteOp,
@@ -45,6 +37,14 @@ from hadoop_qjm.namenode.fs_edit_log_op import (
     SetReplicationOp,
     StartLogSegmentOp,
     TimesOp,
+)
+from hadoop_qjm.namenode.fs_directory import (
+    FSDirectory,
+    INode,
+    INodeDirectory,
+    INodeFile,
+    INodesInPath,
+    path_components,
 )
 
 __all__ = ["FSEditLogLoader", "EditLogApplyException", "RENAME_OVERWRITE", "rename_old_target"]

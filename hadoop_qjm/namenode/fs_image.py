@@ -34,7 +34,8 @@ from hadoop_qjm.common.durable import FsyncFunction, fsync_dir
 from hadoop_qjm.common.exceptions import FileNotFoundException, IOException
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.file_journal_manager import FileJournalManager
+from hadoop_qjm.editlog.file_journal_manager import FileJournalManager
+from hadoop_qjm.editlog.redundant_edit_log_input_stream import chain_and_make_redundant_streams
 from hadoop_qjm.namenode.fs_edit_log import FSEditLog
 from hadoop_qjm.namenode.fs_image_format import (
     CheckpointInProgressException,
@@ -52,7 +53,6 @@ from hadoop_qjm.namenode.nn_storage import (
     image_file_name,
 )
 from hadoop_qjm.namenode.nn_storage_retention_manager import NNStorageRetentionManager
-from hadoop_qjm.namenode.redundant_edit_log_input_stream import chain_and_make_redundant_streams
 
 __all__ = ["FSImage", "SaveNamespaceFaultInjector", "checkpoint_offline"]
 

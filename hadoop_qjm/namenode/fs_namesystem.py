@@ -43,15 +43,7 @@ from hadoop_qjm.common.exceptions import (
 )
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
-from hadoop_qjm.namenode.fs_directory import (
-    FileStatus,
-    FSDirectory,
-    INodeDirectory,
-    INodesInPath,
-    is_valid_name,
-)
-from hadoop_qjm.namenode.fs_edit_log_loader import FSEditLogLoader, rename_old_target
-from hadoop_qjm.namenode.fs_edit_log_op import (
+from hadoop_qjm.editlog.fs_edit_log_op import (
     AddOp,
     CloseOp,
     DeleteOp,
@@ -64,6 +56,14 @@ from hadoop_qjm.namenode.fs_edit_log_op import (
     SetPermissionsOp,
     TimesOp,
 )
+from hadoop_qjm.namenode.fs_directory import (
+    FileStatus,
+    FSDirectory,
+    INodeDirectory,
+    INodesInPath,
+    is_valid_name,
+)
+from hadoop_qjm.namenode.fs_edit_log_loader import FSEditLogLoader, rename_old_target
 
 __all__ = ["FSNamesystem", "EditLogWriter", "MAX_PATH_LENGTH", "MAX_PATH_DEPTH"]
 

@@ -27,9 +27,9 @@ from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import ExitException, IOException
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
-from hadoop_qjm.namenode.file_journal_manager import FileJournalManager
+from hadoop_qjm.editlog.file_journal_manager import FileJournalManager
+from hadoop_qjm.editlog.fs_edit_log_op import EndLogSegmentOp
 from hadoop_qjm.namenode.fs_edit_log import FSEditLog
-from hadoop_qjm.namenode.fs_edit_log_op import EndLogSegmentOp
 from hadoop_qjm.namenode.fs_image import FSImage
 from hadoop_qjm.namenode.fs_namesystem import FSNamesystem
 from hadoop_qjm.namenode.journal_set import JournalSet

@@ -28,13 +28,13 @@ from typing import Any
 
 from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.common.exceptions import IOException, always_assert, one_line_message
-from hadoop_qjm.namenode.fs_edit_log_op import FSEditLogOp
-from hadoop_qjm.namenode.journal_manager import JournalManager
-from hadoop_qjm.namenode.name_node_resource_policy import are_resources_available
-from hadoop_qjm.namenode.redundant_edit_log_input_stream import (
+from hadoop_qjm.editlog.fs_edit_log_op import FSEditLogOp
+from hadoop_qjm.editlog.journal_manager import JournalManager
+from hadoop_qjm.editlog.redundant_edit_log_input_stream import (
     RedundantEditLogInputStream,
     chain_and_make_redundant_streams,
 )
+from hadoop_qjm.namenode.name_node_resource_policy import are_resources_available
 
 __all__ = [
     "JournalSet",

@@ -28,7 +28,8 @@ from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
-from hadoop_qjm.namenode.file_journal_manager import FileJournalManager
+from hadoop_qjm.editlog.file_journal_manager import FileJournalManager
+from hadoop_qjm.editlog.journal_manager import JournalManager
 from hadoop_qjm.namenode.fs_edit_log import (
     EditLogState,
     FSEditLog,
@@ -37,7 +38,6 @@ from hadoop_qjm.namenode.fs_edit_log import (
 )
 from hadoop_qjm.namenode.fs_image import FSImage, SaveNamespaceFaultInjector
 from hadoop_qjm.namenode.fs_namesystem import FSNamesystem
-from hadoop_qjm.namenode.journal_manager import JournalManager
 from hadoop_qjm.namenode.journal_set import JournalSet
 from hadoop_qjm.namenode.nn_storage import NameNodeDirs, NNStorage, uri_path
 

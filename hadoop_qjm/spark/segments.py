@@ -22,8 +22,8 @@ from typing import Any
 from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.common.durable import PersistentLongFile
 from hadoop_qjm.common.exceptions import EditLogCorruptionError, IOException
-from hadoop_qjm.namenode.edit_log_file_input_stream import EditLogFileInputStream, scan_edit_log
-from hadoop_qjm.namenode.file_journal_manager import (
+from hadoop_qjm.editlog.edit_log_file_input_stream import EditLogFileInputStream, scan_edit_log
+from hadoop_qjm.editlog.file_journal_manager import (
     EDITS_INPROGRESS_REGEX,
     EDITS_REGEX,
     match_edit_logs,

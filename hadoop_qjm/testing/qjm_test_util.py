@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hadoop_qjm.common.storage_info import NamespaceInfo
-from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, encode_op
+from hadoop_qjm.editlog.fs_edit_log_op import MkdirOp, encode_op
 from hadoop_qjm.qjournal.protocol.messages import RequestInfo
 
 __all__ = [
@@ -38,7 +38,7 @@ def create_txn_data(start_txid: int, num_txns: int) -> bytes:
 
 def create_gabage_txns(start_txid: int, num_txns: int) -> bytes:
     """Frames with valid length and checksum but a body of garbage (Hadoop's createGabageTxns)."""
-    from hadoop_qjm.namenode.fs_edit_log_op import FSEditLogOpCodes, OpaqueOp
+    from hadoop_qjm.editlog.fs_edit_log_op import FSEditLogOpCodes, OpaqueOp
 
     return b"".join(
         encode_op(
@@ -79,7 +79,7 @@ def write_segment(qjm, start_txid: int, num_txns: int, finalize: bool, *, cluste
     in-progress file.
     """
     from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
-    from hadoop_qjm.namenode.file_journal_manager import inprogress_edits_file_name
+    from hadoop_qjm.editlog.file_journal_manager import inprogress_edits_file_name
 
     stm = qjm.start_log_segment(start_txid, CURRENT_LAYOUT_VERSION)
     if cluster is not None:
@@ -134,7 +134,7 @@ def recover_and_return_last_txn(qjm) -> int:
 def verify_edits(streams, first_txid: int, last_txid: int) -> None:
     """The streams hold exactly the MKDIRs ``first_txid..last_txid``, in order."""
     from hadoop_qjm.common.exceptions import always_assert
-    from hadoop_qjm.namenode.fs_edit_log_op import FSEditLogOpCodes
+    from hadoop_qjm.editlog.fs_edit_log_op import FSEditLogOpCodes
 
     remaining = iter(streams)
     stream = next(remaining, None)
@@ -172,7 +172,7 @@ def assert_exists_in_quorum(cluster, filename: str, jid: str = JID) -> None:
 def check_recovery(cluster, segment_txid: int, expected_end_txid: int, jid: str = JID) -> None:
     """A quorum has ``edits_<segment>-<expected end>`` finalized, and no node another end."""
     from hadoop_qjm.common.exceptions import always_assert
-    from hadoop_qjm.namenode.file_journal_manager import match_edit_logs
+    from hadoop_qjm.editlog.file_journal_manager import match_edit_logs
 
     n = cluster.num_journal_nodes
     finalized = 0
@@ -210,7 +210,7 @@ def op_offsets(path) -> dict[int, int]:
     txids are counted from the first one in the file name."""
     from pathlib import Path
 
-    from hadoop_qjm.namenode.file_journal_manager import EDITS_REGEX
+    from hadoop_qjm.editlog.file_journal_manager import EDITS_REGEX
 
     path = Path(path)
     m = EDITS_REGEX.fullmatch(path.name)

@@ -19,8 +19,8 @@ from prometheus_client import CollectorRegistry
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import always_assert
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.file_journal_manager import EDITS_REGEX
-from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, encode_op
+from hadoop_qjm.editlog.file_journal_manager import EDITS_REGEX
+from hadoop_qjm.editlog.fs_edit_log_op import MkdirOp, encode_op
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.qjournal.protocol.messages import PersistedRecoveryPaxosData, RequestInfo
 from hadoop_qjm.qjournal.server.journal import Journal

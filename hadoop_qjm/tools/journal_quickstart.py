@@ -26,7 +26,7 @@ from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import HadoopException, IOException
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.fs_edit_log_op import (
+from hadoop_qjm.editlog.fs_edit_log_op import (
     EndLogSegmentOp,
     MkdirOp,
     StartLogSegmentOp,

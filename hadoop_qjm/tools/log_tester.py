@@ -29,9 +29,9 @@ from pathlib import Path
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import HadoopException, one_line_message
 from hadoop_qjm.common.storage_info import NamespaceInfo
-from hadoop_qjm.namenode.edit_log_file_input_stream import EditLogFileInputStream
-from hadoop_qjm.namenode.file_journal_manager import FileJournalManager, match_edit_logs
-from hadoop_qjm.namenode.fs_edit_log_op import (
+from hadoop_qjm.editlog.edit_log_file_input_stream import EditLogFileInputStream
+from hadoop_qjm.editlog.file_journal_manager import FileJournalManager, match_edit_logs
+from hadoop_qjm.editlog.fs_edit_log_op import (
     EndLogSegmentOp,
     MkdirOp,
     StartLogSegmentOp,

@@ -10,7 +10,7 @@ Converts an edit-log segment the way Hadoop's ``hdfs oev`` does:
   and BinaryEditsVisitor): the header from EDITS_VERSION, each op framed with its length
   and a freshly computed CRC32, no padding.
 
-The ops' bodies, both ways, are the op classes' own (:mod:`hadoop_qjm.namenode.fs_edit_log_op`);
+The ops' bodies, both ways, are the op classes' own (:mod:`hadoop_qjm.editlog.fs_edit_log_op`);
 this module only moves them between files and lxml.
 
 ``-o -`` writes to standard output. An input that cannot be read (missing, empty, not an
@@ -37,9 +37,9 @@ from lxml import etree
 from hadoop_qjm.cli import CommandParser
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import EditLogCorruptionError, IOException
-from hadoop_qjm.namenode.edit_log_file_input_stream import EditLogFileInputStream
-from hadoop_qjm.namenode.edit_log_xml import InvalidXmlException, Stanza, XmlField, xml_long
-from hadoop_qjm.namenode.fs_edit_log_op import (
+from hadoop_qjm.editlog.edit_log_file_input_stream import EditLogFileInputStream
+from hadoop_qjm.editlog.edit_log_xml import InvalidXmlException, Stanza, XmlField, xml_long
+from hadoop_qjm.editlog.fs_edit_log_op import (
     DEFAULT_MAX_OP_SIZE,
     OP_CLASSES,
     FSEditLogOp,

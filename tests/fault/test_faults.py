@@ -9,7 +9,7 @@ import pytest
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import HadoopAssertionError, IOException
-from hadoop_qjm.namenode.file_journal_manager import finalized_edits_file_name
+from hadoop_qjm.editlog.file_journal_manager import finalized_edits_file_name
 from hadoop_qjm.qjournal.protocol.exceptions import QuorumException
 from hadoop_qjm.qjournal.protocol.messages import RequestInfo, SegmentState
 from hadoop_qjm.testing.faults import (

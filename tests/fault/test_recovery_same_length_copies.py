@@ -38,9 +38,9 @@ from __future__ import annotations
 import pytest
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
-from hadoop_qjm.namenode.edit_log_file_input_stream import EditLogFileInputStream
-from hadoop_qjm.namenode.file_journal_manager import finalized_edits_file_name
-from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp
+from hadoop_qjm.editlog.edit_log_file_input_stream import EditLogFileInputStream
+from hadoop_qjm.editlog.file_journal_manager import finalized_edits_file_name
+from hadoop_qjm.editlog.fs_edit_log_op import MkdirOp
 from hadoop_qjm.qjournal.protocol.exceptions import QuorumException
 from hadoop_qjm.qjournal.server.paxos_record import read_paxos_record
 from hadoop_qjm.testing.faults import DownNodes, RpcCounter, wrap_with

@@ -74,7 +74,7 @@ def test_with_a_zero_wait_the_standby_polls_as_before(mjc, tmp_path):
 def test_a_long_poll_holds_no_handler_slot_and_answers_when_written(tmp_path):
     """One handler (dfs.journalnode.handler.count 1): a long poll waiting on one
     connection does not hold up the writer's batches on another."""
-    from hadoop_qjm.namenode.fs_edit_log_op import edit_log_header
+    from hadoop_qjm.editlog.fs_edit_log_op import edit_log_header
     from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
     from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, create_txn_data, make_request
 

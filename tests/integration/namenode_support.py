@@ -8,8 +8,8 @@ from pathlib import Path
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import IOException
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.file_journal_manager import FileJournalManager
-from hadoop_qjm.namenode.journal_manager import JournalManager
+from hadoop_qjm.editlog.file_journal_manager import FileJournalManager
+from hadoop_qjm.editlog.journal_manager import JournalManager
 from hadoop_qjm.namenode.name_node_core import NameNodeCore
 
 __all__ = [

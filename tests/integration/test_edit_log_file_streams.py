@@ -19,18 +19,18 @@ from hypothesis import strategies as st
 
 from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.common.exceptions import EditLogCorruptionError, IOException
-from hadoop_qjm.namenode import edit_log_file_input_stream as input_module
-from hadoop_qjm.namenode import edit_log_file_output_stream as output_module
-from hadoop_qjm.namenode.edit_log_file_input_stream import (
+from hadoop_qjm.editlog import edit_log_file_input_stream as input_module
+from hadoop_qjm.editlog import edit_log_file_output_stream as output_module
+from hadoop_qjm.editlog.edit_log_file_input_stream import (
     EditLogFileInputStream,
     EditLogValidation,
     scan_edit_log,
 )
-from hadoop_qjm.namenode.edit_log_file_output_stream import (
+from hadoop_qjm.editlog.edit_log_file_output_stream import (
     PREALLOCATION_LENGTH,
     EditLogFileOutputStream,
 )
-from hadoop_qjm.namenode.fs_edit_log_op import (
+from hadoop_qjm.editlog.fs_edit_log_op import (
     HEADER_LENGTH,
     EndLogSegmentOp,
     LogHeaderCorruptException,

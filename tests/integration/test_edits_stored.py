@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from hadoop_qjm.namenode.edit_log_file_input_stream import (
+from hadoop_qjm.editlog.edit_log_file_input_stream import (
     EditLogFileInputStream,
     EditLogValidation,
     scan_edit_log,
 )
-from hadoop_qjm.namenode.fs_edit_log_op import (
+from hadoop_qjm.editlog.fs_edit_log_op import (
     HEADER_LENGTH,
     OP_CLASSES,
     FSEditLogOpCodes,

@@ -13,13 +13,13 @@ from collections.abc import Iterator
 import pytest
 
 from hadoop_qjm.common.exceptions import ExitException, IllegalStateException, IOException
-from hadoop_qjm.namenode.file_journal_manager import FileJournalManager
-from hadoop_qjm.namenode.fs_edit_log import FSEditLog
-from hadoop_qjm.namenode.fs_edit_log_op import (
+from hadoop_qjm.editlog.file_journal_manager import FileJournalManager
+from hadoop_qjm.editlog.fs_edit_log_op import (
     EndLogSegmentOp,
     MkdirOp,
     StartLogSegmentOp,
 )
+from hadoop_qjm.namenode.fs_edit_log import FSEditLog
 from hadoop_qjm.namenode.journal_set import JournalSet, are_resources_available
 from hadoop_qjm.namenode.name_node_core import NameNodeCore, format_namenode
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster

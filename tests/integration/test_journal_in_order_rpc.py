@@ -12,7 +12,7 @@ import pytest
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import IOException
-from hadoop_qjm.namenode import edit_log_file_output_stream as output_module
+from hadoop_qjm.editlog import edit_log_file_output_stream as output_module
 from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
 from hadoop_qjm.qjournal.protocol.exceptions import JournalOutOfSyncException
 from hadoop_qjm.qjournal.protocol.journal_call import encode_journal_body, encode_journal_head

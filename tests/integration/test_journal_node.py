@@ -20,7 +20,7 @@ from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
 from hadoop_qjm.common.progress import format_bytes
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.fs_edit_log_op import edit_log_header
+from hadoop_qjm.editlog.fs_edit_log_op import edit_log_header
 from hadoop_qjm.qjournal.client.ipc_logger_channel import IPCLoggerChannel
 from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager

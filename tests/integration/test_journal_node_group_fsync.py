@@ -24,7 +24,7 @@ import pytest
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode import edit_log_file_output_stream
+from hadoop_qjm.editlog import edit_log_file_output_stream
 from hadoop_qjm.qjournal.protocol import wire
 from hadoop_qjm.qjournal.protocol.exceptions import (
     JournalOutOfSyncException,

@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.fs_edit_log_op import edit_log_header
+from hadoop_qjm.editlog.fs_edit_log_op import edit_log_header
 from hadoop_qjm.qjournal.protocol.rules import validate_journal_id
 from hadoop_qjm.qjournal.server.journal import Journal
 from hadoop_qjm.qjournal.server.journal_metrics import JournalNodeMetrics

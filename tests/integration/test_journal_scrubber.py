@@ -14,7 +14,7 @@ import pytest
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.file_journal_manager import finalized_edits_file_name
+from hadoop_qjm.editlog.file_journal_manager import finalized_edits_file_name
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import (

@@ -18,7 +18,7 @@ import pytest
 
 from hadoop_qjm.common.exceptions import IllegalStateException
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.file_journal_manager import finalized_edits_file_name
+from hadoop_qjm.editlog.file_journal_manager import finalized_edits_file_name
 from hadoop_qjm.qjournal.client.membership_change import (
     begin_reconfiguration,
     finish_reconfiguration,

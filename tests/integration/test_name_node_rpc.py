@@ -23,7 +23,7 @@ from hadoop_qjm.common.exceptions import (
     ParentNotDirectoryException,
     PathIsNotEmptyDirectoryException,
 )
-from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp
+from hadoop_qjm.editlog.fs_edit_log_op import MkdirOp
 from hadoop_qjm.namenode.name_node import NameNode
 from hadoop_qjm.namenode.name_node_core import format_namenode
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 
 from hadoop_qjm.conf import Configuration
+from hadoop_qjm.editlog.redundant_edit_log_input_stream import AllCopiesFailedException
 from hadoop_qjm.namenode.name_node_core import format_namenode
-from hadoop_qjm.namenode.redundant_edit_log_input_stream import AllCopiesFailedException
 from hadoop_qjm.testing.in_process_ha import wait_until
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import flip_byte_in_op, op_offsets

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hadoop_qjm.cli import main
-from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, PermissionStatus, edit_log_header, encode_op
+from hadoop_qjm.editlog.fs_edit_log_op import MkdirOp, PermissionStatus, edit_log_header, encode_op
 from hadoop_qjm.namenode.name_node_core import format_namenode
 from tests.integration.namenode_support import nn_conf, start_nn
 

@@ -23,7 +23,7 @@ import pytest
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import IOException
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.file_journal_manager import (
+from hadoop_qjm.editlog.file_journal_manager import (
     finalized_edits_file_name,
     inprogress_edits_file_name,
 )

@@ -48,12 +48,12 @@ import pytest
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
 from hadoop_qjm.common.exceptions import IOException
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.file_journal_manager import (
+from hadoop_qjm.editlog.file_journal_manager import (
     finalized_edits_file_name,
     inprogress_edits_file_name,
     match_edit_logs,
 )
-from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, edit_log_header, encode_op
+from hadoop_qjm.editlog.fs_edit_log_op import MkdirOp, edit_log_header, encode_op
 from hadoop_qjm.qjournal.client.executors import DirectExecutor
 from hadoop_qjm.qjournal.client.ipc_logger_channel import IPCLoggerChannel
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager

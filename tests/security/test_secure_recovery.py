@@ -9,7 +9,7 @@ import http.client
 
 import pytest
 
-from hadoop_qjm.namenode.file_journal_manager import (
+from hadoop_qjm.editlog.file_journal_manager import (
     finalized_edits_file_name,
     inprogress_edits_file_name,
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
-from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, edit_log_header, encode_op
+from hadoop_qjm.editlog.fs_edit_log_op import MkdirOp, edit_log_header, encode_op
 
 JID = "test-journal"
 FIRST = "edits_0000000000000000001-0000000000000000003"

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.edit_log_file_input_stream import EditLogFileInputStream
-from hadoop_qjm.namenode.file_journal_manager import match_edit_logs
-from hadoop_qjm.namenode.fs_edit_log_op import encode_op
+from hadoop_qjm.editlog.edit_log_file_input_stream import EditLogFileInputStream
+from hadoop_qjm.editlog.file_journal_manager import match_edit_logs
+from hadoop_qjm.editlog.fs_edit_log_op import encode_op
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.tools.log_tester import namespace_for

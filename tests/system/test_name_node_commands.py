@@ -20,9 +20,9 @@ import pytest
 
 from hadoop_qjm.common.storage import StorageDirectory
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.fs_edit_log_op import encode_op
+from hadoop_qjm.editlog.fs_edit_log_op import encode_op
+from hadoop_qjm.editlog.redundant_edit_log_input_stream import chain_and_make_redundant_streams
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy
-from hadoop_qjm.namenode.redundant_edit_log_input_stream import chain_and_make_redundant_streams
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.name_node_process import NameNodeProcess, child_env, write_conf_dir

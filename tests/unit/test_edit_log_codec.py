@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hadoop_qjm.common.exceptions import EditLogCorruptionError
-from hadoop_qjm.namenode.edit_log_codec import (
+from hadoop_qjm.editlog.edit_log_codec import (
     MAX_UTF8_CHARS,
     AclEntry,
     Block,

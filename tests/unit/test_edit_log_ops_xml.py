@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from hadoop_qjm.namenode import edit_log_field_ops, edit_log_token_ops
-from hadoop_qjm.namenode.edit_log_xml import InvalidXmlException, Stanza
-from hadoop_qjm.namenode.fs_edit_log_op import (
+from hadoop_qjm.editlog import edit_log_field_ops, edit_log_token_ops
+from hadoop_qjm.editlog.edit_log_xml import InvalidXmlException, Stanza
+from hadoop_qjm.editlog.fs_edit_log_op import (
     OP_CLASSES,
     AclEntry,
     AddCacheDirectiveInfoOp,

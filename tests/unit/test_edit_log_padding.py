@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hadoop_qjm.namenode.edit_log_file_input_stream import _Window
+from hadoop_qjm.editlog.edit_log_file_input_stream import _Window
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -8,8 +8,8 @@ import pytest
 
 from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.common.exceptions import HadoopAssertionError, IOException
-from hadoop_qjm.namenode.edits_double_buffer import EditsDoubleBuffer
-from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, decode_op, encode_op
+from hadoop_qjm.editlog.edits_double_buffer import EditsDoubleBuffer
+from hadoop_qjm.editlog.fs_edit_log_op import MkdirOp, decode_op, encode_op
 
 
 def _op(txid: int) -> MkdirOp:

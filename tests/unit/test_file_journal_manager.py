@@ -10,12 +10,12 @@ from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import CorruptionException, IllegalStateException
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.file_journal_manager import (
+from hadoop_qjm.editlog.file_journal_manager import (
     FileJournalManager,
     finalized_edits_file_name,
     inprogress_edits_file_name,
 )
-from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, edit_log_header
+from hadoop_qjm.editlog.fs_edit_log_op import MkdirOp, edit_log_header
 from hadoop_qjm.testing.qjm_test_util import create_txn_data
 
 LV = CURRENT_LAYOUT_VERSION
@@ -197,7 +197,7 @@ def test_discard_segments(fjm):
 def test_get_log_file_finds_exactly_what_a_full_listing_finds(fjm):
     """get_log_file skips the other segments before parsing them (a JournalNode may hold
     thousands); it must find what filtering the whole listing finds, for every name shape."""
-    from hadoop_qjm.namenode.file_journal_manager import match_edit_logs
+    from hadoop_qjm.editlog.file_journal_manager import match_edit_logs
 
     files = [
         "edits_0000000000000000001-0000000000000000010",

@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import hadoop_qjm.namenode as namenode_pkg
+import hadoop_qjm.editlog as editlog_pkg
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
 from hadoop_qjm.common.exceptions import (
     EditLogCorruptionError,
     IllegalArgumentException,
     IOException,
 )
-from hadoop_qjm.namenode.fs_edit_log_op import (
+from hadoop_qjm.editlog.fs_edit_log_op import (
     DEFAULT_MAX_OP_SIZE,
     MIN_OP_LENGTH,
     OP_CLASSES,
@@ -51,7 +51,7 @@ from hadoop_qjm.namenode.fs_edit_log_op import (
     parse_edit_log_header,
     scan_op,
 )
-from hadoop_qjm.namenode.fs_edit_log_op_codes import OBSOLETE_OPCODES
+from hadoop_qjm.editlog.fs_edit_log_op_codes import OBSOLETE_OPCODES
 
 # ---- the opcode table (§4.3) -------------------------------------------------------------------
 
@@ -494,7 +494,7 @@ IMPURE = {
 
 @pytest.mark.parametrize("module", PURE_MODULES)
 def test_format_modules_are_pure(module: str) -> None:
-    tree = ast.parse((Path(namenode_pkg.__file__).parent / module).read_text())
+    tree = ast.parse((Path(editlog_pkg.__file__).parent / module).read_text())
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

@@ -19,9 +19,9 @@ import pytest
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import ExitException, IllegalArgumentException, IOException
+from hadoop_qjm.editlog.fs_edit_log_op import MkdirOp
+from hadoop_qjm.editlog.journal_manager import JournalManager
 from hadoop_qjm.namenode.fs_edit_log import FSEditLog
-from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp
-from hadoop_qjm.namenode.journal_manager import JournalManager
 from hadoop_qjm.namenode.journal_set import JournalSet
 
 pytestmark = pytest.mark.timeout(30)

@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from hadoop_qjm.namenode.fs_edit_log_op import AddOp, PermissionStatus
+from hadoop_qjm.editlog.fs_edit_log_op import AddOp, PermissionStatus
 from hadoop_qjm.namenode.fs_image_format import (
     IMAGE_MAGIC,
     InvalidImageException,

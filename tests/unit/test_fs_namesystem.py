@@ -22,9 +22,7 @@ from hadoop_qjm.common.exceptions import (
     PathComponentTooLongException,
     PathIsNotEmptyDirectoryException,
 )
-from hadoop_qjm.namenode.fs_directory import ROOT_INODE_ID, is_valid_name
-from hadoop_qjm.namenode.fs_edit_log_loader import EditLogApplyException, FSEditLogLoader
-from hadoop_qjm.namenode.fs_edit_log_op import (
+from hadoop_qjm.editlog.fs_edit_log_op import (
     AddOp,
     CloseOp,
     DeleteOp,
@@ -37,6 +35,8 @@ from hadoop_qjm.namenode.fs_edit_log_op import (
     decode_op,
     encode_op,
 )
+from hadoop_qjm.namenode.fs_directory import ROOT_INODE_ID, is_valid_name
+from hadoop_qjm.namenode.fs_edit_log_loader import EditLogApplyException, FSEditLogLoader
 from hadoop_qjm.namenode.fs_image_format import parse_image, serialize_image
 from hadoop_qjm.namenode.fs_namesystem import FSNamesystem
 
@@ -486,7 +486,7 @@ def test_loader_refuses_what_it_cannot_apply() -> None:
                 permissions=perm,
             )
         )
-    from hadoop_qjm.namenode.fs_edit_log_op import OpaqueOp
+    from hadoop_qjm.editlog.fs_edit_log_op import OpaqueOp
 
     with pytest.raises(EditLogApplyException, match="does not model"):
         loader.apply(OpaqueOp(FSEditLogOpCodes.OP_SET_QUOTA, 3, body=b""))

@@ -14,7 +14,7 @@ from hadoop_qjm.common.exceptions import (
 )
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.fs_edit_log_op import edit_log_header
+from hadoop_qjm.editlog.fs_edit_log_op import edit_log_header
 from hadoop_qjm.qjournal.protocol.exceptions import (
     CacheMissException,
     JournalNotFormattedException,

@@ -213,7 +213,7 @@ def test_a_newer_promise_with_the_segment_still_open_is_declined(tmp_path):
 def test_a_batch_that_fails_to_sync_is_never_acknowledged_and_the_journal_declines_after(
     tmp_path, monkeypatch
 ):
-    from hadoop_qjm.namenode import edit_log_file_output_stream as output_module
+    from hadoop_qjm.editlog import edit_log_file_output_stream as output_module
 
     journal = Journal(Configuration(), tmp_path / JID, JID)
     try:
@@ -309,7 +309,7 @@ def test_the_acknowledgement_comes_once_the_batch_is_durable_and_before_it_is_co
     """The writer's acknowledgement goes out right after the fdatasync and the journal's
     own state; the journal counts the batch in its metrics after it, before it lets go
     of its lock."""
-    from hadoop_qjm.namenode import edit_log_file_output_stream as output_module
+    from hadoop_qjm.editlog import edit_log_file_output_stream as output_module
 
     journal = Journal(Configuration(), tmp_path / JID, JID)
     try:

@@ -7,7 +7,7 @@ import pytest
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import IllegalArgumentException
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.fs_edit_log_op import edit_log_header
+from hadoop_qjm.editlog.fs_edit_log_op import edit_log_header
 from hadoop_qjm.qjournal.protocol.exceptions import CacheMissException
 from hadoop_qjm.qjournal.server.journaled_edits_cache import JournaledEditsCache, cache_capacity
 from hadoop_qjm.testing.qjm_test_util import create_txn_data

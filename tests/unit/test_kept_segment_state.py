@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
 from hadoop_qjm.common.exceptions import HadoopException
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.fs_edit_log_op import edit_log_header
+from hadoop_qjm.editlog.fs_edit_log_op import edit_log_header
 from hadoop_qjm.qjournal.protocol.messages import SegmentState
 from hadoop_qjm.qjournal.server import journal as journal_module
 from hadoop_qjm.qjournal.server import journal_recovery
@@ -328,7 +328,7 @@ def test_recovery_answers_without_reading_the_segment(tmp_path, monkeypatch):
         monkeypatch.setattr(journal_recovery, "scan_edit_log", no_scan)
         monkeypatch.setattr(journal_recovery, "_md5_of", no_scan)
         monkeypatch.setattr(journal_module, "segment_md5", no_scan)
-        monkeypatch.setattr("hadoop_qjm.namenode.file_journal_manager.scan_edit_log", no_scan)
+        monkeypatch.setattr("hadoop_qjm.editlog.file_journal_manager.scan_edit_log", no_scan)
         assert journal.new_epoch(FAKE_NSINFO, 2).last_segment_txid == 1
         prepared = journal.prepare_recovery(make_request(1, epoch=2), 1)
         assert prepared.segment_state.end_txid == 50

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
-from hadoop_qjm.namenode.file_journal_manager import (
+from hadoop_qjm.editlog.file_journal_manager import (
     finalized_edits_file_name,
     inprogress_edits_file_name,
 )
-from hadoop_qjm.namenode.fs_edit_log_op import edit_log_header
+from hadoop_qjm.editlog.fs_edit_log_op import edit_log_header
 from hadoop_qjm.testing.qjm_test_util import create_txn_data
 from hadoop_qjm.tools.log_tester import verify
 

@@ -7,8 +7,8 @@ from collections import Counter
 
 from lxml import etree
 
-from hadoop_qjm.namenode.edit_log_file_input_stream import EditLogFileInputStream
-from hadoop_qjm.namenode.fs_edit_log_op import (
+from hadoop_qjm.editlog.edit_log_file_input_stream import EditLogFileInputStream
+from hadoop_qjm.editlog.fs_edit_log_op import (
     AclEntry,
     FSEditLogOpCodes,
     MkdirOp,

@@ -18,7 +18,7 @@ from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.durable import BEFORE_RENAME
 from hadoop_qjm.common.exceptions import IOException
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.fs_edit_log_op import edit_log_header
+from hadoop_qjm.editlog.fs_edit_log_op import edit_log_header
 from hadoop_qjm.qjournal.protocol.messages import PersistedRecoveryPaxosData, SegmentState
 from hadoop_qjm.qjournal.server.journal import Journal
 from hadoop_qjm.qjournal.server.paxos_record import (

@@ -16,7 +16,7 @@ from hadoop_qjm.common.exceptions import (
     IOException,
 )
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, edit_log_header, encode_op
+from hadoop_qjm.editlog.fs_edit_log_op import MkdirOp, edit_log_header, encode_op
 from hadoop_qjm.qjournal.client.quorum_journal_manager import (
     QuorumJournalManager,
     QuorumJournalTimeouts,

@@ -9,9 +9,9 @@ import io
 import pytest
 
 from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
-from hadoop_qjm.namenode.edit_log_file_input_stream import EditLogFileInputStream
-from hadoop_qjm.namenode.fs_edit_log_op import edit_log_header
-from hadoop_qjm.namenode.redundant_edit_log_input_stream import (
+from hadoop_qjm.editlog.edit_log_file_input_stream import EditLogFileInputStream
+from hadoop_qjm.editlog.fs_edit_log_op import edit_log_header
+from hadoop_qjm.editlog.redundant_edit_log_input_stream import (
     EditLogHttpInputStream,
     RedundantEditLogInputStream,
     chain_and_make_redundant_streams,

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.common.exceptions import EditLogCorruptionError
-from hadoop_qjm.namenode.edit_log_file_input_stream import EditLogValidation, scan_edit_log
-from hadoop_qjm.namenode.fs_edit_log_op import (
+from hadoop_qjm.editlog.edit_log_file_input_stream import EditLogValidation, scan_edit_log
+from hadoop_qjm.editlog.fs_edit_log_op import (
     HEADER_LENGTH,
     EndLogSegmentOp,
     FSEditLogOpCodes,

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hadoop_qjm.namenode.edit_log_file_input_stream import scan_edit_log
-from hadoop_qjm.namenode.fs_edit_log_op import DEFAULT_MAX_OP_SIZE, edit_log_header
+from hadoop_qjm.editlog.edit_log_file_input_stream import scan_edit_log
+from hadoop_qjm.editlog.fs_edit_log_op import DEFAULT_MAX_OP_SIZE, edit_log_header
 from hadoop_qjm.qjournal.server.scrub_rules import (
     SegmentVerifier,
     is_copy_confirmed,

@@ -44,6 +44,7 @@ from hadoop_qjm.common.progress import TransferProgress, transfer_summary
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.editlog.redundant_edit_log_input_stream import chain_and_make_redundant_streams
 from hadoop_qjm.namenode.fs_edit_log import check_for_gaps
 from hadoop_qjm.namenode.ha.ha_util import (
     NameNodeAddress,
@@ -54,7 +55,6 @@ from hadoop_qjm.namenode.ha.ha_util import (
 from hadoop_qjm.namenode.name_node_core import JournalFactory, create_journal_set
 from hadoop_qjm.namenode.nn_storage import NameNodeDirs, NNStorage, image_file_name
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy, client_socket_factory
-from hadoop_qjm.namenode.redundant_edit_log_input_stream import chain_and_make_redundant_streams
 from hadoop_qjm.namenode.transfer_fs_image import download_image
 
 __all__ = [

@@ -47,10 +47,10 @@ from hadoop_qjm.common.security import SSLFactory
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
-from hadoop_qjm.namenode.edit_log_file_input_stream import EditLogFileInputStream
-from hadoop_qjm.namenode.file_journal_manager import DEFAULT_OUTPUT_BUFFER_CAPACITY
-from hadoop_qjm.namenode.journal_manager import JournalManager
-from hadoop_qjm.namenode.redundant_edit_log_input_stream import (
+from hadoop_qjm.editlog.edit_log_file_input_stream import EditLogFileInputStream
+from hadoop_qjm.editlog.file_journal_manager import DEFAULT_OUTPUT_BUFFER_CAPACITY
+from hadoop_qjm.editlog.journal_manager import JournalManager
+from hadoop_qjm.editlog.redundant_edit_log_input_stream import (
     EditLogHttpInputStream,
     RedundantEditLogInputStream,
     chain_and_make_redundant_streams,

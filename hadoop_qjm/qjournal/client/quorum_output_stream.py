@@ -17,8 +17,8 @@ from typing import Any, NamedTuple
 
 from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.common.exceptions import IOException, always_assert
-from hadoop_qjm.namenode.edits_double_buffer import EditsDoubleBuffer
-from hadoop_qjm.namenode.fs_edit_log_op import FSEditLogOp
+from hadoop_qjm.editlog.edits_double_buffer import EditsDoubleBuffer
+from hadoop_qjm.editlog.fs_edit_log_op import FSEditLogOp
 from hadoop_qjm.qjournal.client.async_logger_set import AsyncLoggerSet
 
 __all__ = ["QuorumOutputStream"]

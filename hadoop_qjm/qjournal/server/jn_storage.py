@@ -24,7 +24,7 @@ from hadoop_qjm.common.durable import FsyncFunction, fsync_dir, unlink_durable
 from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
 from hadoop_qjm.common.storage import NODE_TYPE_JOURNAL_NODE, StorageDirectory, StorageState
 from hadoop_qjm.common.storage_info import NamespaceInfo, StorageInfo
-from hadoop_qjm.namenode.file_journal_manager import (
+from hadoop_qjm.editlog.file_journal_manager import (
     FileJournalManager,
     finalized_edits_file_name,
     inprogress_edits_file_name,

@@ -32,7 +32,7 @@ from hadoop_qjm.common.exceptions import (
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog, RemoteEditLogManifest
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import dfs_config_keys as keys
-from hadoop_qjm.namenode.file_journal_manager import EditLogFile
+from hadoop_qjm.editlog.file_journal_manager import EditLogFile
 from hadoop_qjm.qjournal.protocol import membership as membership_rules
 from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.protocol.exceptions import (

@@ -43,7 +43,7 @@ from hadoop_qjm.common.http_server import (
 )
 from hadoop_qjm.common.security.authorization import ServiceAuthorizer
 from hadoop_qjm.common.storage_info import StorageInfo
-from hadoop_qjm.namenode.file_journal_manager import match_edit_logs
+from hadoop_qjm.editlog.file_journal_manager import match_edit_logs
 from hadoop_qjm.qjournal.protocol.rules import validate_journal_id
 
 __all__ = [

@@ -42,7 +42,7 @@ from hadoop_qjm.common.exceptions import HadoopException
 from hadoop_qjm.common.http_transfer import TransferSession
 from hadoop_qjm.common.progress import TransferProgress, transfer_summary
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog
-from hadoop_qjm.namenode.fs_edit_log_op import DEFAULT_MAX_OP_SIZE
+from hadoop_qjm.editlog.fs_edit_log_op import DEFAULT_MAX_OP_SIZE
 from hadoop_qjm.qjournal.client.qjournal_uri import QJournalURI, parse_qjournal_uri
 from hadoop_qjm.qjournal.protocol.peer_format import (
     FORMATTING,

@@ -20,8 +20,8 @@ from hadoop_qjm.common.exceptions import (
     IOException,
     always_assert,
 )
-from hadoop_qjm.namenode.edit_log_file_input_stream import scan_edit_log
-from hadoop_qjm.namenode.file_journal_manager import EditLogFile
+from hadoop_qjm.editlog.edit_log_file_input_stream import scan_edit_log
+from hadoop_qjm.editlog.file_journal_manager import EditLogFile
 from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.protocol.messages import (
     PersistedRecoveryPaxosData,

@@ -39,7 +39,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from hadoop_qjm.common.exceptions import HadoopException
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog
 from hadoop_qjm.conf import dfs_config_keys as keys
-from hadoop_qjm.namenode.fs_edit_log_op import DEFAULT_MAX_OP_SIZE
+from hadoop_qjm.editlog.fs_edit_log_op import DEFAULT_MAX_OP_SIZE
 from hadoop_qjm.qjournal.server.journal_node_settings import int_at_least
 from hadoop_qjm.qjournal.server.scrub_rules import (
     ScrubFinding,

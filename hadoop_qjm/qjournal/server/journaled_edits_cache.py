@@ -20,7 +20,7 @@ import threading
 import psutil
 
 from hadoop_qjm.common.exceptions import IllegalArgumentException
-from hadoop_qjm.namenode.fs_edit_log_op import edit_log_header, scan_op
+from hadoop_qjm.editlog.fs_edit_log_op import edit_log_header, scan_op
 from hadoop_qjm.qjournal.protocol.exceptions import CacheMissException
 
 __all__ = ["JournaledEditsCache", "cache_capacity"]

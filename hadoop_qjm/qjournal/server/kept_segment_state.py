@@ -29,7 +29,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from hadoop_qjm.common.constants import INVALID_TXID
-from hadoop_qjm.namenode.fs_edit_log_op import DEFAULT_MAX_OP_SIZE, MIN_OP_LENGTH, OP_INVALID_BYTE
+from hadoop_qjm.editlog.fs_edit_log_op import DEFAULT_MAX_OP_SIZE, MIN_OP_LENGTH, OP_INVALID_BYTE
 
 __all__ = ["KeptSegmentState", "after_append", "batch_scan"]
 

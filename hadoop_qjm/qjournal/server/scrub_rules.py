@@ -3,7 +3,7 @@
 * :class:`SegmentVerifier` — is a finalized segment intact? Fed its bytes in pieces of
   any size, it checks the header, then every op's frame (length and CRC32) and that the
   txids run from the first to the last txid the file name promises, one by one. Unlike
-  :func:`~hadoop_qjm.namenode.edit_log_file_input_stream.scan_edit_log` it never
+  :func:`~hadoop_qjm.editlog.edit_log_file_input_stream.scan_edit_log` it never
   resynchronises: the first bad byte is a finding. Bytes after the last txid are ignored,
   as every reader ignores them.
 * :func:`throttle_delay` — how long to pause so reading stays under a rate.
@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from hadoop_qjm.common.exceptions import EditLogCorruptionError, HadoopException
-from hadoop_qjm.namenode.fs_edit_log_op import (
+from hadoop_qjm.editlog.fs_edit_log_op import (
     HEADER_LENGTH,
     MIN_OP_LENGTH,
     OP_INVALID_BYTE,

@@ -87,8 +87,8 @@ def _verify_alone(directory: Path) -> float:
     1 MiB at a time as a download feeds it) over the finalized segments in ``directory``
     (their txids from their names, as the syncer has them from the manifest); the
     seconds it took."""
-    from hadoop_qjm.namenode.file_journal_manager import match_edit_logs
-    from hadoop_qjm.namenode.fs_edit_log_op import DEFAULT_MAX_OP_SIZE
+    from hadoop_qjm.editlog.file_journal_manager import match_edit_logs
+    from hadoop_qjm.editlog.fs_edit_log_op import DEFAULT_MAX_OP_SIZE
     from hadoop_qjm.qjournal.server.scrub_rules import SegmentVerifier
 
     logs = [log for log in match_edit_logs(directory) if not log.is_in_progress]

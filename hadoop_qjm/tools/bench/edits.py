@@ -18,9 +18,9 @@ from collections.abc import Sequence
 
 from hadoop_qjm.cli import CommandParser
 from hadoop_qjm.common.exceptions import IOException
-from hadoop_qjm.namenode.edit_log_file_input_stream import EditLogFileInputStream, scan_edit_log
-from hadoop_qjm.namenode.edit_log_file_output_stream import EditLogFileOutputStream
-from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, encode_op
+from hadoop_qjm.editlog.edit_log_file_input_stream import EditLogFileInputStream, scan_edit_log
+from hadoop_qjm.editlog.edit_log_file_output_stream import EditLogFileOutputStream
+from hadoop_qjm.editlog.fs_edit_log_op import MkdirOp, encode_op
 
 __all__ = ["run", "make_batch", "SERIALIZE_GOAL", "SCAN_GOAL"]
 

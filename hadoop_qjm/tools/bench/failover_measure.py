@@ -17,8 +17,8 @@ from typing import Any
 
 import psutil
 
-from hadoop_qjm.namenode.edit_log_file_input_stream import scan_edit_log
-from hadoop_qjm.namenode.fs_edit_log_op import FSEditLogOp, MkdirOp
+from hadoop_qjm.editlog.edit_log_file_input_stream import scan_edit_log
+from hadoop_qjm.editlog.fs_edit_log_op import FSEditLogOp, MkdirOp
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy
 from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster

@@ -81,7 +81,7 @@ from pathlib import Path
 from hadoop_qjm.cli import CommandParser, finite_float
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
-from hadoop_qjm.namenode.fs_edit_log_op import encode_op
+from hadoop_qjm.editlog.fs_edit_log_op import encode_op
 from hadoop_qjm.qjournal.client.pipelined_channel import MAX_BUSY_POLL_US
 from hadoop_qjm.tools.bench.qjm_measure import (
     DEFAULT_BUSY_POLL_US,

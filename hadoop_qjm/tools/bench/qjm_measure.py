@@ -23,7 +23,7 @@ from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.security import SSLFactory
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
-from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp, encode_op
+from hadoop_qjm.editlog.fs_edit_log_op import MkdirOp, encode_op
 from hadoop_qjm.qjournal.client.ipc_logger_channel import IPCLoggerChannel
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster

@@ -33,8 +33,8 @@ from pathlib import Path
 
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.editlog.fs_edit_log_op import MkdirOp
 from hadoop_qjm.namenode.fs_edit_log import FSEditLog
-from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp
 from hadoop_qjm.namenode.journal_set import JournalSet
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster

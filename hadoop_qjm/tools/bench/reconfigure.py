@@ -19,7 +19,7 @@ from pathlib import Path
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.fs_edit_log_op import MkdirOp
+from hadoop_qjm.editlog.fs_edit_log_op import MkdirOp
 from hadoop_qjm.qjournal.client.membership_change import (
     begin_reconfiguration,
     finish_reconfiguration,

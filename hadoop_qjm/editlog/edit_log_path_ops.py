@@ -1,7 +1,7 @@
 """The ops that change one or two paths: delete, rename, times, permissions, owner,
 replication (bodies at layout version -67, HADOOP-QJM-DIGEST.md §4.5). Pure.
 
-See :mod:`hadoop_qjm.namenode.edit_log_ops` for the conventions every op class follows.
+See :mod:`hadoop_qjm.editlog.edit_log_ops` for the conventions every op class follows.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import ClassVar
 
 from hadoop_qjm.common.exceptions import EditLogCorruptionError, IllegalArgumentException
-from hadoop_qjm.namenode.edit_log_codec import (
+from hadoop_qjm.editlog.edit_log_codec import (
     DUMMY_CLIENT_ID,
     I16,
     I32,
@@ -22,8 +22,8 @@ from hadoop_qjm.namenode.edit_log_codec import (
     encode_rpc_ids,
     encode_utf8,
 )
-from hadoop_qjm.namenode.edit_log_ops import FSEditLogOp
-from hadoop_qjm.namenode.edit_log_xml import (
+from hadoop_qjm.editlog.edit_log_ops import FSEditLogOp
+from hadoop_qjm.editlog.edit_log_xml import (
     InvalidXmlException,
     Stanza,
     XmlField,
@@ -32,7 +32,7 @@ from hadoop_qjm.namenode.edit_log_xml import (
     xml_long,
     xml_short,
 )
-from hadoop_qjm.namenode.fs_edit_log_op_codes import FSEditLogOpCodes
+from hadoop_qjm.editlog.fs_edit_log_op_codes import FSEditLogOpCodes
 
 __all__ = [
     "DeleteOp",

@@ -9,11 +9,11 @@ An open segment is padded with 0xFF (OP_INVALID); a reader that meets 0xFF requi
 remaining byte to be 0x00 or 0xFF ("Read extra bytes after the terminator!").
 
 This module is the one entry point for the format: it re-exports the opcodes, the op
-classes of every opcode (:mod:`~hadoop_qjm.namenode.edit_log_ops`,
-:mod:`~hadoop_qjm.namenode.edit_log_path_ops`,
-:mod:`~hadoop_qjm.namenode.edit_log_field_ops`,
-:mod:`~hadoop_qjm.namenode.edit_log_token_ops`,
-:mod:`~hadoop_qjm.namenode.edit_log_admin_ops`) and the primitive value types, and adds
+classes of every opcode (:mod:`~hadoop_qjm.editlog.edit_log_ops`,
+:mod:`~hadoop_qjm.editlog.edit_log_path_ops`,
+:mod:`~hadoop_qjm.editlog.edit_log_field_ops`,
+:mod:`~hadoop_qjm.editlog.edit_log_token_ops`,
+:mod:`~hadoop_qjm.editlog.edit_log_admin_ops`) and the primitive value types, and adds
 the framing functions :func:`encode_op`, :func:`decode_op` and :func:`scan_op`. Reading
 never trusts a length: a frame longer than the max op size or shorter than 17 bytes is an
 error, not an allocation.
@@ -32,7 +32,7 @@ from hadoop_qjm.common.exceptions import (
     IOException,
     register_exception,
 )
-from hadoop_qjm.namenode.edit_log_admin_ops import (
+from hadoop_qjm.editlog.edit_log_admin_ops import (
     AddCacheDirectiveInfoOp,
     AddCachePoolOp,
     AddErasureCodingPolicyOp,
@@ -43,7 +43,7 @@ from hadoop_qjm.namenode.edit_log_admin_ops import (
     SetAclOp,
     SetXAttrOp,
 )
-from hadoop_qjm.namenode.edit_log_codec import (
+from hadoop_qjm.editlog.edit_log_codec import (
     MAX_UTF8_CHARS,
     AclEntry,
     Block,
@@ -51,7 +51,7 @@ from hadoop_qjm.namenode.edit_log_codec import (
     PermissionStatus,
     XAttr,
 )
-from hadoop_qjm.namenode.edit_log_field_ops import (
+from hadoop_qjm.editlog.edit_log_field_ops import (
     AllocateBlockIdOp,
     AllowSnapshotOp,
     AppendOp,
@@ -79,7 +79,7 @@ from hadoop_qjm.namenode.edit_log_field_ops import (
     TruncateOp,
     UpdateBlocksOp,
 )
-from hadoop_qjm.namenode.edit_log_ops import (
+from hadoop_qjm.editlog.edit_log_ops import (
     AddBlockOp,
     AddOp,
     CloseOp,
@@ -89,7 +89,7 @@ from hadoop_qjm.namenode.edit_log_ops import (
     OpaqueOp,
     StartLogSegmentOp,
 )
-from hadoop_qjm.namenode.edit_log_path_ops import (
+from hadoop_qjm.editlog.edit_log_path_ops import (
     DeleteOp,
     RenameOldOp,
     RenameOp,
@@ -98,7 +98,7 @@ from hadoop_qjm.namenode.edit_log_path_ops import (
     SetReplicationOp,
     TimesOp,
 )
-from hadoop_qjm.namenode.edit_log_token_ops import (
+from hadoop_qjm.editlog.edit_log_token_ops import (
     CancelDelegationTokenOp,
     DelegationKey,
     DelegationTokenIdentifier,
@@ -106,7 +106,7 @@ from hadoop_qjm.namenode.edit_log_token_ops import (
     RenewDelegationTokenOp,
     UpdateMasterKeyOp,
 )
-from hadoop_qjm.namenode.fs_edit_log_op_codes import OBSOLETE_OPCODES, FSEditLogOpCodes
+from hadoop_qjm.editlog.fs_edit_log_op_codes import OBSOLETE_OPCODES, FSEditLogOpCodes
 
 __all__ = [
     # opcodes and ops

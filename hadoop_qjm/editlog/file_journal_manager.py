@@ -22,9 +22,9 @@ from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.common.durable import fsync_dir
 from hadoop_qjm.common.exceptions import CorruptionException, IllegalStateException, IOException
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog
-from hadoop_qjm.namenode.edit_log_file_input_stream import EditLogFileInputStream, scan_edit_log
-from hadoop_qjm.namenode.edit_log_file_output_stream import EditLogFileOutputStream
-from hadoop_qjm.namenode.journal_manager import JournalManager
+from hadoop_qjm.editlog.edit_log_file_input_stream import EditLogFileInputStream, scan_edit_log
+from hadoop_qjm.editlog.edit_log_file_output_stream import EditLogFileOutputStream
+from hadoop_qjm.editlog.journal_manager import JournalManager
 
 __all__ = [
     "FileJournalManager",

@@ -36,8 +36,8 @@ from hadoop_qjm.common.exceptions import (
     one_line_message,
 )
 from hadoop_qjm.common.http_transfer import CHUNK_SIZE, open_url
-from hadoop_qjm.namenode.edit_log_file_input_stream import EditLogFileInputStream
-from hadoop_qjm.namenode.fs_edit_log_op import DEFAULT_MAX_OP_SIZE, FSEditLogOp
+from hadoop_qjm.editlog.edit_log_file_input_stream import EditLogFileInputStream
+from hadoop_qjm.editlog.fs_edit_log_op import DEFAULT_MAX_OP_SIZE, FSEditLogOp
 
 __all__ = [
     "AllCopiesFailedException",

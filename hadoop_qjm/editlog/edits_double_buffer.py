@@ -14,7 +14,7 @@ from typing import BinaryIO
 
 from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.common.exceptions import IOException, always_assert
-from hadoop_qjm.namenode.fs_edit_log_op import FSEditLogOp, append_op
+from hadoop_qjm.editlog.fs_edit_log_op import FSEditLogOp, append_op
 
 __all__ = ["EditsDoubleBuffer", "TxnBuffer"]
 

@@ -29,7 +29,7 @@ from hadoop_qjm.common.exceptions import (
     IOException,
     always_assert,
 )
-from hadoop_qjm.namenode.fs_edit_log_op import (
+from hadoop_qjm.editlog.fs_edit_log_op import (
     DEFAULT_MAX_OP_SIZE,
     EDITLOG_LENGTH_LAYOUT_VERSION,
     HEADER_LENGTH,
@@ -42,7 +42,7 @@ from hadoop_qjm.namenode.fs_edit_log_op import (
     parse_edit_log_header,
     scan_op,
 )
-from hadoop_qjm.namenode.fs_edit_log_op_codes import OBSOLETE_OPCODES
+from hadoop_qjm.editlog.fs_edit_log_op_codes import OBSOLETE_OPCODES
 
 __all__ = ["EditLogFileInputStream", "EditLogValidation", "scan_edit_log", "READ_CHUNK"]
 

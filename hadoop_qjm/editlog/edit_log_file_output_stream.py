@@ -24,8 +24,8 @@ from pathlib import Path
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
 from hadoop_qjm.common.exceptions import IOException
-from hadoop_qjm.namenode.edits_double_buffer import EditsDoubleBuffer
-from hadoop_qjm.namenode.fs_edit_log_op import FSEditLogOp, edit_log_header
+from hadoop_qjm.editlog.edits_double_buffer import EditsDoubleBuffer
+from hadoop_qjm.editlog.fs_edit_log_op import FSEditLogOp, edit_log_header
 
 __all__ = [
     "EditLogFileOutputStream",

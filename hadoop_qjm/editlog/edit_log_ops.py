@@ -5,9 +5,9 @@ to encode its body, how to decode it (:class:`ByteReader` keeps every read insid
 body), which elements Hadoop's offline edits viewer prints (``xml_fields``, in ``toXml``
 order) and how to rebuild the op from them (``from_xml``, Hadoop's ``fromXml``). Every
 opcode Hadoop reads at layout version -67 has its class (here, in
-:mod:`~hadoop_qjm.namenode.edit_log_path_ops`, :mod:`~hadoop_qjm.namenode.edit_log_field_ops`,
-:mod:`~hadoop_qjm.namenode.edit_log_token_ops` and
-:mod:`~hadoop_qjm.namenode.edit_log_admin_ops`); each was checked byte-exact, both ways,
+:mod:`~hadoop_qjm.editlog.edit_log_path_ops`, :mod:`~hadoop_qjm.editlog.edit_log_field_ops`,
+:mod:`~hadoop_qjm.editlog.edit_log_token_ops` and
+:mod:`~hadoop_qjm.editlog.edit_log_admin_ops`); each was checked byte-exact, both ways,
 against Hadoop's ``editsStored`` and ``editsStored.xml``. An :class:`OpaqueOp` is an op of
 another layout version: the JournalNode never looks inside a body, only at frames and
 checksums.
@@ -16,8 +16,8 @@ Ops are "frozen-ish" slotted dataclasses: treat them as immutable values (they c
 and hash by value), but immutability is not enforced, because a frozen dataclass's
 ``__init__`` costs about 1 µs more per op (``object.__setattr__`` per field) and writers
 create ops by the million. The ops that touch one or two paths (delete, rename, times,
-permissions, owner, replication) are in :mod:`hadoop_qjm.namenode.edit_log_path_ops`;
-framing (opcode, length, txid, CRC) is in :mod:`hadoop_qjm.namenode.fs_edit_log_op`.
+permissions, owner, replication) are in :mod:`hadoop_qjm.editlog.edit_log_path_ops`;
+framing (opcode, length, txid, CRC) is in :mod:`hadoop_qjm.editlog.fs_edit_log_op`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from dataclasses import KW_ONLY, dataclass, fields
 from typing import ClassVar
 
 from hadoop_qjm.common.exceptions import EditLogCorruptionError, IllegalArgumentException
-from hadoop_qjm.namenode.edit_log_codec import (
+from hadoop_qjm.editlog.edit_log_codec import (
     DUMMY_CLIENT_ID,
     I8,
     I16,
@@ -47,7 +47,7 @@ from hadoop_qjm.namenode.edit_log_codec import (
     encode_utf8,
     encode_xattrs,
 )
-from hadoop_qjm.namenode.edit_log_xml import (
+from hadoop_qjm.editlog.edit_log_xml import (
     InvalidXmlException,
     Stanza,
     XmlField,
@@ -67,7 +67,7 @@ from hadoop_qjm.namenode.edit_log_xml import (
     xml_long,
     xml_short,
 )
-from hadoop_qjm.namenode.fs_edit_log_op_codes import FSEditLogOpCodes
+from hadoop_qjm.editlog.fs_edit_log_op_codes import FSEditLogOpCodes
 
 __all__ = [
     "FSEditLogOp",

@@ -6,8 +6,8 @@ order under fixed element names. Each class here declares that sequence once, in
 encoding, its decoding, the ``toXml`` elements and ``fromXml`` from it, so the four can
 never disagree. ``RPC_IDS`` adds the retry-cache ids (RPC_CLIENTID, RPC_CALLID) at the end.
 Ops with optional or nested parts are written out in
-:mod:`hadoop_qjm.namenode.edit_log_admin_ops`; the delegation-token ops, whose fields are
-composite values, are in :mod:`hadoop_qjm.namenode.edit_log_token_ops`.
+:mod:`hadoop_qjm.editlog.edit_log_admin_ops`; the delegation-token ops, whose fields are
+composite values, are in :mod:`hadoop_qjm.editlog.edit_log_token_ops`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Any, ClassVar
 
 from hadoop_qjm.common.exceptions import EditLogCorruptionError
-from hadoop_qjm.namenode.edit_log_codec import (
+from hadoop_qjm.editlog.edit_log_codec import (
     DUMMY_CLIENT_ID,
     I8,
     I16,
@@ -32,8 +32,8 @@ from hadoop_qjm.namenode.edit_log_codec import (
     encode_rpc_ids,
     encode_utf8,
 )
-from hadoop_qjm.namenode.edit_log_ops import FSEditLogOp
-from hadoop_qjm.namenode.edit_log_xml import (
+from hadoop_qjm.editlog.edit_log_ops import FSEditLogOp
+from hadoop_qjm.editlog.edit_log_xml import (
     Stanza,
     XmlField,
     block_from_xml,
@@ -49,7 +49,7 @@ from hadoop_qjm.namenode.edit_log_xml import (
     xml_long,
     xml_short,
 )
-from hadoop_qjm.namenode.fs_edit_log_op_codes import FSEditLogOpCodes as Op
+from hadoop_qjm.editlog.fs_edit_log_op_codes import FSEditLogOpCodes as Op
 
 __all__ = [
     "FieldsOp",

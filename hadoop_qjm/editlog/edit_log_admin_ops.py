@@ -3,8 +3,8 @@
 Concat (a source list), ACLs and xattrs (length-delimited protobuf messages), cache
 directives and pools (a flags word saying which optional fields follow) and new erasure
 coding policies (a list of extra options). Conventions are those of
-:mod:`hadoop_qjm.namenode.edit_log_ops`; the flat ops are in
-:mod:`hadoop_qjm.namenode.edit_log_field_ops`.
+:mod:`hadoop_qjm.editlog.edit_log_ops`; the flat ops are in
+:mod:`hadoop_qjm.editlog.edit_log_field_ops`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import ClassVar
 
 from hadoop_qjm.common.exceptions import EditLogCorruptionError
-from hadoop_qjm.namenode.edit_log_codec import (
+from hadoop_qjm.editlog.edit_log_codec import (
     DUMMY_CLIENT_ID,
     I16,
     I32,
@@ -28,8 +28,8 @@ from hadoop_qjm.namenode.edit_log_codec import (
     encode_utf8,
     encode_xattrs,
 )
-from hadoop_qjm.namenode.edit_log_ops import FSEditLogOp
-from hadoop_qjm.namenode.edit_log_xml import (
+from hadoop_qjm.editlog.edit_log_ops import FSEditLogOp
+from hadoop_qjm.editlog.edit_log_xml import (
     InvalidXmlException,
     Stanza,
     XmlField,
@@ -43,7 +43,7 @@ from hadoop_qjm.namenode.edit_log_xml import (
     xml_long,
     xml_short,
 )
-from hadoop_qjm.namenode.fs_edit_log_op_codes import FSEditLogOpCodes as Op
+from hadoop_qjm.editlog.fs_edit_log_op_codes import FSEditLogOpCodes as Op
 
 __all__ = [
     "ConcatDeleteOp",

@@ -1,6 +1,6 @@
 """The delegation-token and master-key ops (layout version -67). Pure.
 
-They are :class:`~hadoop_qjm.namenode.edit_log_field_ops.FieldsOp` classes whose fields
+They are :class:`~hadoop_qjm.editlog.edit_log_field_ops.FieldsOp` classes whose fields
 include a composite value: a DelegationTokenIdentifier (a Writable of version 0, Text
 strings, VLong dates, VInt numbers) or a DelegationKey (VInt id, VLong expiry, VInt
 length -1 for no key bytes). Each has a :class:`FieldKind` saying how it is written,
@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import KW_ONLY, dataclass
 
 from hadoop_qjm.common.exceptions import EditLogCorruptionError
-from hadoop_qjm.namenode.edit_log_codec import ByteReader, encode_text, encode_vlong
-from hadoop_qjm.namenode.edit_log_field_ops import FieldKind, FieldsOp, fields_op
-from hadoop_qjm.namenode.edit_log_xml import (
+from hadoop_qjm.editlog.edit_log_codec import ByteReader, encode_text, encode_vlong
+from hadoop_qjm.editlog.edit_log_field_ops import FieldKind, FieldsOp, fields_op
+from hadoop_qjm.editlog.edit_log_xml import (
     InvalidXmlException,
     Stanza,
     XmlField,
@@ -22,7 +22,7 @@ from hadoop_qjm.namenode.edit_log_xml import (
     xml_int,
     xml_long,
 )
-from hadoop_qjm.namenode.fs_edit_log_op_codes import FSEditLogOpCodes as Op
+from hadoop_qjm.editlog.fs_edit_log_op_codes import FSEditLogOpCodes as Op
 
 __all__ = [
     "DelegationTokenIdentifier",

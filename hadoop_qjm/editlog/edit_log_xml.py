@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from hadoop_qjm.common.exceptions import IllegalArgumentException, register_exception
-from hadoop_qjm.namenode.edit_log_codec import (
+from hadoop_qjm.editlog.edit_log_codec import (
     ACL_SCOPES,
     ACL_TYPES,
     DUMMY_CLIENT_ID,
