@@ -28,7 +28,6 @@ from hadoop_qjm.common.protobuf_wire import encode_varint
 __all__ = [
     "ActiveNodeInfo",
     "ElectionAction",
-    "LockStep",
     "StateCheck",
     "HealthState",
     "ZKAcl",
@@ -36,7 +35,6 @@ __all__ = [
     "digest_acl_id",
     "check_reported_state",
     "electability",
-    "lock_step",
     "needs_fencing",
     "parse_acls",
     "parse_auths",
@@ -119,28 +117,6 @@ def check_reported_state(expected: str, reported: str, mismatches: int) -> tuple
     if mismatches == 0:
         return StateCheck.LOOK_AGAIN, 1
     return StateCheck.QUIT, 0
-
-
-class LockStep(enum.Enum):
-    """What an elector does once it has looked at the lock (monitorActiveStatus)."""
-
-    BECOME_ACTIVE = "become-active"
-    BECOME_STANDBY = "become-standby"
-    TAKE_LOCK = "take-lock"
-
-
-def lock_step(
-    owner_session: int | None, own_session: int | None, is_active: bool
-) -> tuple[bool, LockStep]:
-    """ActiveStandbyElector's StatCallback: ``(enter neutral mode first, then what)`` given
-    the lock's ephemeral owner (None: no lock) and our session. Our lock: be active (a
-    reconnect within the session keeps it); someone else's: be standby; none: take it — and
-    an active that finds its lock gone stops claiming anything first."""
-    if owner_session is None:
-        return is_active, LockStep.TAKE_LOCK
-    if own_session is not None and owner_session == own_session:
-        return False, LockStep.BECOME_ACTIVE
-    return False, LockStep.BECOME_STANDBY
 
 
 def needs_fencing(breadcrumb: bytes | None, own: bytes) -> bool:

@@ -19,14 +19,12 @@ from hadoop_qjm.ha.election_rules import (
     ActiveNodeInfo,
     ElectionAction,
     HealthState,
-    LockStep,
     StateCheck,
     ZKAcl,
     ZKAuth,
     check_reported_state,
     digest_acl_id,
     electability,
-    lock_step,
     needs_fencing,
     parse_acls,
     parse_auths,
@@ -168,24 +166,6 @@ def test_check_reported_state_quits_on_the_second_mismatch_in_a_row(
         else:
             assert (check, mismatches_after) == (StateCheck.QUIT, 0)
         mismatches = mismatches_after
-
-
-@pytest.mark.parametrize(
-    ("owner", "own", "active", "expected"),
-    [
-        (None, 7, False, (False, LockStep.TAKE_LOCK)),
-        (None, 7, True, (True, LockStep.TAKE_LOCK)),  # our lock is gone: neutral first
-        (7, 7, False, (False, LockStep.BECOME_ACTIVE)),  # ours, after a reconnect
-        (7, 7, True, (False, LockStep.BECOME_ACTIVE)),
-        (8, 7, False, (False, LockStep.BECOME_STANDBY)),
-        (8, 7, True, (False, LockStep.BECOME_STANDBY)),  # someone else took it
-        (8, None, False, (False, LockStep.BECOME_STANDBY)),  # no session: never ours
-    ],
-)
-def test_lock_step_is_monitor_active_status(
-    owner: int | None, own: int | None, active: bool, expected: tuple[bool, LockStep]
-) -> None:
-    assert lock_step(owner, own, active) == expected
 
 
 def test_service_state_changed_examples() -> None:
