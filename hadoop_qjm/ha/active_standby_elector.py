@@ -109,7 +109,8 @@ class ElectorCallbacks(Protocol):
 class _Worker:
     """One thread running queued steps in order, some after a delay."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
         self._cond = threading.Condition()
         self._heap: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = itertools.count()
@@ -121,7 +122,7 @@ class _Worker:
         with self._cond:
             if self._stopped:
                 return
-            heapq.heappush(self._heap, (time.monotonic() + delay_s, next(self._seq), step))
+            heapq.heappush(self._heap, (self._clock() + delay_s, next(self._seq), step))
             self._cond.notify()
 
     def stop(self, timeout_s: float = 30.0) -> None:
@@ -136,7 +137,7 @@ class _Worker:
         while True:
             with self._cond:
                 while not self._stopped:
-                    now = time.monotonic()
+                    now = self._clock()
                     if self._heap and self._heap[0][0] <= now:
                         step = heapq.heappop(self._heap)[2]
                         break
@@ -150,7 +151,8 @@ class _Worker:
 
 
 class ActiveStandbyElector:
-    """See the module docstring."""
+    """See the module docstring. ``clock`` (monotonic seconds) dates the delayed joins (a
+    rejoin after a failure to become active, a retry of the session)."""
 
     def __init__(
         self,
@@ -163,6 +165,7 @@ class ActiveStandbyElector:
         *,
         op_retries: int = 3,
         lock: threading.RLock | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.quorum = quorum
         self.session_timeout_s = session_timeout_s
@@ -179,7 +182,7 @@ class ActiveStandbyElector:
         self._data: bytes | None = None
         self._client: KazooClient | None = None
         self._generation = 0
-        self._worker = _Worker("ActiveStandbyElector")
+        self._worker = _Worker("ActiveStandbyElector", clock)
         self._lock_watcher: Callable[[Any], None] = lambda _event: None
 
     # ---- the ZooKeeper session ---------------------------------------------------------------

@@ -52,7 +52,7 @@ from hadoop_qjm.ha.election_rules import (
 from hadoop_qjm.ha.health_monitor import HealthMonitor, HealthMonitorSettings
 from hadoop_qjm.namenode.protocol.exceptions import ServiceFailedException
 
-__all__ = ["ZKFCSettings", "ZKFailoverController", "ServiceTarget"]
+__all__ = ["ServiceTarget", "Timer", "ZKFCSettings", "ZKFailoverController", "daemon_timer"]
 
 LOG = logging.getLogger(__name__)
 
@@ -135,7 +135,10 @@ class ZKFCSettings:
         )
 
     def new_elector(
-        self, callbacks: Any, lock: threading.RLock | None = None
+        self,
+        callbacks: Any,
+        lock: threading.RLock | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> ActiveStandbyElector:
         return ActiveStandbyElector(
             self.quorum,
@@ -146,7 +149,22 @@ class ZKFCSettings:
             callbacks,
             op_retries=self.op_retries,
             lock=lock,
+            clock=clock,
         )
+
+
+class Timer(Protocol):
+    """What the controller needs of a threading.Timer."""
+
+    def start(self) -> None: ...
+    def cancel(self) -> None: ...
+
+
+def daemon_timer(delay_s: float, function: Callable[[], None]) -> Timer:
+    """A threading.Timer that does not keep the process alive (the default ``timer``)."""
+    timer = threading.Timer(delay_s, function)
+    timer.daemon = True
+    return timer
 
 
 @dataclass(frozen=True)
@@ -166,6 +184,9 @@ class ZKFailoverController:
     NameNodeProxy), ``zkfc_proxy_factory(address, timeout_s)`` a ZKFCProtocol client;
     ``fence(target) -> bool`` runs the fencing methods; ``data_to_target(data)`` maps the
     breadcrumb's ActiveNodeInfo to one of the targets (raising if it names none).
+    ``clock`` (monotonic seconds) and ``timer(delay_s, function)`` (an unstarted
+    threading.Timer) are the controller's time, passed to its elector too: a test drives
+    the cede and bad-state bars with fakes instead of sleeping.
     """
 
     def __init__(
@@ -178,6 +199,8 @@ class ZKFailoverController:
         zkfc_proxy_factory: Callable[[tuple[str, int], float], Any],
         fence: Callable[[ServiceTarget], bool],
         data_to_target: Callable[[bytes], ServiceTarget],
+        clock: Callable[[], float] = time.monotonic,
+        timer: Callable[[float, Callable[[], None]], Timer] = daemon_timer,
     ) -> None:
         self.settings = settings
         self.local = local
@@ -186,9 +209,11 @@ class ZKFailoverController:
         self._zkfc_proxy_factory = zkfc_proxy_factory
         self._fence = fence
         self._data_to_target = data_to_target
+        self._clock = clock
+        self._timer = timer
         self.lock = threading.RLock()
         self._attempt_cond = threading.Condition(self.lock)
-        self.elector = settings.new_elector(self, self.lock)
+        self.elector = settings.new_elector(self, self.lock, clock)
         self.health_monitor = HealthMonitor(
             str(local),
             lambda timeout_s: proxy_factory(local.address, timeout_s),
@@ -205,7 +230,7 @@ class ZKFailoverController:
         self._last_attempt: _ActiveAttempt | None = None
         self._fatal: str | None = None
         self._done = threading.Event()
-        self._recheck_timer: threading.Timer | None = None
+        self._recheck_timer: Timer | None = None
 
     # ---- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -259,13 +284,16 @@ class ZKFailoverController:
                 reported,
                 self.service_state,
             )
-            self._delay_joining_until_ns = time.monotonic_ns() + _BAD_STATE_DELAY_NS
+            self._delay_joining_until_ns = self._now_ns() + _BAD_STATE_DELAY_NS
             self.elector.quit_election(need_fence=True)
             self._quit_on_bad_state = True
             self.service_state = "initializing"
 
+    def _now_ns(self) -> int:
+        return int(self._clock() * 1_000_000_000)
+
     def _recheck_electability(self) -> None:
-        now = time.monotonic_ns()
+        now = self._now_ns()
         action = electability(self.last_health, now, self._delay_joining_until_ns)
         if action is ElectionAction.WAIT:
             remaining_s = (self._delay_joining_until_ns - now) / 1e9
@@ -302,8 +330,7 @@ class ZKFailoverController:
                 if not self._done.is_set():
                     self._recheck_electability()
 
-        self._recheck_timer = threading.Timer(max(delay_s, 0.0), recheck)
-        self._recheck_timer.daemon = True
+        self._recheck_timer = self._timer(max(delay_s, 0.0), recheck)
         self._recheck_timer.start()
 
     # ---- the elector's callbacks (called under self.lock) ------------------------------------
@@ -373,7 +400,7 @@ class ZKFailoverController:
 
     def _record_attempt(self, succeeded: bool, status: str) -> None:
         with self._attempt_cond:
-            self._last_attempt = _ActiveAttempt(time.monotonic_ns(), succeeded, status)
+            self._last_attempt = _ActiveAttempt(self._now_ns(), succeeded, status)
             self._attempt_cond.notify_all()
 
     # ---- ZKFCProtocol ------------------------------------------------------------------------
@@ -391,7 +418,7 @@ class ZKFailoverController:
                 LOG.warning("Quitting election but indicating that fencing is necessary")
             else:
                 LOG.info("Successfully ensured local node is in standby mode")
-            self._delay_joining_until_ns = time.monotonic_ns() + millis_to_cede * 1_000_000
+            self._delay_joining_until_ns = self._now_ns() + millis_to_cede * 1_000_000
             self.elector.quit_election(need_fence)
             self.service_state = "initializing"
             self._recheck_electability()
@@ -411,7 +438,7 @@ class ZKFailoverController:
         if old_active.address == self.local.address:
             LOG.info("Local node %s is already active. No need to failover.", self.local)
             return
-        started_ns = time.monotonic_ns()
+        started_ns = self._now_ns()
         ceded = []
         # Every other candidate first, the active last: nobody but us takes the lock.
         for remote in sorted(self.others, key=lambda t: t.address == old_active.address):
@@ -456,10 +483,10 @@ class ZKFailoverController:
         LOG.info("Successfully became active. %s", attempt.status)
 
     def _wait_for_active_attempt(self, since_ns: int, timeout_s: float) -> _ActiveAttempt | None:
-        deadline = time.monotonic() + timeout_s
+        deadline = self._clock() + timeout_s
         with self._attempt_cond:
             while self._last_attempt is None or self._last_attempt.at_ns < since_ns:
-                remaining = deadline - time.monotonic()
+                remaining = deadline - self._clock()
                 if remaining <= 0 or self._done.is_set():
                     return None
                 self._attempt_cond.wait(min(remaining, 1.0))

@@ -23,11 +23,12 @@ import pytest
 from hadoop_qjm.common.exceptions import IOException
 from hadoop_qjm.ha.active_standby_elector import ElectorState
 from hadoop_qjm.ha.election_rules import HealthState
-from hadoop_qjm.ha.health_monitor import HealthMonitorSettings
+from hadoop_qjm.ha.health_monitor import HealthMonitor, HealthMonitorSettings
 from hadoop_qjm.ha.zk_failover_controller import ZKFailoverController, ZKFCSettings
 from hadoop_qjm.namenode.ha.dfs_zk_failover_controller import NNHAServiceTarget, data_to_target
 from hadoop_qjm.namenode.protocol.exceptions import ServiceFailedException
 from hadoop_qjm.namenode.protocol.messages import HAServiceState, HAServiceStatus
+from hadoop_qjm.qjournal.protocol.exceptions import ConnectException
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -169,8 +170,47 @@ class FakeElector:
         self.calls.append(("terminate",))
 
 
+class FakeTime:
+    """The controller's clock and timers: time moves only when the test advances it, and
+    a started timer runs then if it is due."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.timers: list[FakeTimer] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def timer(self, delay_s: float, function: Callable[[], None]) -> FakeTimer:
+        timer = FakeTimer(self.now + delay_s, function)
+        self.timers.append(timer)
+        return timer
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        for timer in list(self.timers):
+            if timer.started and not timer.cancelled and timer.due <= self.now:
+                self.timers.remove(timer)
+                timer.function()
+
+
+class FakeTimer:
+    def __init__(self, due: float, function: Callable[[], None]) -> None:
+        self.due = due
+        self.function = function
+        self.started = self.cancelled = False
+
+    def start(self) -> None:
+        self.started = True
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
 class Fixture:
-    def __init__(self, others: tuple[NNHAServiceTarget, ...] = (NN2,)) -> None:
+    def __init__(
+        self, others: tuple[NNHAServiceTarget, ...] = (NN2,), time: FakeTime | None = None
+    ) -> None:
         self.namenodes = FakeNameNodes()
         self.zkfcs = FakeZKFCs()
         self.fencer = FakeFencer()
@@ -182,6 +222,7 @@ class Fixture:
             zkfc_proxy_factory=self.zkfcs,
             fence=self.fencer,
             data_to_target=lambda data: data_to_target(ALL, data),
+            **({} if time is None else {"clock": time.clock, "timer": time.timer}),
         )
         # The real elector never connected; stop its worker thread before replacing it.
         self.controller.elector.terminate()
@@ -270,6 +311,29 @@ def test_a_state_changed_behind_the_controllers_back_quits_and_bars_rejoining_fo
     assert fx.elector.calls == [("quit", True), ("join", NN1.info().to_bytes())]
 
 
+def test_the_bad_state_bar_ends_on_the_controllers_clock_not_before() -> None:
+    """The 1 s bar after a state changed behind the controller's back, on a fake clock: still
+    barred a millisecond before it ends, joined by the recheck due when it ends."""
+    time = FakeTime()
+    fx = Fixture(time=time)
+    try:
+        fx.healthy()
+        fx.controller.become_active()
+        del fx.elector.calls[:]
+        fx.report(HAServiceState.STANDBY)
+        fx.report(HAServiceState.STANDBY)
+        assert fx.elector.calls == [("quit", True)]
+
+        time.advance(0.999)
+        fx.healthy()  # barred for one more millisecond: a recheck is due then
+        assert fx.elector.calls == [("quit", True)]
+        assert [t.due for t in time.timers if not t.cancelled] == [pytest.approx(1001.0)]
+        time.advance(0.001)
+        assert fx.elector.calls == [("quit", True), ("join", NN1.info().to_bytes())]
+    finally:
+        fx.controller.stop()
+
+
 def test_a_matching_report_resets_the_mismatch_count(fx: Fixture) -> None:
     fx.healthy()
     fx.controller.become_active()
@@ -287,6 +351,47 @@ def test_reports_before_any_claim_change_nothing(fx: Fixture) -> None:
     for state in (HAServiceState.ACTIVE, HAServiceState.STANDBY, HAServiceState.ACTIVE):
         fx.report(state)
     assert fx.elector.calls == [("join", NN1.info().to_bytes())]
+
+
+def test_the_health_monitor_waits_are_hadoops_three_intervals() -> None:
+    """With its wait passed in, the monitor's timing is seen without sleeping: the check
+    interval after a healthy poll, sleep-after-disconnect after a lost connection,
+    connect-retry-interval after a refused one."""
+    settings = HealthMonitorSettings(
+        check_interval_s=0.25,
+        connect_retry_interval_s=0.5,
+        sleep_after_disconnect_s=0.75,
+        rpc_timeout_s=1.0,
+    )
+    failures = iter([None, ConnectionResetError("reset"), ConnectException("refused")])
+    states: list[HealthState] = []
+    waits: list[float] = []
+
+    class Proxy:
+        def get_service_status(self) -> HAServiceStatus:
+            failure = next(failures)
+            if failure is not None:
+                raise failure
+            return HAServiceStatus(HAServiceState.STANDBY)
+
+        def monitor_health(self) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    def wait(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 3:
+            monitor.shutdown()
+
+    monitor = HealthMonitor(
+        "nn1", lambda timeout_s: Proxy(), settings, on_state=states.append, wait=wait
+    )
+    monitor.start()
+    monitor.shutdown(WAIT_S)
+    assert waits == [0.25, 0.75, 0.5]
+    assert states == [HealthState.SERVICE_HEALTHY, HealthState.SERVICE_NOT_RESPONDING]
 
 
 # ---- the elector's callbacks -------------------------------------------------------------------
