@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from hadoop_qjm.common.exceptions import ConfigurationError
 from hadoop_qjm.common.protobuf_wire import encode_varint
+from hadoop_qjm.ha.ha_service_protocol import HAServiceState
 
 __all__ = [
     "ActiveNodeInfo",
@@ -87,13 +88,13 @@ def electability(health: HealthState, now_ns: int, delay_joining_until_ns: int) 
     return ElectionAction.FATAL
 
 
-def service_state_changed_unexpectedly(expected: str, reported: str) -> bool:
+def service_state_changed_unexpectedly(expected: HAServiceState, reported: HAServiceState) -> bool:
     """ZKFailoverController.verifyChangedServiceState: the NameNode reports an HA state
     (``active`` / ``standby`` / ``initializing``) other than the one its controller made it
     — it restarted, or someone forced it. Then the controller leaves the election (fencing
     needed) and joins again, so that exactly one node acts on the lock. ``initializing``
     on the controller's side means it has made no claim yet: nothing to compare."""
-    return expected != "initializing" and reported != expected
+    return expected is not HAServiceState.INITIALIZING and reported is not expected
 
 
 class StateCheck(enum.Enum):
@@ -108,7 +109,9 @@ class StateCheck(enum.Enum):
     QUIT = "quit"
 
 
-def check_reported_state(expected: str, reported: str, mismatches: int) -> tuple[StateCheck, int]:
+def check_reported_state(
+    expected: HAServiceState, reported: HAServiceState, mismatches: int
+) -> tuple[StateCheck, int]:
     """ZKFailoverController.verifyChangedServiceState: ``(what to do, mismatches now)``
     given the state the controller made its NameNode (``expected``), the state it reports,
     and how many reports in a row differed before this one."""

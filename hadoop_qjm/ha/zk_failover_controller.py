@@ -49,6 +49,7 @@ from hadoop_qjm.ha.election_rules import (
     parse_zk_quorum,
     resolve_conf_indirection,
 )
+from hadoop_qjm.ha.ha_service_protocol import HAServiceState
 from hadoop_qjm.ha.health_monitor import HealthMonitor, HealthMonitorSettings
 from hadoop_qjm.namenode.protocol.exceptions import ServiceFailedException
 
@@ -222,8 +223,8 @@ class ZKFailoverController:
             on_status=self._on_service_status,
         )
         self.last_health = HealthState.INITIALIZING
-        #: What the controller made its NameNode: initializing, active or standby.
-        self.service_state = "initializing"
+        #: What the controller made its NameNode: INITIALIZING, ACTIVE or STANDBY.
+        self.service_state = HAServiceState.INITIALIZING
         self._delay_joining_until_ns = 0
         self._quit_on_bad_state = False
         self._mismatches = 0
@@ -266,9 +267,9 @@ class ZKFailoverController:
             self._recheck_electability()
 
     def _on_service_status(self, status: Any) -> None:
-        reported = status.state.name.lower()
+        reported = status.state
         with self.lock:
-            if self.service_state == "initializing":
+            if self.service_state is HAServiceState.INITIALIZING:
                 if self._quit_on_bad_state:
                     self._recheck_electability()
                 return
@@ -287,7 +288,7 @@ class ZKFailoverController:
             self._delay_joining_until_ns = self._now_ns() + _BAD_STATE_DELAY_NS
             self.elector.quit_election(need_fence=True)
             self._quit_on_bad_state = True
-            self.service_state = "initializing"
+            self.service_state = HAServiceState.INITIALIZING
 
     def _now_ns(self) -> int:
         return int(self._clock() * 1_000_000_000)
@@ -310,14 +311,14 @@ class ZKFailoverController:
         elif action is ElectionAction.QUIT_NO_FENCE:
             LOG.info("Ensuring that %s does not participate in active master election", self.local)
             self.elector.quit_election(need_fence=False)
-            self.service_state = "initializing"
+            self.service_state = HAServiceState.INITIALIZING
         elif action is ElectionAction.QUIT_FENCE:
             LOG.info(
                 "Quitting master election for %s and marking that fencing is necessary",
                 self.local,
             )
             self.elector.quit_election(need_fence=True)
-            self.service_state = "initializing"
+            self.service_state = HAServiceState.INITIALIZING
         else:
             self.notify_fatal_error("Health monitor failed!")
 
@@ -349,7 +350,7 @@ class ZKFailoverController:
             raise ServiceFailedException(message) from e
         message = f"Successfully transitioned {self.local} to active state"
         LOG.info(message)
-        self.service_state = "active"
+        self.service_state = HAServiceState.ACTIVE
         self._mismatches = 0
         self._record_attempt(True, message)
 
@@ -357,7 +358,7 @@ class ZKFailoverController:
         LOG.info("ZK Election indicated that %s should become standby", self.local)
         if self._transition_to_standby(self.local):
             LOG.info("Successfully transitioned %s to standby state", self.local)
-        self.service_state = "standby"
+        self.service_state = HAServiceState.STANDBY
         self._mismatches = 0
 
     def enter_neutral_mode(self) -> None:
@@ -420,7 +421,7 @@ class ZKFailoverController:
                 LOG.info("Successfully ensured local node is in standby mode")
             self._delay_joining_until_ns = self._now_ns() + millis_to_cede * 1_000_000
             self.elector.quit_election(need_fence)
-            self.service_state = "initializing"
+            self.service_state = HAServiceState.INITIALIZING
             self._recheck_electability()
 
     def graceful_failover(self) -> None:

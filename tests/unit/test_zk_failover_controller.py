@@ -272,13 +272,13 @@ def test_unhealthy_or_not_responding_quits_marking_fencing_needed(
     fx.controller.become_active()
     fx.controller._on_health_state(state)
     assert fx.elector.calls[1:] == [("quit", True)]
-    assert fx.controller.service_state == "initializing"
+    assert fx.controller.service_state is HAServiceState.INITIALIZING
 
 
 def test_initializing_quits_without_fencing(fx: Fixture) -> None:
     fx.controller._on_health_state(HealthState.INITIALIZING)
     assert fx.elector.calls == [("quit", False)]
-    assert fx.controller.service_state == "initializing"
+    assert fx.controller.service_state is HAServiceState.INITIALIZING
 
 
 def test_a_failed_health_monitor_is_fatal(fx: Fixture) -> None:
@@ -301,7 +301,7 @@ def test_a_state_changed_behind_the_controllers_back_quits_and_bars_rejoining_fo
     fx.report(HAServiceState.STANDBY)  # twice: someone else changed it
     quit_at = time.monotonic()
     assert fx.elector.calls == [("quit", True)]
-    assert fx.controller.service_state == "initializing"
+    assert fx.controller.service_state is HAServiceState.INITIALIZING
 
     fx.report(HAServiceState.STANDBY)  # the next poll rechecks: barred, a recheck is due
     fx.healthy()  # also barred
@@ -402,7 +402,7 @@ def test_become_active_transitions_the_local_namenode_by_zkfc(fx: Fixture) -> No
     assert fx.namenodes.calls == [("nn1", "transition_to_active", True)]
     assert fx.namenodes.timeouts == [SETTINGS.new_active_timeout_s]
     assert all(p.closed for p in fx.namenodes.proxies)
-    assert fx.controller.service_state == "active"
+    assert fx.controller.service_state is HAServiceState.ACTIVE
     assert fx.controller._last_attempt is not None and fx.controller._last_attempt.succeeded
 
 
@@ -419,7 +419,7 @@ def test_become_active_failure_raises_and_records_a_failed_attempt(
         fx.controller.become_active()
     assert str(e.value).startswith(f"Couldn't make {NN1} active: ")
     assert str(error) in str(e.value)
-    assert fx.controller.service_state == "initializing"
+    assert fx.controller.service_state is HAServiceState.INITIALIZING
     attempt = fx.controller._last_attempt
     assert attempt is not None and not attempt.succeeded and str(error) in attempt.status
     assert all(p.closed for p in fx.namenodes.proxies)
@@ -428,14 +428,14 @@ def test_become_active_failure_raises_and_records_a_failed_attempt(
 def test_become_standby_transitions_the_local_namenode_by_zkfc(fx: Fixture) -> None:
     fx.controller.become_standby()
     assert fx.namenodes.calls == [("nn1", "transition_to_standby", True)]
-    assert fx.controller.service_state == "standby"
+    assert fx.controller.service_state is HAServiceState.STANDBY
 
 
 def test_become_standby_that_fails_still_records_standby(fx: Fixture) -> None:
     # Hadoop's becomeStandby logs the failure: the health monitor's next poll sees the truth.
     fx.namenodes.fail(NN1, "transition_to_standby", IOException("timed out"))
     fx.controller.become_standby()
-    assert fx.controller.service_state == "standby"
+    assert fx.controller.service_state is HAServiceState.STANDBY
 
 
 def test_fence_old_active_graceful_transition_is_enough(fx: Fixture) -> None:
@@ -482,7 +482,7 @@ def test_cede_active_steps_down_quits_and_bars_rejoining(fx: Fixture) -> None:
     fx.controller.cede_active(10_000)
     assert fx.namenodes.calls == [("nn1", "transition_to_standby", True)]
     assert fx.elector.calls == [("quit", False)]  # standby for sure: nothing to fence
-    assert fx.controller.service_state == "initializing"
+    assert fx.controller.service_state is HAServiceState.INITIALIZING
     fx.healthy()
     assert fx.elector.calls == [("quit", False)]  # barred
 
@@ -564,7 +564,7 @@ def test_graceful_failover_success(fx: Fixture) -> None:
     assert errors == []
     assert fx.zkfcs.calls == [("nn2", CEDE_MS), ("nn2", -1)]
     assert fx.namenodes.calls == [("nn1", "transition_to_active", True)]
-    assert fx.controller.service_state == "active"
+    assert fx.controller.service_state is HAServiceState.ACTIVE
     assert all(p.closed for p in fx.zkfcs.proxies)
 
 
