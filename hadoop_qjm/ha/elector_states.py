@@ -12,14 +12,15 @@ with the next event. No socket, thread, clock or kazoo here.
 Events and actions are enums (:class:`Happened`, :class:`Do`) or, where they carry a
 value, frozen dataclasses. The states are Hadoop's ActiveStandbyElector.State. Outside the
 election (before a join, after a quit or a fatal error) only ``JOIN_ELECTION``,
-:class:`QuitElection` and ``TERMINATE`` do anything: an answer or a watch of a session that is being dropped
-changes nothing (Hadoop's ``wantToBeInElection`` and ``isStaleClient`` checks). In the
-election, an event a state has no entry for in :data:`TRANSITIONS` is a no-op, as in
-Hadoop (a lock event while the elector is already where it leads).
+:class:`QuitElection` and ``TERMINATE`` do anything: an answer or a watch of a session
+that is being dropped changes nothing (Hadoop's ``wantToBeInElection`` and
+``isStaleClient`` checks). In the election, an event a state has no entry for in
+:data:`TRANSITIONS` is a no-op, as in Hadoop (a lock event while the elector is already
+where it leads).
 
 References: ActiveStandbyElector.processResult (create and exists callbacks),
 processWatchEvent, becomeActive / becomeStandby / enterNeutralMode, reJoinElection,
-fatalError (HADOOP-8163, HADOOP-8206 for the breadcrumb).
+fatalError; HADOOP-8163 for the breadcrumb and fencing the old active.
 """
 
 from __future__ import annotations
