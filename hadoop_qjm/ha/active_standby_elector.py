@@ -21,6 +21,11 @@ would turn a ZooKeeper outage into an HDFS outage; the journal's epochs are the 
 another node takes over). An expired session rejoins with a new one. ``NOAUTH`` (the
 configured credentials do not grant the ACL) is fatal.
 
+The decisions are one pure state machine, :func:`hadoop_qjm.ha.elector_states.step`: this
+module translates kazoo's callbacks and answers into its events, and performs the actions
+it returns (create the lock, watch it, fence and write the breadcrumb, tell the controller,
+rejoin).
+
 Threads: kazoo's callbacks only queue events; one worker thread of the elector runs every
 election step under ``lock`` (shared with the controller, Hadoop's ``synchronized``).
 """
@@ -34,6 +39,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 from kazoo.client import KazooClient, KazooState
@@ -53,7 +59,24 @@ from kazoo.retry import KazooRetry
 from kazoo.security import ACL, Id
 
 from hadoop_qjm.common.exceptions import IOException, one_line_message
-from hadoop_qjm.ha.election_rules import LockStep, ZKAcl, ZKAuth, lock_step, needs_fencing
+from hadoop_qjm.ha.election_rules import ZKAcl, ZKAuth, needs_fencing
+from hadoop_qjm.ha.elector_states import (
+    Action,
+    BecameActive,
+    BecomeActive,
+    CreateFailure,
+    CreateLockFailed,
+    Do,
+    Election,
+    ElectorState,
+    Event,
+    Fatal,
+    Happened,
+    QuitElection,
+    ScheduleJoin,
+    lock_seen,
+    step,
+)
 
 __all__ = [
     "ActiveStandbyElector",
@@ -66,20 +89,11 @@ LOG = logging.getLogger(__name__)
 
 LOCK_FILENAME = "ActiveStandbyElectorLock"
 BREADCRUMB_FILENAME = "ActiveBreadCrumb"
-#: Hadoop's SLEEP_AFTER_FAILURE_TO_BECOME_ACTIVE: let another node try first.
-SLEEP_AFTER_FAILURE_TO_BECOME_ACTIVE_S = 1.0
 _TRANSIENT = (ConnectionLoss, OperationTimeoutError, SessionExpiredError, KazooTimeoutError)
 
 
 class ZooKeeperConnectionException(IOException):
     """ZooKeeper could not be reached within the session timeout."""
-
-
-class ElectorState:
-    INIT = "INIT"
-    ACTIVE = "ACTIVE"
-    STANDBY = "STANDBY"
-    NEUTRAL = "NEUTRAL"
 
 
 class ElectorCallbacks(Protocol):
@@ -95,7 +109,8 @@ class ElectorCallbacks(Protocol):
 class _Worker:
     """One thread running queued steps in order, some after a delay."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
         self._cond = threading.Condition()
         self._heap: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = itertools.count()
@@ -107,7 +122,7 @@ class _Worker:
         with self._cond:
             if self._stopped:
                 return
-            heapq.heappush(self._heap, (time.monotonic() + delay_s, next(self._seq), step))
+            heapq.heappush(self._heap, (self._clock() + delay_s, next(self._seq), step))
             self._cond.notify()
 
     def stop(self, timeout_s: float = 30.0) -> None:
@@ -122,7 +137,7 @@ class _Worker:
         while True:
             with self._cond:
                 while not self._stopped:
-                    now = time.monotonic()
+                    now = self._clock()
                     if self._heap and self._heap[0][0] <= now:
                         step = heapq.heappop(self._heap)[2]
                         break
@@ -136,7 +151,8 @@ class _Worker:
 
 
 class ActiveStandbyElector:
-    """See the module docstring."""
+    """See the module docstring. ``clock`` (monotonic seconds) dates the delayed joins (a
+    rejoin after a failure to become active, a retry of the session)."""
 
     def __init__(
         self,
@@ -149,6 +165,7 @@ class ActiveStandbyElector:
         *,
         op_retries: int = 3,
         lock: threading.RLock | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.quorum = quorum
         self.session_timeout_s = session_timeout_s
@@ -160,12 +177,12 @@ class ActiveStandbyElector:
         self._callbacks = callbacks
         self._op_retries = max(op_retries, 1)
         self.lock = lock or threading.RLock()
-        self.state = ElectorState.INIT
+        #: The state machine (:mod:`hadoop_qjm.ha.elector_states`); changed only by step.
+        self.election = Election()
         self._data: bytes | None = None
-        self._wants_election = False
         self._client: KazooClient | None = None
         self._generation = 0
-        self._worker = _Worker("ActiveStandbyElector")
+        self._worker = _Worker("ActiveStandbyElector", clock)
         self._lock_watcher: Callable[[Any], None] = lambda _event: None
 
     # ---- the ZooKeeper session ---------------------------------------------------------------
@@ -239,18 +256,17 @@ class ActiveStandbyElector:
 
     def _process_session_state(self, generation: int, state: str) -> None:
         with self.lock:
-            if generation != self._generation or not self._wants_election:
+            if generation != self._generation or not self.election.in_election:
                 return
             if state == KazooState.SUSPENDED:
                 LOG.info("Session disconnected. Entering neutral mode...")
-                self._enter_neutral_mode()
+                self._handle(Happened.SESSION_SUSPENDED)
             elif state == KazooState.LOST:
                 LOG.info("Session expired. Entering neutral mode and rejoining...")
-                self._enter_neutral_mode()
-                self._rejoin(0.0)
+                self._handle(Happened.SESSION_LOST)
             elif state == KazooState.CONNECTED:
                 LOG.info("Session connected.")
-                self._monitor_active_status()
+                self._handle(Happened.SESSION_CONNECTED)
 
     # ---- the one-shot ZooKeeper operations of -formatZK and of the controller ----------------
     def _with_client(self, op: Callable[[KazooClient], Any]) -> Any:
@@ -311,140 +327,162 @@ class ActiveStandbyElector:
         return self._with_client(read)
 
     # ---- the election ------------------------------------------------------------------------
+    @property
+    def state(self) -> ElectorState:
+        """ActiveStandbyElector.State: INIT, ACTIVE, STANDBY or NEUTRAL."""
+        return self.election.state
+
     def join_election(self, data: bytes) -> None:
         """Become a candidate with ``data`` (this node's ActiveNodeInfo). Idempotent."""
         with self.lock:
-            if self._wants_election:
-                return
-            self._data = data
-            self._wants_election = True
-            LOG.info("Joining the election for %s", self.lock_path)
-            self._worker.submit(self._join_internal)
+            if not self.election.in_election:
+                self._data = data
+                LOG.info("Joining the election for %s", self.lock_path)
+            self._handle(Happened.JOIN_ELECTION)
 
     def quit_election(self, need_fence: bool) -> None:
         """Leave the election: close the session (the lock goes with it). Unless
         ``need_fence``, an active node first deletes its breadcrumb: it left cleanly."""
         with self.lock:
             LOG.info("Yielding from election (%s fencing)", "needs" if need_fence else "no")
-            if self.state == ElectorState.ACTIVE and not need_fence and self._client is not None:
-                self._try_delete_own_breadcrumb()
-            self._wants_election = False
-            self._close_client()
-            self.state = ElectorState.INIT
+            self._handle(QuitElection(need_fence))
 
     def terminate(self) -> None:
         """Leave the election (fencing needed: this node may still be active) and stop."""
-        self._wants_election = False
+        self.election = replace(self.election, in_election=False)
         client = self._client
         if client is not None:
             # First, without the lock: a step waiting on ZooKeeper under the lock ends now.
             client.stop()
         with self.lock:
-            self._close_client()
-            self.state = ElectorState.INIT
+            self._handle(Happened.TERMINATE)
         self._worker.stop()
 
     @property
     def is_in_election(self) -> bool:
         with self.lock:
-            return self._wants_election
+            return self.election.in_election
 
-    def _join_internal(self) -> None:
+    def _handle(self, event: Event) -> None:
+        """Step the machine and perform what it says, in order. An action's answer (the
+        next event) is handled before the actions after it, as Hadoop's nested calls do.
+        Called under ``lock``."""
+        self.election, actions = step(self.election, event)
+        todo = list(reversed(actions))
+        while todo:
+            answer = self._perform(todo.pop())
+            if answer is not None:
+                self.election, more = step(self.election, answer)
+                todo.extend(reversed(more))
+
+    def _perform(self, action: Action) -> Event | None:
+        if isinstance(action, ScheduleJoin):
+            if action.new_session:
+                LOG.info("Trying to re-establish ZK session")
+                self._close_client()
+            self._worker.submit(self._join_due, action.delay_s)
+        elif isinstance(action, BecomeActive):
+            return self._become_active(action.watch_after)
+        elif isinstance(action, Fatal):
+            message = self._fatal_message(action.cause)
+            LOG.error(message)
+            self._close_client()
+            self._callbacks.notify_fatal_error(message)
+        elif action is Do.ENSURE_SESSION:
+            return self._ensure_session()
+        elif action is Do.CREATE_LOCK:
+            return self._create_lock_node()
+        elif action is Do.WATCH_LOCK:
+            return self._watch_lock()
+        elif action is Do.NOTIFY_STANDBY:
+            LOG.info("Becoming standby for %s", self.lock_path)
+            self._callbacks.become_standby()
+        elif action is Do.NOTIFY_NEUTRAL:
+            LOG.info("Entering neutral mode for %s", self.lock_path)
+            self._callbacks.enter_neutral_mode()
+        elif action is Do.DELETE_BREADCRUMB:
+            if self._client is not None:
+                self._try_delete_own_breadcrumb()
+        elif action is Do.CLOSE_SESSION:
+            self._close_client()
+        else:
+            raise TypeError(f"unknown elector action {action!r}")
+        return None
+
+    def _join_due(self) -> None:
         with self.lock:
-            if not self._wants_election:
-                return
-            try:
-                if self._client is None or not self._client.connected:
-                    self._connect()
-            except IOException as e:
-                LOG.warning("%s; retrying", e)
-                self._worker.submit(self._join_internal, SLEEP_AFTER_FAILURE_TO_BECOME_ACTIVE_S)
-                return
-            self._create_lock_node()
+            self._handle(Happened.JOIN_DUE)
 
-    def _create_lock_node(self) -> None:
-        client = self._client
-        if client is None:
-            return
+    def _ensure_session(self) -> Event:
+        try:
+            if self._client is None or not self._client.connected:
+                self._connect()
+        except IOException as e:
+            LOG.warning("%s; retrying", e)
+            return Happened.SESSION_FAILED
+        return Happened.SESSION_READY
+
+    def _create_lock_node(self) -> Event | None:
+        if self._client is None:
+            return None
         try:
             self._op("create", self.lock_path, self._data, acl=self._acls or None, ephemeral=True)
         except NodeExistsError:
-            self._monitor_active_status()
-            return
+            return Happened.LOCK_EXISTS
         except NoAuthError:
-            self._fatal(
+            return CreateLockFailed(CreateFailure.NO_AUTH)
+        except NoNodeError:
+            return CreateLockFailed(CreateFailure.NO_PARENT)
+        except _TRANSIENT as e:
+            LOG.warning("Could not create %s (%s); waiting for ZooKeeper", self.lock_path, e)
+            return CreateLockFailed(CreateFailure.CONNECTION)
+        LOG.info("Created %s: this node won the election", self.lock_path)
+        return Happened.LOCK_CREATED
+
+    def _fatal_message(self, cause: CreateFailure) -> str:
+        if cause is CreateFailure.NO_AUTH:
+            return (
                 f"Not allowed to create {self.lock_path} (ZooKeeper NOAUTH): the credentials of "
                 "ha.zookeeper.auth do not match the ACL of the parent znode (ha.zookeeper.acl, "
                 "set by zkfc -formatZK)"
             )
-            return
-        except NoNodeError:
-            self._fatal(
-                f"The parent znode {self.parent} does not exist: run 'hdfs-py zkfc -formatZK'"
-            )
-            return
-        except _TRANSIENT as e:
-            LOG.warning("Could not create %s (%s); waiting for ZooKeeper", self.lock_path, e)
-            self._worker.submit(self._join_internal, SLEEP_AFTER_FAILURE_TO_BECOME_ACTIVE_S)
-            return
-        LOG.info("Created %s: this node won the election", self.lock_path)
-        if self._become_active():
-            # Watch our own lock too: if it goes (deleted by hand, a -formatZK -force), we
-            # must notice that we no longer hold it (Hadoop's monitorActiveStatus here).
-            self._monitor_active_status()
-        else:
-            self._rejoin(SLEEP_AFTER_FAILURE_TO_BECOME_ACTIVE_S)
+        return f"The parent znode {self.parent} does not exist: run 'hdfs-py zkfc -formatZK'"
 
-    def _monitor_active_status(self) -> None:
-        """Watch the lock: ours -> active; someone else's -> standby; gone -> try again."""
+    def _watch_lock(self) -> Event | None:
+        """Watch the lock (Hadoop's monitorActiveStatus): ours, someone else's, or gone."""
         client = self._client
-        if client is None or not self._wants_election:
-            return
+        if client is None:
+            return None
         try:
             stat = self._op("exists", self.lock_path, watch=self._lock_watcher)
         except _TRANSIENT as e:
             LOG.warning("Could not watch %s (%s); waiting for ZooKeeper", self.lock_path, e)
-            return  # CONNECTED (or LOST) brings us back here
+            return Happened.WATCH_FAILED  # CONNECTED (or LOST) brings us back here
         session = client.client_id
-        neutral_first, step = lock_step(
-            None if stat is None else stat.ephemeralOwner,
-            None if session is None else session[0],
-            self.state == ElectorState.ACTIVE,
+        return lock_seen(
+            None if stat is None else stat.ephemeralOwner, None if session is None else session[0]
         )
-        if neutral_first:
-            self._enter_neutral_mode()
-        if step is LockStep.TAKE_LOCK:
-            self._create_lock_node()
-        elif step is LockStep.BECOME_ACTIVE:
-            if not self._become_active():
-                self._rejoin(SLEEP_AFTER_FAILURE_TO_BECOME_ACTIVE_S)
-        else:
-            self._become_standby()
 
     def _on_lock_event(self, generation: int, event: Any) -> None:
+        # kazoo's thread: only queue.
         def process() -> None:
             with self.lock:
-                if generation != self._generation or not self._wants_election:
-                    return
+                if generation != self._generation:
+                    return  # an event of a dropped session
                 if event.type == EventType.NONE:
                     # A session event (kazoo fires the watchers on a disconnect): the
                     # listener handles those; CONNECTED sets the watch again.
                     return
                 if event.type == EventType.DELETED:
-                    # Hadoop's processWatchEvent: an active that lost its lock stops
-                    # claiming anything before it tries to take it again.
-                    LOG.info("The lock %s was deleted: trying to take it", self.lock_path)
-                    if self.state == ElectorState.ACTIVE:
-                        self._enter_neutral_mode()
-                    self._create_lock_node()
+                    if self.election.in_election:
+                        LOG.info("The lock %s was deleted: trying to take it", self.lock_path)
+                    self._handle(Happened.LOCK_DELETED)
                 else:
-                    self._monitor_active_status()
+                    self._handle(Happened.LOCK_CHANGED)
 
         self._worker.submit(process)
 
-    def _become_active(self) -> bool:
-        if self.state == ElectorState.ACTIVE:
-            return True
+    def _become_active(self, watch_after: bool) -> Event:
         try:
             breadcrumb_stat = self._fence_old_active()
             self._write_breadcrumb(breadcrumb_stat)
@@ -452,9 +490,8 @@ class ActiveStandbyElector:
             self._callbacks.become_active()
         except Exception as e:  # noqa: BLE001 - Hadoop: "Exception handling the winning of election"
             LOG.warning("Exception handling the winning of election: %s", one_line_message(e))
-            return False
-        self.state = ElectorState.ACTIVE
-        return True
+            return Happened.ACTIVATION_FAILED
+        return BecameActive(watch_after)
 
     def _fence_old_active(self) -> Any:
         LOG.info("Checking for any old active which needs to be fenced...")
@@ -495,32 +532,6 @@ class ActiveStandbyElector:
                 self.breadcrumb_path,
                 e,
             )
-
-    def _become_standby(self) -> None:
-        if self.state != ElectorState.STANDBY:
-            LOG.info("Becoming standby for %s", self.lock_path)
-            self.state = ElectorState.STANDBY
-            self._callbacks.become_standby()
-
-    def _enter_neutral_mode(self) -> None:
-        if self.state != ElectorState.NEUTRAL:
-            LOG.info("Entering neutral mode for %s", self.lock_path)
-            self.state = ElectorState.NEUTRAL
-            self._callbacks.enter_neutral_mode()
-
-    def _rejoin(self, delay_s: float) -> None:
-        """Drop the session (releasing the lock if held) and join again after ``delay_s``."""
-        LOG.info("Trying to re-establish ZK session")
-        self._close_client()
-        self.state = ElectorState.INIT
-        self._worker.submit(self._join_internal, delay_s)
-
-    def _fatal(self, message: str) -> None:
-        LOG.error(message)
-        self._wants_election = False
-        self._close_client()
-        self.state = ElectorState.INIT
-        self._callbacks.notify_fatal_error(message)
 
     def __repr__(self) -> str:
         return f"ActiveStandbyElector({self.quorum}{self.parent}, state={self.state})"

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 
 from hadoop_qjm.common.exceptions import ConfigurationError
 from hadoop_qjm.common.protobuf_wire import encode_varint
+from hadoop_qjm.ha.ha_service_protocol import HAServiceState
 
 __all__ = [
     "ActiveNodeInfo",
     "ElectionAction",
-    "LockStep",
     "StateCheck",
     "HealthState",
     "ZKAcl",
@@ -36,7 +36,6 @@ __all__ = [
     "digest_acl_id",
     "check_reported_state",
     "electability",
-    "lock_step",
     "needs_fencing",
     "parse_acls",
     "parse_auths",
@@ -89,13 +88,13 @@ def electability(health: HealthState, now_ns: int, delay_joining_until_ns: int) 
     return ElectionAction.FATAL
 
 
-def service_state_changed_unexpectedly(expected: str, reported: str) -> bool:
+def service_state_changed_unexpectedly(expected: HAServiceState, reported: HAServiceState) -> bool:
     """ZKFailoverController.verifyChangedServiceState: the NameNode reports an HA state
     (``active`` / ``standby`` / ``initializing``) other than the one its controller made it
     — it restarted, or someone forced it. Then the controller leaves the election (fencing
     needed) and joins again, so that exactly one node acts on the lock. ``initializing``
     on the controller's side means it has made no claim yet: nothing to compare."""
-    return expected != "initializing" and reported != expected
+    return expected is not HAServiceState.INITIALIZING and reported is not expected
 
 
 class StateCheck(enum.Enum):
@@ -110,7 +109,9 @@ class StateCheck(enum.Enum):
     QUIT = "quit"
 
 
-def check_reported_state(expected: str, reported: str, mismatches: int) -> tuple[StateCheck, int]:
+def check_reported_state(
+    expected: HAServiceState, reported: HAServiceState, mismatches: int
+) -> tuple[StateCheck, int]:
     """ZKFailoverController.verifyChangedServiceState: ``(what to do, mismatches now)``
     given the state the controller made its NameNode (``expected``), the state it reports,
     and how many reports in a row differed before this one."""
@@ -119,28 +120,6 @@ def check_reported_state(expected: str, reported: str, mismatches: int) -> tuple
     if mismatches == 0:
         return StateCheck.LOOK_AGAIN, 1
     return StateCheck.QUIT, 0
-
-
-class LockStep(enum.Enum):
-    """What an elector does once it has looked at the lock (monitorActiveStatus)."""
-
-    BECOME_ACTIVE = "become-active"
-    BECOME_STANDBY = "become-standby"
-    TAKE_LOCK = "take-lock"
-
-
-def lock_step(
-    owner_session: int | None, own_session: int | None, is_active: bool
-) -> tuple[bool, LockStep]:
-    """ActiveStandbyElector's StatCallback: ``(enter neutral mode first, then what)`` given
-    the lock's ephemeral owner (None: no lock) and our session. Our lock: be active (a
-    reconnect within the session keeps it); someone else's: be standby; none: take it — and
-    an active that finds its lock gone stops claiming anything first."""
-    if owner_session is None:
-        return is_active, LockStep.TAKE_LOCK
-    if own_session is not None and owner_session == own_session:
-        return False, LockStep.BECOME_ACTIVE
-    return False, LockStep.BECOME_STANDBY
 
 
 def needs_fencing(breadcrumb: bytes | None, own: bytes) -> bool:

@@ -75,7 +75,8 @@ class HealthMonitorSettings:
 
 
 class HealthMonitor:
-    """See the module docstring. ``target`` names the NameNode in logs."""
+    """See the module docstring. ``target`` names the NameNode in logs; ``wait(seconds)``
+    is how it waits between polls (default: until :meth:`shutdown`, at most that long)."""
 
     def __init__(
         self,
@@ -85,6 +86,7 @@ class HealthMonitor:
         *,
         on_state: Callable[[HealthState], None],
         on_status: Callable[[Any], None] | None = None,
+        wait: Callable[[float], object] | None = None,
     ) -> None:
         self.target = target
         self._proxy_factory = proxy_factory
@@ -94,6 +96,8 @@ class HealthMonitor:
         self._state = HealthState.INITIALIZING
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        #: Waits between polls, ended early by :meth:`shutdown` (a test passes its own).
+        self._wait = wait or self._stop.wait
         self._thread = threading.Thread(target=self._run, name="HealthMonitor", daemon=True)
 
     @property
@@ -148,7 +152,7 @@ class HealthMonitor:
                     # Never connected: retry the connection; connected and lost: let the
                     # service settle first (Hadoop's two waits).
                     never_connected = isinstance(e, ConnectException)
-                    self._stop.wait(
+                    self._wait(
                         self.settings.connect_retry_interval_s
                         if never_connected
                         else self.settings.sleep_after_disconnect_s
@@ -156,6 +160,6 @@ class HealthMonitor:
                     return
                 else:
                     self._enter(HealthState.SERVICE_HEALTHY)
-                self._stop.wait(self.settings.check_interval_s)
+                self._wait(self.settings.check_interval_s)
         finally:
             proxy.close()

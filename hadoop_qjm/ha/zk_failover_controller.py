@@ -49,10 +49,11 @@ from hadoop_qjm.ha.election_rules import (
     parse_zk_quorum,
     resolve_conf_indirection,
 )
+from hadoop_qjm.ha.ha_service_protocol import HAServiceState
 from hadoop_qjm.ha.health_monitor import HealthMonitor, HealthMonitorSettings
 from hadoop_qjm.namenode.protocol.exceptions import ServiceFailedException
 
-__all__ = ["ZKFCSettings", "ZKFailoverController", "ServiceTarget"]
+__all__ = ["ServiceTarget", "Timer", "ZKFCSettings", "ZKFailoverController", "daemon_timer"]
 
 LOG = logging.getLogger(__name__)
 
@@ -132,7 +133,10 @@ class ZKFCSettings:
         )
 
     def new_elector(
-        self, callbacks: Any, lock: threading.RLock | None = None
+        self,
+        callbacks: Any,
+        lock: threading.RLock | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> ActiveStandbyElector:
         return ActiveStandbyElector(
             self.quorum,
@@ -143,7 +147,22 @@ class ZKFCSettings:
             callbacks,
             op_retries=self.op_retries,
             lock=lock,
+            clock=clock,
         )
+
+
+class Timer(Protocol):
+    """What the controller needs of a threading.Timer."""
+
+    def start(self) -> None: ...
+    def cancel(self) -> None: ...
+
+
+def daemon_timer(delay_s: float, function: Callable[[], None]) -> Timer:
+    """A threading.Timer that does not keep the process alive (the default ``timer``)."""
+    timer = threading.Timer(delay_s, function)
+    timer.daemon = True
+    return timer
 
 
 @dataclass(frozen=True)
@@ -163,6 +182,9 @@ class ZKFailoverController:
     NameNodeProxy), ``zkfc_proxy_factory(address, timeout_s)`` a ZKFCProtocol client;
     ``fence(target) -> bool`` runs the fencing methods; ``data_to_target(data)`` maps the
     breadcrumb's ActiveNodeInfo to one of the targets (raising if it names none).
+    ``clock`` (monotonic seconds) and ``timer(delay_s, function)`` (an unstarted
+    threading.Timer) are the controller's time, passed to its elector too: a test drives
+    the cede and bad-state bars with fakes instead of sleeping.
     """
 
     def __init__(
@@ -175,6 +197,8 @@ class ZKFailoverController:
         zkfc_proxy_factory: Callable[[tuple[str, int], float], Any],
         fence: Callable[[ServiceTarget], bool],
         data_to_target: Callable[[bytes], ServiceTarget],
+        clock: Callable[[], float] = time.monotonic,
+        timer: Callable[[float, Callable[[], None]], Timer] = daemon_timer,
     ) -> None:
         self.settings = settings
         self.local = local
@@ -183,9 +207,11 @@ class ZKFailoverController:
         self._zkfc_proxy_factory = zkfc_proxy_factory
         self._fence = fence
         self._data_to_target = data_to_target
+        self._clock = clock
+        self._timer = timer
         self.lock = threading.RLock()
         self._attempt_cond = threading.Condition(self.lock)
-        self.elector = settings.new_elector(self, self.lock)
+        self.elector = settings.new_elector(self, self.lock, clock)
         self.health_monitor = HealthMonitor(
             str(local),
             lambda timeout_s: proxy_factory(local.address, timeout_s),
@@ -194,15 +220,15 @@ class ZKFailoverController:
             on_status=self._on_service_status,
         )
         self.last_health = HealthState.INITIALIZING
-        #: What the controller made its NameNode: initializing, active or standby.
-        self.service_state = "initializing"
+        #: What the controller made its NameNode: INITIALIZING, ACTIVE or STANDBY.
+        self.service_state = HAServiceState.INITIALIZING
         self._delay_joining_until_ns = 0
         self._quit_on_bad_state = False
         self._mismatches = 0
         self._last_attempt: _ActiveAttempt | None = None
         self._fatal: str | None = None
         self._done = threading.Event()
-        self._recheck_timer: threading.Timer | None = None
+        self._recheck_timer: Timer | None = None
 
     # ---- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -238,9 +264,9 @@ class ZKFailoverController:
             self._recheck_electability()
 
     def _on_service_status(self, status: Any) -> None:
-        reported = status.state.name.lower()
+        reported = status.state
         with self.lock:
-            if self.service_state == "initializing":
+            if self.service_state is HAServiceState.INITIALIZING:
                 if self._quit_on_bad_state:
                     self._recheck_electability()
                 return
@@ -256,13 +282,16 @@ class ZKFailoverController:
                 reported,
                 self.service_state,
             )
-            self._delay_joining_until_ns = time.monotonic_ns() + _BAD_STATE_DELAY_NS
+            self._delay_joining_until_ns = self._now_ns() + _BAD_STATE_DELAY_NS
             self.elector.quit_election(need_fence=True)
             self._quit_on_bad_state = True
-            self.service_state = "initializing"
+            self.service_state = HAServiceState.INITIALIZING
+
+    def _now_ns(self) -> int:
+        return int(self._clock() * 1_000_000_000)
 
     def _recheck_electability(self) -> None:
-        now = time.monotonic_ns()
+        now = self._now_ns()
         action = electability(self.last_health, now, self._delay_joining_until_ns)
         if action is ElectionAction.WAIT:
             remaining_s = (self._delay_joining_until_ns - now) / 1e9
@@ -279,14 +308,14 @@ class ZKFailoverController:
         elif action is ElectionAction.QUIT_NO_FENCE:
             LOG.info("Ensuring that %s does not participate in active master election", self.local)
             self.elector.quit_election(need_fence=False)
-            self.service_state = "initializing"
+            self.service_state = HAServiceState.INITIALIZING
         elif action is ElectionAction.QUIT_FENCE:
             LOG.info(
                 "Quitting master election for %s and marking that fencing is necessary",
                 self.local,
             )
             self.elector.quit_election(need_fence=True)
-            self.service_state = "initializing"
+            self.service_state = HAServiceState.INITIALIZING
         else:
             self.notify_fatal_error("Health monitor failed!")
 
@@ -299,8 +328,7 @@ class ZKFailoverController:
                 if not self._done.is_set():
                     self._recheck_electability()
 
-        self._recheck_timer = threading.Timer(max(delay_s, 0.0), recheck)
-        self._recheck_timer.daemon = True
+        self._recheck_timer = self._timer(max(delay_s, 0.0), recheck)
         self._recheck_timer.start()
 
     # ---- the elector's callbacks (called under self.lock) ------------------------------------
@@ -319,7 +347,7 @@ class ZKFailoverController:
             raise ServiceFailedException(message) from e
         message = f"Successfully transitioned {self.local} to active state"
         LOG.info(message)
-        self.service_state = "active"
+        self.service_state = HAServiceState.ACTIVE
         self._mismatches = 0
         self._record_attempt(True, message)
 
@@ -327,7 +355,7 @@ class ZKFailoverController:
         LOG.info("ZK Election indicated that %s should become standby", self.local)
         if self._transition_to_standby(self.local):
             LOG.info("Successfully transitioned %s to standby state", self.local)
-        self.service_state = "standby"
+        self.service_state = HAServiceState.STANDBY
         self._mismatches = 0
 
     def enter_neutral_mode(self) -> None:
@@ -370,7 +398,7 @@ class ZKFailoverController:
 
     def _record_attempt(self, succeeded: bool, status: str) -> None:
         with self._attempt_cond:
-            self._last_attempt = _ActiveAttempt(time.monotonic_ns(), succeeded, status)
+            self._last_attempt = _ActiveAttempt(self._now_ns(), succeeded, status)
             self._attempt_cond.notify_all()
 
     # ---- ZKFCProtocol ------------------------------------------------------------------------
@@ -388,9 +416,9 @@ class ZKFailoverController:
                 LOG.warning("Quitting election but indicating that fencing is necessary")
             else:
                 LOG.info("Successfully ensured local node is in standby mode")
-            self._delay_joining_until_ns = time.monotonic_ns() + millis_to_cede * 1_000_000
+            self._delay_joining_until_ns = self._now_ns() + millis_to_cede * 1_000_000
             self.elector.quit_election(need_fence)
-            self.service_state = "initializing"
+            self.service_state = HAServiceState.INITIALIZING
             self._recheck_electability()
 
     def graceful_failover(self) -> None:
@@ -408,7 +436,7 @@ class ZKFailoverController:
         if old_active.address == self.local.address:
             LOG.info("Local node %s is already active. No need to failover.", self.local)
             return
-        started_ns = time.monotonic_ns()
+        started_ns = self._now_ns()
         ceded = []
         # Every other candidate first, the active last: nobody but us takes the lock.
         for remote in sorted(self.others, key=lambda t: t.address == old_active.address):
@@ -453,10 +481,10 @@ class ZKFailoverController:
         LOG.info("Successfully became active. %s", attempt.status)
 
     def _wait_for_active_attempt(self, since_ns: int, timeout_s: float) -> _ActiveAttempt | None:
-        deadline = time.monotonic() + timeout_s
+        deadline = self._clock() + timeout_s
         with self._attempt_cond:
             while self._last_attempt is None or self._last_attempt.at_ns < since_ns:
-                remaining = deadline - time.monotonic()
+                remaining = deadline - self._clock()
                 if remaining <= 0 or self._done.is_set():
                     return None
                 self._attempt_cond.wait(min(remaining, 1.0))

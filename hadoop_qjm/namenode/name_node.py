@@ -361,7 +361,7 @@ class NameNode:
         the client's failover proxy then tries the other NameNode)."""
         if self.ha_enabled and self.state is not HAServiceState.ACTIVE:
             raise StandbyException(
-                f"Operation category {category} is not supported in state {self.state.name.lower()}"
+                f"Operation category {category} is not supported in state {self.state}"
             )
 
     def checked_namesystem(self, category: str) -> Any:

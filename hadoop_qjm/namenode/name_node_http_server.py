@@ -251,7 +251,7 @@ class NameNodeHttpServer(HttpServer2):
             raise HttpError(
                 403,
                 "NameNode is currently not in a state which can accept uploads of new "
-                f"fsimages. State: {state.name.lower()}",
+                f"fsimages. State: {state}",
             )
         return core, int(txid_text), int(length_text), md5
 
@@ -329,7 +329,7 @@ class NameNodeHttpServer(HttpServer2):
             {
                 "name": f"{_SERVICE},name=NameNodeStatus",
                 "modelerType": "org.apache.hadoop.hdfs.server.namenode.NameNode",
-                "State": nn.state.name.lower(),
+                "State": str(nn.state),
                 "HostAndPort": f"{rpc_host}:{rpc_port}",
                 "NNRole": "NameNode",
                 "SecurityEnabled": False,
@@ -342,7 +342,7 @@ class NameNodeHttpServer(HttpServer2):
                 "name": f"{_SERVICE},name=FSNamesystem",
                 "modelerType": "FSNamesystem",
                 "tag.Context": "dfs",
-                "tag.HAState": nn.state.name.lower(),
+                "tag.HAState": str(nn.state),
                 "tag.Hostname": hostname,
                 "FilesTotal": core.namesystem.files_total if core and core.namesystem else 0,
                 "LastWrittenTransactionId": last_written,

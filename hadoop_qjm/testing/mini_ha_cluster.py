@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from hadoop_qjm.conf import Configuration
+from hadoop_qjm.ha.ha_service_protocol import HAServiceState
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy
 from hadoop_qjm.testing.daemon_process import DaemonProcess
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
@@ -289,11 +290,12 @@ class MiniHACluster:
                 n for n, p in self.namenodes.items() if p is not None and p.popen.poll() is None
             ]
             states = {n: s for n, s in self.states(timeout_s=2.0).items() if n in running}
-            actives = [nnid for nnid, state in states.items() if state == "active"]
+            actives = [n for n, state in states.items() if state == str(HAServiceState.ACTIVE)]
+            settled = {str(HAServiceState.ACTIVE), str(HAServiceState.STANDBY)}
             if (
                 len(actives) == 1
                 and (active is None or actives == [active])
-                and all(state in ("active", "standby") for state in states.values())
+                and all(state in settled for state in states.values())
             ):
                 return actives[0]
             if time.monotonic() > deadline:
@@ -345,7 +347,7 @@ class MiniHACluster:
 
     def service_state(self, nnid: str, timeout_s: float = 10.0) -> str:
         with self.proxy(nnid, timeout_s=timeout_s) as proxy:
-            return proxy.get_service_status().state.name.lower()
+            return str(proxy.get_service_status().state)
 
     # ---- lifecycle -----------------------------------------------------------------------------
     def shutdown(self) -> None:

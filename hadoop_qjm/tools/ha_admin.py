@@ -358,7 +358,7 @@ class HAAdmin:
 
     def get_service_state(self, nnid: str) -> int:
         status = self._call(self.resolve_target(nnid), self.check_timeout_s, "get_service_status")
-        print(status.state.name.lower(), file=self.out)
+        print(status.state, file=self.out)
         return 0
 
     def get_all_service_state(self) -> int:
@@ -370,7 +370,7 @@ class HAAdmin:
             address = f"{target.host}:{target.port}"
             try:
                 status = self._call(target, self.check_timeout_s, "get_service_status")
-                state = status.state.name.lower()
+                state = str(status.state)
             except (HadoopException, OSError) as e:
                 state = f"Failed to connect: {one_line_message(e)}"
             print(f"{address:<50} {state:<10}".rstrip(), file=self.out)
@@ -481,9 +481,7 @@ class HAAdmin:
                 f"Unable to get service state for {dest}: {one_line_message(e)}"
             ) from e
         if status.state is not HAServiceState.STANDBY:
-            raise FailoverFailedException(
-                f"Can't failover to an {status.state.name.lower()} service"
-            )
+            raise FailoverFailedException(f"Can't failover to an {status.state} service")
         if status.ready_to_become_active is False:
             reason = status.not_ready_reason or "no reason given"
             if not force_active:

@@ -19,14 +19,12 @@ from hadoop_qjm.ha.election_rules import (
     ActiveNodeInfo,
     ElectionAction,
     HealthState,
-    LockStep,
     StateCheck,
     ZKAcl,
     ZKAuth,
     check_reported_state,
     digest_acl_id,
     electability,
-    lock_step,
     needs_fencing,
     parse_acls,
     parse_auths,
@@ -34,6 +32,7 @@ from hadoop_qjm.ha.election_rules import (
     resolve_conf_indirection,
     service_state_changed_unexpectedly,
 )
+from hadoop_qjm.ha.ha_service_protocol import HAServiceState
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -138,13 +137,20 @@ def test_needs_fencing_is_fence_old_active(breadcrumb: bytes | None, own: bytes)
 
 # ---- service_state_changed_unexpectedly: verifyChangedServiceState -----------------------------
 
-STATES = ["initializing", "active", "standby"]
+INITIALIZING, ACTIVE, STANDBY = (
+    HAServiceState.INITIALIZING,
+    HAServiceState.ACTIVE,
+    HAServiceState.STANDBY,
+)
+STATES = [INITIALIZING, ACTIVE, STANDBY]
 
 
 @pytest.mark.parametrize("expected", STATES)
 @pytest.mark.parametrize("reported", STATES)
-def test_service_state_changed_unexpectedly(expected: str, reported: str) -> None:
-    changed = expected != "initializing" and reported != expected
+def test_service_state_changed_unexpectedly(
+    expected: HAServiceState, reported: HAServiceState
+) -> None:
+    changed = expected != INITIALIZING and reported != expected
     assert service_state_changed_unexpectedly(expected, reported) is changed
 
 
@@ -153,14 +159,14 @@ def test_service_state_changed_unexpectedly(expected: str, reported: str) -> Non
     reports=st.lists(st.sampled_from(STATES), max_size=12),
 )
 def test_check_reported_state_quits_on_the_second_mismatch_in_a_row(
-    expected: str, reports: list[str]
+    expected: HAServiceState, reports: list[HAServiceState]
 ) -> None:
     """A literal reading of verifyChangedServiceState's serviceStateMismatchCount: a first
     mismatch is looked at again, a second in a row quits, a match resets the count."""
     mismatches = 0
     for reported in reports:
         check, mismatches_after = check_reported_state(expected, reported, mismatches)
-        differs = expected != "initializing" and reported != expected
+        differs = expected != INITIALIZING and reported != expected
         if not differs:
             assert (check, mismatches_after) == (StateCheck.OK, 0)
         elif mismatches == 0:
@@ -170,30 +176,12 @@ def test_check_reported_state_quits_on_the_second_mismatch_in_a_row(
         mismatches = mismatches_after
 
 
-@pytest.mark.parametrize(
-    ("owner", "own", "active", "expected"),
-    [
-        (None, 7, False, (False, LockStep.TAKE_LOCK)),
-        (None, 7, True, (True, LockStep.TAKE_LOCK)),  # our lock is gone: neutral first
-        (7, 7, False, (False, LockStep.BECOME_ACTIVE)),  # ours, after a reconnect
-        (7, 7, True, (False, LockStep.BECOME_ACTIVE)),
-        (8, 7, False, (False, LockStep.BECOME_STANDBY)),
-        (8, 7, True, (False, LockStep.BECOME_STANDBY)),  # someone else took it
-        (8, None, False, (False, LockStep.BECOME_STANDBY)),  # no session: never ours
-    ],
-)
-def test_lock_step_is_monitor_active_status(
-    owner: int | None, own: int | None, active: bool, expected: tuple[bool, LockStep]
-) -> None:
-    assert lock_step(owner, own, active) == expected
-
-
 def test_service_state_changed_examples() -> None:
-    assert service_state_changed_unexpectedly("active", "standby")  # someone forced it
-    assert service_state_changed_unexpectedly("standby", "active")  # a manual transition
-    assert service_state_changed_unexpectedly("active", "initializing")  # it restarted
-    assert not service_state_changed_unexpectedly("active", "active")
-    assert not service_state_changed_unexpectedly("initializing", "active")  # no claim yet
+    assert service_state_changed_unexpectedly(ACTIVE, STANDBY)  # someone forced it
+    assert service_state_changed_unexpectedly(STANDBY, ACTIVE)  # a manual transition
+    assert service_state_changed_unexpectedly(ACTIVE, INITIALIZING)  # it restarted
+    assert not service_state_changed_unexpectedly(ACTIVE, ACTIVE)
+    assert not service_state_changed_unexpectedly(INITIALIZING, ACTIVE)  # no claim yet
 
 
 # ---- ActiveNodeInfo: HAZKInfo.proto, byte for byte ---------------------------------------------

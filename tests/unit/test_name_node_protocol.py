@@ -79,6 +79,15 @@ def test_namespace_info_signature_and_ha_status_roundtrip() -> None:
     assert m.service_status_from_thrift(roundtrip(m.service_status_to_thrift(ha))) == ha
 
 
+def test_ha_service_state_is_hadoops_on_the_wire_and_in_words() -> None:
+    """One enum: HAServiceStateProto's numbers on the wire (the IDL's), Hadoop's toString
+    where a user reads it (haadmin, the JMX, the status page)."""
+    words = {str(state): int(state) for state in m.HAServiceState}
+    wire = {name.lower(): number for name, number in t.HAServiceState._NAMES_TO_VALUES.items()}
+    assert words == {**wire, "stopping": 4}  # Hadoop's STOPPING is not in the proto
+    assert f"{m.HAServiceState.ACTIVE:<10}|" == "active    |"
+
+
 # ---- dispatcher and caller -----------------------------------------------------------------------
 class InMemoryChannel:
     """An RpcChannel handing payloads straight to a dispatcher."""

@@ -46,6 +46,8 @@ PURE_MODULES = {
     "hadoop_qjm.qjournal.protocol.rules": set(),
     "hadoop_qjm.qjournal.client.segment_recovery_comparator": set(),
     "hadoop_qjm.ha.election_rules": {"kazoo", "time", "random"},
+    "hadoop_qjm.ha.elector_states": {"kazoo", "time", "random"},
+    "hadoop_qjm.ha.ha_service_protocol": set(),
     "hadoop_qjm.namenode.name_node_resource_policy": set(),
     "hadoop_qjm.qjournal.protocol.peer_format": set(),
     "hadoop_qjm.qjournal.protocol.format_rules": set(),

@@ -23,11 +23,12 @@ import pytest
 from hadoop_qjm.common.exceptions import IOException
 from hadoop_qjm.ha.active_standby_elector import ElectorState
 from hadoop_qjm.ha.election_rules import HealthState
-from hadoop_qjm.ha.health_monitor import HealthMonitorSettings
+from hadoop_qjm.ha.health_monitor import HealthMonitor, HealthMonitorSettings
 from hadoop_qjm.ha.zk_failover_controller import ZKFailoverController, ZKFCSettings
 from hadoop_qjm.namenode.ha.dfs_zk_failover_controller import NNHAServiceTarget, data_to_target
 from hadoop_qjm.namenode.protocol.exceptions import ServiceFailedException
 from hadoop_qjm.namenode.protocol.messages import HAServiceState, HAServiceStatus
+from hadoop_qjm.qjournal.protocol.exceptions import ConnectException
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -169,8 +170,47 @@ class FakeElector:
         self.calls.append(("terminate",))
 
 
+class FakeTime:
+    """The controller's clock and timers: time moves only when the test advances it, and
+    a started timer runs then if it is due."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.timers: list[FakeTimer] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def timer(self, delay_s: float, function: Callable[[], None]) -> FakeTimer:
+        timer = FakeTimer(self.now + delay_s, function)
+        self.timers.append(timer)
+        return timer
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        for timer in list(self.timers):
+            if timer.started and not timer.cancelled and timer.due <= self.now:
+                self.timers.remove(timer)
+                timer.function()
+
+
+class FakeTimer:
+    def __init__(self, due: float, function: Callable[[], None]) -> None:
+        self.due = due
+        self.function = function
+        self.started = self.cancelled = False
+
+    def start(self) -> None:
+        self.started = True
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
 class Fixture:
-    def __init__(self, others: tuple[NNHAServiceTarget, ...] = (NN2,)) -> None:
+    def __init__(
+        self, others: tuple[NNHAServiceTarget, ...] = (NN2,), time: FakeTime | None = None
+    ) -> None:
         self.namenodes = FakeNameNodes()
         self.zkfcs = FakeZKFCs()
         self.fencer = FakeFencer()
@@ -182,6 +222,7 @@ class Fixture:
             zkfc_proxy_factory=self.zkfcs,
             fence=self.fencer,
             data_to_target=lambda data: data_to_target(ALL, data),
+            **({} if time is None else {"clock": time.clock, "timer": time.timer}),
         )
         # The real elector never connected; stop its worker thread before replacing it.
         self.controller.elector.terminate()
@@ -231,13 +272,13 @@ def test_unhealthy_or_not_responding_quits_marking_fencing_needed(
     fx.controller.become_active()
     fx.controller._on_health_state(state)
     assert fx.elector.calls[1:] == [("quit", True)]
-    assert fx.controller.service_state == "initializing"
+    assert fx.controller.service_state is HAServiceState.INITIALIZING
 
 
 def test_initializing_quits_without_fencing(fx: Fixture) -> None:
     fx.controller._on_health_state(HealthState.INITIALIZING)
     assert fx.elector.calls == [("quit", False)]
-    assert fx.controller.service_state == "initializing"
+    assert fx.controller.service_state is HAServiceState.INITIALIZING
 
 
 def test_a_failed_health_monitor_is_fatal(fx: Fixture) -> None:
@@ -260,7 +301,7 @@ def test_a_state_changed_behind_the_controllers_back_quits_and_bars_rejoining_fo
     fx.report(HAServiceState.STANDBY)  # twice: someone else changed it
     quit_at = time.monotonic()
     assert fx.elector.calls == [("quit", True)]
-    assert fx.controller.service_state == "initializing"
+    assert fx.controller.service_state is HAServiceState.INITIALIZING
 
     fx.report(HAServiceState.STANDBY)  # the next poll rechecks: barred, a recheck is due
     fx.healthy()  # also barred
@@ -268,6 +309,29 @@ def test_a_state_changed_behind_the_controllers_back_quits_and_bars_rejoining_fo
     assert fx.elector.joined.wait(WAIT_S), "never rejoined after the bar"
     assert time.monotonic() - quit_at >= 0.9
     assert fx.elector.calls == [("quit", True), ("join", NN1.info().to_bytes())]
+
+
+def test_the_bad_state_bar_ends_on_the_controllers_clock_not_before() -> None:
+    """The 1 s bar after a state changed behind the controller's back, on a fake clock: still
+    barred a millisecond before it ends, joined by the recheck due when it ends."""
+    time = FakeTime()
+    fx = Fixture(time=time)
+    try:
+        fx.healthy()
+        fx.controller.become_active()
+        del fx.elector.calls[:]
+        fx.report(HAServiceState.STANDBY)
+        fx.report(HAServiceState.STANDBY)
+        assert fx.elector.calls == [("quit", True)]
+
+        time.advance(0.999)
+        fx.healthy()  # barred for one more millisecond: a recheck is due then
+        assert fx.elector.calls == [("quit", True)]
+        assert [t.due for t in time.timers if not t.cancelled] == [pytest.approx(1001.0)]
+        time.advance(0.001)
+        assert fx.elector.calls == [("quit", True), ("join", NN1.info().to_bytes())]
+    finally:
+        fx.controller.stop()
 
 
 def test_a_matching_report_resets_the_mismatch_count(fx: Fixture) -> None:
@@ -289,6 +353,47 @@ def test_reports_before_any_claim_change_nothing(fx: Fixture) -> None:
     assert fx.elector.calls == [("join", NN1.info().to_bytes())]
 
 
+def test_the_health_monitor_waits_are_hadoops_three_intervals() -> None:
+    """With its wait passed in, the monitor's timing is seen without sleeping: the check
+    interval after a healthy poll, sleep-after-disconnect after a lost connection,
+    connect-retry-interval after a refused one."""
+    settings = HealthMonitorSettings(
+        check_interval_s=0.25,
+        connect_retry_interval_s=0.5,
+        sleep_after_disconnect_s=0.75,
+        rpc_timeout_s=1.0,
+    )
+    failures = iter([None, ConnectionResetError("reset"), ConnectException("refused")])
+    states: list[HealthState] = []
+    waits: list[float] = []
+
+    class Proxy:
+        def get_service_status(self) -> HAServiceStatus:
+            failure = next(failures)
+            if failure is not None:
+                raise failure
+            return HAServiceStatus(HAServiceState.STANDBY)
+
+        def monitor_health(self) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    def wait(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 3:
+            monitor.shutdown()
+
+    monitor = HealthMonitor(
+        "nn1", lambda timeout_s: Proxy(), settings, on_state=states.append, wait=wait
+    )
+    monitor.start()
+    monitor.shutdown(WAIT_S)
+    assert waits == [0.25, 0.75, 0.5]
+    assert states == [HealthState.SERVICE_HEALTHY, HealthState.SERVICE_NOT_RESPONDING]
+
+
 # ---- the elector's callbacks -------------------------------------------------------------------
 
 
@@ -297,7 +402,7 @@ def test_become_active_transitions_the_local_namenode_by_zkfc(fx: Fixture) -> No
     assert fx.namenodes.calls == [("nn1", "transition_to_active", True)]
     assert fx.namenodes.timeouts == [SETTINGS.new_active_timeout_s]
     assert all(p.closed for p in fx.namenodes.proxies)
-    assert fx.controller.service_state == "active"
+    assert fx.controller.service_state is HAServiceState.ACTIVE
     assert fx.controller._last_attempt is not None and fx.controller._last_attempt.succeeded
 
 
@@ -314,7 +419,7 @@ def test_become_active_failure_raises_and_records_a_failed_attempt(
         fx.controller.become_active()
     assert str(e.value).startswith(f"Couldn't make {NN1} active: ")
     assert str(error) in str(e.value)
-    assert fx.controller.service_state == "initializing"
+    assert fx.controller.service_state is HAServiceState.INITIALIZING
     attempt = fx.controller._last_attempt
     assert attempt is not None and not attempt.succeeded and str(error) in attempt.status
     assert all(p.closed for p in fx.namenodes.proxies)
@@ -323,14 +428,14 @@ def test_become_active_failure_raises_and_records_a_failed_attempt(
 def test_become_standby_transitions_the_local_namenode_by_zkfc(fx: Fixture) -> None:
     fx.controller.become_standby()
     assert fx.namenodes.calls == [("nn1", "transition_to_standby", True)]
-    assert fx.controller.service_state == "standby"
+    assert fx.controller.service_state is HAServiceState.STANDBY
 
 
 def test_become_standby_that_fails_still_records_standby(fx: Fixture) -> None:
     # Hadoop's becomeStandby logs the failure: the health monitor's next poll sees the truth.
     fx.namenodes.fail(NN1, "transition_to_standby", IOException("timed out"))
     fx.controller.become_standby()
-    assert fx.controller.service_state == "standby"
+    assert fx.controller.service_state is HAServiceState.STANDBY
 
 
 def test_fence_old_active_graceful_transition_is_enough(fx: Fixture) -> None:
@@ -377,7 +482,7 @@ def test_cede_active_steps_down_quits_and_bars_rejoining(fx: Fixture) -> None:
     fx.controller.cede_active(10_000)
     assert fx.namenodes.calls == [("nn1", "transition_to_standby", True)]
     assert fx.elector.calls == [("quit", False)]  # standby for sure: nothing to fence
-    assert fx.controller.service_state == "initializing"
+    assert fx.controller.service_state is HAServiceState.INITIALIZING
     fx.healthy()
     assert fx.elector.calls == [("quit", False)]  # barred
 
@@ -459,7 +564,7 @@ def test_graceful_failover_success(fx: Fixture) -> None:
     assert errors == []
     assert fx.zkfcs.calls == [("nn2", CEDE_MS), ("nn2", -1)]
     assert fx.namenodes.calls == [("nn1", "transition_to_active", True)]
-    assert fx.controller.service_state == "active"
+    assert fx.controller.service_state is HAServiceState.ACTIVE
     assert all(p.closed for p in fx.zkfcs.proxies)
 
 

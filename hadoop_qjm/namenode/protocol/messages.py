@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hadoop_qjm.common.storage_info import NamespaceInfo, StorageInfo
+from hadoop_qjm.ha.ha_service_protocol import HAServiceState
 from hadoop_qjm.namenode.fs_directory import FileStatus, path_components
 from hadoop_qjm.namenode.protocol.thrift_idl import namenode_thrift as _t
 from hadoop_qjm.qjournal.protocol.messages import namespace_info_from_thrift
@@ -46,15 +47,6 @@ __all__ = [
 #: CreateFlagProto bits.
 CREATE_FLAG_CREATE = 0x01
 CREATE_FLAG_OVERWRITE = 0x02
-
-
-class HAServiceState(enum.IntEnum):
-    """HAServiceStateProto (values are the wire values)."""
-
-    INITIALIZING = 0
-    ACTIVE = 1
-    STANDBY = 2
-    OBSERVER = 3
 
 
 class HARequestSource(enum.IntEnum):
