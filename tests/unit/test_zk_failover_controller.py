@@ -380,15 +380,19 @@ def test_the_health_monitor_waits_are_hadoops_three_intervals() -> None:
         def close(self) -> None:
             pass
 
+    third_wait = threading.Event()
+
     def wait(seconds: float) -> None:
         waits.append(seconds)
         if len(waits) == 3:
             monitor.shutdown()
+            third_wait.set()
 
     monitor = HealthMonitor(
         "nn1", lambda timeout_s: Proxy(), settings, on_state=states.append, wait=wait
     )
     monitor.start()
+    assert third_wait.wait(WAIT_S), f"the monitor waited only {waits}"
     monitor.shutdown(WAIT_S)
     assert waits == [0.25, 0.75, 0.5]
     assert states == [HealthState.SERVICE_HEALTHY, HealthState.SERVICE_NOT_RESPONDING]
