@@ -6,6 +6,7 @@ import itertools
 import logging
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,28 @@ import pytest
 PROJECT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("HADOOP_QJM_SHARED", PROJECT.parent / "shared"))
 HADOOP_TESTDATA = SHARED / "testdata" / "hadoop"
+
+
+def _tmpfs_dir() -> str | None:
+    """A private directory on /dev/shm (tmpfs) when there is one, else None."""
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        return None
+    path = shm / f"hadoop-qjm-tests-{os.getuid()}"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return str(path)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Scratch files go to tmpfs: ``tmp_path``, ``tempfile.mkdtemp()`` (a MiniJournalCluster
+    without a ``base_dir``) and, through ``TMPDIR``, the processes the tests start. No test
+    here measures the disk, and an fsync on tmpfs costs nothing, where the JournalNodes'
+    fsyncs on a CI disk cost most of their tests' time. ``HADOOP_QJM_TEST_TMPDIR=<dir>``
+    puts them elsewhere (e.g. on the disk)."""
+    root = os.environ.get("HADOOP_QJM_TEST_TMPDIR") or _tmpfs_dir()
+    if root:
+        tempfile.tempdir = root
+        os.environ["TMPDIR"] = root
 
 
 @pytest.fixture(autouse=True)
