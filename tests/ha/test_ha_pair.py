@@ -24,16 +24,9 @@ from hadoop_qjm.namenode.name_node import NameNode
 from hadoop_qjm.namenode.name_node_core import NameNodeCore
 from hadoop_qjm.namenode.protocol.exceptions import StandbyException
 from hadoop_qjm.namenode.protocol.messages import HAServiceState
-from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf, journal_node_conf, wait_until
-from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf, wait_until
 
 pytestmark = pytest.mark.timeout(90)
-
-
-@pytest.fixture
-def mjc():
-    with MiniJournalCluster(3, conf=journal_node_conf()) as cluster:
-        yield cluster
 
 
 @pytest.fixture
