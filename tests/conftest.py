@@ -63,6 +63,17 @@ def hadoop_testdata() -> Path:
     return HADOOP_TESTDATA
 
 
+@pytest.fixture
+def mjc():
+    """Three in-process JournalNodes on 127.0.0.1 with the default configuration, their
+    directories on tmpfs (see ``pytest_configure``). tests/ha overrides it with JournalNodes
+    serving in-progress tailing."""
+    from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+
+    with MiniJournalCluster(3) as cluster:
+        yield cluster
+
+
 def _mini_zk_cluster(base_dir: Path, num_servers: int):
     """A started MiniZooKeeperCluster; a missing ZooKeeper fails the test (never skips) with
     the one-line install hint."""

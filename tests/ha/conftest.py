@@ -13,6 +13,6 @@ from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 @pytest.fixture
 def mjc() -> Iterator[MiniJournalCluster]:
     """Three in-process JournalNodes serving in-progress tailing from their edits caches
-    (on tmpfs, as every scratch directory of the tests: see tests/conftest.py)."""
+    (overrides tests/conftest.py's ``mjc``, which has the default configuration)."""
     with MiniJournalCluster(3, conf=journal_node_conf()) as cluster:
         yield cluster
