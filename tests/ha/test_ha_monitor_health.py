@@ -27,15 +27,6 @@ def start_pair(mjc, tmp_path, **extra) -> HAPair:
     return HAPair(ha_conf(tmp_path, mjc, JID, **extra), tmp_path)
 
 
-@pytest.fixture
-def pair(mjc, tmp_path):
-    p = start_pair(mjc, tmp_path)
-    try:
-        yield p
-    finally:
-        p.stop()
-
-
 def health_error(pair: HAPair, nnid: str) -> str | None:
     """monitorHealth over RPC: None if healthy, else the one-line reason."""
     with pair.proxy(nnid) as proxy:

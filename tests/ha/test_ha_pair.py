@@ -29,15 +29,6 @@ from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf, wait_until
 pytestmark = pytest.mark.timeout(90)
 
 
-@pytest.fixture
-def pair(mjc, tmp_path):
-    p = HAPair(ha_conf(tmp_path, mjc, "ha"), tmp_path)
-    try:
-        yield p
-    finally:
-        p.stop()
-
-
 def test_a_standby_start_logs_how_a_namenode_becomes_active(mjc, tmp_path, caplog):
     """Neither NameNode makes itself active: each says so at start, in one INFO line."""
     caplog.set_level(logging.INFO, logger="hadoop_qjm.namenode.name_node")
