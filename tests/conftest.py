@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
+import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,28 @@ import pytest
 PROJECT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("HADOOP_QJM_SHARED", PROJECT.parent / "shared"))
 HADOOP_TESTDATA = SHARED / "testdata" / "hadoop"
+
+
+def _tmpfs_dir() -> str | None:
+    """A private directory on /dev/shm (tmpfs) when there is one, else None."""
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        return None
+    path = shm / f"hadoop-qjm-tests-{os.getuid()}"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return str(path)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Scratch files go to tmpfs: ``tmp_path``, ``tempfile.mkdtemp()`` (a MiniJournalCluster
+    without a ``base_dir``) and, through ``TMPDIR``, the processes the tests start. No test
+    here measures the disk, and an fsync on tmpfs costs nothing, where the JournalNodes'
+    fsyncs on a CI disk cost most of their tests' time. ``HADOOP_QJM_TEST_TMPDIR=<dir>``
+    puts them elsewhere (e.g. on the disk)."""
+    root = os.environ.get("HADOOP_QJM_TEST_TMPDIR") or _tmpfs_dir()
+    if root:
+        tempfile.tempdir = root
+        os.environ["TMPDIR"] = root
 
 
 @pytest.fixture(autouse=True)
@@ -38,6 +63,17 @@ def hadoop_testdata() -> Path:
     return HADOOP_TESTDATA
 
 
+@pytest.fixture
+def mjc():
+    """Three in-process JournalNodes on 127.0.0.1 with the default configuration, their
+    directories on tmpfs (see ``pytest_configure``). tests/ha overrides it with JournalNodes
+    serving in-progress tailing."""
+    from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+
+    with MiniJournalCluster(3) as cluster:
+        yield cluster
+
+
 def _mini_zk_cluster(base_dir: Path, num_servers: int):
     """A started MiniZooKeeperCluster; a missing ZooKeeper fails the test (never skips) with
     the one-line install hint."""
@@ -50,11 +86,66 @@ def _mini_zk_cluster(base_dir: Path, num_servers: int):
     pytest.fail(missing, pytrace=False)  # outside the except: no chained traceback
 
 
-@pytest.fixture
-def zk_server(tmp_path: Path):
-    """One standalone ZooKeeper server (a JVM on 127.0.0.1), shut down after the test."""
-    with _mini_zk_cluster(tmp_path / "zk", 1) as cluster:
+class ZooKeeperChroot:
+    """A test's own namespace on a server that the module shares: :attr:`connect_string`
+    ends with a chroot znode made for this test (``host:port/<test>``), so every client
+    built from it (kazoo, ``ha.zookeeper.quorum``) sees a tree of its own, empty at the
+    start. Everything else (``mode``, ``server_dir``…) is the shared cluster's."""
+
+    def __init__(self, cluster, chroot: str) -> None:
+        self.cluster = cluster
+        self.chroot = chroot
+
+    @property
+    def connect_string(self) -> str:
+        return f"{self.cluster.connect_string}{self.chroot}"
+
+    def __getattr__(self, name: str):
+        return getattr(self.cluster, name)
+
+
+@pytest.fixture(scope="module")
+def _module_zk_server(tmp_path_factory: pytest.TempPathFactory):
+    """The module's one standalone ZooKeeper server: a JVM start costs seconds, so the
+    tests of a module share it, each in its own chroot (see ``zk_server``)."""
+    with _mini_zk_cluster(tmp_path_factory.mktemp("zk"), 1) as cluster:
         yield cluster
+
+
+_chroots = itertools.count(1)
+
+
+@pytest.fixture
+def zk_server(request: pytest.FixtureRequest, tmp_path: Path):
+    """A standalone ZooKeeper server (a JVM on 127.0.0.1) for the test.
+
+    By default the module's shared server seen through a fresh chroot znode
+    (:class:`ZooKeeperChroot`): the test starts from an empty tree, as on a server of its
+    own. A test marked ``own_zookeeper`` (it kills or restarts the server, or looks at the
+    server itself) gets a server of its own, shut down after the test."""
+    if request.node.get_closest_marker("own_zookeeper"):
+        with _mini_zk_cluster(tmp_path / "zk", 1) as cluster:
+            yield cluster
+        return
+    from kazoo.client import KazooClient
+
+    shared = request.getfixturevalue("_module_zk_server")
+    if not shared.is_running(0):  # a test killed it against the rules: later tests still run
+        shared.restart_server(0)
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", request.node.name)[:80]
+    chroot = f"/{next(_chroots)}-{name}"
+    client = KazooClient(hosts=shared.connect_string, timeout=10.0)
+    client.start(timeout=30)
+    try:
+        client.create(chroot)
+    finally:
+        client.stop()
+        client.close()
+    yield ZooKeeperChroot(shared, chroot)
+    if not shared.is_running(0):
+        pytest.fail(
+            f"{request.node.name} stopped the module's shared ZooKeeper: mark it own_zookeeper"
+        )
 
 
 @pytest.fixture

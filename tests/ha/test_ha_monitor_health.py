@@ -16,31 +16,15 @@ import pytest
 
 from hadoop_qjm.common.exceptions import HadoopException
 from hadoop_qjm.namenode.protocol.exceptions import HealthCheckFailedException
-from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf, journal_node_conf, wait_until
-from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf, wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
 JID = "health"
 
 
-@pytest.fixture
-def mjc():
-    with MiniJournalCluster(3, conf=journal_node_conf()) as cluster:
-        yield cluster
-
-
 def start_pair(mjc, tmp_path, **extra) -> HAPair:
     return HAPair(ha_conf(tmp_path, mjc, JID, **extra), tmp_path)
-
-
-@pytest.fixture
-def pair(mjc, tmp_path):
-    p = start_pair(mjc, tmp_path)
-    try:
-        yield p
-    finally:
-        p.stop()
 
 
 def health_error(pair: HAPair, nnid: str) -> str | None:

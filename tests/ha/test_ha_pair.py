@@ -24,25 +24,9 @@ from hadoop_qjm.namenode.name_node import NameNode
 from hadoop_qjm.namenode.name_node_core import NameNodeCore, format_namenode
 from hadoop_qjm.namenode.protocol.exceptions import StandbyException
 from hadoop_qjm.namenode.protocol.messages import HAServiceState
-from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf, journal_node_conf, wait_until
-from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf, wait_until
 
 pytestmark = pytest.mark.timeout(90)
-
-
-@pytest.fixture
-def mjc():
-    with MiniJournalCluster(3, conf=journal_node_conf()) as cluster:
-        yield cluster
-
-
-@pytest.fixture
-def pair(mjc, tmp_path):
-    p = HAPair(ha_conf(tmp_path, mjc, "ha"), tmp_path)
-    try:
-        yield p
-    finally:
-        p.stop()
 
 
 def test_a_standby_start_logs_how_a_namenode_becomes_active(mjc, tmp_path, caplog):

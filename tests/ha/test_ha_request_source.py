@@ -12,8 +12,7 @@ import pytest
 from hadoop_qjm.common.exceptions import AccessControlException, IllegalArgumentException
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy
 from hadoop_qjm.namenode.protocol.messages import HARequestSource, HAServiceState
-from hadoop_qjm.testing.in_process_ha import NS, HAPair, ha_conf, journal_node_conf
-from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+from hadoop_qjm.testing.in_process_ha import NS, HAPair, ha_conf
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -21,12 +20,6 @@ ACTIVE, STANDBY = HAServiceState.ACTIVE, HAServiceState.STANDBY
 MANUAL_REFUSED = (
     "Manual HA control for this NameNode is disallowed, because automatic HA is enabled."
 )
-
-
-@pytest.fixture
-def mjc():
-    with MiniJournalCluster(3, conf=journal_node_conf()) as cluster:
-        yield cluster
 
 
 def make_pair(mjc, tmp_path, **extra):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from hadoop_qjm.namenode.protocol.messages import HAServiceState
-from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf, journal_node_conf, wait_until
+from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf, wait_until
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from tests.integration.namenode_support import wait_for_journal_nodes
 
@@ -24,12 +24,6 @@ pytestmark = pytest.mark.timeout(60)
 JID = "tailing"
 #: The JournalNode files a writer creates: edit segments and the epochs it took.
 WRITER_FILES = ("edits_", "last-promised-epoch", "last-writer-epoch")
-
-
-@pytest.fixture
-def mjc():
-    with MiniJournalCluster(3, conf=journal_node_conf()) as cluster:
-        yield cluster
 
 
 def make_pair(mjc, tmp_path, **extra) -> HAPair:

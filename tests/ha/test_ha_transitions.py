@@ -15,28 +15,13 @@ from hadoop_qjm.namenode.protocol.exceptions import (
     StandbyException,
 )
 from hadoop_qjm.namenode.protocol.messages import HAServiceState, HAServiceStatus
-from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf, journal_node_conf, wait_until
+from hadoop_qjm.testing.in_process_ha import wait_until
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from tests.integration.namenode_support import FakeJournal, Terminations, nn_conf, start_nn
 
 pytestmark = pytest.mark.timeout(120)
 
 JID = "transitions"
-
-
-@pytest.fixture
-def mjc():
-    with MiniJournalCluster(3, conf=journal_node_conf()) as cluster:
-        yield cluster
-
-
-@pytest.fixture
-def pair(mjc, tmp_path):
-    p = HAPair(ha_conf(tmp_path, mjc, JID), tmp_path)
-    try:
-        yield p
-    finally:
-        p.stop()
 
 
 def segment_files(mjc: MiniJournalCluster, i: int) -> set[str]:

@@ -22,12 +22,6 @@ pytestmark = pytest.mark.timeout(60)
 JID = "push"
 
 
-@pytest.fixture
-def mjc():
-    with MiniJournalCluster(3, conf=journal_node_conf()) as cluster:
-        yield cluster
-
-
 def exists(pair: HAPair, nnid: str, path: str) -> bool:
     return pair[nnid].core.namesystem.dir.get_inode(path) is not None
 

@@ -11,28 +11,19 @@ import contextlib
 import socket
 import struct
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 from hadoop_qjm.namenode.ipc_server import Call, IpcServer, current_call
 from hadoop_qjm.qjournal.protocol.sockets import PlainSocketFactory
 from hadoop_qjm.qjournal.protocol.wire import ProtocolError
+from hadoop_qjm.testing.in_process_ha import wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
 DEADLINE_S = 20.0
 _LEN = struct.Struct(">i")
-
-
-def wait_until(predicate: Callable[[], bool], timeout_s: float = DEADLINE_S) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
 
 
 class Backend:
@@ -157,9 +148,9 @@ def test_a_full_call_queue_blocks_the_reader_until_a_handler_frees_a_place(
     socks = [connect(server) for _ in range(4)]
     try:
         send(socks[0], b"wait:A")
-        assert wait_until(lambda: server.call_queue_length == 0)
+        wait_until(lambda: server.call_queue_length == 0, DEADLINE_S)
         send(socks[1], b"wait:B")
-        assert wait_until(lambda: server.call_queue_length == 1)
+        wait_until(lambda: server.call_queue_length == 1, DEADLINE_S)
         send(socks[2], b"echo:C")
         send(socks[3], b"echo:D")
         socks[3].settimeout(0.3)
@@ -201,7 +192,7 @@ def test_a_full_wake_socket_never_blocks_a_handler_while_the_queue_is_full(
     try:
         send(socks["A"], b"wait:A1", b"echo:A2")
         # (the connection is known once the listener accepted it)
-        assert wait_until(
+        wait_until(
             lambda: (
                 server.call_queue_length == 0
                 and (conn := conn_of(socks["A"])) is not None
@@ -209,10 +200,10 @@ def test_a_full_wake_socket_never_blocks_a_handler_while_the_queue_is_full(
             )
         )
         send(socks["B"], b"echo:B")
-        assert wait_until(lambda: server.call_queue_length == 1)
+        wait_until(lambda: server.call_queue_length == 1, DEADLINE_S)
         send(socks["C"], b"echo:C")
         # C's call is taken off its connection: the listener now waits for a place.
-        assert wait_until(lambda: conn_of(socks["C"]) is not None and conn_of(socks["C"]).busy)
+        wait_until(lambda: conn_of(socks["C"]) is not None and conn_of(socks["C"]).busy, DEADLINE_S)
         filled = 0
         while True:  # what many wake-ups left undrained
             try:
@@ -253,7 +244,7 @@ def test_many_connections_each_get_their_own_replies(server: IpcServer) -> None:
     for t in threads:
         t.join(DEADLINE_S)
     assert errors == []
-    assert wait_until(lambda: server.num_open_connections == 0)
+    wait_until(lambda: server.num_open_connections == 0, DEADLINE_S)
 
 
 def test_a_postponed_reply_goes_out_when_released_and_a_failed_one_as_an_error(
@@ -262,7 +253,7 @@ def test_a_postponed_reply_goes_out_when_released_and_a_failed_one_as_an_error(
     with connect(server) as one, connect(server) as two:
         send(one, b"post:first")
         send(two, b"post:second")
-        assert wait_until(lambda: len(backend.postponed) == 2)
+        wait_until(lambda: len(backend.postponed) == 2, DEADLINE_S)
         one.settimeout(0.2)
         with pytest.raises(TimeoutError):
             one.recv(1)  # held until released
@@ -284,7 +275,7 @@ def test_stop_closes_every_connection_and_joins_every_thread(backend: Backend) -
     try:
         send(socks[0], b"echo:served")
         assert reply(socks[0]) == b"served"
-        assert wait_until(lambda: server.num_open_connections == 5)
+        wait_until(lambda: server.num_open_connections == 5, DEADLINE_S)
         server.stop(10)
         for sock in socks:
             assert sock.recv(1) == b""

@@ -16,6 +16,7 @@ from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.editlog.file_journal_manager import finalized_edits_file_name
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
+from hadoop_qjm.testing.in_process_ha import wait_until
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import (
     FAKE_NSINFO,
@@ -28,14 +29,6 @@ from hadoop_qjm.testing.qjm_test_util import (
 pytestmark = pytest.mark.timeout(60)
 
 SEG = finalized_edits_file_name(1, 20)
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float = 20.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or condition}")
-        time.sleep(0.02)
 
 
 def cluster_with(tmp_path, **scrub: str) -> MiniJournalCluster:

@@ -44,6 +44,7 @@ def kazoo(hosts: str) -> KazooClient:
     return client
 
 
+@pytest.mark.own_zookeeper  # looks at the server itself
 def test_kazoo_creates_and_reads_a_znode_on_a_standalone_server(zk_server):
     assert zk_server.mode(0) == "standalone"
     assert zk_server.connect_string == f"127.0.0.1:{zk_server.client_ports[0]}"

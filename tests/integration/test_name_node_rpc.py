@@ -43,12 +43,6 @@ pytestmark = pytest.mark.timeout(60)
 JID = "nnrpc"
 
 
-@pytest.fixture
-def mjc() -> Iterator[MiniJournalCluster]:
-    with MiniJournalCluster(3) as cluster:
-        yield cluster
-
-
 def daemon_conf(base: Path, mjc: MiniJournalCluster, **extra: object):
     return nn_conf(
         base,

@@ -9,23 +9,15 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Iterator
 
 import pytest
 
 from hadoop_qjm.common.exceptions import ExitException
 from hadoop_qjm.namenode.name_node_core import format_namenode
-from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from tests.integration.namenode_support import Terminations, nn_conf, start_nn
 
 TEST_PATH = "/test-dir-1"
 TEST_PATH_2 = "/test-dir-2"
-
-
-@pytest.fixture
-def mjc() -> Iterator[MiniJournalCluster]:
-    with MiniJournalCluster(3) as cluster:
-        yield cluster
 
 
 def test_log_and_restart(mjc, tmp_path) -> None:

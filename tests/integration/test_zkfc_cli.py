@@ -1,4 +1,5 @@
-"""``hdfs-py zkfc`` against a real ZooKeeper (one JVM per test), and ActiveStandbyElector
+"""``hdfs-py zkfc`` against a real ZooKeeper (one JVM for the module, a chroot per test; the
+two tests that kill it have their own), and ActiveStandbyElector
 pairs driven in-process against it with fake callbacks. No NameNode runs here: the
 configuration names nn1 and nn2 on free ports of 127.0.0.1, and the commands tested stop
 before they would talk to a NameNode.
@@ -599,6 +600,7 @@ def test_an_active_whose_lock_is_deleted_notices(electors: Electors) -> None:
     wait_until(one_active_holding_the_lock, 5.0, "exactly one ACTIVE elector, holding the lock")
 
 
+@pytest.mark.own_zookeeper
 def test_a_zookeeper_restart_within_the_session_keeps_the_roles(electors: Electors) -> None:
     # The restart must stay within the session: a JVM start on a loaded 2-core machine took
     # longer than 15 s once, and the session rightly expired. The server's maximum is 60 s.
@@ -696,6 +698,7 @@ def test_format_zk_needs_no_fencing_method(cli: ZkfcCli, zk_server: MiniZooKeepe
         assert client.exists(PARENT)
 
 
+@pytest.mark.own_zookeeper
 def test_an_elector_cut_off_from_zookeeper_still_terminates_promptly(
     electors: Electors,
 ) -> None:

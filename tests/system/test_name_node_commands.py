@@ -13,7 +13,6 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,6 @@ from hadoop_qjm.editlog.fs_edit_log_op import encode_op
 from hadoop_qjm.editlog.redundant_edit_log_input_stream import chain_and_make_redundant_streams
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
-from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.name_node_process import NameNodeProcess, child_env, write_conf_dir
 from tests.integration.namenode_support import read_ops
 
@@ -63,12 +61,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-@pytest.fixture
-def mjc() -> Iterator[MiniJournalCluster]:
-    with MiniJournalCluster(3) as cluster:
-        yield cluster
 
 
 def nn_props(tmp_path: Path, shared: str | None) -> dict[str, object]:

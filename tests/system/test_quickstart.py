@@ -58,6 +58,13 @@ def test_journal_only_quickstart_runs_writer_failover_reader():
     assert "quickstart: OK" in out
 
 
+# Slow: the default run keeps one full quickstart (the main job, above). What this one
+# checks runs by default in faster tests: kill -9 of the active under load, a failover by
+# the controllers alone with no acknowledged mkdir lost (test_zkfc_failover.py::
+# test_kill_active_namenode_fails_over_without_a_command), controllers stopping on SIGTERM
+# (::test_haadmin_goes_through_the_controllers), -formatZK (test_zkfc_cli.py), and the
+# command's refusal without ZooKeeper (below).
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_quickstart_auto_failover_survives_kill_9_of_the_active(tmp_path):
     # Needs ZooKeeper (Debian's zookeeper package, which .ci/run installs).

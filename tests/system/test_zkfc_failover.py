@@ -203,6 +203,10 @@ def test_haadmin_goes_through_the_controllers(zk_server, make_cluster) -> None:
                 if not fs.mkdirs("/after-failover"):
                     problems.append("mkdirs after the failover was not acknowledged")
         assert not problems, "\n".join(problems)
+        # Each controller stops on SIGTERM, saying so (what quickstart --auto-failover checks).
+        for nnid in (active, standby):
+            cluster.stop_zkfc(nnid)
+            assert "Received signal 15" in cluster.zkfc_log_path(nnid).read_text(), nnid
 
 
 # ---- 2. kill -9 the active's controller -----------------------------------------------------------

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 
 import pytest
 
@@ -23,18 +22,11 @@ from hadoop_qjm.editlog.fs_edit_log_op import MkdirOp
 from hadoop_qjm.editlog.journal_manager import JournalManager
 from hadoop_qjm.namenode.fs_edit_log import FSEditLog
 from hadoop_qjm.namenode.journal_set import JournalSet
+from hadoop_qjm.testing.in_process_ha import wait_until
 
 pytestmark = pytest.mark.timeout(30)
 
 DEADLINE_S = 10.0
-
-
-def wait_until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting until {what}")
-        time.sleep(0.002)
 
 
 class _Batch:
@@ -129,7 +121,7 @@ def _open(depth: int) -> tuple[FSEditLog, HeldJournal, _Terminations]:
     log.init_journals_for_write()
     sync = threading.Thread(target=log.open_for_write)
     sync.start()
-    wait_until(lambda: len(journal.batches) == 1, "the segment's first batch was sent")
+    wait_until(lambda: len(journal.batches) == 1, DEADLINE_S, "the segment's first batch was sent")
     journal.answer(0)
     sync.join(DEADLINE_S)
     assert log.synced_txid == 1
@@ -166,7 +158,7 @@ def _start_writer(log: FSEditLog, journal: HeldJournal, name: str, batches: int)
     """A writer whose edit goes out as batch number ``batches - 1`` (the sends are in order)."""
     writer = _Writer(log, name)
     writer.start()
-    wait_until(lambda: len(journal.batches) == batches, f"{name}'s batch was sent")
+    wait_until(lambda: len(journal.batches) == batches, DEADLINE_S, f"{name}'s batch was sent")
     return writer
 
 
@@ -181,7 +173,9 @@ def test_k_batches_go_out_before_any_is_acknowledged_and_the_next_waits() -> Non
     assert len(journal.batches) == 4, "a fourth batch went out with three unacknowledged"
     assert log.synced_txid == 1
     journal.answer(1)
-    wait_until(lambda: len(journal.batches) == 5, "a slot freed: the fourth batch went out")
+    wait_until(
+        lambda: len(journal.batches) == 5, DEADLINE_S, "a slot freed: the fourth batch went out"
+    )
     for index in (2, 3, 4):
         journal.answer(index)
     for writer in [*writers, fourth]:
@@ -236,7 +230,7 @@ def test_depth_one_keeps_one_sync_in_flight() -> None:
     time.sleep(0.05)
     assert len(journal.batches) == 2, "a second sync started while one was running"
     journal.answer(1)
-    wait_until(lambda: len(journal.batches) == 3, "the second sync started")
+    wait_until(lambda: len(journal.batches) == 3, DEADLINE_S, "the second sync started")
     journal.answer(2)
     for writer in (first, second):
         assert writer.done.wait(DEADLINE_S)
@@ -265,13 +259,13 @@ def test_a_sync_in_flight_when_the_log_is_aborted_is_not_acknowledged(depth: int
     log.init_journals_for_write()
     opener = threading.Thread(target=log.open_for_write)
     opener.start()
-    wait_until(lambda: len(journal.batches) == 1, "the segment's first batch was sent")
+    wait_until(lambda: len(journal.batches) == 1, DEADLINE_S, "the segment's first batch was sent")
     journal.answer(0)
     opener.join(DEADLINE_S)
     second, third = (log.log_edit(MkdirOp.create(0, f"/d{i}")) for i in range(2))
     syncer = _Syncer(log, third)
     syncer.start()
-    wait_until(lambda: len(journal.batches) == 2, "the batch 2-3 was sent")
+    wait_until(lambda: len(journal.batches) == 2, DEADLINE_S, "the batch 2-3 was sent")
     waiter = _Syncer(log, second)  # its txid is in the batch on its way: it waits
     waiter.start()
     log.abort()
@@ -322,7 +316,7 @@ def test_an_unexpected_error_from_a_batch_kills_the_log_and_frees_its_waiters(
 
     syncer = threading.Thread(target=sync, args=(first,), daemon=True)
     syncer.start()
-    wait_until(lambda: len(journal.batches) == 2, "the batch of both edits was sent")
+    wait_until(lambda: len(journal.batches) == 2, DEADLINE_S, "the batch of both edits was sent")
     waiter = threading.Thread(target=sync, args=(second,), daemon=True)
     waiter.start()  # its txid is in the batch on its way: it waits for that batch
     journal.answer(1, RuntimeError("invariant broken"))
