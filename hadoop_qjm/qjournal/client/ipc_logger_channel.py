@@ -46,7 +46,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from typing import Any, TypeVar
-from urllib.parse import quote_plus, urlsplit
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
@@ -69,6 +68,11 @@ from hadoop_qjm.qjournal.client.ipc_logger_channel_metrics import (
     IPCLoggerChannelMetrics,
     LatencySeries,
 )
+from hadoop_qjm.qjournal.client.logger_progress import (
+    HEARTBEAT_INTERVAL_S,
+    DirectAnswer,
+    LoggerProgress,
+)
 from hadoop_qjm.qjournal.client.pipelined_channel import (
     MAX_BUSY_POLL_US,
     ReadRepliesWhileWaiting,
@@ -79,6 +83,7 @@ from hadoop_qjm.qjournal.protocol.exceptions import (
     JournalOutOfSyncException,
     LoggerTooFarBehindException,
 )
+from hadoop_qjm.qjournal.protocol.journal_url import get_journal_url, http_server_url
 from hadoop_qjm.qjournal.protocol.messages import (
     CanFormatResponse,
     GetJournaledEditsResponse,
@@ -101,8 +106,6 @@ __all__ = [
 
 LOG = logging.getLogger("hadoop_qjm.qjournal.client.quorum_journal_manager")
 
-#: While out of sync, at most one heartbeat per this interval.
-HEARTBEAT_INTERVAL_S = 1.0
 #: A journal call slower than this is logged.
 WARN_JOURNAL_MILLIS_THRESHOLD = 1000
 #: Hadoop's ``ipc.client.rpc-timeout.ms``: 0 (the default) waits for a reply forever,
@@ -118,11 +121,6 @@ class UnknownHostException(IOException):
     """A JournalNode host name does not resolve."""
 
     java_name = "java.net.UnknownHostException"
-
-
-def _java_url_encode(text: str) -> str:
-    # java.net.URLEncoder: space -> '+', and '*' stays; '~' is encoded.
-    return quote_plus(text, safe="*").replace("~", "%7E")
 
 
 #: ``on_answer(None, None)`` (done) or ``on_answer(None, error)``: a direct journal
@@ -219,7 +217,6 @@ class IPCLoggerChannel(AsyncLogger):
         limit_mb = conf.get_int(
             keys.DFS_QJOURNAL_QUEUE_SIZE_LIMIT_KEY, keys.DFS_QJOURNAL_QUEUE_SIZE_LIMIT_DEFAULT
         )
-        self._queue_limit_bytes = limit_mb * 1024 * 1024
         name = str(self)
         self._executor = executor or single_thread_executor(name)
         self._parallel_executor = parallel_executor or new_parallel_executor(
@@ -232,16 +229,9 @@ class IPCLoggerChannel(AsyncLogger):
         # State below is guarded by _lock.
         self._ipc_serial = 0
         self._epoch = -1
-        self._committed_txid = INVALID_TXID
         self._http_server_url: str | None = None
-        self._queued_bytes = 0
-        self._queued_txns = 0
-        self._highest_acked_txid = 0
-        self._last_ack_time: float | None = None  # submit time of the last acked batch
-        self._last_commit_time: float | None = None
-        self._out_of_sync = False
-        self._sync_epoch = 0  # bumped whenever the node goes out of sync
-        self._last_heartbeat: float | None = None
+        #: The queue, the acks, the commits and the out-of-sync state (logger_progress.py).
+        self._progress = LoggerProgress(limit_mb * 1024 * 1024, INVALID_TXID)
         self._metrics = IPCLoggerChannelMetrics.for_registry(metrics_registry or REGISTRY)
         self._metrics.add(self)
         # This channel's two latency series, looked up once (on the first journal call):
@@ -284,13 +274,7 @@ class IPCLoggerChannel(AsyncLogger):
 
     def set_committed_txid(self, txid: int) -> None:
         with self._lock:
-            if txid < self._committed_txid:
-                raise IllegalArgumentException(
-                    "Trying to move committed txid backwards in client "
-                    f"old: {self._committed_txid} new: {txid}"
-                )
-            self._committed_txid = txid
-            self._last_commit_time = self._clock()
+            self._progress.commit(txid, self._clock())
 
     @property
     def epoch(self) -> int:
@@ -305,13 +289,13 @@ class IPCLoggerChannel(AsyncLogger):
     @property
     def committed_txid(self) -> int:
         with self._lock:
-            return self._committed_txid
+            return self._progress.committed_txid
 
     @property
     def is_out_of_sync(self) -> bool:
         """True after a failed journal call, until the next successful startLogSegment."""
         with self._lock:
-            return self._out_of_sync
+            return self._progress.out_of_sync
 
     @property
     def queued_edits_size(self) -> int:
@@ -319,50 +303,33 @@ class IPCLoggerChannel(AsyncLogger):
         the executor) and not answered yet: what ``dfs.qjournal.queued-edits.limit.mb``
         bounds."""
         with self._lock:
-            return self._queued_bytes
+            return self._progress.queued_bytes
 
     @property
     def queued_edits_txns(self) -> int:
         with self._lock:
-            return self._queued_txns
+            return self._progress.queued_txns
 
     @property
     def highest_acked_txid(self) -> int:
         with self._lock:
-            return self._highest_acked_txid
-
-    def _lag_txns_locked(self) -> int:
-        return max(self._committed_txid - self._highest_acked_txid, 0)
-
-    def _lag_time_ms_locked(self) -> int:
-        if self._last_commit_time is None or self._last_ack_time is None:
-            return 0
-        return int(max(self._last_commit_time - self._last_ack_time, 0.0) * 1000)
+            return self._progress.highest_acked_txid
 
     @property
     def lag_txns(self) -> int:
         """How many committed txns this node has not acknowledged."""
         with self._lock:
-            return self._lag_txns_locked()
+            return self._progress.lag_txns
 
     @property
     def lag_time_ms(self) -> int:
         """Time between the last commit and the submission of the last batch this node acked."""
         with self._lock:
-            return self._lag_time_ms_locked()
+            return self._progress.lag_time_ms
 
     def append_report(self) -> str:
         with self._lock:
-            report = f"Written txid {self._highest_acked_txid}"
-            behind = self._lag_txns_locked()
-            if behind > 0:
-                if self._last_ack_time is not None:
-                    report += f" ({behind} txns/{self._lag_time_ms_locked()}ms behind)"
-                else:
-                    report += " (never written)"
-            if self._out_of_sync:
-                report += " (will try to re-sync on next segment)"
-            return report
+            return self._progress.append_report()
 
     def _create_request(self) -> RequestInfo:
         with self._lock:
@@ -374,7 +341,11 @@ class IPCLoggerChannel(AsyncLogger):
         serial = self._ipc_serial
         self._ipc_serial += 1
         return RequestInfo(
-            self.journal_id, self._epoch, serial, self._committed_txid, self.name_service_id
+            self.journal_id,
+            self._epoch,
+            serial,
+            self._progress.committed_txid,
+            self.name_service_id,
         )
 
     def _get_proxy(self) -> Any:
@@ -393,14 +364,7 @@ class IPCLoggerChannel(AsyncLogger):
         The node may report a wildcard bind address; the RPC host name we reach
         it by is the one that works from here (Hadoop's getHttpServerURI).
         """
-        scheme, port = "http", http_port
-        if from_url:
-            parts = urlsplit(from_url)
-            scheme = parts.scheme or "http"
-            if parts.port is not None:
-                port = parts.port
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        url = f"{scheme}://{host}:{port}"
+        url = http_server_url(self.host, from_url, http_port)
         with self._lock:
             self._http_server_url = url
 
@@ -422,12 +386,8 @@ class IPCLoggerChannel(AsyncLogger):
             base = self._http_server_url
         if base is None:
             raise IllegalStateException("No HTTP/HTTPS endpoint")
-        return (
-            f"{base}/getJournal?jid={_java_url_encode(self.journal_id)}"
-            f"&segmentTxId={segment_txid}"
-            f"&storageInfo={_java_url_encode(self.ns_info.to_colon_separated_string())}"
-            "&inProgressOk=true"
-        )
+        storage_info = self.ns_info.to_colon_separated_string()
+        return get_journal_url(base, self.journal_id, segment_txid, storage_info, True)
 
     # ---- submitting ----------------------------------------------------------------------------
     def _submit(self, fn: Callable[[], T]) -> Future[T]:
@@ -609,7 +569,7 @@ class IPCLoggerChannel(AsyncLogger):
             proxy is None
             or type(proxy) is not QJournalProtocolProxy
             or not proxy.connected
-            or self._out_of_sync
+            or self._progress.out_of_sync
         ):
             return False
         # The lag is measured from when the batch was handed to us.
@@ -620,17 +580,17 @@ class IPCLoggerChannel(AsyncLogger):
             if self._in_executor:
                 return False
             with self._lock:
+                progress = self._progress
                 if (
-                    self._out_of_sync
+                    progress.out_of_sync
                     or self._closed
                     or self._epoch <= 0  # the executor path fails the call as it should
-                    or not self._fits_queue_locked(size)
+                    or not progress.fits(size)
                 ):
                     return False
-                sync_epoch = self._sync_epoch
+                sync_epoch = progress.sync_epoch
                 request = self._create_request_locked()
-                self._queued_bytes += size
-                self._queued_txns += num_txns
+                progress.queue(size, num_txns)
                 self._direct_in_flight += 1
             # Whichever ends the call first — its answer, or the send failing — releases
             # what it holds (queue space, the in-flight count); the other does nothing.
@@ -655,8 +615,7 @@ class IPCLoggerChannel(AsyncLogger):
             if ended[0]:
                 return
             ended[0] = True
-            self._queued_bytes -= size
-            self._queued_txns -= num_txns
+            self._progress.dequeue(size, num_txns)
         self._direct_call_ended()
 
     def _direct_call_ended(self) -> None:
@@ -684,23 +643,24 @@ class IPCLoggerChannel(AsyncLogger):
         Each step after the bookkeeping is guarded on its own, so that the answer is
         given and the call ended whatever the logging or the metrics do.
         """
-        went_out_of_sync = False
         with self._lock:
             if ended[0]:
                 return  # its send failed and the caller was told so
             ended[0] = True
-            if error is None and (self._out_of_sync or self._sync_epoch != sync_epoch):
-                # An earlier call failed after this one went out. Hadoop would not have
-                # sent this one at all (its executor runs one call at a time): so it fails.
-                error = JournalOutOfSyncException("Journal disabled until next roll")
-            elif error is None:
-                self._highest_acked_txid = first_txid + num_txns - 1
-                self._last_ack_time = submit_time
-            elif isinstance(error, OSError) and not self._out_of_sync:
-                self._out_of_sync = went_out_of_sync = True
-                self._sync_epoch += 1
-            self._queued_bytes -= size
-            self._queued_txns -= num_txns
+            outcome = self._progress.answered(
+                failed=error is not None,
+                io_failure=isinstance(error, OSError),
+                sent_sync_epoch=sync_epoch,
+                first_txid=first_txid,
+                num_txns=num_txns,
+                size=size,
+                submit_time=submit_time,
+            )
+        if outcome is DirectAnswer.STALE:
+            # An earlier call failed after this one went out. Hadoop would not have
+            # sent this one at all (its executor runs one call at a time): so it fails.
+            error = JournalOutOfSyncException("Journal disabled until next roll")
+        went_out_of_sync = outcome is DirectAnswer.WENT_OUT_OF_SYNC
         # (Plain try blocks: free when nothing raises, and this runs for every reply.)
         try:
             now = self._clock()
@@ -766,14 +726,11 @@ class IPCLoggerChannel(AsyncLogger):
         except OSError as e:
             self._log_journal_failure(first_txid, num_txns, e)
             with self._lock:
-                if not self._out_of_sync:
-                    self._out_of_sync = True
-                    self._sync_epoch += 1
+                self._progress.journal_failed()
             raise
         else:
             with self._lock:
-                self._highest_acked_txid = first_txid + num_txns - 1
-                self._last_ack_time = submit_time
+                self._progress.acked(first_txid, num_txns, submit_time)
         finally:
             now = self._clock()
             self._record_journal_latency(
@@ -807,47 +764,44 @@ class IPCLoggerChannel(AsyncLogger):
             raise JournalOutOfSyncException("Journal disabled until next roll")
 
     def _heartbeat_if_necessary(self) -> None:
-        with self._lock:
-            last = self._last_heartbeat
         now = self._clock()
-        if last is not None and now - last <= HEARTBEAT_INTERVAL_S:
+        with self._lock:
+            due = self._progress.heartbeat_due(now)
+        if not due:
             return
         try:
             self._get_proxy().heartbeat(self._create_request())
         finally:
             # Not more often than the interval, even if they fail.
+            now = self._clock()
             with self._lock:
-                self._last_heartbeat = self._clock()
+                self._progress.last_heartbeat = now
 
     def heartbeat_if_necessary(self) -> Future[None]:
         return self._submit(self._heartbeat_if_necessary)
-
-    def _fits_queue_locked(self, size: int) -> bool:
-        """Whether a batch of ``size`` bytes may be queued (always, if none is)."""
-        return self._queued_bytes + size <= self._queue_limit_bytes or self._queued_bytes == 0
 
     def _reserve_queue_space(self, size: int, num_txns: int) -> None:
         if size < 0:
             raise IllegalArgumentException(f"negative batch size {size}")
         with self._lock:
-            if not self._fits_queue_locked(size):
+            progress = self._progress
+            if not progress.fits(size):
                 raise LoggerTooFarBehindException(
-                    f"{self} is too far behind: {self._queued_bytes} bytes of edits are queued "
-                    f"and {size} more would pass the limit of {self._queue_limit_bytes} bytes"
+                    f"{self} is too far behind: {progress.queued_bytes} bytes of edits are "
+                    f"queued and {size} more would pass the limit of "
+                    f"{progress.queue_limit_bytes} bytes"
                 )
-            self._queued_bytes += size
-            self._queued_txns += num_txns
+            progress.queue(size, num_txns)
 
     def _unreserve_queue_space(self, size: int, num_txns: int) -> None:
         with self._lock:
-            self._queued_bytes -= size
-            self._queued_txns -= num_txns
+            self._progress.dequeue(size, num_txns)
 
     def start_log_segment(self, txid: int, layout_version: int) -> Future[None]:
         def call() -> None:
             self._get_proxy().start_log_segment(self._create_request(), txid, layout_version)
             with self._lock:
-                was_out_of_sync, self._out_of_sync = self._out_of_sync, False
+                was_out_of_sync = self._progress.resynced()
             if was_out_of_sync:
                 LOG.info(
                     "Restarting previously-stopped writes to %s in segment starting at txid %d",
