@@ -65,7 +65,6 @@ ALLOWED_LONG: set[str] = {
     "common.http_server",
     "namenode.fs_edit_log",
     "namenode.name_node",
-    "qjournal.client.ipc_logger_channel",
     "qjournal.client.pipelined_channel",
     "qjournal.client.quorum_journal_manager",
     "qjournal.protocol.wire",
