@@ -66,7 +66,6 @@ ALLOWED_LONG: set[str] = {
     "namenode.fs_edit_log",
     "namenode.name_node",
     "qjournal.client.pipelined_channel",
-    "qjournal.client.quorum_journal_manager",
     "qjournal.protocol.wire",
     "qjournal.server.journal",
     "qjournal.server.journal_node_rpc_server",
