@@ -147,7 +147,8 @@ def test_logger_progress_follows_the_literal_rules(run: list[tuple]) -> None:
             due = last_heartbeat is None or at - last_heartbeat > HEARTBEAT_INTERVAL_S
             assert progress.heartbeat_due(at) == due
             if due:
-                progress.last_heartbeat = last_heartbeat = at
+                progress.heartbeat_sent(at)
+                last_heartbeat = at
         # After every step: the state is what the history says.
         assert progress.out_of_sync == history.out_of_sync()
         assert (progress.queued_bytes, progress.queued_txns) == history.queued()

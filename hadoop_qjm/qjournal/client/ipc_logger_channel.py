@@ -469,7 +469,7 @@ class IPCLoggerChannel(LoggerChannelBase):
             # Not more often than the interval, even if they fail.
             now = self._clock()
             with self._lock:
-                self._progress.last_heartbeat = now
+                self._progress.heartbeat_sent(now)
 
     def heartbeat_if_necessary(self) -> Future[None]:
         return self._submit(self._heartbeat_if_necessary)

@@ -150,3 +150,7 @@ class LoggerProgress:
     def heartbeat_due(self, now: float) -> bool:
         """Whether an out-of-sync node is owed a heartbeat (none in the last interval)."""
         return self.last_heartbeat is None or now - self.last_heartbeat > HEARTBEAT_INTERVAL_S
+
+    def heartbeat_sent(self, now: float) -> None:
+        """A heartbeat was sent (or tried: not more often than the interval, even failing)."""
+        self.last_heartbeat = now
