@@ -446,7 +446,7 @@ def test_a_failing_answer_or_log_still_ends_the_call(
         raise RuntimeError("the receiver is broken")
 
     # Out of sync now: the shortcut declines, so let the node be in sync again.
-    channel._out_of_sync = False
+    channel._progress.out_of_sync = False
     with caplog.at_level("ERROR"):
         assert channel.send_edits_directly(1, 1, 1, ops(1, 1), broken_answer)
     assert "Unexpected error giving the answer" in caplog.text

@@ -236,6 +236,25 @@ def test_url_from_http_port_and_https_scheme(registry) -> None:
     assert ch2.build_url_to_fetch_logs(1).startswith("https://127.0.0.1:8481/getJournal?")
 
 
+def test_one_builder_of_the_get_journal_url() -> None:
+    """The writer's recovery and the JournalNodeSyncer build /getJournal URLs with one
+    function (Hadoop's GetJournalEditServlet.buildPath); for an ordinary journal id it
+    gives what the syncer's own urlencode gave before."""
+    from urllib.parse import urlencode
+
+    from hadoop_qjm.qjournal.protocol.journal_url import get_journal_url, http_server_url
+
+    base = http_server_url("::1", "https://0.0.0.0:8481", None)
+    assert base == "https://[::1]:8481"
+    query = {"jid": "my journal", "segmentTxId": 7, "storageInfo": "-67:1:0:CID-x"}
+    assert get_journal_url(base, "my journal", 7, "-67:1:0:CID-x", False) == (
+        f"{base}/getJournal?{urlencode({**query, 'inProgressOk': 'false'})}"
+    )
+    assert get_journal_url(base, "a*b~c", 1, "", True).endswith(
+        "?jid=a*b%7Ec&segmentTxId=1&storageInfo=&inProgressOk=true"
+    )
+
+
 def test_prepare_recovery_learns_the_http_endpoint_first(proxy, registry) -> None:
     ch = make_channel(proxy, registry, direct=True)
     ch.set_epoch(1)

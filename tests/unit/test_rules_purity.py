@@ -45,6 +45,7 @@ ALWAYS_LOADED = {"os", "io", "_thread"}
 PURE_MODULES = {
     "hadoop_qjm.qjournal.protocol.rules": set(),
     "hadoop_qjm.qjournal.client.segment_recovery_comparator": set(),
+    "hadoop_qjm.qjournal.client.logger_progress": {"time"},
     "hadoop_qjm.ha.election_rules": {"kazoo", "time", "random"},
     "hadoop_qjm.ha.elector_states": {"kazoo", "time", "random"},
     "hadoop_qjm.ha.ha_service_protocol": set(),

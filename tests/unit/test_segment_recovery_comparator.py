@@ -11,8 +11,10 @@ from hypothesis import strategies as st
 
 from hadoop_qjm.common.exceptions import HadoopAssertionError, IllegalArgumentException
 from hadoop_qjm.qjournal.client.segment_recovery_comparator import (
+    RecoveryDecision,
     best_recovery_source,
     compare,
+    decide_recovery,
     max_seen_epoch,
 )
 from hadoop_qjm.qjournal.protocol.messages import PrepareRecoveryResponse, SegmentState
@@ -151,3 +153,46 @@ def test_compare_is_a_total_preorder(answers) -> None:
     # Sorting by it agrees with the maximum.
     ordered = sorted(answers, key=cmp_to_key(compare))
     assert compare(ordered[-1], best_recovery_source(list(enumerate(answers)))[1]) == 0
+
+
+# ---- the writer's decision after prepareRecovery (decide_recovery) ---------------------------
+def answered(last_committed_txid: int | None = None, **kwargs) -> PrepareRecoveryResponse:
+    r = response(**kwargs)
+    return PrepareRecoveryResponse(
+        r.segment_state, r.accepted_in_epoch, r.last_writer_epoch, last_committed_txid
+    )
+
+
+def test_no_node_with_the_segment_means_nothing_to_recover() -> None:
+    assert decide_recovery(1, [("jn0", response(None)), ("jn1", response(None))]) is None
+
+
+def test_an_accepted_proposal_is_recovered_as_accepted() -> None:
+    #   jn0   1 2 3        (last writer 1)
+    #   jn1   1 2          accepted in epoch 2
+    accepted = response(1, 2, accepted_in_epoch=2, last_writer_epoch=1)
+    decision = decide_recovery(1, [("jn0", response(1, 3, last_writer_epoch=1)), ("jn1", accepted)])
+    assert decision == RecoveryDecision("jn1", accepted)
+    assert decision.already_accepted
+
+
+def test_otherwise_the_longest_log() -> None:
+    decision = decide_recovery(1, [("jn0", INPROGRESS_1_3), ("jn1", INPROGRESS_1_4)])
+    assert decision == RecoveryDecision("jn1", INPROGRESS_1_4)
+    assert not decision.already_accepted
+
+
+def test_a_committed_txid_past_the_source_is_never_cut_off() -> None:
+    #   jn0   1 2 3        saw txid 4 committed
+    #   jn1   1 2 3 (source: finalized)
+    answers = [
+        ("jn0", answered(4, start=1, end=3)),
+        ("jn1", answered(None, start=1, end=3, in_progress=False)),
+    ]
+    with pytest.raises(HadoopAssertionError, match="logger jn0 had seen txid 4 committed"):
+        decide_recovery(1, answers)
+
+
+def test_the_source_must_start_at_the_segment() -> None:
+    with pytest.raises(HadoopAssertionError, match="does not start at 2"):
+        decide_recovery(2, [("jn0", INPROGRESS_1_3)])

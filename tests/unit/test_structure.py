@@ -38,8 +38,6 @@ LAYERS = (
 ALLOWED_CIRCLES: set[tuple[str, ...]] = {
     ("cli", "common.daemon_logging", "tools.daemon_control"),
     ("common.http_server", "common.http_servlets"),
-    ("qjournal.client.ipc_logger_channel", "qjournal.client.ipc_logger_channel_metrics"),
-    ("qjournal.client.membership_change", "qjournal.client.quorum_journal_manager"),
     ("qjournal.protocol.exceptions", "qjournal.protocol.wire"),
     ("qjournal.server.journal_node", "qjournal.server.journal_node_bootstrap"),
 }
@@ -67,9 +65,7 @@ ALLOWED_LONG: set[str] = {
     "common.http_server",
     "namenode.fs_edit_log",
     "namenode.name_node",
-    "qjournal.client.ipc_logger_channel",
     "qjournal.client.pipelined_channel",
-    "qjournal.client.quorum_journal_manager",
     "qjournal.protocol.wire",
     "qjournal.server.journal",
     "qjournal.server.journal_node_rpc_server",

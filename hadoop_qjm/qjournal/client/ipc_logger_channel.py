@@ -41,19 +41,14 @@ from __future__ import annotations
 
 import logging
 import socket
-import threading
-import time
 from collections.abc import Callable
-from concurrent.futures import Executor, Future
-from typing import Any, TypeVar
-from urllib.parse import quote_plus, urlsplit
+from concurrent.futures import Future
+from typing import Any
 
-from prometheus_client import REGISTRY, CollectorRegistry
+from prometheus_client import CollectorRegistry
 
-from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.common.exceptions import (
     IllegalArgumentException,
-    IllegalStateException,
     IOException,
     always_assert,
     register_exception,
@@ -61,19 +56,11 @@ from hadoop_qjm.common.exceptions import (
 from hadoop_qjm.common.remote_edit_log import RemoteEditLogManifest
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.conf import dfs_config_keys as keys
-from hadoop_qjm.qjournal.client.async_logger import AsyncLogger
-from hadoop_qjm.qjournal.client.executors import parallel_executor as new_parallel_executor
-from hadoop_qjm.qjournal.client.executors import single_thread_executor
-from hadoop_qjm.qjournal.client.ipc_logger_channel_metrics import (
-    IPCLoggerChannelMetrics,
-    LatencySeries,
+from hadoop_qjm.qjournal.client.ipc_logger_channel_base import (
+    IPC_CLIENT_RPC_TIMEOUT_KEY,
+    LoggerChannelBase,
 )
-from hadoop_qjm.qjournal.client.pipelined_channel import (
-    MAX_BUSY_POLL_US,
-    ReadRepliesWhileWaiting,
-    read_replies_while_waiting,
-)
+from hadoop_qjm.qjournal.client.logger_progress import HEARTBEAT_INTERVAL_S, DirectAnswer
 from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy, journal_body
 from hadoop_qjm.qjournal.protocol.exceptions import (
     JournalOutOfSyncException,
@@ -85,10 +72,9 @@ from hadoop_qjm.qjournal.protocol.messages import (
     GetJournalStateResponse,
     NewEpochResponse,
     PrepareRecoveryResponse,
-    RequestInfo,
     SegmentState,
 )
-from hadoop_qjm.qjournal.protocol.sockets import ClientSocketFactoryLike, PlainSocketFactory
+from hadoop_qjm.qjournal.protocol.sockets import ClientSocketFactoryLike
 
 __all__ = [
     "IPCLoggerChannel",
@@ -101,16 +87,8 @@ __all__ = [
 
 LOG = logging.getLogger("hadoop_qjm.qjournal.client.quorum_journal_manager")
 
-#: While out of sync, at most one heartbeat per this interval.
-HEARTBEAT_INTERVAL_S = 1.0
 #: A journal call slower than this is logged.
 WARN_JOURNAL_MILLIS_THRESHOLD = 1000
-#: Hadoop's ``ipc.client.rpc-timeout.ms``: 0 (the default) waits for a reply forever,
-#: leaving timeouts to the quorum calls.
-IPC_CLIENT_RPC_TIMEOUT_KEY = "ipc.client.rpc-timeout.ms"
-
-T = TypeVar("T")
-ProxyFactory = Callable[[str, int], Any]
 
 
 @register_exception
@@ -118,11 +96,6 @@ class UnknownHostException(IOException):
     """A JournalNode host name does not resolve."""
 
     java_name = "java.net.UnknownHostException"
-
-
-def _java_url_encode(text: str) -> str:
-    # java.net.URLEncoder: space -> '+', and '*' stays; '~' is encoded.
-    return quote_plus(text, safe="*").replace("~", "%7E")
 
 
 #: ``on_answer(None, None)`` (done) or ``on_answer(None, error)``: a direct journal
@@ -148,332 +121,13 @@ def _failed(error: BaseException) -> Future[Any]:
     return future
 
 
-def _replies_reader(conf: Configuration) -> ReadRepliesWhileWaiting:
-    """The assist reading this process's replies, with the configured busy poll
-    (IllegalArgumentException for one below 0 or above ``MAX_BUSY_POLL_US``)."""
-    key = keys.DFS_QJOURNAL_BUSY_POLL_KEY
-    busy_poll_us = conf.get_time_duration(key, keys.DFS_QJOURNAL_BUSY_POLL_DEFAULT, "us")
-    if not 0 <= busy_poll_us <= MAX_BUSY_POLL_US:
-        raise IllegalArgumentException(
-            f"{key} must be between 0 and {MAX_BUSY_POLL_US} (microseconds): {busy_poll_us}"
-        )
-    if busy_poll_us == 0:
-        return read_replies_while_waiting
-    return ReadRepliesWhileWaiting(busy_poll_us / 1e6)
-
-
-class IPCLoggerChannel(AsyncLogger):
+class IPCLoggerChannel(LoggerChannelBase):
     """The channel to the JournalNode at ``address`` (``(host, port)``) for ``journal_id``.
 
     ``socket_factory`` makes the default proxy's connections (the QuorumJournalManager
     passes its SSLFactory's: mutual TLS when security is on); ``proxy_factory`` replaces
     the proxy altogether.
     """
-
-    def __init__(
-        self,
-        conf: Configuration,
-        ns_info: NamespaceInfo,
-        journal_id: str,
-        address: tuple[str, int],
-        *,
-        name_service_id: str | None = None,
-        proxy_factory: ProxyFactory | None = None,
-        executor: Executor | None = None,
-        parallel_executor: Executor | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        metrics_registry: CollectorRegistry | None = None,
-        socket_factory: ClientSocketFactoryLike | None = None,
-    ) -> None:
-        self.conf = conf
-        self._socket_factory = socket_factory
-        self.ns_info = ns_info
-        self.journal_id = journal_id
-        self.name_service_id = name_service_id
-        self.host, self.port = address[0], int(address[1])
-        self._clock = clock
-        self._proxy_factory = proxy_factory or self._default_proxy_factory
-        # The write path's shortcut (see send_edits) needs the real executor: an injected
-        # one (a DirectExecutor) keeps every call in the caller's thread, in order.
-        self._may_send_directly = executor is None
-        #: How a thread waiting for this channel's answers reads them itself (QuorumCall's
-        #: assist); None when the replies come through the executor. The busy poll is
-        #: read (and a bad value refused) either way.
-        replies_reader = _replies_reader(conf)
-        self.assist_wait = (
-            replies_reader
-            if executor is None and proxy_factory is None and self._pipelined_transport()
-            else None
-        )
-        # Orders the calls to this node: taken to submit to the executor and to send a
-        # journal directly, so a direct send never overtakes a call still in the executor.
-        self._order_lock = threading.Lock()
-        self._in_executor = 0  # calls submitted to the real executor, not done (_order_lock)
-        self._lock = threading.Lock()
-        # Journal calls sent directly and not answered yet (_lock): what
-        # wait_for_all_pending_calls waits for, woken by each answer.
-        self._direct_in_flight = self._direct_waiters = 0
-        self._direct_idle = threading.Condition(self._lock)
-        self._proxy: Any = None
-        self._closed = False
-        limit_mb = conf.get_int(
-            keys.DFS_QJOURNAL_QUEUE_SIZE_LIMIT_KEY, keys.DFS_QJOURNAL_QUEUE_SIZE_LIMIT_DEFAULT
-        )
-        self._queue_limit_bytes = limit_mb * 1024 * 1024
-        name = str(self)
-        self._executor = executor or single_thread_executor(name)
-        self._parallel_executor = parallel_executor or new_parallel_executor(
-            name,
-            conf.get_int(
-                keys.DFS_QJOURNAL_PARALLEL_READ_NUM_THREADS_KEY,
-                keys.DFS_QJOURNAL_PARALLEL_READ_NUM_THREADS_DEFAULT,
-            ),
-        )
-        # State below is guarded by _lock.
-        self._ipc_serial = 0
-        self._epoch = -1
-        self._committed_txid = INVALID_TXID
-        self._http_server_url: str | None = None
-        self._queued_bytes = 0
-        self._queued_txns = 0
-        self._highest_acked_txid = 0
-        self._last_ack_time: float | None = None  # submit time of the last acked batch
-        self._last_commit_time: float | None = None
-        self._out_of_sync = False
-        self._sync_epoch = 0  # bumped whenever the node goes out of sync
-        self._last_heartbeat: float | None = None
-        self._metrics = IPCLoggerChannelMetrics.for_registry(metrics_registry or REGISTRY)
-        self._metrics.add(self)
-        # This channel's two latency series, looked up once (on the first journal call):
-        # a label lookup per observation costs the writer's critical path.
-        self._latency_series: LatencySeries | None = None
-
-    def _pipelined_transport(self) -> bool:
-        """Whether the default proxy uses a PipelinedChannel: plain TCP, or our TLS factory
-        (whose context the channel drives through memory BIOs). Another factory — a test's —
-        keeps the blocking channel; hence exact types."""
-        from hadoop_qjm.common.security.tls_sockets import TlsClientSocketFactory
-
-        return self._socket_factory is None or type(self._socket_factory) in (
-            PlainSocketFactory,
-            TlsClientSocketFactory,
-        )
-
-    def _default_proxy_factory(self, host: str, port: int) -> Any:
-        timeout_ms = self.conf.get_time_duration(IPC_CLIENT_RPC_TIMEOUT_KEY, 0, "ms")
-        return QJournalProtocolProxy(
-            host,
-            port,
-            timeout_s=timeout_ms / 1000 if timeout_ms else None,
-            socket_factory=self._socket_factory,
-            # Replies read by the shared reader (pipelined_channel.py).
-            pipelined=self._pipelined_transport(),
-        )
-
-    def __str__(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
-
-    def __repr__(self) -> str:
-        return f"IPCLoggerChannel({self}, {self.journal_id})"
-
-    # ---- local state ---------------------------------------------------------------------------
-    def set_epoch(self, epoch: int) -> None:
-        with self._lock:
-            self._epoch = epoch
-
-    def set_committed_txid(self, txid: int) -> None:
-        with self._lock:
-            if txid < self._committed_txid:
-                raise IllegalArgumentException(
-                    "Trying to move committed txid backwards in client "
-                    f"old: {self._committed_txid} new: {txid}"
-                )
-            self._committed_txid = txid
-            self._last_commit_time = self._clock()
-
-    @property
-    def epoch(self) -> int:
-        with self._lock:
-            return self._epoch
-
-    @property
-    def next_ipc_serial(self) -> int:
-        with self._lock:
-            return self._ipc_serial
-
-    @property
-    def committed_txid(self) -> int:
-        with self._lock:
-            return self._committed_txid
-
-    @property
-    def is_out_of_sync(self) -> bool:
-        """True after a failed journal call, until the next successful startLogSegment."""
-        with self._lock:
-            return self._out_of_sync
-
-    @property
-    def queued_edits_size(self) -> int:
-        """Bytes of edits handed to this channel (sent directly, or waiting in or sent by
-        the executor) and not answered yet: what ``dfs.qjournal.queued-edits.limit.mb``
-        bounds."""
-        with self._lock:
-            return self._queued_bytes
-
-    @property
-    def queued_edits_txns(self) -> int:
-        with self._lock:
-            return self._queued_txns
-
-    @property
-    def highest_acked_txid(self) -> int:
-        with self._lock:
-            return self._highest_acked_txid
-
-    def _lag_txns_locked(self) -> int:
-        return max(self._committed_txid - self._highest_acked_txid, 0)
-
-    def _lag_time_ms_locked(self) -> int:
-        if self._last_commit_time is None or self._last_ack_time is None:
-            return 0
-        return int(max(self._last_commit_time - self._last_ack_time, 0.0) * 1000)
-
-    @property
-    def lag_txns(self) -> int:
-        """How many committed txns this node has not acknowledged."""
-        with self._lock:
-            return self._lag_txns_locked()
-
-    @property
-    def lag_time_ms(self) -> int:
-        """Time between the last commit and the submission of the last batch this node acked."""
-        with self._lock:
-            return self._lag_time_ms_locked()
-
-    def append_report(self) -> str:
-        with self._lock:
-            report = f"Written txid {self._highest_acked_txid}"
-            behind = self._lag_txns_locked()
-            if behind > 0:
-                if self._last_ack_time is not None:
-                    report += f" ({behind} txns/{self._lag_time_ms_locked()}ms behind)"
-                else:
-                    report += " (never written)"
-            if self._out_of_sync:
-                report += " (will try to re-sync on next segment)"
-            return report
-
-    def _create_request(self) -> RequestInfo:
-        with self._lock:
-            return self._create_request_locked()
-
-    def _create_request_locked(self) -> RequestInfo:
-        if self._epoch <= 0:
-            raise IllegalStateException(f"bad epoch: {self._epoch}")
-        serial = self._ipc_serial
-        self._ipc_serial += 1
-        return RequestInfo(
-            self.journal_id, self._epoch, serial, self._committed_txid, self.name_service_id
-        )
-
-    def _get_proxy(self) -> Any:
-        # Only executor threads call this; the lock guards against close().
-        with self._lock:
-            if self._closed:
-                raise IOException(f"Channel to {self} is closed")
-            if self._proxy is None:
-                self._proxy = self._proxy_factory(self.host, self.port)
-            return self._proxy
-
-    # ---- the HTTP endpoint ---------------------------------------------------------------------
-    def _set_http_server(self, from_url: str | None, http_port: int) -> None:
-        """Where this node serves /getJournal: scheme and port from its answer, our host name.
-
-        The node may report a wildcard bind address; the RPC host name we reach
-        it by is the one that works from here (Hadoop's getHttpServerURI).
-        """
-        scheme, port = "http", http_port
-        if from_url:
-            parts = urlsplit(from_url)
-            scheme = parts.scheme or "http"
-            if parts.port is not None:
-                port = parts.port
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        url = f"{scheme}://{host}:{port}"
-        with self._lock:
-            self._http_server_url = url
-
-    @property
-    def http_server_url(self) -> str | None:
-        """``scheme://host:port`` of the node's HTTP server, once getJournalState told it."""
-        with self._lock:
-            return self._http_server_url
-
-    @property
-    def has_http_server_endpoint(self) -> bool:
-        with self._lock:
-            return self._http_server_url is not None
-
-    def build_url_to_fetch_logs(self, segment_txid: int) -> str:
-        if segment_txid <= 0:
-            raise IllegalArgumentException(f"Invalid segment: {segment_txid}")
-        with self._lock:
-            base = self._http_server_url
-        if base is None:
-            raise IllegalStateException("No HTTP/HTTPS endpoint")
-        return (
-            f"{base}/getJournal?jid={_java_url_encode(self.journal_id)}"
-            f"&segmentTxId={segment_txid}"
-            f"&storageInfo={_java_url_encode(self.ns_info.to_colon_separated_string())}"
-            "&inProgressOk=true"
-        )
-
-    # ---- submitting ----------------------------------------------------------------------------
-    def _submit(self, fn: Callable[[], T]) -> Future[T]:
-        if not self._may_send_directly:
-            # An injected executor: no direct send to keep behind its calls (and a
-            # DirectExecutor runs the call here, under the lock the count would take).
-            # Its calls are ordered by that executor alone: the fault harness's, which
-            # makes every call from one thread.
-            return self._executor.submit(fn)
-
-        def run() -> T:
-            try:
-                return fn()
-            finally:
-                # Counted done before the future is: whoever its answer wakes finds
-                # the channel free for the shortcut (the node has answered the call).
-                with self._order_lock:
-                    self._in_executor -= 1
-
-        with self._order_lock:
-            future = self._executor.submit(run)
-            self._in_executor += 1
-        future.add_done_callback(self._executor_call_cancelled)
-        return future
-
-    def _executor_call_cancelled(self, future: Future[Any]) -> None:
-        """A call cancelled before it ran (QuorumCall.cancel_calls) never runs: done here."""
-        if future.cancelled():
-            with self._order_lock:
-                self._in_executor -= 1
-
-    def _submit_parallel(self, fn: Callable[[], T]) -> Future[T]:
-        return self._parallel_executor.submit(fn)
-
-    def wait_for_all_pending_calls(self) -> None:
-        """Block until every state-changing call made so far has been answered (and any
-        batch sent directly meanwhile: for a caller that has stopped writing)."""
-        with self._lock:
-            self._direct_waiters += 1
-            try:
-                # The process's reply reader answers them (this thread reads none).
-                while self._direct_in_flight > 0:
-                    self._direct_idle.wait()
-            finally:
-                self._direct_waiters -= 1
-        self._submit(lambda: None).result()
 
     # ---- calls without an epoch ----------------------------------------------------------------
     def is_formatted(self) -> Future[bool]:
@@ -609,7 +263,7 @@ class IPCLoggerChannel(AsyncLogger):
             proxy is None
             or type(proxy) is not QJournalProtocolProxy
             or not proxy.connected
-            or self._out_of_sync
+            or self._progress.out_of_sync
         ):
             return False
         # The lag is measured from when the batch was handed to us.
@@ -620,17 +274,17 @@ class IPCLoggerChannel(AsyncLogger):
             if self._in_executor:
                 return False
             with self._lock:
+                progress = self._progress
                 if (
-                    self._out_of_sync
+                    progress.out_of_sync
                     or self._closed
                     or self._epoch <= 0  # the executor path fails the call as it should
-                    or not self._fits_queue_locked(size)
+                    or not progress.fits(size)
                 ):
                     return False
-                sync_epoch = self._sync_epoch
+                sync_epoch = progress.sync_epoch
                 request = self._create_request_locked()
-                self._queued_bytes += size
-                self._queued_txns += num_txns
+                progress.queue(size, num_txns)
                 self._direct_in_flight += 1
             # Whichever ends the call first — its answer, or the send failing — releases
             # what it holds (queue space, the in-flight count); the other does nothing.
@@ -655,8 +309,7 @@ class IPCLoggerChannel(AsyncLogger):
             if ended[0]:
                 return
             ended[0] = True
-            self._queued_bytes -= size
-            self._queued_txns -= num_txns
+            self._progress.dequeue(size, num_txns)
         self._direct_call_ended()
 
     def _direct_call_ended(self) -> None:
@@ -684,23 +337,24 @@ class IPCLoggerChannel(AsyncLogger):
         Each step after the bookkeeping is guarded on its own, so that the answer is
         given and the call ended whatever the logging or the metrics do.
         """
-        went_out_of_sync = False
         with self._lock:
             if ended[0]:
                 return  # its send failed and the caller was told so
             ended[0] = True
-            if error is None and (self._out_of_sync or self._sync_epoch != sync_epoch):
-                # An earlier call failed after this one went out. Hadoop would not have
-                # sent this one at all (its executor runs one call at a time): so it fails.
-                error = JournalOutOfSyncException("Journal disabled until next roll")
-            elif error is None:
-                self._highest_acked_txid = first_txid + num_txns - 1
-                self._last_ack_time = submit_time
-            elif isinstance(error, OSError) and not self._out_of_sync:
-                self._out_of_sync = went_out_of_sync = True
-                self._sync_epoch += 1
-            self._queued_bytes -= size
-            self._queued_txns -= num_txns
+            outcome = self._progress.answered(
+                failed=error is not None,
+                io_failure=isinstance(error, OSError),
+                sent_sync_epoch=sync_epoch,
+                first_txid=first_txid,
+                num_txns=num_txns,
+                size=size,
+                submit_time=submit_time,
+            )
+        if outcome is DirectAnswer.STALE:
+            # An earlier call failed after this one went out. Hadoop would not have
+            # sent this one at all (its executor runs one call at a time): so it fails.
+            error = JournalOutOfSyncException("Journal disabled until next roll")
+        went_out_of_sync = outcome is DirectAnswer.WENT_OUT_OF_SYNC
         # (Plain try blocks: free when nothing raises, and this runs for every reply.)
         try:
             now = self._clock()
@@ -766,14 +420,11 @@ class IPCLoggerChannel(AsyncLogger):
         except OSError as e:
             self._log_journal_failure(first_txid, num_txns, e)
             with self._lock:
-                if not self._out_of_sync:
-                    self._out_of_sync = True
-                    self._sync_epoch += 1
+                self._progress.journal_failed()
             raise
         else:
             with self._lock:
-                self._highest_acked_txid = first_txid + num_txns - 1
-                self._last_ack_time = submit_time
+                self._progress.acked(first_txid, num_txns, submit_time)
         finally:
             now = self._clock()
             self._record_journal_latency(
@@ -807,47 +458,44 @@ class IPCLoggerChannel(AsyncLogger):
             raise JournalOutOfSyncException("Journal disabled until next roll")
 
     def _heartbeat_if_necessary(self) -> None:
-        with self._lock:
-            last = self._last_heartbeat
         now = self._clock()
-        if last is not None and now - last <= HEARTBEAT_INTERVAL_S:
+        with self._lock:
+            due = self._progress.heartbeat_due(now)
+        if not due:
             return
         try:
             self._get_proxy().heartbeat(self._create_request())
         finally:
             # Not more often than the interval, even if they fail.
+            now = self._clock()
             with self._lock:
-                self._last_heartbeat = self._clock()
+                self._progress.heartbeat_sent(now)
 
     def heartbeat_if_necessary(self) -> Future[None]:
         return self._submit(self._heartbeat_if_necessary)
-
-    def _fits_queue_locked(self, size: int) -> bool:
-        """Whether a batch of ``size`` bytes may be queued (always, if none is)."""
-        return self._queued_bytes + size <= self._queue_limit_bytes or self._queued_bytes == 0
 
     def _reserve_queue_space(self, size: int, num_txns: int) -> None:
         if size < 0:
             raise IllegalArgumentException(f"negative batch size {size}")
         with self._lock:
-            if not self._fits_queue_locked(size):
+            progress = self._progress
+            if not progress.fits(size):
                 raise LoggerTooFarBehindException(
-                    f"{self} is too far behind: {self._queued_bytes} bytes of edits are queued "
-                    f"and {size} more would pass the limit of {self._queue_limit_bytes} bytes"
+                    f"{self} is too far behind: {progress.queued_bytes} bytes of edits are "
+                    f"queued and {size} more would pass the limit of "
+                    f"{progress.queue_limit_bytes} bytes"
                 )
-            self._queued_bytes += size
-            self._queued_txns += num_txns
+            progress.queue(size, num_txns)
 
     def _unreserve_queue_space(self, size: int, num_txns: int) -> None:
         with self._lock:
-            self._queued_bytes -= size
-            self._queued_txns -= num_txns
+            self._progress.dequeue(size, num_txns)
 
     def start_log_segment(self, txid: int, layout_version: int) -> Future[None]:
         def call() -> None:
             self._get_proxy().start_log_segment(self._create_request(), txid, layout_version)
             with self._lock:
-                was_out_of_sync, self._out_of_sync = self._out_of_sync, False
+                was_out_of_sync = self._progress.resynced()
             if was_out_of_sync:
                 LOG.info(
                     "Restarting previously-stopped writes to %s in segment starting at txid %d",
@@ -901,23 +549,6 @@ class IPCLoggerChannel(AsyncLogger):
                 self._create_request(), segment_state, from_url
             )
         )
-
-    # ---- life cycle ----------------------------------------------------------------------------
-    def close(self) -> None:
-        """No more calls; queued ones fail fast; a call in flight is interrupted."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            proxy, self._proxy = self._proxy, None
-        self._executor.shutdown(wait=False)
-        self._parallel_executor.shutdown(wait=False)
-        if proxy is not None:
-            try:
-                proxy.close()
-            except Exception:  # noqa: BLE001 - closing anyway
-                LOG.exception("Error closing the proxy to %s", self)
-        self._metrics.remove(self)
 
 
 def ipc_logger_channel_factory(

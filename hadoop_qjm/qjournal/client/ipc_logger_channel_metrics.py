@@ -13,15 +13,30 @@ from __future__ import annotations
 import threading
 import weakref
 from bisect import bisect_left
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 
-if TYPE_CHECKING:
-    from hadoop_qjm.qjournal.client.ipc_logger_channel import IPCLoggerChannel
-
 __all__ = ["IPCLoggerChannelMetrics", "LatencySeries"]
+
+
+class MeteredChannel(Protocol):
+    """What the metrics read of an IPCLoggerChannel (a type only: the channel imports
+    this module)."""
+
+    journal_id: str
+
+    @property
+    def is_out_of_sync(self) -> bool: ...
+    @property
+    def lag_txns(self) -> int: ...
+    @property
+    def lag_time_ms(self) -> int: ...
+    @property
+    def queued_edits_size(self) -> int: ...
+    @property
+    def queued_edits_txns(self) -> int: ...
 
 
 _LABELS = ("journal_id", "journal_node")
@@ -98,28 +113,28 @@ class IPCLoggerChannelMetrics:
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self._lock = threading.Lock()
-        self._channels: weakref.WeakSet[IPCLoggerChannel] = weakref.WeakSet()
+        self._channels: weakref.WeakSet[MeteredChannel] = weakref.WeakSet()
         # The write-latency histograms, by label values: plain numbers that collect()
         # turns into Prometheus families (the write path takes no registry lock).
         self._series: dict[tuple[str, str], LatencySeries] = {}
         registry.register(self)
 
     @staticmethod
-    def _labels(ch: IPCLoggerChannel) -> tuple[str, str]:
+    def _labels(ch: MeteredChannel) -> tuple[str, str]:
         return ch.journal_id, str(ch)
 
-    def add(self, ch: IPCLoggerChannel) -> None:
+    def add(self, ch: MeteredChannel) -> None:
         with self._lock:
             self._channels.add(ch)
 
-    def remove(self, ch: IPCLoggerChannel) -> None:
+    def remove(self, ch: MeteredChannel) -> None:
         labels = self._labels(ch)
         with self._lock:
             self._channels.discard(ch)
             if not any(self._labels(other) == labels for other in self._channels):
                 self._series.pop(labels, None)
 
-    def series(self, ch: IPCLoggerChannel) -> LatencySeries:
+    def series(self, ch: MeteredChannel) -> LatencySeries:
         """The channel's latency histograms (look them up once: a lookup takes a lock)."""
         with self._lock:
             return self._series.setdefault(self._labels(ch), LatencySeries())

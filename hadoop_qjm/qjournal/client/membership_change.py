@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hadoop_qjm.common.exceptions import (
     IllegalArgumentException,
@@ -37,7 +37,7 @@ from hadoop_qjm.qjournal.protocol.membership import (
 
 if TYPE_CHECKING:
     from hadoop_qjm.qjournal.client.async_logger import AsyncLogger
-    from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
+    from hadoop_qjm.qjournal.client.async_logger_set import AsyncLoggerSet
 
 __all__ = [
     "begin_reconfiguration",
@@ -50,6 +50,23 @@ __all__ = [
 LOG = logging.getLogger(__name__)
 
 
+class QuorumWriter(Protocol):
+    """What these steps use of the writer's QuorumJournalManager (a type only: the manager
+    imports this module, not the other way round)."""
+
+    journal_id: str
+    is_active_writer: bool
+    loggers: AsyncLoggerSet
+    config: Config
+    membership_record: MembershipRecord | None
+    open_segment_txid: int | None
+    timeouts: Any  # QuorumJournalTimeouts (operations_ms, get_journal_state_ms, …)
+
+    def note_stable_set(self) -> None: ...
+
+    def use_config(self, config: Config) -> None: ...
+
+
 def members_of_uri(uri: str) -> tuple[str, frozenset[str]]:
     """``(journal id, {"host:port", …})`` of a ``qjournal://`` URI."""
     parsed = parse_qjournal_uri(uri)
@@ -57,7 +74,7 @@ def members_of_uri(uri: str) -> tuple[str, frozenset[str]]:
     return parsed.journal_id, parse_members(hosts)
 
 
-def _between_segments(qjm: QuorumJournalManager, step: str) -> None:
+def _between_segments(qjm: QuorumWriter, step: str) -> None:
     if not qjm.is_active_writer:
         raise IllegalStateException(f"{step}: this writer has not recovered the journal yet")
     if qjm.open_segment_txid is not None:
@@ -67,12 +84,12 @@ def _between_segments(qjm: QuorumJournalManager, step: str) -> None:
         )
 
 
-def _next_version(qjm: QuorumJournalManager) -> int:
+def _next_version(qjm: QuorumWriter) -> int:
     record = qjm.membership_record
     return 1 if record is None else record.version + 1
 
 
-def _all_of(qjm: QuorumJournalManager, loggers: list[AsyncLogger], method: str, *args: Any):  # noqa: ANN202
+def _all_of(qjm: QuorumWriter, loggers: list[AsyncLogger], method: str, *args: Any):  # noqa: ANN202
     """``method`` on every one of ``loggers``; each must succeed."""
     call = qjm.loggers.call(method, *args, only=loggers)
     try:
@@ -84,7 +101,7 @@ def _all_of(qjm: QuorumJournalManager, loggers: list[AsyncLogger], method: str, 
     return call.successes
 
 
-def _write_record(qjm: QuorumJournalManager, record: MembershipRecord) -> None:
+def _write_record(qjm: QuorumWriter, record: MembershipRecord) -> None:
     """setMembership on every node of the (joint) set; done at its quorum."""
     qjm.loggers.wait_for_write_quorum(
         qjm.loggers.call("set_membership", record.to_text()),
@@ -94,7 +111,7 @@ def _write_record(qjm: QuorumJournalManager, record: MembershipRecord) -> None:
     qjm.membership_record = record
 
 
-def begin_reconfiguration(qjm: QuorumJournalManager, new_uri: str) -> None:
+def begin_reconfiguration(qjm: QuorumWriter, new_uri: str) -> None:
     """S0–S2: bring the nodes of ``new_uri`` under this writer's epoch and record the
     joint configuration; afterwards every call counts a majority of both sets."""
     _between_segments(qjm, "reconfigureSharedEdits")
@@ -135,7 +152,7 @@ def begin_reconfiguration(qjm: QuorumJournalManager, new_uri: str) -> None:
     LOG.info("Journal %s: joint configuration %s recorded", qjm.journal_id, joint.describe())
 
 
-def finish_reconfiguration(qjm: QuorumJournalManager, since_txid: int, last_txid: int) -> None:
+def finish_reconfiguration(qjm: QuorumWriter, since_txid: int, last_txid: int) -> None:
     """S4–S5: once the new set holds every finalized segment from ``since_txid`` (the
     NameNode's newest checkpoint + 1) through ``last_txid`` (the last finalized txid:
     the writer is between segments) on enough nodes, record it as the set and use it
@@ -197,7 +214,7 @@ def finish_reconfiguration(qjm: QuorumJournalManager, since_txid: int, last_txid
 
 
 # ---- the writer's side of the records (called by QuorumJournalManager) ------------------------
-def repair_records(qjm: QuorumJournalManager, states: dict[AsyncLogger, Any]) -> None:
+def repair_records(qjm: QuorumWriter, states: dict[AsyncLogger, Any]) -> None:
     """Re-propose the record this writer follows, under its own epoch, to the nodes
     whose answer showed an older one (Paxos's re-proposal): a node that missed a step
     catches up and counts again. Not waited for."""
@@ -215,7 +232,7 @@ def repair_records(qjm: QuorumJournalManager, states: dict[AsyncLogger, Any]) ->
         qjm.loggers.call("set_membership", record.to_text(), only=behind)
 
 
-def settle_configuration(qjm: QuorumJournalManager) -> dict[AsyncLogger, Any]:
+def settle_configuration(qjm: QuorumWriter) -> dict[AsyncLogger, Any]:
     """getJournalState from a quorum, following the membership records it shows
     (``membership.decide_configuration``: adopt O+N, follow to the new set, or
     refuse) until the set asked is the one to use; that quorum's answers."""

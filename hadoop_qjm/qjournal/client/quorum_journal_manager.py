@@ -42,20 +42,16 @@ from hadoop_qjm.common.exceptions import (
     IOException,
     always_assert,
 )
-from hadoop_qjm.common.remote_edit_log import RemoteEditLog, RemoteEditLogManifest
 from hadoop_qjm.common.security import SSLFactory
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
-from hadoop_qjm.editlog.edit_log_file_input_stream import EditLogFileInputStream
 from hadoop_qjm.editlog.file_journal_manager import DEFAULT_OUTPUT_BUFFER_CAPACITY
 from hadoop_qjm.editlog.journal_manager import JournalManager
 from hadoop_qjm.editlog.redundant_edit_log_input_stream import (
-    EditLogHttpInputStream,
     RedundantEditLogInputStream,
-    chain_and_make_redundant_streams,
 )
-from hadoop_qjm.qjournal.client import membership_change
+from hadoop_qjm.qjournal.client import membership_change, quorum_journal_reader
 from hadoop_qjm.qjournal.client.async_logger import AsyncLogger, LoggerFactory
 from hadoop_qjm.qjournal.client.async_logger_set import AsyncLoggerSet
 from hadoop_qjm.qjournal.client.ipc_logger_channel import ipc_logger_channel_factory
@@ -63,8 +59,8 @@ from hadoop_qjm.qjournal.client.joint_logger_set import JointAsyncLoggerSet, log
 from hadoop_qjm.qjournal.client.qjournal_uri import QJournalURI, parse_qjournal_uri
 from hadoop_qjm.qjournal.client.quorum_call import QuorumCall, map_to_string
 from hadoop_qjm.qjournal.client.quorum_output_stream import QuorumOutputStream
-from hadoop_qjm.qjournal.client.segment_recovery_comparator import best_recovery_source
-from hadoop_qjm.qjournal.protocol import membership, rules
+from hadoop_qjm.qjournal.client.segment_recovery_comparator import decide_recovery
+from hadoop_qjm.qjournal.protocol import membership
 from hadoop_qjm.qjournal.protocol.exceptions import (
     JournalInUseException,
     JournalMembershipException,
@@ -176,7 +172,7 @@ class QuorumJournalManager(JournalManager):
         self.output_buffer_capacity = DEFAULT_OUTPUT_BUFFER_CAPACITY
         self.is_active_writer = False
         ssl_factory = SSLFactory(conf)
-        self._http_opener = http_opener or ssl_factory.url_opener()
+        self.http_opener = http_opener or ssl_factory.url_opener()
         if logger_factory is None:
             logger_factory = functools.partial(
                 ipc_logger_channel_factory,
@@ -403,40 +399,21 @@ class QuorumJournalManager(JournalManager):
             f"prepareRecovery({segment_txid})",
         )
         LOG.info("Recovery prepare phase complete. Responses:\n%s", map_to_string(prepared))
-        best_logger, best = best_recovery_source(prepared.items())
-        if best.accepted_in_epoch is not None:
+        decision = decide_recovery(segment_txid, prepared.items())
+        if decision is None:
+            LOG.info("None of the responders had a log to recover: %s", map_to_string(prepared))
+            return
+        best_logger, best = decision.source, decision.response
+        if decision.already_accepted:
             LOG.info(
                 "Using already-accepted recovery for segment starting at txid %d: %s=%s",
                 segment_txid,
                 best_logger,
                 best,
             )
-        elif best.segment_state is not None:
-            LOG.info("Using longest log: %s=%s", best_logger, best)
         else:
-            # No answering node has the segment: it was started on a minority
-            # only (the writer crashed right after startLogSegment reached one
-            # node, which is not among these). Nothing to recover.
-            for response in prepared.values():
-                always_assert(
-                    response.segment_state is None,
-                    "One of the loggers had a response, but no best logger was found.",
-                )
-            LOG.info("None of the responders had a log to recover: %s", map_to_string(prepared))
-            return
+            LOG.info("Using longest log: %s=%s", best_logger, best)
         log_to_sync = best.segment_state
-        always_assert(
-            log_to_sync.start_txid == segment_txid,
-            f"recovery source {log_to_sync} does not start at {segment_txid}",
-        )
-        # Safety check: no node may know of a committed txid we are about to cut off.
-        for logger, response in prepared.items():
-            committed = response.last_committed_txid
-            always_assert(
-                committed is None or committed <= log_to_sync.end_txid,
-                f"Decided to synchronize log to {log_to_sync} but logger {logger} had seen "
-                f"txid {committed} committed",
-            )
         url = best_logger.build_url_to_fetch_logs(segment_txid)
         accept = self.loggers.call("accept_recovery", log_to_sync, url)
         self.loggers.wait_for_write_quorum(
@@ -516,7 +493,9 @@ class QuorumJournalManager(JournalManager):
         if in_progress_ok and self.in_progress_tailing and not self.config.is_joint:
             LOG.debug("Tailing edits starting from txn ID %d via RPC mechanism", from_txid)
             try:
-                return self._select_rpc_input_streams(from_txid, only_durable_txns)
+                return quorum_journal_reader.select_rpc_input_streams(
+                    self, from_txid, only_durable_txns
+                )
             except OSError as e:
                 LOG.warning(
                     "Encountered exception while tailing edits >= %d via RPC; falling back "
@@ -525,7 +504,9 @@ class QuorumJournalManager(JournalManager):
                     e,
                     exc_info=LOG.isEnabledFor(logging.DEBUG),
                 )
-        return self._select_streaming_input_streams(from_txid, in_progress_ok, only_durable_txns)
+        return quorum_journal_reader.select_streaming_input_streams(
+            self, from_txid, in_progress_ok, only_durable_txns
+        )
 
     def _maybe_follow_membership(self) -> None:
         """A reader checks the records at most every READER_MEMBERSHIP_CHECK_S; a check
@@ -583,156 +564,7 @@ class QuorumJournalManager(JournalManager):
         answers count, as for :meth:`select_input_streams`. Raises IOException when no
         majority answers (the caller then falls back to its tailing period).
         """
-        call = self.loggers.call("get_journaled_edits", from_txid, 1, wait_ms)
-        try:
-            responses = self.loggers.wait_for_write_quorum(
-                call, self.timeouts.select_input_streams_ms + wait_ms, "awaitJournaledEdits"
-            )
-        finally:
-            call.cancel_calls()
-        decision = rules.rpc_readable_txn_count(
-            [(r.txn_count, r.writer_epoch) for r in responses.values()],
-            self.loggers.majority_size,
-            True,
-        )
-        return decision is not None and decision[0] > 0
-
-    def _select_rpc_input_streams(
-        self, from_txid: int, only_durable_txns: bool
-    ) -> list[RedundantEditLogInputStream]:
-        call = self.loggers.call("get_journaled_edits", from_txid, self.max_txns_per_rpc)
-        try:
-            responses = self.loggers.wait_for_write_quorum(
-                call, self.timeouts.select_input_streams_ms, "selectRpcInputStreams"
-            )
-        finally:
-            call.cancel_calls()  # a slow node's answer is no longer needed
-        always_assert(
-            len(responses) >= self.loggers.majority_size,
-            "Quorum call returned without a majority",
-        )
-        decision = rules.rpc_readable_txn_count(
-            [(r.txn_count, r.writer_epoch) for r in responses.values()],
-            self.loggers.majority_size,
-            only_durable_txns,
-        )
-        if decision is None:
-            raise IOException(
-                "Fewer than a majority of the JournaledEdits answers come from the newest "
-                f"writer: {map_to_string(responses)}"
-            )
-        allowed, writer_epoch = decision
-        if allowed < 0:
-            raise IOException(
-                f"Did not get any valid JournaledEdits responses: {map_to_string(responses)}"
-            )
-        if allowed == 0:
-            LOG.debug("No new edits available in logs; requested starting from ID %d", from_txid)
-            return []
-        LOG.debug("Selected loggers with >= %d transactions starting from %d", allowed, from_txid)
-        streams = [
-            EditLogFileInputStream.from_bytes(
-                r.edit_log,
-                from_txid,
-                from_txid - 1 + min(allowed, r.txn_count),
-                is_in_progress=True,
-                max_op_size=self.max_op_size,
-                name=f"{logger}: journaled edits [{from_txid}, {from_txid - 1 + r.txn_count}]",
-            )
-            for logger, r in responses.items()
-            # An empty answer holds not even the header; another writer's is not read.
-            if r.txn_count > 0 and (writer_epoch == 0 or r.writer_epoch == writer_epoch)
-        ]
-        return chain_and_make_redundant_streams(streams, from_txid)
-
-    def _select_streaming_input_streams(
-        self, from_txid: int, in_progress_ok: bool, only_durable_txns: bool
-    ) -> list[RedundantEditLogInputStream]:
-        manifests = self.loggers.wait_for_write_quorum(
-            self.loggers.call("get_edit_log_manifest", from_txid, in_progress_ok),
-            self.timeouts.select_input_streams_ms,
-            "selectStreamingInputStreams",
-        )
-        LOG.debug("selectStreamingInputStream manifests:\n%s", map_to_string(manifests))
-        listed: dict[int, set[AsyncLogger]] = {}
-        streams = []
-        for logger, manifest in manifests.items():
-            for log in manifest.logs:
-                listed.setdefault(log.start_txid, set()).add(logger)
-                streams.append(self._http_stream(logger, log, manifest, only_durable_txns))
-
-        def more_copies(segment_txid: int, txid: int) -> list[EditLogHttpInputStream]:
-            return self._late_copies(
-                segment_txid,
-                listed.setdefault(segment_txid, set()),
-                in_progress_ok,
-                only_durable_txns,
-            )
-
-        return chain_and_make_redundant_streams(streams, from_txid, more_copies)
-
-    def _http_stream(
-        self,
-        logger: AsyncLogger,
-        log: RemoteEditLog,
-        manifest: RemoteEditLogManifest,
-        only_durable_txns: bool,
-    ) -> EditLogHttpInputStream:
-        end_txid = log.end_txid
-        # An in-progress log is only read up to what is known committed; finalized ones
-        # hold only committed txns.
-        if only_durable_txns and log.is_in_progress:
-            end_txid = min(end_txid, manifest.committed_txn_id)
-            if end_txid < log.start_txid:
-                LOG.warning(
-                    "Found endTxId (%d) that is less than the startTxId (%d) - "
-                    "setting it to startTxId.",
-                    end_txid,
-                    log.start_txid,
-                )
-                end_txid = log.start_txid
-        return EditLogHttpInputStream(
-            logger.build_url_to_fetch_logs(log.start_txid),
-            log.start_txid,
-            end_txid,
-            log.is_in_progress,
-            timeout_s=max(self.timeouts.http_open_ms, self.timeouts.http_read_ms) / 1000.0,
-            max_op_size=self.max_op_size,
-            opener=self._http_opener,
-        )
-
-    def _late_copies(
-        self,
-        segment_txid: int,
-        listed: set[AsyncLogger],
-        in_progress_ok: bool,
-        only_durable_txns: bool,
-    ) -> list[EditLogHttpInputStream]:
-        """Copies of segment ``segment_txid`` from the JournalNodes whose manifest did not
-        list it (they answered late, or not at all, or lacked it then): asked when every
-        copy held has failed (issue 27), waiting up to the HTTP read timeout."""
-        others = [lg for lg in self.loggers.loggers if lg not in listed]
-        if not others:
-            return []
-        LOG.info(
-            "Every copy of the segment at txid %d failed; asking %s for theirs",
-            segment_txid,
-            ", ".join(str(lg) for lg in others),
-        )
-        call = self.loggers.call("get_edit_log_manifest", segment_txid, in_progress_ok, only=others)
-        try:
-            call.wait_for(len(others), 0, -1, self.timeouts.http_read_ms, "getEditLogManifest")
-        except (TimeoutError, OSError) as e:
-            LOG.info("Not every JournalNode answered for segment %d: %s", segment_txid, e)
-        finally:
-            call.cancel_calls()
-        found = []
-        for logger, manifest in call.successes.items():
-            for log in manifest.logs:
-                if log.start_txid == segment_txid:
-                    listed.add(logger)
-                    found.append(self._http_stream(logger, log, manifest, only_durable_txns))
-        return found
+        return quorum_journal_reader.await_journaled_edits(self, from_txid, wait_ms)
 
     # ---- life cycle ----------------------------------------------------------------------------
     def close(self) -> None:

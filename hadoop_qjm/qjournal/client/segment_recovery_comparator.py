@@ -17,21 +17,37 @@ in order (digest §5 "SegmentRecoveryComparator"):
    wins (paper rule 3b; examples 2.10.6 and 2.10.7), then the higher end txid
    (rule 3c). Newer-epoch data beats a longer log.
 
+:func:`decide_recovery` is the writer's whole decision after prepareRecovery (§2.8
+step 2): the source and whether it is an already-accepted proposal, or nothing to
+recover; with the checks that the source starts at the segment and that no node saw
+a committed txid past its end.
+
 Pure: no socket, thread, Thrift or filesystem imports (STYLE.md habit 1).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cmp_to_key
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from hadoop_qjm.common.exceptions import HadoopAssertionError, IllegalArgumentException
+from hadoop_qjm.common.exceptions import (
+    HadoopAssertionError,
+    IllegalArgumentException,
+    always_assert,
+)
 
 if TYPE_CHECKING:  # messages imports Thrift; only the fields are used here
     from hadoop_qjm.qjournal.protocol.messages import PrepareRecoveryResponse
 
-__all__ = ["compare", "max_seen_epoch", "best_recovery_source"]
+__all__ = [
+    "RecoveryDecision",
+    "best_recovery_source",
+    "compare",
+    "decide_recovery",
+    "max_seen_epoch",
+]
 
 K = TypeVar("K")
 
@@ -70,3 +86,49 @@ def best_recovery_source(
 ) -> tuple[K, PrepareRecoveryResponse]:
     """The ``(logger, answer)`` pair with the best answer; the first of equals wins."""
     return max(responses, key=cmp_to_key(lambda x, y: compare(x[1], y[1])))
+
+
+@dataclass(frozen=True)
+class RecoveryDecision(Generic[K]):
+    """Recover the segment from ``source``, whose answer is ``response``."""
+
+    source: K
+    response: PrepareRecoveryResponse
+
+    @property
+    def already_accepted(self) -> bool:
+        """The source holds a proposal accepted in an earlier recovery (paper rule 3b)."""
+        return self.response.accepted_in_epoch is not None
+
+
+def decide_recovery(
+    segment_txid: int, prepared: Iterable[tuple[K, PrepareRecoveryResponse]]
+) -> RecoveryDecision[K] | None:
+    """The recovery of segment ``segment_txid`` from a quorum's prepareRecovery answers:
+    the best source (§2.9), or None when no answering node has the segment (it was
+    started on a minority only, the writer crashing right after startLogSegment).
+    AssertionError if the source does not start at ``segment_txid``, or if a node saw a
+    txid committed past the source's end (recovery must never cut off a committed txn,
+    §2.7 invariant 1)."""
+    answers = list(prepared)
+    best_logger, best = best_recovery_source(answers)
+    if best.accepted_in_epoch is None and best.segment_state is None:
+        for _, response in answers:
+            always_assert(
+                response.segment_state is None,
+                "One of the loggers had a response, but no best logger was found.",
+            )
+        return None
+    log_to_sync = best.segment_state
+    always_assert(
+        log_to_sync is not None and log_to_sync.start_txid == segment_txid,
+        f"recovery source {log_to_sync} does not start at {segment_txid}",
+    )
+    for logger, response in answers:
+        committed = response.last_committed_txid
+        always_assert(
+            committed is None or committed <= log_to_sync.end_txid,
+            f"Decided to synchronize log to {log_to_sync} but logger {logger} had seen "
+            f"txid {committed} committed",
+        )
+    return RecoveryDecision(best_logger, best)

@@ -32,7 +32,6 @@ import shutil
 import socket
 import threading
 import time
-import urllib.parse
 from dataclasses import dataclass
 from functools import cache
 
@@ -44,6 +43,7 @@ from hadoop_qjm.common.progress import TransferProgress, transfer_summary
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog
 from hadoop_qjm.editlog.fs_edit_log_op import DEFAULT_MAX_OP_SIZE
 from hadoop_qjm.qjournal.client.qjournal_uri import QJournalURI, parse_qjournal_uri
+from hadoop_qjm.qjournal.protocol.journal_url import get_journal_url, http_server_url
 from hadoop_qjm.qjournal.protocol.peer_format import (
     FORMATTING,
     SYNCING,
@@ -435,21 +435,14 @@ class JournalNodeSyncer:
         return holding
 
     def _url(self, peer, from_url: str | None, segment_txid: int) -> str:
-        scheme, port = "http", None
-        if from_url:
-            parsed = urllib.parse.urlsplit(from_url)
-            scheme, port = parsed.scheme or "http", parsed.port
         si = self.journal.storage.storage_info
-        query = urllib.parse.urlencode(
-            {
-                "jid": self.journal.journal_id,
-                "segmentTxId": segment_txid,
-                "storageInfo": si.to_colon_separated_string() if si else "",
-                "inProgressOk": "false",
-            }
+        return get_journal_url(
+            http_server_url(peer[0], from_url, None),
+            self.journal.journal_id,
+            segment_txid,
+            si.to_colon_separated_string() if si else "",
+            in_progress_ok=False,
         )
-        host = peer[0] if ":" not in peer[0] else f"[{peer[0]}]"
-        return f"{scheme}://{host}:{port}/getJournal?{query}"
 
     def _proxy(self, peer):
         proxy = self._proxies.get(peer)
