@@ -48,10 +48,6 @@ ALLOWED_CIRCLES: set[tuple[str, ...]] = {
 ALLOWED_UPWARD: set[tuple[str, str]] = {
     ("common.daemon_logging", "tools.daemon_control"),
     ("common.security.tls_sockets", "qjournal.protocol.sockets"),
-    ("conf.config_redactor", "common.exceptions"),
-    ("conf.configuration", "common.exceptions"),
-    ("ha.health_monitor", "namenode.protocol.exceptions"),
-    ("ha.zk_failover_controller", "namenode.protocol.exceptions"),
     ("ha.zkfc_protocol", "namenode.protocol.rpc"),
     ("namenode.ha.dfs_zk_failover_controller", "cli"),
     ("namenode.name_node", "cli"),
