@@ -612,7 +612,7 @@ class NameNode:
 
 def run_daemon(conf: Configuration) -> int:
     """Run a NameNode in the foreground until SIGTERM or SIGINT."""
-    from hadoop_qjm.cli import configure_logging, daemon_log_file
+    from hadoop_qjm.common.daemon_logging import configure_logging, daemon_log_file
 
     configure_logging(log_file=daemon_log_file("namenode"), default_level="INFO")
     node = NameNode(conf)

@@ -36,7 +36,6 @@ LAYERS = (
 
 #: Circles of today (each the sorted modules of one strongly connected component).
 ALLOWED_CIRCLES: set[tuple[str, ...]] = {
-    ("cli", "common.daemon_logging", "tools.daemon_control"),
     ("common.http_server", "common.http_servlets"),
     ("qjournal.client.ipc_logger_channel", "qjournal.client.ipc_logger_channel_metrics"),
     ("qjournal.client.membership_change", "qjournal.client.quorum_journal_manager"),
@@ -46,15 +45,9 @@ ALLOWED_CIRCLES: set[tuple[str, ...]] = {
 
 #: Imports of a higher layer today, as (importer, imported).
 ALLOWED_UPWARD: set[tuple[str, str]] = {
-    ("common.daemon_logging", "tools.daemon_control"),
     ("common.security.tls_sockets", "qjournal.protocol.sockets"),
     ("ha.zkfc_protocol", "namenode.protocol.rpc"),
-    ("namenode.ha.dfs_zk_failover_controller", "cli"),
-    ("namenode.name_node", "cli"),
-    ("qjournal.server.journal_node", "cli"),
     ("spark.fault_campaign", "cli"),
-    ("spark.journal_audit", "cli"),
-    ("spark.session", "cli"),
     ("spark.submit", "cli"),
 }
 

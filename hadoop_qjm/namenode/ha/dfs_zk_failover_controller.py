@@ -314,7 +314,7 @@ def run(argv: Sequence[str], conf: Configuration | None) -> int:
 
 
 def _run_daemon(controller: ZKFailoverController, conf: Configuration) -> int:
-    from hadoop_qjm.cli import configure_logging, daemon_log_file
+    from hadoop_qjm.common.daemon_logging import configure_logging, daemon_log_file
     from hadoop_qjm.common.security import SSLFactory
     from hadoop_qjm.ha.zkfc_protocol import ZKFCRpcServer
 
