@@ -39,7 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "run a JournalNode in the foreground",
     ),
     "namenode": (
-        "hadoop_qjm.namenode.name_node",
+        "hadoop_qjm.cli.name_node",
         "run a NameNode, or -format, -initializeSharedEdits, -bootstrapStandby, ...",
     ),
     "zkfc": (

@@ -55,7 +55,6 @@ ALLOWED_UPWARD: set[tuple[str, str]] = {
 ALLOWED_LONG: set[str] = {
     "common.http_server",
     "namenode.fs_edit_log",
-    "namenode.name_node",
     "qjournal.client.ipc_logger_channel",
     "qjournal.client.pipelined_channel",
     "qjournal.client.quorum_journal_manager",
