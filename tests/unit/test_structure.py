@@ -36,7 +36,6 @@ LAYERS = (
 
 #: Circles of today (each the sorted modules of one strongly connected component).
 ALLOWED_CIRCLES: set[tuple[str, ...]] = {
-    ("common.http_server", "common.http_servlets"),
     ("qjournal.client.ipc_logger_channel", "qjournal.client.ipc_logger_channel_metrics"),
     ("qjournal.client.membership_change", "qjournal.client.quorum_journal_manager"),
     ("qjournal.protocol.exceptions", "qjournal.protocol.wire"),
@@ -53,7 +52,6 @@ ALLOWED_UPWARD: set[tuple[str, str]] = {
 
 #: Modules over MAX_LINES today.
 ALLOWED_LONG: set[str] = {
-    "common.http_server",
     "namenode.fs_edit_log",
     "qjournal.client.ipc_logger_channel",
     "qjournal.client.pipelined_channel",
