@@ -51,6 +51,7 @@ PURE_MODULES = {
     "hadoop_qjm.namenode.name_node_resource_policy": set(),
     "hadoop_qjm.namenode.ha.ha_state_change": set(),
     "hadoop_qjm.common.jmx_json": set(),
+    "hadoop_qjm.namenode.fs_edit_log_state": set(),
     "hadoop_qjm.qjournal.protocol.peer_format": set(),
     "hadoop_qjm.qjournal.protocol.format_rules": set(),
     "hadoop_qjm.qjournal.server.scrub_rules": set(),

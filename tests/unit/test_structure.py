@@ -52,7 +52,6 @@ ALLOWED_UPWARD: set[tuple[str, str]] = {
 
 #: Modules over MAX_LINES today.
 ALLOWED_LONG: set[str] = {
-    "namenode.fs_edit_log",
     "qjournal.client.ipc_logger_channel",
     "qjournal.client.pipelined_channel",
     "qjournal.client.quorum_journal_manager",
