@@ -43,7 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "run a NameNode, or -format, -initializeSharedEdits, -bootstrapStandby, ...",
     ),
     "zkfc": (
-        "hadoop_qjm.namenode.ha.dfs_zk_failover_controller",
+        "hadoop_qjm.cli.zkfc",
         "run a NameNode's automatic failover controller on ZooKeeper, or -formatZK",
     ),
     "dfs": ("hadoop_qjm.tools.dfs_shell", "file system commands: -mkdir -ls -rm -mv -touchz ..."),
