@@ -23,6 +23,7 @@ __all__ = [
     "LOG4J_PROPERTIES",
     "configure_logging",
     "daemon_log_file",
+    "default_log_dir",
     "logging_settings",
     "set_conf_dir_in_use",
 ]
@@ -136,6 +137,17 @@ def _user_name() -> str:
         return str(os.getuid())
 
 
+def default_log_dir(environ: dict[str, str] | None = None) -> str:
+    """``$HADOOP_LOG_DIR``, else ``$HADOOP_HOME/logs``, else ``/tmp/hadoop-<user>/logs``:
+    never inside the installation or the source tree."""
+    environ = os.environ if environ is None else environ
+    if environ.get("HADOOP_LOG_DIR"):
+        return environ["HADOOP_LOG_DIR"]
+    if environ.get("HADOOP_HOME"):
+        return os.path.join(environ["HADOOP_HOME"], "logs")
+    return os.path.join("/tmp", f"hadoop-{environ.get('USER') or _user_name()}", "logs")
+
+
 def daemon_log_file(daemon: str, settings: LoggingSettings | None = None) -> str | None:
     """``$HADOOP_LOG_DIR/hadoop-<ident>-<daemon>-<host>.log`` (Hadoop's name), or None when
     ``HADOOP_LOG_DIR`` is unset and no file appender (``RFA``) is configured (``RFA`` without
@@ -147,8 +159,6 @@ def daemon_log_file(daemon: str, settings: LoggingSettings | None = None) -> str
         settings = settings or logging_settings()
         if not any(a in FILE_APPENDERS for a in settings.appenders):
             return None
-        from hadoop_qjm.tools.daemon_control import default_log_dir
-
         log_dir = default_log_dir()
     os.makedirs(log_dir, exist_ok=True)
     ident = os.environ.get("HADOOP_IDENT_STRING") or os.environ.get("USER") or _user_name()

@@ -7,6 +7,12 @@ class name plus its message; ``exception_for_name`` maps it back.
 
 from __future__ import annotations
 
+from hadoop_qjm.conf.errors import (  # the bases conf needs live below common
+    ConfigurationError,
+    HadoopException,
+    IllegalArgumentException,
+)
+
 __all__ = [
     "HadoopException",
     "IOException",
@@ -33,13 +39,6 @@ __all__ = [
 ]
 
 
-class HadoopException(Exception):
-    """Base of every error this project raises on purpose."""
-
-    #: The Java class name Hadoop uses for this error; sent on the wire.
-    java_name = "java.lang.Exception"
-
-
 class IOException(HadoopException, OSError):
     """Hadoop's IOException: an operation failed, the state is unchanged."""
 
@@ -51,10 +50,6 @@ class IOException(HadoopException, OSError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
-
-
-class IllegalArgumentException(HadoopException, ValueError):
-    java_name = "java.lang.IllegalArgumentException"
 
 
 class IllegalStateException(HadoopException, RuntimeError):
@@ -79,12 +74,6 @@ class EditLogCorruptionError(IOException):
     """An op frame could not be decoded (bad opcode, length, checksum or body)."""
 
     java_name = "org.apache.hadoop.hdfs.server.namenode.EditLogInputException"
-
-
-class ConfigurationError(HadoopException, ValueError):
-    """A malformed configuration file or an unparsable value."""
-
-    java_name = "java.lang.IllegalArgumentException"
 
 
 class UsageError(HadoopException, ValueError):

@@ -27,10 +27,8 @@ allows — else 403 naming the identity. With a ``transfer_authorizer`` but no
 
 from __future__ import annotations
 
-import fnmatch
 import gc
 import http.server
-import json
 import logging
 import selectors
 import socket
@@ -40,8 +38,8 @@ import threading
 import time
 from collections.abc import Callable
 from http import HTTPStatus
-from typing import Any, BinaryIO, ClassVar
-from urllib.parse import parse_qs, urlsplit
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 import psutil
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -52,9 +50,16 @@ from hadoop_qjm.common.exceptions import (
     IllegalArgumentException,
     IllegalStateException,
 )
+from hadoop_qjm.common.http_request import (  # noqa: F401 - re-exported
+    CHUNK_SIZE,
+    MAX_REQUEST_LINE,
+    HttpError,
+    HttpRequestHandler,
+)
 from hadoop_qjm.common.http_servlets import LOGS_PREFIX, DaemonServlets
+from hadoop_qjm.common.jmx_json import jmx_query, render_jmx  # noqa: F401 - re-exported
 from hadoop_qjm.common.security.authorization import ServiceAuthorizer
-from hadoop_qjm.common.security.tls_sockets import handshake_failure_reason, peer_identity
+from hadoop_qjm.common.security.tls_sockets import handshake_failure_reason
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.conf.config_redactor import ConfigRedactor
 
@@ -74,14 +79,11 @@ __all__ = [
 
 LOG = logging.getLogger(__name__)
 
-CHUNK_SIZE = 64 * 1024
-MAX_REQUEST_LINE = 8192
 DEFAULT_SOCKET_TIMEOUT_S = 60.0
 DEFAULT_HANDSHAKE_TIMEOUT_S = 10.0
 DEFAULT_MAX_CONNECTIONS = 64
 _MIB = 1024.0 * 1024.0
 _WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]")
-_TEXT = "text/plain; charset=utf-8"
 _BUSY = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
 
@@ -136,237 +138,6 @@ class DataTransferThrottler:
             idle_long = now >= self._period_start + 3 * self.period_s
             self._period_start = now if idle_long else period_end
             self._reserve += self.bytes_per_period
-
-
-def jmx_query(text: str) -> Callable[[str], bool]:
-    """A matcher for ``/jmx?qry=``: a JMX ObjectName pattern ``domain:k=v,k=v[,*]`` with globs."""
-    domain, sep, rest = text.partition(":")
-    parts = rest.split(",") if sep else []
-    wanted = dict(part.partition("=")[::2] for part in parts if part != "*")
-    any_other = "*" in parts
-    if not sep or (not wanted and not any_other) or any("=" not in p for p in parts if p != "*"):
-        raise ValueError(f"Invalid ObjectName pattern: {text}")
-
-    def matches(name: str) -> bool:
-        bean_domain, _, bean_rest = name.partition(":")
-        props = dict(part.partition("=")[::2] for part in bean_rest.split(","))
-        return (
-            fnmatch.fnmatchcase(bean_domain, domain)
-            and (any_other or set(props) == set(wanted))
-            and all(k in props and fnmatch.fnmatchcase(props[k], v) for k, v in wanted.items())
-        )
-
-    return matches
-
-
-class HttpError(Exception):
-    """Answer the request with ``status`` and this message (raised by a page)."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class HttpRequestHandler(http.server.BaseHTTPRequestHandler):
-    """One connection; each request is dispatched by path to a page of the owning server.
-
-    A page is ``owner.<method>(request, params, send_body)`` where ``request`` is this
-    handler (use :meth:`send_bytes`, :meth:`send_file`), ``params`` the query's first
-    values and ``send_body`` False for HEAD.
-    """
-
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # headers and body go out in separate writes
-    server: _Server
-
-    def setup(self) -> None:
-        self.timeout = self.server.socket_timeout_s
-        self._headers_sent = False
-        super().setup()
-
-    def handle_one_request(self) -> None:
-        """BaseHTTPRequestHandler's loop step, with a smaller request-line limit and 405s."""
-        self._headers_sent = False
-        try:
-            # A request line starts with its method's letters (or an empty line, RFC 9112
-            # §2.2). Anything else, such as an RPC client given this port (8480 for 8485),
-            # is answered at once, not after waiting for a line end it will never send.
-            first = self.rfile.peek(1)[:1]
-            if first and not (first.isalpha() or first in b"\r\n"):
-                self.requestline = self.request_version = self.command = ""
-                self.send_error(HTTPStatus.BAD_REQUEST)
-                return
-            self.raw_requestline = self.rfile.readline(MAX_REQUEST_LINE + 1)
-            if len(self.raw_requestline) > MAX_REQUEST_LINE:
-                self.requestline = self.request_version = self.command = ""
-                self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG)
-                return
-            if not self.raw_requestline:
-                self.close_connection = True
-                return
-            if not self.parse_request():
-                return
-            puts = urlsplit(self.path).path in self.owner.put_routes
-            if self.command in ("GET", "HEAD"):
-                self._dispatch(send_body=self.command == "GET")
-            elif self.command == "PUT" and puts:
-                self._dispatch(send_body=True)
-            else:
-                msg = f"HTTP method {self.command} is not supported by this URL"
-                allow = "GET, HEAD, PUT" if puts else "GET, HEAD"
-                self.send_http_error(HTTPStatus.METHOD_NOT_ALLOWED, msg, allow=allow)
-            # A request body we did not read would be parsed as the next request.
-            if self.headers.get("Content-Length", "0").strip() not in ("", "0") or (
-                "Transfer-Encoding" in self.headers
-            ):
-                self.close_connection = True
-            self.wfile.flush()
-        except (TimeoutError, ConnectionError) as e:
-            LOG.debug("Dropping HTTP connection from %s: %r", self.client_address, e)
-            self.close_connection = True
-
-    def _dispatch(self, send_body: bool) -> None:
-        url = urlsplit(self.path)
-        routes = self.owner.put_routes if self.command == "PUT" else self.owner.routes
-        route = routes.get(url.path)
-        if route is None and self.command != "PUT":
-            prefix = next((p for p in self.owner.prefix_routes if url.path.startswith(p)), None)
-            route = self.owner.prefix_routes.get(prefix) if prefix else None
-        if route is None:
-            self.send_http_error(HTTPStatus.NOT_FOUND, f"No such page: {url.path}")
-            return
-        page_name, error_prefix = route
-        if url.path in self.owner.transfer_paths:
-            refusal = self.owner.check_transfer(self, url.path)
-            if refusal is not None:
-                self.send_http_error(HTTPStatus.FORBIDDEN, refusal)
-                return
-        try:
-            query = parse_qs(url.query, keep_blank_values=True, max_num_fields=64)
-        except ValueError as e:
-            self.send_http_error(HTTPStatus.BAD_REQUEST, f"Malformed query string: {e}")
-            return
-        params = {key: values[0] for key, values in query.items()}
-        try:
-            getattr(self.owner, page_name)(self, params, send_body)
-        except (TimeoutError, ConnectionError):
-            raise
-        except HttpError as e:
-            self.send_http_error(e.status, str(e))
-        except Exception as e:
-            LOG.exception("Error serving %s to %s", url.path, self.client_address[0])
-            if self._headers_sent:
-                self.close_connection = True  # the client sees a short body, never a lie
-            else:
-                msg = f"{error_prefix}{type(e).__name__}: {e}"
-                self.send_http_error(HTTPStatus.INTERNAL_SERVER_ERROR, msg)
-
-    @property
-    def owner(self) -> HttpServer2:
-        """The daemon's server object whose pages this handler serves."""
-        return self.server.owner
-
-    @property
-    def peer_identity(self) -> str | None:
-        """The subject CN of the client's verified TLS certificate; None over plain HTTP or
-        when the client presented none."""
-        return peer_identity(self.connection)
-
-    # ---- responses ------------------------------------------------------------------------------
-    def end_headers(self) -> None:
-        self._headers_sent = True
-        super().end_headers()
-
-    def send_bytes(
-        self,
-        status: int,
-        content_type: str,
-        body: bytes,
-        send_body: bool,
-        headers: dict[str, str] | None = None,
-        reason: str | None = None,
-    ) -> None:
-        """A complete response with ``body`` (sent only if ``send_body``)."""
-        self.send_response(status, reason)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("X-Content-Type-Options", "nosniff")
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        if send_body:
-            self.wfile.write(body)
-
-    def send_http_error(self, status: int, message: str, allow: str | None = None) -> None:
-        """A text/plain error. The message is also the reason phrase (as Jetty's sendError),
-        where Hadoop's TransferFsImage reads it; there it is cut to printable ASCII."""
-        reason = "".join(c if " " <= c <= "~" else " " for c in message)[:200].strip()
-        headers = {"Connection": "close", **({"Allow": allow} if allow else {})}
-        self.close_connection = True
-        body = (message + "\n").encode("utf-8", "replace")
-        self.send_bytes(status, _TEXT, body, self.command != "HEAD", headers, reason or None)
-
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """Errors parse_request reports: a fixed phrase (never echo the request line back),
-        with a status line and headers even for a request that looked like HTTP/0.9."""
-        if getattr(self, "request_version", "") in ("", "HTTP/0.9"):
-            self.request_version = "HTTP/1.0"
-        self.send_http_error(code, HTTPStatus(code).phrase)
-
-    def send_file(
-        self,
-        f: BinaryIO,
-        length: int,
-        name: str,
-        send_body: bool,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        """Send ``length`` bytes of ``f`` as the attachment ``name`` (Hadoop's file-transfer
-        headers: Content-Disposition and X-Image-Edits-Name, plus ``headers``), throttled by
-        the server's bandwidth setting."""
-        self.send_response(HTTPStatus.OK)
-        self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Content-Length", str(length))
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.send_header("Content-Disposition", f"attachment; filename={name}")
-        self.send_header("X-Image-Edits-Name", name)
-        self.end_headers()
-        if send_body:
-            self._copy(f, length, name)
-
-    def _copy(self, f: BinaryIO, length: int, name: str) -> None:
-        """Send exactly ``length`` bytes of ``f`` (its size at open time), throttled if asked."""
-        throttler = self.owner.new_throttler()
-        if throttler is None and not isinstance(self.connection, ssl.SSLSocket):
-            # Plain HTTP, unthrottled: the kernel copies from the page cache to the socket
-            # (os.sendfile). A python read/write loop cost ~2 ms per MB of CPU in the
-            # serving JournalNode; TLS keeps the loop (the bytes must be encrypted here).
-            sent = self.connection.sendfile(f, f.tell(), length)
-            if sent < length:
-                LOG.warning("%s shrank while being sent; closing the connection", name)
-                self.close_connection = True
-            return
-        chunk = CHUNK_SIZE if throttler is None else min(CHUNK_SIZE, throttler.bytes_per_period)
-        remaining = length
-        while remaining > 0:
-            data = f.read(min(chunk, remaining))
-            if not data:
-                # Truncated under us (a recovered segment's padding removed at finalize): we
-                # cannot send what Content-Length promised, so drop the connection.
-                LOG.warning("%s shrank while being sent; closing the connection", name)
-                self.close_connection = True
-                return
-            self.wfile.write(data)
-            remaining -= len(data)
-            if throttler is not None:
-                throttler.throttle(len(data))
-
-    def version_string(self) -> str:
-        return "hadoop-qjm-py"
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-        LOG.debug("%s - %s", self.address_string(), format % args)
 
 
 class _Server(http.server.HTTPServer):
@@ -713,16 +484,7 @@ class HttpServer2(DaemonServlets):
     def page_jmx(self, request: HttpRequestHandler, params: dict, send_body: bool) -> None:
         if not self.is_instrumentation_access_allowed(request, "/jmx"):
             return
-        qry = params.get("qry", "*:*")
-        try:
-            matches = jmx_query(qry)
-        except ValueError as e:
-            result: dict[str, object] = {"result": "ERROR", "message": str(e)}
-            status = HTTPStatus.BAD_REQUEST
-        else:
-            result = {"beans": [b for b in self.jmx_beans() if matches(b["name"])]}
-            status = HTTPStatus.OK
-        body = json.dumps(result, indent=2, default=str).encode("utf-8")
+        status, body = render_jmx(self.jmx_beans, params.get("qry", "*:*"))
         request.send_bytes(status, "application/json; charset=utf-8", body, send_body)
 
     def page_status(self, request: HttpRequestHandler, params: dict, send_body: bool) -> None:

@@ -44,7 +44,7 @@ from hadoop_qjm.common import log_level
 from hadoop_qjm.common.exceptions import IllegalArgumentException
 
 if TYPE_CHECKING:
-    from hadoop_qjm.common.http_server import HttpRequestHandler
+    from hadoop_qjm.common.http_request import HttpRequestHandler
     from hadoop_qjm.common.security.authorization import ServiceAuthorizer
     from hadoop_qjm.conf.config_redactor import ConfigRedactor
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hadoop_qjm.common.exceptions import ConfigurationError
 from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.conf.errors import ConfigurationError
 
 __all__ = ["REDACTED_TEXT", "ConfigRedactor"]
 

@@ -24,8 +24,8 @@ from typing import Any
 
 from lxml import etree
 
-from hadoop_qjm.common.exceptions import ConfigurationError, IllegalArgumentException
 from hadoop_qjm.conf.dfs_config_keys import DEFAULTS
+from hadoop_qjm.conf.errors import ConfigurationError, IllegalArgumentException
 
 __all__ = ["Configuration", "parse_time_duration", "parse_storage_size", "parse_host_port"]
 

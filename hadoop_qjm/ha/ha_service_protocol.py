@@ -1,4 +1,5 @@
-"""HAServiceProtocol's service state (Hadoop's HAServiceProtocol.HAServiceState).
+"""HAServiceProtocol's service state (Hadoop's HAServiceProtocol.HAServiceState) and who asks
+for a change of it (HAServiceProtocol.RequestSource).
 
 One enum for what a NameNode is in its nameservice, wherever it is kept, compared or shown:
 the NameNode's own state, ``getServiceStatus``'s answer, what the failover controller made
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["HAServiceState"]
+__all__ = ["HARequestSource", "HAServiceState"]
 
 
 class HAServiceState(enum.IntEnum):
@@ -29,3 +30,12 @@ class HAServiceState(enum.IntEnum):
 
     def __format__(self, spec: str) -> str:
         return format(str(self), spec)
+
+
+class HARequestSource(enum.IntEnum):
+    """Who asks for an HA state change (HARequestSource; values are the wire values):
+    ``haadmin``, ``haadmin --forcemanual``, or the failover controller."""
+
+    REQUEST_BY_USER = 0
+    REQUEST_BY_USER_FORCED = 1
+    REQUEST_BY_ZKFC = 2

@@ -34,7 +34,7 @@ from typing import Any
 from hadoop_qjm.common.exceptions import HadoopException, one_line_message
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.ha.election_rules import HealthState
-from hadoop_qjm.namenode.protocol.exceptions import HealthCheckFailedException
+from hadoop_qjm.ha.exceptions import HealthCheckFailedException
 from hadoop_qjm.qjournal.protocol.exceptions import ConnectException
 
 __all__ = ["HealthMonitor", "HealthMonitorSettings"]

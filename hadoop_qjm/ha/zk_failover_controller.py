@@ -49,9 +49,9 @@ from hadoop_qjm.ha.election_rules import (
     parse_zk_quorum,
     resolve_conf_indirection,
 )
+from hadoop_qjm.ha.exceptions import ServiceFailedException
 from hadoop_qjm.ha.ha_service_protocol import HAServiceState
 from hadoop_qjm.ha.health_monitor import HealthMonitor, HealthMonitorSettings
-from hadoop_qjm.namenode.protocol.exceptions import ServiceFailedException
 
 __all__ = ["ServiceTarget", "Timer", "ZKFCSettings", "ZKFailoverController", "daemon_timer"]
 

@@ -25,12 +25,10 @@ so does every later call: the edit log is dead.
 
 from __future__ import annotations
 
-import enum
 import logging
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
 from hadoop_qjm.common.exceptions import (
@@ -46,6 +44,11 @@ from hadoop_qjm.conf.dfs_config_keys import (
 )
 from hadoop_qjm.editlog.fs_edit_log_op import EndLogSegmentOp, FSEditLogOp, StartLogSegmentOp
 from hadoop_qjm.editlog.redundant_edit_log_input_stream import RedundantEditLogInputStream
+from hadoop_qjm.namenode.fs_edit_log_state import (  # noqa: F401 - re-exported
+    EditLogState,
+    EditLogStats,
+    check_for_gaps,
+)
 from hadoop_qjm.namenode.journal_set import JournalSet, JournalSetFailure, JournalSetOutputStream
 
 __all__ = [
@@ -83,52 +86,6 @@ def _first_lines(error: BaseException, limit: int = 4) -> str:
         lines.extend(line.strip() for line in str(seen).splitlines() if line.strip())
         seen = seen.__cause__
     return "; ".join(dict.fromkeys(lines[:limit])) or type(error).__name__
-
-
-class EditLogState(enum.Enum):
-    UNINITIALIZED = "UNINITIALIZED"
-    BETWEEN_LOG_SEGMENTS = "BETWEEN_LOG_SEGMENTS"
-    IN_SEGMENT = "IN_SEGMENT"
-    OPEN_FOR_READING = "OPEN_FOR_READING"
-    CLOSED = "CLOSED"
-
-
-@dataclass(frozen=True)
-class EditLogStats:
-    """Counters since the edit log was created: ``txns / syncs`` is the group-commit factor."""
-
-    txns: int
-    syncs: int
-    txns_batched_in_sync: int
-    last_written_txid: int
-    synced_txid: int
-    #: Syncs on their way now, and the most there ever were at once.
-    syncs_in_flight: int = 0
-    max_syncs_in_flight: int = 0
-
-    @property
-    def txns_per_sync(self) -> float:
-        return self.txns / self.syncs if self.syncs else 0.0
-
-
-def check_for_gaps(streams: list, from_txid: int, to_at_least_txid: int) -> None:
-    """The streams must hold every txid from ``from_txid`` to ``to_at_least_txid``
-    (FSEditLog.checkForGaps): else IOException naming the first missing txid."""
-    txid = from_txid
-    for stream in streams:
-        if txid > to_at_least_txid:
-            return
-        if stream.first_txid > txid:
-            break
-        if stream.last_txid == INVALID_TXID:
-            return  # an in-progress stream may go all the way
-        txid = max(txid, stream.last_txid + 1)
-    if txid > to_at_least_txid:
-        return
-    raise IOException(
-        f"Gap in transactions. Expected to be able to read up until at least txid "
-        f"{to_at_least_txid} but unable to find any edit logs containing txid {txid}"
-    )
 
 
 class FSEditLog:

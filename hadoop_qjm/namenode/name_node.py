@@ -1,4 +1,4 @@
-"""NameNode: the daemon (``hdfs-py namenode``) and its command line.
+"""NameNode: the daemon (``hdfs-py namenode``, run by :mod:`hadoop_qjm.cli.name_node`).
 
 The daemon wraps a :class:`~hadoop_qjm.namenode.name_node_core.NameNodeCore` (storage,
 recovery, namespace, edit log) with an RPC server on ``dfs.namenode.rpc-address``
@@ -16,19 +16,16 @@ commands (:mod:`hadoop_qjm.namenode.name_node_commands`).
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from hadoop_qjm import __version__
 from hadoop_qjm.common.exceptions import (
     AccessControlException,
     ExitException,
-    HadoopException,
     IllegalArgumentException,
     IOException,
 )
@@ -40,15 +37,15 @@ from hadoop_qjm.namenode.fs_edit_log import TerminateCallback, terminate_process
 from hadoop_qjm.namenode.fs_edit_log_async import AsyncLoggingEditLog, EditLogSyncer
 from hadoop_qjm.namenode.fs_edit_log_loader import EditLogApplyException
 from hadoop_qjm.namenode.ha.edit_log_tailer import EditLogTailer
+from hadoop_qjm.namenode.ha.ha_state_change import HAStateChangeVerdict
+from hadoop_qjm.namenode.ha.ha_state_change import check_ha_state_change as ha_state_change_verdict
 from hadoop_qjm.namenode.ha.ha_util import (
-    NameNodeAddress,
     get_nameservice_id,
-    ha_namenodes,
-    image_transfer_base,
     is_automatic_failover_enabled,
     is_ha_enabled,
 )
 from hadoop_qjm.namenode.ha.standby_checkpointer import StandbyCheckpointer
+from hadoop_qjm.namenode.ha.standby_services import StandbyServices
 from hadoop_qjm.namenode.name_node_core import JournalFactory, NameNodeCore
 from hadoop_qjm.namenode.name_node_metrics import NameNodeMetrics
 from hadoop_qjm.namenode.name_node_resource_checker import NameNodeResourceChecker
@@ -68,7 +65,7 @@ from hadoop_qjm.namenode.protocol.messages import (
 )
 from hadoop_qjm.namenode.protocol.rpc import remote_ip
 
-__all__ = ["NameNode", "rpc_bind_address", "run"]
+__all__ = ["NameNode", "rpc_bind_address"]
 
 LOG = logging.getLogger(__name__)
 
@@ -146,9 +143,16 @@ class NameNode:
         self.ha_enabled = is_ha_enabled(conf, self.nameservice)
         self.nnid = conf.get_trimmed(keys.DFS_HA_NAMENODE_ID_KEY) if self.ha_enabled else None
         self._ha_lock = threading.RLock()
-        self.tailer: EditLogTailer | None = None
         self.resource_checker: NameNodeResourceChecker | None = None
-        self.checkpointer: StandbyCheckpointer | None = None
+        self.standby_services = StandbyServices(
+            conf,
+            self.settings,
+            nameservice=self.nameservice,
+            nnid=self.nnid,
+            ssl_factory=self.ssl_factory,
+            running_core=self._running,
+            terminate=lambda status, message: self._terminate(status, message),
+        )
 
     def _on_terminate(self, status: int, message: str) -> None:
         """The edit log's terminate: while starting, a plain error (the command line prints
@@ -450,25 +454,22 @@ class NameNode:
             raise ServiceFailedException("HA for namenode is not enabled")
 
     def check_ha_state_change(self, source: int) -> None:
-        """May ``source`` change this NameNode's HA state? (NameNode.checkHaStateChange)
-
-        With automatic failover on, the failover controllers own the state: a plain user
-        request is refused, a forced one (``haadmin --forcemanual``) is let through with a
-        warning. With it off, a controller's request is refused: a stray ZKFC must not
-        steer a manually managed pair."""
+        """May ``source`` change this NameNode's HA state? (NameNode.checkHaStateChange; the
+        rule is :func:`~hadoop_qjm.namenode.ha.ha_state_change.check_ha_state_change`)."""
         automatic = is_automatic_failover_enabled(self.conf, self.nameservice)
-        if source == HARequestSource.REQUEST_BY_USER and automatic:
+        verdict = ha_state_change_verdict(source, automatic)
+        if verdict is HAStateChangeVerdict.MANUAL_DISALLOWED:
             raise AccessControlException(
                 "Manual HA control for this NameNode is disallowed, because automatic HA is "
                 "enabled."
             )
-        if source == HARequestSource.REQUEST_BY_USER_FORCED and automatic:
+        if verdict is HAStateChangeVerdict.ALLOWED_FORCED:
             LOG.warning(
                 "Allowing manual HA control from %s even though automatic HA is enabled, "
                 "because the user specified the force flag",
                 remote_ip() or "a local caller",
             )
-        if source == HARequestSource.REQUEST_BY_ZKFC and not automatic:
+        if verdict is HAStateChangeVerdict.ZKFC_DENIED:
             raise AccessControlException(
                 f"Request from ZK failover controller at {remote_ip() or 'a local caller'} "
                 "denied since automatic HA is not enabled"
@@ -538,125 +539,20 @@ class NameNode:
             not_ready_reason=None if running else "The NameNode is not running",
         )
 
-    # ---- the standby's threads -------------------------------------------------------------------
-    def _other_namenodes(self) -> list[NameNodeAddress]:
-        return [nn for nn in ha_namenodes(self.conf, self.nameservice) if nn.nnid != self.nnid]
+    # ---- the standby's threads (namenode/ha/standby_services.py) ------------------------------
+    @property
+    def tailer(self) -> EditLogTailer | None:
+        return self.standby_services.tailer
+
+    @property
+    def checkpointer(self) -> StandbyCheckpointer | None:
+        return self.standby_services.checkpointer
 
     def _start_standby_threads(self) -> None:
-        core = self._running()
-        self.tailer = EditLogTailer(
-            core, self.conf, roll_active=self._roll_active, terminate=self._terminate
-        )
-        self.tailer.start()
-        if self.settings.standby_checkpoints:
-            self.checkpointer = StandbyCheckpointer(core, self.conf, upload=self._upload_image)
-            self.checkpointer.start()
+        self.standby_services.start()
 
     def _stop_standby_threads(self) -> None:
-        checkpointer, self.checkpointer = self.checkpointer, None
-        if checkpointer is not None:
-            checkpointer.stop()
-        tailer, self.tailer = self.tailer, None
-        if tailer is not None:
-            tailer.stop()
-
-    def _roll_active(self) -> None:
-        """rollEditLog on the other NameNodes in turn, until one (the active) does it."""
-        from hadoop_qjm.namenode.protocol.client import NameNodeProxy
-
-        timeout_s = self.settings.roll_edits_timeout_s
-        errors = []
-        for nn in self._other_namenodes():
-            try:
-                with NameNodeProxy(
-                    *nn.client_rpc,
-                    timeout_s=timeout_s,
-                    socket_factory=self.ssl_factory.rpc_client_socket_factory(),
-                ) as proxy:
-                    proxy.roll_edit_log()
-                return
-            except (HadoopException, OSError) as e:
-                errors.append(f"{nn.nnid}: {e}")
-        raise IOException("No NameNode rolled its edit log: " + "; ".join(errors))
-
-    def _upload_image(self, txid: int) -> None:
-        """Send fsimage_<txid> to every other NameNode (only the active accepts it)."""
-        from hadoop_qjm.namenode.transfer_fs_image import upload_image_to_active
-
-        core = self._running()
-        images = [i for i in core.storage.inspect_images() if i.txid == txid]  # type: ignore[union-attr]
-        if not images:
-            raise IOException(f"No fsimage_{txid} to upload")
-        timeout_s = self.settings.image_transfer_timeout_s
-        for nn in self._other_namenodes():
-            transfer = image_transfer_base(self.conf, nn)
-            if transfer is None:
-                continue
-            base_url, ssl_context = transfer
-            try:
-                upload_image_to_active(
-                    base_url,
-                    core.ns_info.storage_info(),  # type: ignore[union-attr]
-                    txid,
-                    images[0].path,
-                    timeout_s,
-                    ssl_context=ssl_context,
-                )
-                LOG.info("Uploaded fsimage_%d to %s", txid, nn.nnid)
-            except (HadoopException, OSError) as e:
-                LOG.info("Image upload to %s not done: %s", nn.nnid, e)
+        self.standby_services.stop()
 
     def __str__(self) -> str:
         return f"NameNode(rpc={self.rpc_address}, http={self.http_address})"
-
-
-def run_daemon(conf: Configuration) -> int:
-    """Run a NameNode in the foreground until SIGTERM or SIGINT."""
-    from hadoop_qjm.cli import configure_logging, daemon_log_file
-
-    configure_logging(log_file=daemon_log_file("namenode"), default_level="INFO")
-    node = NameNode(conf)
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: object) -> None:
-        LOG.info("Received signal %d, shutting down", signum)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    try:
-        node.start()
-    except (HadoopException, OSError) as e:
-        from hadoop_qjm.namenode.name_node_commands import one_line
-
-        raise one_line(e) from e  # the log has the details; the command line gets one line
-    rpc_host, rpc_port = node.rpc_address
-    http_host, http_port = node.http_address
-    https = "" if node.https_server is None else " https={}:{}".format(*node.https_address)
-    print(
-        f"NameNode started pid={os.getpid()} rpc={rpc_host}:{rpc_port} "
-        f"http={http_host}:{http_port}{https}",
-        flush=True,
-    )
-    try:
-        # The wait is interrupted by the signal handler; the timeout only bounds each wait.
-        while not stop.wait(3600):
-            pass
-    finally:
-        node.stop()
-    return 0
-
-
-def run(argv: Sequence[str], conf: Configuration | None) -> int:
-    """``hdfs-py namenode [-format ... | -initializeSharedEdits ... | -checkpointOffline DIR]``."""
-    from hadoop_qjm.namenode.name_node_commands import parse_startup_option, run_command
-
-    option = parse_startup_option(argv)
-    if option.command == "help":
-        return 0
-    if option.command == "daemon":
-        from hadoop_qjm.namenode.ha.ha_util import resolve_ha_conf
-
-        conf, _, _ = resolve_ha_conf(conf, getattr(option, "nnid", None))  # type: ignore[arg-type]
-        return run_daemon(conf)
-    return run_command(option, conf)  # type: ignore[arg-type]

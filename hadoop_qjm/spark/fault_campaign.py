@@ -337,7 +337,7 @@ def summary_text(report: CampaignReport) -> str:
 
 
 def _parser():
-    from hadoop_qjm.cli import CommandParser
+    from hadoop_qjm.common.command_line import CommandParser
     from hadoop_qjm.spark.session import add_job_arguments
     from hadoop_qjm.testing.randomized import PLANTED_BUGS
 

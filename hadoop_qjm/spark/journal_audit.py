@@ -430,7 +430,7 @@ def summary_text(report: AuditReport) -> str:
 
 
 def _parser():
-    from hadoop_qjm.cli import CommandParser, finite_float
+    from hadoop_qjm.common.command_line import CommandParser, finite_float
     from hadoop_qjm.spark.session import add_job_arguments
 
     parser = CommandParser(

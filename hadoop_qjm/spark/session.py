@@ -73,7 +73,7 @@ class PysparkMissingError(HadoopException, ImportError):
 def add_job_arguments(parser: Any) -> None:
     """The options every Spark job of ``hdfs-py`` takes: ``--master``, ``--out``,
     ``--overwrite``, ``--progress-interval``, ``--conf KEY=VALUE`` and ``--ui``."""
-    from hadoop_qjm.cli import finite_float
+    from hadoop_qjm.common.command_line import finite_float
 
     parser.add_argument("--master", help="Spark master (default local[*], or spark-submit's)")
     parser.add_argument("--out", required=True, help="output directory (local path or URI)")

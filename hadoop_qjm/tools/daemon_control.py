@@ -32,7 +32,8 @@ from dataclasses import dataclass
 
 import psutil
 
-from hadoop_qjm.common.daemon_logging import _user_name
+from hadoop_qjm.common.command_line import conf_dir_in_use, load_configuration
+from hadoop_qjm.common.daemon_logging import _user_name, default_log_dir
 from hadoop_qjm.common.exceptions import UsageError
 from hadoop_qjm.tools.namenode_daemons import NAMENODE_DAEMONS, ident_for
 
@@ -62,17 +63,6 @@ def _say(line: str) -> None:
 
 def _complain(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
-
-
-def default_log_dir(environ: dict[str, str] | None = None) -> str:
-    """``$HADOOP_LOG_DIR``, else ``$HADOOP_HOME/logs``, else ``/tmp/hadoop-<user>/logs``:
-    never inside the installation or the source tree."""
-    environ = os.environ if environ is None else environ
-    if environ.get("HADOOP_LOG_DIR"):
-        return environ["HADOOP_LOG_DIR"]
-    if environ.get("HADOOP_HOME"):
-        return os.path.join(environ["HADOOP_HOME"], "logs")
-    return os.path.join("/tmp", f"hadoop-{environ.get('USER') or _user_name()}", "logs")
 
 
 HADOOP_ENV = "hadoop-env-py.sh"
@@ -116,8 +106,6 @@ class DaemonEnv:
     ) -> DaemonEnv:
         """From ``environ`` (this process's) as the configuration directory in use (``conf_dir``,
         else ``$HADOOP_CONF_DIR``, else the installation's) has its ``hadoop-env-py.sh`` set it."""
-        from hadoop_qjm.cli import conf_dir_in_use
-
         environ = dict(os.environ if environ is None else environ)
         conf_dir = conf_dir or environ.get("HADOOP_CONF_DIR") or conf_dir_in_use(None)
         environ = read_hadoop_env(conf_dir, environ)
@@ -334,8 +322,6 @@ def run_daemon_action(
         takes = "-nnid NNID only" if daemon in NAMENODE_DAEMONS else "no arguments"
         raise UsageError(f"--daemon {action} {daemon} takes {takes}, got {' '.join(args)}")
     if daemon in NAMENODE_DAEMONS:  # the pid file start-dfs-py.sh and stop-dfs-py.sh use
-        from hadoop_qjm.cli import load_configuration
-
         overrides = [arg[2:].partition("=")[::2] for arg in generic_args]
         conf = load_configuration(env.conf_dir, overrides)
         env = env.with_ident(ident_for(conf, env.ident, action, args, is_local))
@@ -548,8 +534,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m hadoop_qjm.tools.daemon_control journalnodes (start|stop|status)``: what
     ``sbin/start-journalnodes.sh`` and ``stop-journalnodes.sh`` run (the configuration
     directory is ``$HADOOP_CONF_DIR``)."""
-    from hadoop_qjm.cli import load_configuration
-
     args = list(sys.argv[1:] if argv is None else argv)
 
     def body() -> int:

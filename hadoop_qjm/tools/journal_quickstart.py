@@ -115,7 +115,7 @@ def _check_finalized_identical(cluster, n: int) -> int:
 
 
 def run(argv, conf) -> int:
-    from hadoop_qjm.cli import CommandParser
+    from hadoop_qjm.common.command_line import CommandParser
 
     parser = CommandParser(
         prog="hdfs-py quickstart --journal-only",

@@ -141,7 +141,7 @@ def _reason(error: BaseException) -> str:
 
 def run(argv, conf) -> int:
     """``hdfs-py logtester``."""
-    from hadoop_qjm.cli import CommandParser, finite_float
+    from hadoop_qjm.common.command_line import CommandParser, finite_float
     from hadoop_qjm.qjournal.client.qjournal_uri import parse_qjournal_uri
 
     parser = CommandParser(prog="hdfs-py logtester", description=__doc__.split("\n\n")[1])
@@ -237,7 +237,7 @@ def verify(local_dirs: list[Path], journal_dirs: list[Path]) -> list[str]:
 
 def run_verify(argv, conf) -> int:
     """``hdfs-py logtester-verify``."""
-    from hadoop_qjm.cli import CommandParser
+    from hadoop_qjm.common.command_line import CommandParser
 
     parser = CommandParser(prog="hdfs-py logtester-verify", description=__doc__.split("\n\n")[2])
     parser.add_argument(

@@ -34,7 +34,7 @@ from typing import BinaryIO
 
 from lxml import etree
 
-from hadoop_qjm.cli import CommandParser
+from hadoop_qjm.common.command_line import CommandParser
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import EditLogCorruptionError, IOException
 from hadoop_qjm.editlog.edit_log_file_input_stream import EditLogFileInputStream

@@ -125,7 +125,7 @@ def _run_ha(args, conf) -> int:
 
 
 def run(argv, conf) -> int:
-    from hadoop_qjm.cli import CommandParser
+    from hadoop_qjm.common.command_line import CommandParser
 
     if "--journal-only" in argv:
         from hadoop_qjm.tools import journal_quickstart

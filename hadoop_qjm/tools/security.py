@@ -16,7 +16,7 @@ __all__ = ["run"]
 
 
 def run(argv: Sequence[str], conf) -> int:
-    from hadoop_qjm.cli import CommandParser
+    from hadoop_qjm.common.command_line import CommandParser
 
     parser = CommandParser(
         prog="hdfs-py security",

@@ -176,7 +176,7 @@ def run_dfs_action(action: str, conf, env: dc.DaemonEnv) -> int:
 def main(argv=None) -> int:
     """``python -m hadoop_qjm.tools.start_dfs (start|stop)``, run by the sbin scripts with
     ``$HADOOP_CONF_DIR`` the configuration directory."""
-    from hadoop_qjm.cli import load_configuration
+    from hadoop_qjm.common.command_line import load_configuration
 
     args = list(sys.argv[1:] if argv is None else argv)
 

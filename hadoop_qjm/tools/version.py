@@ -110,7 +110,7 @@ def version_lines(info: VersionInfo) -> list[str]:
 
 def run(argv: list[str], conf=None) -> int:
     """Entry point of ``hdfs-py version``."""
-    from hadoop_qjm.cli import CommandParser
+    from hadoop_qjm.common.command_line import CommandParser
 
     parser = CommandParser(
         prog="hdfs-py version",

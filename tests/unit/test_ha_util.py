@@ -8,6 +8,8 @@ import pytest
 
 from hadoop_qjm.common.exceptions import ConfigurationError
 from hadoop_qjm.conf import Configuration
+from hadoop_qjm.ha.ha_service_protocol import HARequestSource
+from hadoop_qjm.namenode.ha.ha_state_change import HAStateChangeVerdict, check_ha_state_change
 from hadoop_qjm.namenode.ha.ha_util import (
     get_namenode_id,
     get_namenode_ids,
@@ -145,3 +147,20 @@ def test_resolve_ha_conf() -> None:
         resolve_ha_conf(ha(), "nn9")
     _, _, local = resolve_ha_conf(ha())
     assert local == "nn1"
+
+
+@pytest.mark.parametrize(
+    ("source", "automatic", "verdict"),
+    [
+        (HARequestSource.REQUEST_BY_USER, False, HAStateChangeVerdict.ALLOWED),
+        (HARequestSource.REQUEST_BY_USER, True, HAStateChangeVerdict.MANUAL_DISALLOWED),
+        (HARequestSource.REQUEST_BY_USER_FORCED, False, HAStateChangeVerdict.ALLOWED),
+        (HARequestSource.REQUEST_BY_USER_FORCED, True, HAStateChangeVerdict.ALLOWED_FORCED),
+        (HARequestSource.REQUEST_BY_ZKFC, False, HAStateChangeVerdict.ZKFC_DENIED),
+        (HARequestSource.REQUEST_BY_ZKFC, True, HAStateChangeVerdict.ALLOWED),
+    ],
+)
+def test_check_ha_state_change_is_namenodes_check_ha_state_change(source, automatic, verdict):
+    """NameNode.checkHaStateChange: with automatic failover the controllers own the state
+    (a forced manual request passes, with a warning); without it a controller is refused."""
+    assert check_ha_state_change(source, automatic) is verdict

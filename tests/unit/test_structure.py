@@ -36,35 +36,20 @@ LAYERS = (
 
 #: Circles of today (each the sorted modules of one strongly connected component).
 ALLOWED_CIRCLES: set[tuple[str, ...]] = {
-    ("cli", "common.daemon_logging", "tools.daemon_control"),
-    ("common.http_server", "common.http_servlets"),
     ("qjournal.protocol.exceptions", "qjournal.protocol.wire"),
     ("qjournal.server.journal_node", "qjournal.server.journal_node_bootstrap"),
 }
 
 #: Imports of a higher layer today, as (importer, imported).
 ALLOWED_UPWARD: set[tuple[str, str]] = {
-    ("common.daemon_logging", "tools.daemon_control"),
     ("common.security.tls_sockets", "qjournal.protocol.sockets"),
-    ("conf.config_redactor", "common.exceptions"),
-    ("conf.configuration", "common.exceptions"),
-    ("ha.health_monitor", "namenode.protocol.exceptions"),
-    ("ha.zk_failover_controller", "namenode.protocol.exceptions"),
     ("ha.zkfc_protocol", "namenode.protocol.rpc"),
-    ("namenode.ha.dfs_zk_failover_controller", "cli"),
-    ("namenode.name_node", "cli"),
-    ("qjournal.server.journal_node", "cli"),
     ("spark.fault_campaign", "cli"),
-    ("spark.journal_audit", "cli"),
-    ("spark.session", "cli"),
     ("spark.submit", "cli"),
 }
 
 #: Modules over MAX_LINES today.
 ALLOWED_LONG: set[str] = {
-    "common.http_server",
-    "namenode.fs_edit_log",
-    "namenode.name_node",
     "qjournal.client.pipelined_channel",
     "qjournal.protocol.wire",
     "qjournal.server.journal",

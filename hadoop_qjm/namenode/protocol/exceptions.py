@@ -8,22 +8,12 @@ travel as (Java class name, message), see :mod:`hadoop_qjm.namenode.protocol.rpc
 from __future__ import annotations
 
 from hadoop_qjm.common.exceptions import IOException, register_exception
+from hadoop_qjm.ha.exceptions import (  # HAServiceProtocol's, kept below namenode
+    HealthCheckFailedException,
+    ServiceFailedException,
+)
 
 __all__ = ["HealthCheckFailedException", "ServiceFailedException", "StandbyException"]
-
-
-@register_exception
-class ServiceFailedException(IOException):
-    """An HA state transition failed, or HA is not enabled (HAServiceProtocol)."""
-
-    java_name = "org.apache.hadoop.ha.ServiceFailedException"
-
-
-@register_exception
-class HealthCheckFailedException(IOException):
-    """monitorHealth: the NameNode is not healthy (e.g. not running)."""
-
-    java_name = "org.apache.hadoop.ha.HealthCheckFailedException"
 
 
 @register_exception

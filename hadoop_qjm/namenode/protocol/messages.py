@@ -12,12 +12,11 @@ path from the path it asked for (``HdfsFileStatus.makeQualified``).
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Any
 
 from hadoop_qjm.common.storage_info import NamespaceInfo, StorageInfo
-from hadoop_qjm.ha.ha_service_protocol import HAServiceState
+from hadoop_qjm.ha.ha_service_protocol import HARequestSource, HAServiceState
 from hadoop_qjm.namenode.fs_directory import FileStatus, path_components
 from hadoop_qjm.namenode.protocol.thrift_idl import namenode_thrift as _t
 from hadoop_qjm.qjournal.protocol.messages import namespace_info_from_thrift
@@ -47,15 +46,6 @@ __all__ = [
 #: CreateFlagProto bits.
 CREATE_FLAG_CREATE = 0x01
 CREATE_FLAG_OVERWRITE = 0x02
-
-
-class HARequestSource(enum.IntEnum):
-    """Who asks for an HA state change (HARequestSource; values are the wire values):
-    ``haadmin``, ``haadmin --forcemanual``, or the failover controller."""
-
-    REQUEST_BY_USER = 0
-    REQUEST_BY_USER_FORCED = 1
-    REQUEST_BY_ZKFC = 2
 
 
 @dataclass(frozen=True)

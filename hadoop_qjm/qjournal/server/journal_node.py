@@ -444,7 +444,8 @@ class JournalNode:
 
 def run(argv: list[str], conf) -> int:
     """``hdfs-py journalnode``: run a JournalNode in the foreground until SIGTERM/SIGINT."""
-    from hadoop_qjm.cli import CommandParser, configure_logging, daemon_log_file
+    from hadoop_qjm.common.command_line import CommandParser
+    from hadoop_qjm.common.daemon_logging import configure_logging, daemon_log_file
 
     parser = CommandParser(
         prog="hdfs-py journalnode",

@@ -26,7 +26,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 
-from hadoop_qjm.cli import CommandParser
+from hadoop_qjm.common.command_line import CommandParser
 
 __all__ = ["run", "SPEEDUP_GOAL"]
 

@@ -16,7 +16,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 
-from hadoop_qjm.cli import CommandParser
+from hadoop_qjm.common.command_line import CommandParser
 from hadoop_qjm.common.exceptions import IOException
 from hadoop_qjm.editlog.edit_log_file_input_stream import EditLogFileInputStream, scan_edit_log
 from hadoop_qjm.editlog.edit_log_file_output_stream import EditLogFileOutputStream

@@ -124,7 +124,7 @@ def _verdict(ok: bool) -> str:
 
 
 def run(argv: Sequence[str], conf: Configuration | None) -> int:
-    from hadoop_qjm.cli import CommandParser, finite_float
+    from hadoop_qjm.common.command_line import CommandParser, finite_float
 
     parser = CommandParser(prog="hdfs-py bench failover", description=__doc__.split("\n\n")[0])
     parser.add_argument(

@@ -270,7 +270,7 @@ class _PreEncodedWriter:
 
 
 def run(argv, conf) -> int:
-    from hadoop_qjm.cli import CommandParser, finite_float
+    from hadoop_qjm.common.command_line import CommandParser, finite_float
 
     parser = CommandParser(prog="hdfs-py bench journalnode", description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=100, help="ops per journal() call (100)")

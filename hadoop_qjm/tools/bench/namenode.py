@@ -270,7 +270,7 @@ def _goals(results: list[PhaseResult], floor: list[PhaseResult]) -> None:
 
 
 def run(argv: Sequence[str], conf) -> int:
-    from hadoop_qjm.cli import CommandParser, finite_float
+    from hadoop_qjm.common.command_line import CommandParser, finite_float
 
     parser = CommandParser(prog="hdfs-py bench namenode", description=__doc__.split("\n\n")[0])
     parser.add_argument(

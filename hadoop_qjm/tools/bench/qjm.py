@@ -78,7 +78,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from hadoop_qjm.cli import CommandParser, finite_float
+from hadoop_qjm.common.command_line import CommandParser, finite_float
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.editlog.fs_edit_log_op import encode_op

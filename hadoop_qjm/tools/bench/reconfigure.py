@@ -90,7 +90,7 @@ def _measure(ops: int, old: list[int], new: list[int], base: Path) -> dict[str, 
 
 
 def run(argv, conf) -> int:
-    from hadoop_qjm.cli import CommandParser
+    from hadoop_qjm.common.command_line import CommandParser
 
     parser = CommandParser(prog="hdfs-py bench reconfigure", description=__doc__.split("\n\n")[0])
     parser.add_argument("--ops", type=int, default=2000, help="flushes per phase (2000)")

@@ -1,0 +1,73 @@
+"""``hdfs-py namenode``: run a NameNode in the foreground, or one of its one-shot commands
+(``-format``, ``-initializeSharedEdits``, ``-bootstrapStandby``, ``-checkpointOffline``;
+:mod:`hadoop_qjm.namenode.name_node_commands`). The daemon is
+:class:`~hadoop_qjm.namenode.name_node.NameNode`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from collections.abc import Sequence
+
+from hadoop_qjm.common.exceptions import HadoopException
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.namenode.name_node import NameNode
+
+__all__ = ["run", "run_daemon"]
+
+LOG = logging.getLogger("hadoop_qjm.namenode.name_node")  # the daemon's log, as before
+
+
+def run_daemon(conf: Configuration) -> int:
+    """Run a NameNode in the foreground until SIGTERM or SIGINT."""
+    from hadoop_qjm.common.daemon_logging import configure_logging, daemon_log_file
+
+    configure_logging(log_file=daemon_log_file("namenode"), default_level="INFO")
+    node = NameNode(conf)
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        LOG.info("Received signal %d, shutting down", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        node.start()
+    except (HadoopException, OSError) as e:
+        from hadoop_qjm.namenode.name_node_commands import one_line
+
+        raise one_line(e) from e  # the log has the details; the command line gets one line
+    rpc_host, rpc_port = node.rpc_address
+    http_host, http_port = node.http_address
+    https = "" if node.https_server is None else " https={}:{}".format(*node.https_address)
+    print(
+        f"NameNode started pid={os.getpid()} rpc={rpc_host}:{rpc_port} "
+        f"http={http_host}:{http_port}{https}",
+        flush=True,
+    )
+    try:
+        # The wait is interrupted by the signal handler; the timeout only bounds each wait.
+        while not stop.wait(3600):
+            pass
+    finally:
+        node.stop()
+    return 0
+
+
+def run(argv: Sequence[str], conf: Configuration | None) -> int:
+    """``hdfs-py namenode [-format ... | -initializeSharedEdits ... | -checkpointOffline DIR]``."""
+    from hadoop_qjm.namenode.name_node_commands import parse_startup_option, run_command
+
+    option = parse_startup_option(argv)
+    if option.command == "help":
+        return 0
+    if option.command == "daemon":
+        from hadoop_qjm.namenode.ha.ha_util import resolve_ha_conf
+
+        conf, _, _ = resolve_ha_conf(conf, getattr(option, "nnid", None))  # type: ignore[arg-type]
+        return run_daemon(conf)
+    return run_command(option, conf)  # type: ignore[arg-type]

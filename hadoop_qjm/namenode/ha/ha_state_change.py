@@ -1,0 +1,40 @@
+"""Who may change a NameNode's HA state (NameNode.checkHaStateChange), as a pure rule.
+
+With automatic failover on, the failover controllers own the state: a plain user request is
+refused, a forced one (``haadmin --forcemanual``) is let through with a warning. With it
+off, a controller's request is refused: a stray ZKFC must not steer a manually managed
+pair. The NameNode turns the verdict into its exception or its warning (with the caller's
+address); this module does no I/O.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from hadoop_qjm.ha.ha_service_protocol import HARequestSource
+
+__all__ = ["HAStateChangeVerdict", "check_ha_state_change"]
+
+
+class HAStateChangeVerdict(enum.Enum):
+    """What :func:`check_ha_state_change` decided."""
+
+    ALLOWED = "allowed"
+    #: A forced manual request while automatic failover is on: allowed, with a warning.
+    ALLOWED_FORCED = "allowed forced"
+    #: A plain user request while automatic failover is on.
+    MANUAL_DISALLOWED = "manual disallowed"
+    #: A failover controller's request while automatic failover is off.
+    ZKFC_DENIED = "zkfc denied"
+
+
+def check_ha_state_change(source: int, automatic_failover: bool) -> HAStateChangeVerdict:
+    """The verdict on a state change asked by ``source`` (an :class:`HARequestSource`) when
+    automatic failover is (``automatic_failover``) or is not on."""
+    if source == HARequestSource.REQUEST_BY_USER and automatic_failover:
+        return HAStateChangeVerdict.MANUAL_DISALLOWED
+    if source == HARequestSource.REQUEST_BY_USER_FORCED and automatic_failover:
+        return HAStateChangeVerdict.ALLOWED_FORCED
+    if source == HARequestSource.REQUEST_BY_ZKFC and not automatic_failover:
+        return HAStateChangeVerdict.ZKFC_DENIED
+    return HAStateChangeVerdict.ALLOWED
