@@ -433,6 +433,7 @@ def test_format_force_from_another_host_never_wipes_a_live_journal(cluster, tmp_
     nn = start_nn(conf)
     try:
         nn.namesystem.mkdirs("/live")
+        wait_for_journal_nodes(nn)  # the third JournalNode has the edits too
         before = [snapshot_files(cluster.journal_dir(i, jid)) for i in range(3)]
         with pytest.raises(JournalInUseException, match="3 of 3 JournalNodes have a live writer"):
             format_namenode(other_host, force=True)
@@ -465,6 +466,7 @@ def test_initialize_shared_edits_never_wipes_a_live_journal(cluster, tmp_path) -
     writer = formatted_writer(Configuration(), uri)
     try:
         write_segment(writer, 1, 3, False)
+        writer.loggers.wait_for_all_pending_calls()  # the third JournalNode has them too
         before = [snapshot_files(cluster.journal_dir(i, "shared-live")) for i in range(3)]
         with pytest.raises(JournalInUseException, match="stop the NameNodes first"):
             initialize_shared_edits(conf, force=True)
