@@ -25,6 +25,7 @@ LAYERS = (
     "webapps",
     "conf",
     "common",
+    "ipc",
     "editlog",
     "qjournal",
     "ha",

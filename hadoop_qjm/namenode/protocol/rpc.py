@@ -31,6 +31,8 @@ from typing import Any
 from thriftpy2.thrift import TApplicationException
 
 from hadoop_qjm.common.exceptions import HadoopException, IllegalArgumentException, IOException
+from hadoop_qjm.ipc import call_context
+from hadoop_qjm.ipc.call_context import release_handler_slot, remote_ip
 from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import RpcChannel
 from hadoop_qjm.qjournal.protocol.exceptions import from_wire, to_wire
 from hadoop_qjm.qjournal.protocol.wire import (
@@ -57,24 +59,6 @@ LOG = logging.getLogger(__name__)
 
 #: ``observer(rpc_name, ok)``: called after every call a dispatcher ran (metrics).
 RpcObserver = Callable[[str, bool], None]
-
-_context = threading.local()
-
-
-def remote_ip() -> str | None:
-    """The address of the client whose call this thread is executing, else ``None``."""
-    return getattr(_context, "remote_ip", None)
-
-
-def release_handler_slot() -> None:
-    """Give back the handler slot the calling thread holds, if any (see the module doc).
-
-    The call goes on without one; the dispatcher does not release it a second time.
-    """
-    slots = getattr(_context, "slots", None)
-    if slots is not None:
-        _context.slots = None
-        slots.release()
 
 
 @dataclass(frozen=True)
@@ -205,13 +189,11 @@ class ThriftServiceDispatcher:
             finally:
                 with self._stats_lock:
                     self._queued -= 1
-        _context.remote_ip = remote_ip
-        _context.slots = slots
+        call_context.enter_call(remote_ip, slots)
         try:
             value = rpc.handler(*values)  # type: ignore[misc]
         finally:
-            _context.remote_ip = None
-            held, _context.slots = _context.slots, None
+            held = call_context.leave_call()
             if held is not None:
                 held.release()
         result = rpc.result_cls()

@@ -44,6 +44,8 @@ from hadoop_qjm.common.exceptions import (
     HadoopException,
     IllegalStateException,
 )
+from hadoop_qjm.ipc import call_context
+from hadoop_qjm.ipc.call_context import remote_connection, remote_ip, remote_user
 from hadoop_qjm.qjournal.protocol.exceptions import to_wire
 from hadoop_qjm.qjournal.protocol.journal_call import JournalCall, parse_journal_call
 from hadoop_qjm.qjournal.protocol.sockets import (
@@ -94,36 +96,9 @@ DEFAULT_HANDLER_COUNT = 5
 #: waits for the writes of all of them.
 MAX_CALLS_READ_TOGETHER = 64
 
-_call_context = threading.local()
-
-
-def remote_ip() -> str | None:
-    """The address of the client whose call this thread is executing, else ``None``.
-
-    Hadoop's ``Server.getRemoteIp()``; the Journal puts it in its
-    "IPC serial … from client …" message and its promise log lines.
-    """
-    return getattr(_call_context, "remote_ip", None)
-
-
-def remote_user() -> str | None:
-    """The verified identity of the client whose call this thread is executing, else ``None``.
-
-    Hadoop's ``Server.getRemoteUser()``: the subject CN of the client's TLS certificate
-    (set for the whole connection after its handshake), None over plain TCP.
-    """
-    return getattr(_call_context, "remote_user", None)
-
-
+# remote_ip/remote_user/remote_connection: the call context every RPC server shares
+# (re-exported here for the Journal and its format guard).
 _current_remote_user = remote_user  # process() has a parameter of that name
-
-
-def remote_connection() -> _Connection | None:
-    """The connection whose call this thread is executing (its ``peer`` "ip:port", and
-    ``open`` until it closes), else ``None`` (an in-process call). The Journal keeps its
-    writer's, so that a format can tell whether that writer is still there (issue 33).
-    """
-    return getattr(_call_context, "connection", None)
 
 
 #: ``authorize(rpc_name, identity, remote_ip)``: returns if the call may run, else raises
@@ -439,11 +414,11 @@ class QJournalProtocolDispatcher:
         slots = self._slots
         if slots is not None:
             self._take_slot(slots)  # all handlers busy: this call waits in the queue
-        _call_context.remote_ip = remote_ip
+        call_context.enter_call(remote_ip)
         try:
             value = method(*values)
         finally:
-            _call_context.remote_ip = None
+            call_context.leave_call()
             if slots is not None:
                 slots.release()
         if not rpc.returns_value:
@@ -641,8 +616,7 @@ class JournalNodeRpcServer:
             # This thread runs every call of the connection: its identity is the
             # connection's (Hadoop's Server.getRemoteUser()).
             identify = getattr(self._socket_factory, "peer_identity", None)
-            _call_context.remote_user = identify(wrapped) if identify is not None else None
-            _call_context.connection = conn
+            call_context.enter_connection(conn, identify(wrapped) if identify is not None else None)
             reader = FrameReader(wrapped, self.max_frame_size)
             # The reader thread runs the call itself (holding a handler slot inside
             # process()): no hand-off to a handler thread and back.
@@ -691,7 +665,7 @@ class JournalNodeRpcServer:
             LOG.exception("Unexpected error serving %s; dropping the connection", conn.peer)
         finally:
             conn.open = False
-            _call_context.remote_user = _call_context.connection = None
+            call_context.leave_connection()
             with self._lock:
                 if conn in self._connections:
                     self._connections.remove(conn)
