@@ -52,17 +52,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hadoop_qjm.common.exceptions import IOException, always_assert
+from hadoop_qjm.ipc.exceptions import ProtocolError
+from hadoop_qjm.ipc.frames import FRAME_HEADER, FrameDecoder
 from hadoop_qjm.qjournal.protocol.exceptions import ConnectException, SocketTimeoutException
 from hadoop_qjm.qjournal.protocol.sockets import (
-    HTTP_REPLY_FRAME_LENGTH,
     ClientSocketFactoryLike,
-    HttpReplyError,
     PlainSocketFactory,
     as_client_socket_factory,
     call_failed,
     dropped_by_tls_server,
 )
-from hadoop_qjm.qjournal.protocol.wire import FRAME_HEADER, ProtocolError
 
 __all__ = [
     "LEASE_S",
@@ -94,7 +93,6 @@ _RECV_SIZE = 256 * 1024
 #: What one TLS read asks for: below glibc's mmap threshold (128 KiB), so that asking
 #: does not cost an mmap and munmap (recv(256 KiB) costs ~12 us more than recv(64 KiB)).
 _TLS_READ_SIZE = 64 * 1024
-_HEADER = FRAME_HEADER.size
 
 
 class ReplyReactor:
@@ -200,7 +198,9 @@ class ReplyReactor:
             return  # already dropped: its unregister (queued after this) closes it
         # Each connection has its own read buffer and TLS session: nothing of an old one
         # can leak into the next.
-        self._selector.register(sock, selectors.EVENT_READ, (channel, bytearray(), tls))
+        self._selector.register(
+            sock, selectors.EVENT_READ, (channel, FrameDecoder(channel.max_frame_size), tls)
+        )
         self._channels.add(channel)
         self._next_deadline = -math.inf  # its timeout may be shorter than the others'
 
@@ -729,7 +729,7 @@ class PipelinedChannel:
             self._reactor._want_write(sock, False)
 
     def _on_readable(
-        self, sock: socket.socket, buf: bytearray, rx: memoryview, tls: TlsSession | None
+        self, sock: socket.socket, buf: FrameDecoder, rx: memoryview, tls: TlsSession | None
     ) -> None:
         """Read what ``sock`` has (into ``rx``, the reactor's buffer), add it to the
         connection's ``buf`` (``tls``: its session) and hand each complete reply to its
@@ -796,34 +796,20 @@ class PipelinedChannel:
                     ),
                 )
                 return
-        buf += chunk
-        start, end = 0, len(buf)
+        buf.feed(chunk)
         replies: list[tuple[ReplyCallback, bytes]] = []
         error: BaseException | None = None
         with self._lock:
             if self._sock is not sock:
                 return  # failed while we read: its calls have had their answer
             self._last_progress = time.monotonic()
-            while end - start >= _HEADER:
-                (size,) = FRAME_HEADER.unpack_from(buf, start)
-                if size == HTTP_REPLY_FRAME_LENGTH:
-                    error = HttpReplyError(f"Invalid reply frame length {size}")
-                    break
-                if size < 0 or size > self.max_frame_size:
-                    error = ProtocolError(f"Invalid reply frame length {size}")
-                    break
-                if end - start - _HEADER < size:
-                    break
-                if not self._pending:
-                    error = ProtocolError("a reply to no call")
-                    break
-                frame_start = start + _HEADER
-                replies.append(
-                    (self._pending.popleft(), bytes(buf[frame_start : frame_start + size]))
-                )
-                start = frame_start + size
-        if start:
-            del buf[:start]
+            try:
+                while (reply := buf.next_frame()) is not None:
+                    if not self._pending:
+                        raise ProtocolError("a reply to no call")
+                    replies.append((self._pending.popleft(), reply))
+            except ProtocolError as e:  # the stream is unusable: fail the connection
+                error = e
         for callback, reply in replies:
             try:
                 callback(reply, None)

@@ -24,6 +24,7 @@ from hadoop_qjm.common.exceptions import (
     exception_for_name,
     register_exception,
 )
+from hadoop_qjm.ipc.exceptions import RemoteException
 
 # The Thrift modules are imported inside to_wire/from_wire, not here: the pure
 # rules module raises these exceptions and must not pull in Thrift (STYLE.md
@@ -209,27 +210,6 @@ class SocketTimeoutException(IOException):
     """A call got no response within the client's timeout."""
 
     java_name = "java.net.SocketTimeoutException"
-
-
-@register_exception
-class RemoteException(IOException):
-    """An error whose class this side does not know; keeps the remote class name.
-
-    Hadoop's RPC client raises ``RemoteException`` and callers unwrap it; here
-    known names are unwrapped already by :func:`from_wire`, and only unknown
-    ones arrive as this (still an IOException, message intact). Re-sending it
-    with :func:`to_wire` sends the original class name, so relaying is
-    transparent.
-    """
-
-    java_name = "org.apache.hadoop.ipc.RemoteException"
-
-    def __init__(self, message: str = "", class_name: str | None = None) -> None:
-        super().__init__(message)
-        self.class_name = class_name or self.java_name
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (str(self), self.class_name))
 
 
 _IO_EXCEPTION = IOException.java_name

@@ -14,8 +14,14 @@ from collections.abc import Callable
 from typing import Protocol
 
 from hadoop_qjm.common.exceptions import AccessControlException, IOException
+from hadoop_qjm.ipc.exceptions import ProtocolError
+from hadoop_qjm.ipc.frames import (
+    FRAME_HEADER,
+    HTTP_REPLY_FRAME_LENGTH,
+    HttpReplyError,
+    frame_length,
+)
 from hadoop_qjm.qjournal.protocol.exceptions import BindException
-from hadoop_qjm.qjournal.protocol.wire import FRAME_HEADER, ProtocolError
 
 __all__ = [
     "ServerSocketFactory",
@@ -43,13 +49,6 @@ _RECV_CHUNK = 64 * 1024
 #: usually arrives with one recv_into and no other allocation than its payload —
 #: a journal() batch of 1000 ops of 100 bytes (~100 KB) included.
 FRAME_READER_BUFFER_SIZE = 256 * 1024
-#: An HTTP response's first four bytes, ``HTTP``, read as a frame length: what a client
-#: pointed at a JournalNode's HTTP port (8480) instead of its RPC port (8485) reads.
-HTTP_REPLY_FRAME_LENGTH = int.from_bytes(b"HTTP", "big")  # 1213486160
-
-
-class HttpReplyError(ProtocolError):
-    """The peer answered in HTTP: the address is an HTTP port, not an RPC port."""
 
 
 def call_failed(host: str, port: int, error: BaseException) -> IOException:
@@ -255,18 +254,6 @@ def _recv_exact(sock: socket.socket, size: int, *, eof_ok: bool) -> bytes:
     return b"".join(chunks)
 
 
-def _check_frame_length(size: int, max_frame_size: int) -> None:
-    if size == HTTP_REPLY_FRAME_LENGTH:
-        raise HttpReplyError(f"Invalid frame length {size}: the peer answered in HTTP")
-    if size < 0:
-        raise ProtocolError(f"Invalid frame length {size}")
-    if size > max_frame_size:
-        raise ProtocolError(
-            f"Requested data length {size} is longer than maximum configured RPC length "
-            f"{max_frame_size}"
-        )
-
-
 def read_frame(sock: socket.socket, max_frame_size: int) -> bytes | None:
     """Read one frame's payload; ``None`` if the peer closed cleanly between frames.
 
@@ -279,8 +266,7 @@ def read_frame(sock: socket.socket, max_frame_size: int) -> bytes | None:
     header = _recv_exact(sock, FRAME_HEADER.size, eof_ok=True)
     if not header:
         return None
-    (size,) = FRAME_HEADER.unpack(header)
-    _check_frame_length(size, max_frame_size)
+    size = frame_length(header, 0, max_frame_size)
     return _recv_exact(sock, size, eof_ok=False)
 
 
@@ -323,8 +309,7 @@ class FrameReader:
         """
         if not self._fill(FRAME_HEADER.size, eof_ok=True):
             return None
-        (size,) = FRAME_HEADER.unpack_from(self._buf, self._start)
-        _check_frame_length(size, self.max_frame_size)
+        size = frame_length(self._buf, self._start, self.max_frame_size)
         self._start += FRAME_HEADER.size
         if size <= len(self._buf):
             self._fill(size, eof_ok=False)

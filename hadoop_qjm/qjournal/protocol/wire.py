@@ -38,7 +38,8 @@ spec's, a missing required field, invalid UTF-8, trailing bytes); the caller
 then takes the checked path above, which gives the usual error. So it never
 changes what is accepted, only how fast.
 
-No sockets here: see ``sockets.py``.
+No sockets here: see ``sockets.py``. Frames, ``ProtocolError`` and
+``DEFAULT_MAX_FRAME_SIZE`` are :mod:`hadoop_qjm.ipc`'s, re-exported here.
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ try:  # absent when thriftpy2 was installed without its C extensions
 except ImportError:  # pragma: no cover - the pure codec serves alone
     TCyBinaryProtocol = TCyMemoryBuffer = None
 
-from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
-from hadoop_qjm.qjournal.protocol.exceptions import RemoteException
+from hadoop_qjm.common.exceptions import IllegalArgumentException
+from hadoop_qjm.ipc.exceptions import ProtocolError, RemoteException
+from hadoop_qjm.ipc.frames import DEFAULT_MAX_FRAME_SIZE, FRAME_HEADER, frame
 
 __all__ = [
     "CODECS",
@@ -81,12 +83,6 @@ __all__ = [
     "thrift_from_bytes",
     "thrift_to_bytes",
 ]
-
-#: ``ipc.maximum.data.length``'s default: the largest frame either side accepts.
-DEFAULT_MAX_FRAME_SIZE = 64 * 1024 * 1024
-
-#: The TFramedTransport length prefix.
-FRAME_HEADER = struct.Struct(">i")
 
 #: The codecs available here, the default first (see the module docstring).
 CODECS: tuple[str, ...] = ("cybin", "pure") if TCyBinaryProtocol is not None else ("pure",)
@@ -120,14 +116,6 @@ _MIN_SIZE = {
 }
 
 T = TypeVar("T")
-
-
-class ProtocolError(IOException):
-    """The peer sent bytes that are not one well-formed framed Thrift message.
-
-    The receiving side drops the connection: after garbage nothing further on
-    it can be trusted to be aligned to a frame.
-    """
 
 
 class _Reader:
@@ -559,11 +547,6 @@ def encode_void_reply(name: str, seqid: int) -> bytes:
         prefix = _I32_PAIR.pack(_VERSION_1 | TMessageType.REPLY, len(encoded)) + encoded
         _VOID_REPLY_PREFIXES[name] = prefix
     return prefix + _I32.pack(seqid) + b"\x00"
-
-
-def frame(payload: bytes | bytearray | memoryview) -> bytes:
-    """``payload`` with its TFramedTransport length prefix."""
-    return FRAME_HEADER.pack(len(payload)) + payload
 
 
 def decode_message_header(payload: bytes | bytearray | memoryview) -> MessageHeader:
