@@ -47,7 +47,6 @@ ALLOWED_CIRCLES: set[tuple[str, ...]] = {
 #: Imports of a higher layer today, as (importer, imported).
 ALLOWED_UPWARD: set[tuple[str, str]] = {
     ("common.daemon_logging", "tools.daemon_control"),
-    ("common.security.tls_sockets", "qjournal.protocol.sockets"),
     ("conf.config_redactor", "common.exceptions"),
     ("conf.configuration", "common.exceptions"),
     ("ha.health_monitor", "namenode.protocol.exceptions"),

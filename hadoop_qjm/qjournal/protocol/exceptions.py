@@ -24,6 +24,7 @@ from hadoop_qjm.common.exceptions import (
     exception_for_name,
     register_exception,
 )
+from hadoop_qjm.common.net_exceptions import BindException, ConnectException, SocketTimeoutException
 from hadoop_qjm.ipc.exceptions import RemoteException
 
 # The Thrift modules are imported inside to_wire/from_wire, not here: the pure
@@ -189,27 +190,6 @@ def _describe(exc: BaseException) -> str:
     text = f"{name}: {message}" if message else name
     stack = "".join(traceback.format_tb(exc.__traceback__)).rstrip()
     return f"{text}\n{stack}" if stack else text
-
-
-@register_exception
-class BindException(IOException):
-    """A server could not bind its address (Hadoop: "Problem binding to [host:port]")."""
-
-    java_name = "java.net.BindException"
-
-
-@register_exception
-class ConnectException(IOException):
-    """A client could not connect to a server (refused, unreachable, …)."""
-
-    java_name = "java.net.ConnectException"
-
-
-@register_exception
-class SocketTimeoutException(IOException):
-    """A call got no response within the client's timeout."""
-
-    java_name = "java.net.SocketTimeoutException"
 
 
 _IO_EXCEPTION = IOException.java_name

@@ -457,7 +457,7 @@ class JournalNodeRpcServer:
     everyone else.
 
     ``socket_factory`` makes the sockets: a
-    :class:`~hadoop_qjm.qjournal.protocol.sockets.ServerSocketFactory`, or a
+    :class:`~hadoop_qjm.common.net.ServerSocketFactory`, or a
     plain ``(host, port) -> listening socket`` callable (as the HTTP server
     takes); ``None`` is plain TCP. A factory that authenticates its peers
     (mutual TLS) names each connection's client, which the calls see as
