@@ -4,7 +4,7 @@ The ZKFC serves two calls on ``dfs.ha.zkfc.port`` (8019) of its NameNode's host:
 ``cedeActive(millisToCede)`` and ``gracefulFailover()``. ``haadmin -failover`` calls the
 second on the target's controller when automatic failover is on; a controller doing a
 graceful failover calls the first on the current active's controller. They travel as the
-NameNode's services do (:mod:`hadoop_qjm.namenode.protocol.rpc`): the same frames, the same
+NameNode's services do (:mod:`hadoop_qjm.ipc`): the same frames, the same
 socket server and socket factories (mutual TLS when the configuration asks for it), errors
 as (Java class name, message).
 """
@@ -18,13 +18,11 @@ from typing import Any
 
 import thriftpy2
 
-from hadoop_qjm.namenode.protocol.rpc import ThriftServiceCaller, ThriftServiceDispatcher
-from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import (
-    DEFAULT_CONNECT_TIMEOUT_S,
-    SocketChannel,
-)
-from hadoop_qjm.qjournal.protocol.sockets import ClientSocketFactoryLike, ServerSocketFactoryLike
-from hadoop_qjm.qjournal.protocol.wire import DEFAULT_MAX_FRAME_SIZE
+from hadoop_qjm.common.net import ClientSocketFactoryLike, ServerSocketFactoryLike
+from hadoop_qjm.ipc.client import ThriftServiceCaller
+from hadoop_qjm.ipc.dispatcher import ThriftServiceDispatcher
+from hadoop_qjm.ipc.frames import DEFAULT_MAX_FRAME_SIZE
+from hadoop_qjm.ipc.socket_channel import DEFAULT_CONNECT_TIMEOUT_S, SocketChannel
 from hadoop_qjm.qjournal.server.journal_node_rpc_server import JournalNodeRpcServer
 
 __all__ = ["ZKFCProxy", "ZKFCRpcServer", "zkfc_thrift"]

@@ -51,7 +51,6 @@ ALLOWED_UPWARD: set[tuple[str, str]] = {
     ("conf.configuration", "common.exceptions"),
     ("ha.health_monitor", "namenode.protocol.exceptions"),
     ("ha.zk_failover_controller", "namenode.protocol.exceptions"),
-    ("ha.zkfc_protocol", "namenode.protocol.rpc"),
     ("namenode.ha.dfs_zk_failover_controller", "cli"),
     ("namenode.name_node", "cli"),
     ("qjournal.server.journal_node", "cli"),
@@ -70,7 +69,6 @@ ALLOWED_LONG: set[str] = {
     "qjournal.client.pipelined_channel",
     "qjournal.client.quorum_journal_manager",
     "qjournal.server.journal",
-    "qjournal.server.journal_node_rpc_server",
 }
 
 

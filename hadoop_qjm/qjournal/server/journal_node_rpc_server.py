@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import queue
 import selectors
 import socket
 import threading
@@ -37,15 +36,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from thriftpy2.thrift import TApplicationException
-
 from hadoop_qjm.common.exceptions import (
     AuthorizationException,
-    HadoopException,
     IllegalStateException,
 )
 from hadoop_qjm.ipc import call_context
 from hadoop_qjm.ipc.call_context import remote_connection, remote_ip, remote_user
+from hadoop_qjm.ipc.dispatcher import HandlerSlots, Rpc, RpcDispatcher, rpc_table
 from hadoop_qjm.qjournal.protocol.exceptions import to_wire
 from hadoop_qjm.qjournal.protocol.journal_call import JournalCall, parse_journal_call
 from hadoop_qjm.qjournal.protocol.sockets import (
@@ -106,68 +103,7 @@ _current_remote_user = remote_user  # process() has a parameter of that name
 RpcAuthorizer = Callable[[str, "str | None", "str | None"], None]
 
 
-@dataclass(frozen=True)
-class _Rpc:
-    service_name: str
-    args_cls: type
-    result_cls: type
-    arg_names: tuple[str, ...]
-    method_name: str
-    returns_value: bool
-
-
-def _rpc_table() -> dict[str, _Rpc]:
-    table: dict[str, _Rpc] = {}
-    for service in SERVICES:
-        for name in service.thrift_services:
-            args_cls = getattr(service, name + "_args")
-            result_cls = getattr(service, name + "_result")
-            table[name] = _Rpc(
-                service_name=service.__name__,
-                args_cls=args_cls,
-                result_cls=result_cls,
-                arg_names=tuple(spec[1] for spec in args_cls.thrift_spec.values()),
-                method_name=RPC_METHODS[name],
-                returns_value=any(spec[1] == "success" for spec in result_cls.thrift_spec.values()),
-            )
-    return table
-
-
-class HandlerSlots:
-    """A bounded counting semaphore for the handler limit, cheap on the fast path.
-
-    Same ``acquire(blocking=True, timeout=None) -> bool`` / ``release()`` as
-    ``threading.BoundedSemaphore``, but the tokens sit in a C-implemented
-    ``queue.SimpleQueue``: taking and returning a free slot costs a fraction
-    of the Condition-based semaphore's Python code, on every call.
-    """
-
-    __slots__ = ("_tokens", "count")
-
-    def __init__(self, count: int) -> None:
-        if count <= 0:
-            raise ValueError(f"handler count must be positive: {count}")
-        self.count = count
-        self._tokens: queue.SimpleQueue[None] = queue.SimpleQueue()
-        for _ in range(count):
-            self._tokens.put(None)
-
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        """Take a slot; False if none became free (non-blocking, or after ``timeout``)."""
-        try:
-            self._tokens.get(blocking, timeout)
-        except queue.Empty:
-            return False
-        return True
-
-    def release(self) -> None:
-        """Give a slot back; ValueError if more are given back than were taken."""
-        if self._tokens.qsize() >= self.count:
-            raise ValueError("HandlerSlots released too many times")
-        self._tokens.put(None)
-
-
-class QJournalProtocolDispatcher:
+class QJournalProtocolDispatcher(RpcDispatcher):
     """Turns one request payload into one reply payload (see the module docstring).
 
     At most ``handler_slots`` (a :class:`HandlerSlots` or a semaphore;
@@ -183,17 +119,9 @@ class QJournalProtocolDispatcher:
         handler_slots: HandlerSlots | threading.Semaphore | None = None,
         authorizer: RpcAuthorizer | None = None,
     ) -> None:
+        super().__init__(rpc_table(SERVICES, method_names=RPC_METHODS), handler_slots, LOG)
         self.handler = handler
-        self._slots = handler_slots
         self._authorize = authorizer
-        self._rpcs = _rpc_table()
-        # Every accepted message name to its RPC: "method", and "Service:method"
-        # from a TMultiplexedProtocol client (an empty service name passes too).
-        self._by_name = dict(self._rpcs)
-        for name, rpc in self._rpcs.items():
-            self._by_name[f"{rpc.service_name}:{name}"] = self._by_name[f":{name}"] = rpc
-        self._stats_lock = threading.Lock()
-        self._queued = 0
         # A handler's ``await_<method>`` runs before ``<method>`` takes a slot (long polls).
         self._waits: dict[str, Callable[..., None]] = {
             rpc.method_name: getattr(handler, "await_" + rpc.method_name)
@@ -209,12 +137,6 @@ class QJournalProtocolDispatcher:
         self._group: Callable[..., list[Exception | None]] | None = (
             getattr(handler, "journal_in_order_group", None) if authorizer is None else None
         )
-
-    @property
-    def call_queue_length(self) -> int:
-        """Calls decoded and waiting for a free handler (Hadoop's CallQueueLength metric)."""
-        with self._stats_lock:
-            return self._queued
 
     def process(
         self,
@@ -252,11 +174,7 @@ class QJournalProtocolDispatcher:
         if header.type != TMessageType.CALL:
             raise ProtocolError(f"expected a CALL message, got type {header.type}")
         if rpc is None:
-            LOG.warning("Unknown RPC %r from %s", header.name, remote_ip)
-            error = TApplicationException(
-                TApplicationException.UNKNOWN_METHOD, f"Unknown method {header.name}"
-            )
-            return encode_message(header.name, TMessageType.EXCEPTION, header.seqid, error)
+            return self._unknown_method_reply(header.name, header.seqid, remote_ip)
         args = decode_message_body(payload, header, rpc.args_cls)
         return self._process_decoded(
             rpc, header.name, header.seqid, args, remote_ip, remote_user, False
@@ -323,21 +241,9 @@ class QJournalProtocolDispatcher:
         early.finish(replies)
         return len(outcomes)
 
-    def _take_slot(self, slots: HandlerSlots | threading.Semaphore) -> None:
-        """Wait for a handler slot, counted in :attr:`call_queue_length` meanwhile."""
-        if slots.acquire(blocking=False):
-            return
-        with self._stats_lock:
-            self._queued += 1
-        try:
-            slots.acquire()
-        finally:
-            with self._stats_lock:
-                self._queued -= 1
-
     def _process_decoded(
         self,
-        rpc: _Rpc,
+        rpc: Rpc,
         name: str,
         seqid: int,
         args: Any,
@@ -392,14 +298,14 @@ class QJournalProtocolDispatcher:
         return reply
 
     def _failure_reply(
-        self, rpc: _Rpc, name: str, seqid: int, remote_ip: str | None, exc: Exception
+        self, rpc: Rpc, name: str, seqid: int, remote_ip: str | None, exc: Exception
     ) -> bytes:
         self._log_failure(name.rpartition(":")[2], remote_ip, exc)
         result = rpc.result_cls()
         result.e = to_wire(exc)
         return encode_message(name, TMessageType.REPLY, seqid, result)
 
-    def _call(self, rpc: _Rpc, args: Any, remote_ip: str | None, checked: bool = False) -> Any:
+    def _call(self, rpc: Rpc, args: Any, remote_ip: str | None, checked: bool = False) -> Any:
         """The handler's result as the RPC's result struct; None for a call that returns
         nothing (the reply is then an empty struct)."""
         if not checked:
@@ -426,15 +332,6 @@ class QJournalProtocolDispatcher:
         result = rpc.result_cls()
         result.success = value
         return result
-
-    @staticmethod
-    def _log_failure(rpc_name: str, remote_ip: str | None, exc: Exception) -> None:
-        if isinstance(exc, (HadoopException, OSError)):
-            # Expected protocol outcomes (a fenced writer, an unformatted
-            # journal): Hadoop's IPC server logs these tersely at INFO.
-            LOG.info("%s from %s failed: %s: %s", rpc_name, remote_ip, type(exc).__name__, exc)
-        else:
-            LOG.error("Unexpected error in %s from %s", rpc_name, remote_ip, exc_info=exc)
 
 
 @dataclass
