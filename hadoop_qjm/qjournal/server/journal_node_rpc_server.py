@@ -27,30 +27,24 @@ dispatcher looks up the plain method name and also accepts a
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import selectors
 import socket
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from hadoop_qjm.common.exceptions import (
     AuthorizationException,
-    IllegalStateException,
 )
 from hadoop_qjm.ipc import call_context
 from hadoop_qjm.ipc.call_context import remote_connection, remote_ip, remote_user
 from hadoop_qjm.ipc.dispatcher import HandlerSlots, Rpc, RpcDispatcher, rpc_table
+from hadoop_qjm.ipc.server import DEFAULT_HANDLER_COUNT, Server
 from hadoop_qjm.qjournal.protocol.exceptions import to_wire
 from hadoop_qjm.qjournal.protocol.journal_call import JournalCall, parse_journal_call
 from hadoop_qjm.qjournal.protocol.sockets import (
     FrameReader,
-    ServerSocketFactory,
     ServerSocketFactoryLike,
-    as_server_socket_factory,
-    write_frame,
 )
 from hadoop_qjm.qjournal.protocol.thrift_idl import SERVICES
 from hadoop_qjm.qjournal.protocol.wire import (
@@ -86,8 +80,6 @@ __all__ = [
 
 LOG = logging.getLogger(__name__)
 
-#: ``dfs.journalnode.handler.count``'s default; a count ≤ 0 falls back to it.
-DEFAULT_HANDLER_COUNT = 5
 #: At most this many calls that arrived together on one connection are served as one
 #: group (``QJournalProtocolDispatcher.process_many``): the first one's acknowledgement
 #: waits for the writes of all of them.
@@ -334,17 +326,10 @@ class QJournalProtocolDispatcher(RpcDispatcher):
         return result
 
 
-@dataclass
-class _Connection:
-    sock: socket.socket
-    peer: str
-    thread: threading.Thread | None = field(default=None)
-    #: False once the connection is closed (read without a lock: a flag set once).
-    open: bool = True
-
-
-class JournalNodeRpcServer:
-    """The JournalNode's RPC server (Hadoop's JournalNodeRpcServer).
+class JournalNodeRpcServer(Server):
+    """The JournalNode's RPC server (Hadoop's JournalNodeRpcServer): the IPC server
+    (:class:`~hadoop_qjm.ipc.server.Server`) configured with a
+    :class:`QJournalProtocolDispatcher` of the JournalNode's handler.
 
     Binds in the constructor (a busy port fails here with BindException, as
     in Hadoop), serves after :meth:`start`, and :meth:`stop` closes the
@@ -373,197 +358,46 @@ class JournalNodeRpcServer:
         authorizer: RpcAuthorizer | None = None,
     ) -> None:
         self.journal_node = journal_node
-        self.handler_count = handler_count if handler_count > 0 else DEFAULT_HANDLER_COUNT
-        self.max_frame_size = max_frame_size
-        self._socket_factory: ServerSocketFactory = as_server_socket_factory(socket_factory)
-        self.dispatcher = QJournalProtocolDispatcher(
-            QJournalProtocolHandler(journal_node), HandlerSlots(self.handler_count), authorizer
+        count = handler_count if handler_count > 0 else DEFAULT_HANDLER_COUNT
+        dispatcher = QJournalProtocolDispatcher(
+            QJournalProtocolHandler(journal_node), HandlerSlots(count), authorizer
         )
-        self._lock = threading.Lock()
-        self._connections: list[_Connection] = []
-        # Every reader thread not yet known to have ended: a reader leaves
-        # _connections just before its thread ends, and stop() joins it anyway.
-        self._readers: list[threading.Thread] = []
-        self._stopped = threading.Event()
-        self._accept_thread: threading.Thread | None = None
-        LOG.info("RPC server is binding to %s:%d", bind_host, port)
-        self._listener = self.make_server_socket(bind_host, port)
-        self._address: tuple[str, int] = self._listener.getsockname()[:2]
-        # Wakes the accept loop on stop(): closing a socket another thread is
-        # blocked on does not reliably wake it.
-        self._wake_r, self._wake_w = socket.socketpair()
+        super().__init__(
+            dispatcher, bind_host, port, count, max_frame_size, socket_factory, log=LOG
+        )
 
-    def make_server_socket(self, host: str, port: int) -> socket.socket:
-        """The listening socket; the only place the server creates one."""
-        return self._socket_factory.listen(host, port, 128)
-
-    @property
-    def port(self) -> int:
-        """The bound port (the real one when constructed with port 0)."""
-        return self._address[1]
-
-    @property
-    def address(self) -> tuple[str, int]:
-        """The bound (host, port)."""
-        return self._address
-
-    @property
-    def num_open_connections(self) -> int:
-        """Connections being served (Hadoop's NumOpenConnections metric)."""
-        with self._lock:
-            return len(self._connections)
-
-    def start(self) -> None:
-        """Start accepting connections."""
-        with self._lock:
-            if self._accept_thread is not None or self._stopped.is_set():
-                raise IllegalStateException("JournalNodeRpcServer already started or stopped")
-            self._accept_thread = threading.Thread(
-                target=self._accept_loop, name=f"IPC Server listener on {self.port}", daemon=True
-            )
-            self._accept_thread.start()
-        LOG.info("IPC Server listener on %d: starting", self.port)
-
-    def stop(self, timeout_s: float | None = None) -> None:
-        """Stop: close the listening socket and every connection, join every thread.
-
-        Idempotent. A call executing in the Journal finishes first (its
-        reply is then dropped). ``timeout_s`` bounds each join.
-        """
-        with self._lock:
-            if self._stopped.is_set():
-                return
-            self._stopped.set()
-            connections = list(self._connections)
-            readers = list(self._readers)
-            accept_thread = self._accept_thread
-        with contextlib.suppress(OSError):
-            self._wake_w.send(b"x")
-        if accept_thread is not None:
-            accept_thread.join(timeout_s)
-        for sock in (self._listener, self._wake_r, self._wake_w):
-            sock.close()
-        for conn in connections:
-            # shutdown() wakes a reader blocked in recv(); the reader closes
-            # its own socket, so no other thread reuses the fd under it.
-            with contextlib.suppress(OSError):
-                conn.sock.shutdown(socket.SHUT_RDWR)
-        current = threading.current_thread()
-        for thread in readers:
-            if thread is not current:
-                thread.join(timeout_s)
-        LOG.info("Stopped RPC server on %s:%d", *self._address)
-
-    def __enter__(self) -> JournalNodeRpcServer:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    # ------------------------------------------------------------ threads
-
-    def _accept_loop(self) -> None:
-        self._listener.setblocking(False)
-        with selectors.DefaultSelector() as selector:
-            selector.register(self._listener, selectors.EVENT_READ)
-            selector.register(self._wake_r, selectors.EVENT_READ)
-            while not self._stopped.is_set():
-                for key, _ in selector.select():
-                    if key.fileobj is self._wake_r:
-                        return
-                    self._accept_one()
-
-    def _accept_one(self) -> None:
-        try:
-            sock, addr = self._listener.accept()
-        except (BlockingIOError, InterruptedError):
+    def _serve_frames(self, sock: socket.socket, reader: FrameReader, client_ip: str) -> None:
+        # A writer's batches are acknowledged early (EarlyAcknowledger) on a plain,
+        # blocking socket only: the acknowledgement must go out without waiting, which
+        # neither an SSLSocket nor a socket with a timeout (Python waits for it to be
+        # writable first) can do. (The NameNode's server reuses this one with a
+        # dispatcher of its own.)
+        if not (
+            type(sock) is socket.socket
+            and sock.gettimeout() is None
+            and isinstance(self.dispatcher, QJournalProtocolDispatcher)
+        ):
+            super()._serve_frames(sock, reader, client_ip)
             return
-        except OSError as e:
-            if self._stopped.is_set():
+        # The reader thread runs the call itself (holding a handler slot inside
+        # process()): no hand-off to a handler thread and back.
+        process = self.dispatcher.process
+        early = EarlyAcknowledger(sock)
+        read_buffered = reader.read_buffered_frame
+        while True:
+            payload = reader.read_frame()
+            if payload is None:
                 return
-            # E.g. EMFILE: the listener stays readable, so back off instead
-            # of spinning; stop() interrupts the wait.
-            LOG.warning("IPC Server listener on %d: accept failed: %s", self.port, e)
-            self._stopped.wait(0.1)
-            return
-        sock.setblocking(True)
-        conn = _Connection(sock, f"{addr[0]}:{addr[1]}")
-        with self._lock:
-            if self._stopped.is_set():
-                sock.close()
-                return
-            conn.thread = threading.Thread(
-                target=self._serve,
-                args=(conn, addr[0]),
-                name=f"IPC reader {conn.peer}",
-                daemon=True,
-            )
-            self._connections.append(conn)
-            self._readers = [t for t in self._readers if t.is_alive()]
-            self._readers.append(conn.thread)
-            conn.thread.start()
-
-    def _serve(self, conn: _Connection, client_ip: str) -> None:
-        try:
-            wrapped = self._socket_factory.wrap_accepted(conn.sock)
-            with self._lock:
-                conn.sock = wrapped
-            if self._stopped.is_set():
-                return
-            # This thread runs every call of the connection: its identity is the
-            # connection's (Hadoop's Server.getRemoteUser()).
-            identify = getattr(self._socket_factory, "peer_identity", None)
-            call_context.enter_connection(conn, identify(wrapped) if identify is not None else None)
-            reader = FrameReader(wrapped, self.max_frame_size)
-            # The reader thread runs the call itself (holding a handler slot inside
-            # process()): no hand-off to a handler thread and back.
-            process = self.dispatcher.process
-            # A writer's batches are acknowledged early (EarlyAcknowledger) on a plain,
-            # blocking socket only: the acknowledgement must go out without waiting, which
-            # neither an SSLSocket nor a socket with a timeout (Python waits for it to be
-            # writable first) can do. (The NameNode's server reuses this one with a
-            # dispatcher of its own.)
-            if (
-                type(wrapped) is socket.socket
-                and wrapped.gettimeout() is None
-                and isinstance(self.dispatcher, QJournalProtocolDispatcher)
-            ):
-                early = EarlyAcknowledger(wrapped)
-                read_buffered = reader.read_buffered_frame
-                while True:
-                    payload = reader.read_frame()
-                    if payload is None:
-                        break
-                    following = read_buffered()
-                    if following is None:
-                        early.finish(process(payload, client_ip, early=early))
-                        continue
-                    # Calls that arrived together (a writer's pipelined batches): served
-                    # together, so that its batches share one fsync (group fsync).
-                    payloads = [payload, following]
-                    while len(payloads) < MAX_CALLS_READ_TOGETHER:
-                        following = read_buffered()
-                        if following is None:
-                            break
-                        payloads.append(following)
-                    self.dispatcher.process_many(payloads, client_ip, early)
-            else:
-                while True:
-                    payload = reader.read_frame()
-                    if payload is None:
-                        break
-                    write_frame(wrapped, process(payload, client_ip))
-        except ProtocolError as e:
-            LOG.warning("Dropping connection from %s: %s", conn.peer, e)
-        except OSError as e:
-            if not self._stopped.is_set():
-                LOG.info("Connection from %s closed: %s", conn.peer, e)
-        except Exception:  # one bad connection never kills the server
-            LOG.exception("Unexpected error serving %s; dropping the connection", conn.peer)
-        finally:
-            conn.open = False
-            call_context.leave_connection()
-            with self._lock:
-                if conn in self._connections:
-                    self._connections.remove(conn)
-            conn.sock.close()
+            following = read_buffered()
+            if following is None:
+                early.finish(process(payload, client_ip, early=early))
+                continue
+            # Calls that arrived together (a writer's pipelined batches): served
+            # together, so that its batches share one fsync (group fsync).
+            payloads = [payload, following]
+            while len(payloads) < MAX_CALLS_READ_TOGETHER:
+                following = read_buffered()
+                if following is None:
+                    break
+                payloads.append(following)
+            self.dispatcher.process_many(payloads, client_ip, early)
