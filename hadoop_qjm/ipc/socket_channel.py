@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 import struct
 import threading
 from typing import Protocol
@@ -27,13 +28,22 @@ from hadoop_qjm.ipc.sockets import (
     ClientSocketFactory,
     ClientSocketFactoryLike,
     FrameReader,
+    PlainSocketFactory,
     as_client_socket_factory,
     call_failed,
     dropped_by_tls_server,
     write_frame,
 )
+from hadoop_qjm.ipc.tls_session import TlsSession
 
-__all__ = ["DEFAULT_CONNECT_TIMEOUT_S", "DEFAULT_TIMEOUT_S", "RpcChannel", "SocketChannel"]
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT_S",
+    "DEFAULT_TIMEOUT_S",
+    "RpcChannel",
+    "SocketChannel",
+    "close_socket",
+    "connect",
+]
 
 #: ``ipc.client.connect.timeout`` (20 s).
 DEFAULT_CONNECT_TIMEOUT_S = 20.0
@@ -64,6 +74,46 @@ class RpcChannel(Protocol):
 
 
 _TIMEVAL = struct.Struct("@ll")
+
+
+def connect(
+    host: str,
+    port: int,
+    factory: ClientSocketFactory,
+    timeout_s: float | None,
+    *,
+    tls_over_memory: bool = False,
+) -> tuple[socket.socket, TlsSession | None]:
+    """A socket connected to ``host:port`` by ``factory`` within ``timeout_s``; every RPC
+    client connects here. ConnectException if it cannot.
+
+    ``tls_over_memory`` (the pipelined client): a TLS factory's connection is plain TCP
+    and a :class:`~hadoop_qjm.ipc.tls_session.TlsSession` over it, handshaken here with
+    the factory's context (the second value; None for a plain connection).
+    """
+    context = getattr(factory, "context", None) if tls_over_memory else None
+    tls = None
+    try:
+        if isinstance(context, ssl.SSLContext):
+            sock = PlainSocketFactory().connect(host, port, timeout_s)
+            tls = TlsSession(context, host.strip("[]"))
+            try:
+                tls.handshake(sock, timeout_s)
+            except BaseException:
+                sock.close()
+                raise
+        else:
+            sock = factory.connect(host, port, timeout_s)
+    except OSError as e:
+        raise ConnectException(f"Call to {host}:{port} failed on connection exception: {e}") from e
+    return sock, tls
+
+
+def close_socket(sock: socket.socket) -> None:
+    """Shut ``sock`` down (which wakes a thread blocked in recv() on it), then close it."""
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    sock.close()
 
 
 def _set_call_timeout(sock: socket.socket, timeout_s: float | None) -> None:
@@ -120,12 +170,7 @@ class SocketChannel:
                 raise IOException(f"Connection to {self.host}:{self.port} is closed")
             if self._sock is not None and self._reader is not None:
                 return self._sock, self._reader
-        try:
-            sock = self._socket_factory.connect(self.host, self.port, self.connect_timeout_s)
-        except OSError as e:
-            raise ConnectException(
-                f"Call to {self.host}:{self.port} failed on connection exception: {e}"
-            ) from e
+        sock, _ = connect(self.host, self.port, self._socket_factory, self.connect_timeout_s)
         _set_call_timeout(sock, self.timeout_s)
         reader = FrameReader(sock, self.max_frame_size)
         with self._sock_lock:
@@ -178,16 +223,9 @@ class SocketChannel:
         with self._sock_lock:
             sock, self._sock, self._reader = self._sock, None, None
         if sock is not None:
-            _close_socket(sock)
+            close_socket(sock)
 
     def close(self) -> None:
         with self._sock_lock:
             self._closed = True
         self.reset()
-
-
-def _close_socket(sock: socket.socket) -> None:
-    # shutdown() first: it wakes another thread blocked in recv() on it.
-    with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_RDWR)
-    sock.close()

@@ -66,7 +66,6 @@ ALLOWED_LONG: set[str] = {
     "namenode.fs_edit_log",
     "namenode.name_node",
     "qjournal.client.ipc_logger_channel",
-    "qjournal.client.pipelined_channel",
     "qjournal.client.quorum_journal_manager",
     "qjournal.server.journal",
 }
