@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 __all__ = [
+    "current_call",
     "enter_call",
     "enter_connection",
     "leave_call",
@@ -20,6 +21,7 @@ __all__ = [
     "remote_connection",
     "remote_ip",
     "remote_user",
+    "set_current_call",
 ]
 
 _context = threading.local()
@@ -86,3 +88,13 @@ def release_handler_slot() -> None:
     if slots is not None:
         _context.slots = None
         slots.release()
+
+
+def current_call() -> Any:
+    """The call object a server's handler thread is executing (Hadoop's
+    ``Server.getCurCall()``: the NameNode's server postpones its reply), else None."""
+    return getattr(_context, "call", None)
+
+
+def set_current_call(call: Any) -> None:
+    _context.call = call

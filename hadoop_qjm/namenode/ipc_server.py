@@ -40,6 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hadoop_qjm.common.exceptions import IllegalStateException
+from hadoop_qjm.ipc import call_context
 from hadoop_qjm.ipc.exceptions import ProtocolError
 from hadoop_qjm.ipc.frames import FRAME_HEADER, FrameDecoder
 from hadoop_qjm.qjournal.protocol.sockets import ServerSocketFactory
@@ -60,13 +61,12 @@ DEFAULT_HANDLER_QUEUE_SIZE = 100
 MAX_PENDING_FRAMES = 8
 _RECV_SIZE = 65536
 _STOP = object()
-_local = threading.local()
 
 
 def current_call() -> Call | None:
     """The call the calling handler thread is executing, else None (Hadoop's
-    ``Server.getCurCall()``)."""
-    return getattr(_local, "call", None)
+    ``Server.getCurCall()``; kept in the one call context, :mod:`hadoop_qjm.ipc.call_context`)."""
+    return call_context.current_call()
 
 
 class _Connection:
@@ -391,7 +391,7 @@ class IpcServer:
             if self._stopped.is_set():
                 continue
             conn = call._conn
-            _local.call = call
+            call_context.set_current_call(call)
             try:
                 reply = process(call.payload, conn.ip)
             except ProtocolError as e:
@@ -403,7 +403,7 @@ class IpcServer:
                 self._close(conn)
                 continue
             finally:
-                _local.call = None
+                call_context.set_current_call(None)
             call._reply = reply
             call._release()
 
