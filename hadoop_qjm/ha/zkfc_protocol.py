@@ -4,9 +4,10 @@ The ZKFC serves two calls on ``dfs.ha.zkfc.port`` (8019) of its NameNode's host:
 ``cedeActive(millisToCede)`` and ``gracefulFailover()``. ``haadmin -failover`` calls the
 second on the target's controller when automatic failover is on; a controller doing a
 graceful failover calls the first on the current active's controller. They travel as the
-NameNode's services do (:mod:`hadoop_qjm.namenode.protocol.rpc`): the same frames, the same
-socket server and socket factories (mutual TLS when the configuration asks for it), errors
-as (Java class name, message).
+NameNode's services do (:mod:`hadoop_qjm.ipc`): the same frames, the same socket server
+(:class:`~hadoop_qjm.ipc.server.Server`, configured here with a ZKFCProtocol dispatcher) and
+socket factories (mutual TLS when the configuration asks for it), errors as (Java class
+name, message).
 """
 
 from __future__ import annotations
@@ -18,14 +19,12 @@ from typing import Any
 
 import thriftpy2
 
-from hadoop_qjm.namenode.protocol.rpc import ThriftServiceCaller, ThriftServiceDispatcher
-from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import (
-    DEFAULT_CONNECT_TIMEOUT_S,
-    SocketChannel,
-)
-from hadoop_qjm.qjournal.protocol.sockets import ClientSocketFactoryLike, ServerSocketFactoryLike
-from hadoop_qjm.qjournal.protocol.wire import DEFAULT_MAX_FRAME_SIZE
-from hadoop_qjm.qjournal.server.journal_node_rpc_server import JournalNodeRpcServer
+from hadoop_qjm.common.net import ClientSocketFactoryLike, ServerSocketFactoryLike
+from hadoop_qjm.ipc.client import ThriftServiceCaller
+from hadoop_qjm.ipc.dispatcher import ThriftServiceDispatcher
+from hadoop_qjm.ipc.frames import DEFAULT_MAX_FRAME_SIZE
+from hadoop_qjm.ipc.server import DEFAULT_HANDLER_COUNT, Server
+from hadoop_qjm.ipc.socket_channel import DEFAULT_CONNECT_TIMEOUT_S, SocketChannel
 
 __all__ = ["ZKFCProxy", "ZKFCRpcServer", "zkfc_thrift"]
 
@@ -79,8 +78,8 @@ class ZKFCProxy:
         return f"ZKFCProxy({self.host}:{self.port})"
 
 
-class ZKFCRpcServer(JournalNodeRpcServer):
-    """The controller's RPC server: the JournalNode's socket server with a ZKFCProtocol
+class ZKFCRpcServer(Server):
+    """The controller's RPC server: the IPC server configured with a ZKFCProtocol
     dispatcher. ``zkfc`` provides ``cede_active(millis)`` and ``graceful_failover()``.
     Binds in the constructor (BindException if the port is taken), serves after
     :meth:`start`; :meth:`stop` closes every connection and joins every thread."""
@@ -93,12 +92,14 @@ class ZKFCRpcServer(JournalNodeRpcServer):
         socket_factory: ServerSocketFactoryLike | None = None,
         handler_count: int = 3,
     ) -> None:
-        super().__init__(
-            None, bind_host, port, handler_count, DEFAULT_MAX_FRAME_SIZE, socket_factory
-        )
-        self.dispatcher = ThriftServiceDispatcher(  # type: ignore[assignment]
+        dispatcher = ThriftServiceDispatcher(
             _SERVICES,
             {"cedeActive": zkfc.cede_active, "gracefulFailover": zkfc.graceful_failover},
             zkfc_thrift.RemoteException,
-            threading.BoundedSemaphore(self.handler_count),
+            threading.BoundedSemaphore(
+                handler_count if handler_count > 0 else DEFAULT_HANDLER_COUNT
+            ),
+        )
+        super().__init__(
+            dispatcher, bind_host, port, handler_count, DEFAULT_MAX_FRAME_SIZE, socket_factory
         )

@@ -40,8 +40,10 @@ from collections.abc import Callable
 from typing import Any
 
 from hadoop_qjm.common.exceptions import IllegalStateException
-from hadoop_qjm.qjournal.protocol.sockets import FRAME_HEADER, ServerSocketFactory
-from hadoop_qjm.qjournal.protocol.wire import ProtocolError
+from hadoop_qjm.ipc import call_context
+from hadoop_qjm.ipc.exceptions import ProtocolError
+from hadoop_qjm.ipc.frames import FRAME_HEADER, FrameDecoder
+from hadoop_qjm.qjournal.protocol.sockets import ServerSocketFactory
 
 __all__ = [
     "Call",
@@ -59,23 +61,22 @@ DEFAULT_HANDLER_QUEUE_SIZE = 100
 MAX_PENDING_FRAMES = 8
 _RECV_SIZE = 65536
 _STOP = object()
-_local = threading.local()
 
 
 def current_call() -> Call | None:
     """The call the calling handler thread is executing, else None (Hadoop's
-    ``Server.getCurCall()``)."""
-    return getattr(_local, "call", None)
+    ``Server.getCurCall()``; kept in the one call context, :mod:`hadoop_qjm.ipc.call_context`)."""
+    return call_context.current_call()
 
 
 class _Connection:
-    __slots__ = ("sock", "peer", "ip", "inbuf", "frames", "busy", "out", "closed", "lock")
+    __slots__ = ("sock", "peer", "ip", "decoder", "frames", "busy", "out", "closed", "lock")
 
-    def __init__(self, sock: socket.socket, peer: str, ip: str) -> None:
+    def __init__(self, sock: socket.socket, peer: str, ip: str, max_frame_size: int) -> None:
         self.sock = sock
         self.peer = peer
         self.ip = ip
-        self.inbuf = bytearray()
+        self.decoder = FrameDecoder(max_frame_size)
         self.frames: collections.deque[bytes] = collections.deque()
         self.busy = False  # a call of this connection is queued or executing
         self.out = bytearray()  # reply bytes the responder still has to write
@@ -321,7 +322,7 @@ class IpcServer:
         sock.setblocking(False)
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn = _Connection(sock, f"{addr[0]}:{addr[1]}", addr[0])
+        conn = _Connection(sock, f"{addr[0]}:{addr[1]}", addr[0], self.max_frame_size)
         with self._lock:
             self._connections[id(conn)] = conn
         self._selector.register(sock, selectors.EVENT_READ, conn)
@@ -361,28 +362,10 @@ class IpcServer:
         if frame is not None:
             self._enqueue(Call(self, conn, frame))
 
-    def _split_frames(self, conn: _Connection, data: bytes) -> list[bytes]:
-        buf = conn.inbuf
-        if buf:
-            buf += data
-            data = bytes(buf)
-            buf.clear()
-        frames = []
-        start, end, header = 0, len(data), FRAME_HEADER.size
-        while end - start >= header:
-            (size,) = FRAME_HEADER.unpack_from(data, start)
-            if size < 0 or size > self.max_frame_size:
-                raise ProtocolError(
-                    f"frame length {size} is outside 0..{self.max_frame_size} "
-                    "(ipc.maximum.data.length)"
-                )
-            if end - start - header < size:
-                break
-            frames.append(data[start + header : start + header + size])
-            start += header + size
-        if start < end:
-            buf += data[start:]
-        return frames
+    @staticmethod
+    def _split_frames(conn: _Connection, data: bytes) -> list[bytes]:
+        conn.decoder.feed(data)
+        return conn.decoder.frames()
 
     def _enqueue(self, call: Call) -> None:
         # A full queue holds the listener here (Hadoop's blocking put); stop() ends the wait.
@@ -408,7 +391,7 @@ class IpcServer:
             if self._stopped.is_set():
                 continue
             conn = call._conn
-            _local.call = call
+            call_context.set_current_call(call)
             try:
                 reply = process(call.payload, conn.ip)
             except ProtocolError as e:
@@ -420,7 +403,7 @@ class IpcServer:
                 self._close(conn)
                 continue
             finally:
-                _local.call = None
+                call_context.set_current_call(None)
             call._reply = reply
             call._release()
 

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from hadoop_qjm.ipc.server import Server
 from hadoop_qjm.namenode.ipc_server import DEFAULT_HANDLER_QUEUE_SIZE, IpcServer
 from hadoop_qjm.namenode.protocol import messages as m
 from hadoop_qjm.namenode.protocol.rpc import ThriftServiceDispatcher, remote_ip
@@ -30,7 +31,6 @@ from hadoop_qjm.qjournal.protocol.sockets import (
     as_server_socket_factory,
 )
 from hadoop_qjm.qjournal.protocol.wire import DEFAULT_MAX_FRAME_SIZE
-from hadoop_qjm.qjournal.server.journal_node_rpc_server import JournalNodeRpcServer
 
 __all__ = [
     "ClientProtocolHandler",
@@ -188,8 +188,8 @@ def rpc_handlers(name_node: Any) -> dict[str, Callable[..., Any]]:
     }
 
 
-class _PerConnectionRpcServer(JournalNodeRpcServer):
-    """The JournalNode's socket server (a reader thread per connection) with the
+class _PerConnectionRpcServer(Server):
+    """The IPC socket server (a reader thread per connection) with the
     NameNode's dispatcher: what serves TLS, whose sockets the selector server cannot read."""
 
     def __init__(

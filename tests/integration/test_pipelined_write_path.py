@@ -20,6 +20,7 @@ import pytest
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import ConfigurationError, IllegalArgumentException, IOException
 from hadoop_qjm.conf import Configuration
+from hadoop_qjm.ipc.frames import FrameDecoder
 from hadoop_qjm.qjournal.client.executors import DirectExecutor
 from hadoop_qjm.qjournal.client.ipc_logger_channel import IPCLoggerChannel
 from hadoop_qjm.qjournal.client.pipelined_channel import (
@@ -191,7 +192,7 @@ def test_a_reply_read_from_a_connection_dropped_meanwhile_answers_no_new_call() 
     try:
         channel._sock = old_sock
         channel._pending.append(lambda r, e: old_answers.append((r, e)))
-        channel._on_readable(old_sock, bytearray(), memoryview(bytearray(64)), None)
+        channel._on_readable(old_sock, FrameDecoder(), memoryview(bytearray(64)), None)
         assert len(old_answers) == 1 and isinstance(old_answers[0][1], IOException)
         assert new_answers == []
         assert len(channel._pending) == 1  # the new call still waits for its own reply

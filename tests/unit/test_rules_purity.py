@@ -58,6 +58,7 @@ PURE_MODULES = {
     "hadoop_qjm.qjournal.server.scrub_rules": set(),
     "hadoop_qjm.qjournal.server.kept_segment_state": set(),
     "hadoop_qjm.qjournal.protocol.membership": set(),
+    "hadoop_qjm.ipc.frames": set(),
 }
 
 

@@ -1,7 +1,7 @@
 """Mutual-TLS socket factories for the Thrift RPC servers and clients.
 
 They plug into the one place sockets are made
-(:mod:`hadoop_qjm.qjournal.protocol.sockets`). The server's handshake runs in
+(:mod:`hadoop_qjm.common.net`, :mod:`hadoop_qjm.ipc.sockets`). The server's handshake runs in
 :meth:`TlsServerSocketFactory.wrap_accepted`, which the RPC server calls in the
 connection's own thread, bounded by a timeout: a client that never finishes its handshake
 (a plain-TCP client, a port scanner) holds one connection thread for at most that long and
@@ -16,8 +16,8 @@ import socket
 import ssl
 from collections.abc import Callable
 
+from hadoop_qjm.common.net import PlainSocketFactory
 from hadoop_qjm.common.security.authorization import identity_from_peer_cert
-from hadoop_qjm.qjournal.protocol.sockets import PlainSocketFactory
 
 __all__ = [
     "TlsClientSocketFactory",

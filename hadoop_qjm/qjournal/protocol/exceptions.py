@@ -21,8 +21,14 @@ from hadoop_qjm.common.exceptions import (
     IllegalArgumentException,
     IllegalStateException,
     IOException,
-    exception_for_name,
     register_exception,
+)
+from hadoop_qjm.common.net_exceptions import BindException, ConnectException, SocketTimeoutException
+from hadoop_qjm.ipc.exceptions import (
+    RemoteException,
+    exception_from_wire,
+    wire_class_name,
+    wire_message,
 )
 
 # The Thrift modules are imported inside to_wire/from_wire, not here: the pure
@@ -190,68 +196,6 @@ def _describe(exc: BaseException) -> str:
     return f"{text}\n{stack}" if stack else text
 
 
-@register_exception
-class BindException(IOException):
-    """A server could not bind its address (Hadoop: "Problem binding to [host:port]")."""
-
-    java_name = "java.net.BindException"
-
-
-@register_exception
-class ConnectException(IOException):
-    """A client could not connect to a server (refused, unreachable, …)."""
-
-    java_name = "java.net.ConnectException"
-
-
-@register_exception
-class SocketTimeoutException(IOException):
-    """A call got no response within the client's timeout."""
-
-    java_name = "java.net.SocketTimeoutException"
-
-
-@register_exception
-class RemoteException(IOException):
-    """An error whose class this side does not know; keeps the remote class name.
-
-    Hadoop's RPC client raises ``RemoteException`` and callers unwrap it; here
-    known names are unwrapped already by :func:`from_wire`, and only unknown
-    ones arrive as this (still an IOException, message intact). Re-sending it
-    with :func:`to_wire` sends the original class name, so relaying is
-    transparent.
-    """
-
-    java_name = "org.apache.hadoop.ipc.RemoteException"
-
-    def __init__(self, message: str = "", class_name: str | None = None) -> None:
-        super().__init__(message)
-        self.class_name = class_name or self.java_name
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (str(self), self.class_name))
-
-
-_IO_EXCEPTION = IOException.java_name
-
-
-def _wire_name(exc: BaseException) -> str:
-    if isinstance(exc, RemoteException):
-        return exc.class_name
-    if isinstance(exc, HadoopException):
-        return exc.java_name
-    if isinstance(exc, OSError):
-        # Java would have raised an IOException for any disk or socket error.
-        return _IO_EXCEPTION
-    if isinstance(exc, AssertionError):
-        # A broken invariant must stay recognisable as one on the client.
-        return HadoopAssertionError.java_name
-    cls = type(exc)
-    if cls.__module__ == "builtins":
-        return cls.__qualname__
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
 def to_wire(exc: BaseException) -> Any:
     """The ``QJournalException`` a server sends for ``exc``.
 
@@ -262,12 +206,9 @@ def to_wire(exc: BaseException) -> Any:
     """
     from hadoop_qjm.qjournal.protocol.thrift_idl import qjournal_thrift
 
-    message = str(exc)
-    if not message and not isinstance(exc, HadoopException):
-        message = repr(exc)
     amount = exc.cache_miss_amount if isinstance(exc, CacheMissException) else None
     return qjournal_thrift.QJournalException(
-        className=_wire_name(exc), message=message, cacheMissAmount=amount
+        className=wire_class_name(exc), message=wire_message(exc), cacheMissAmount=amount
     )
 
 
@@ -278,11 +219,7 @@ def from_wire(texc: Any) -> IOException | HadoopException:
     Java's nested-class spelling ``Outer$Inner`` is accepted too. An unknown
     name gives a :class:`RemoteException` that keeps the name and message.
     """
-    name = (texc.className or _IO_EXCEPTION).replace("$", ".")
-    message = texc.message if texc.message is not None else ""
-    exc = exception_for_name(name, message)
-    if type(exc) is IOException and name not in (_IO_EXCEPTION, "IOException"):
-        return RemoteException(message, class_name=texc.className)
+    exc = exception_from_wire(texc.className, texc.message)
     if isinstance(exc, CacheMissException):
         exc.cache_miss_amount = texc.cacheMissAmount or 0
     return exc

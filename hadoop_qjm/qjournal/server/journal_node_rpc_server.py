@@ -27,31 +27,24 @@ dispatcher looks up the plain method name and also accepts a
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import queue
-import selectors
 import socket
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
-
-from thriftpy2.thrift import TApplicationException
 
 from hadoop_qjm.common.exceptions import (
     AuthorizationException,
-    HadoopException,
-    IllegalStateException,
 )
+from hadoop_qjm.ipc import call_context
+from hadoop_qjm.ipc.call_context import remote_connection, remote_ip, remote_user
+from hadoop_qjm.ipc.dispatcher import HandlerSlots, Rpc, RpcDispatcher, rpc_table
+from hadoop_qjm.ipc.server import DEFAULT_HANDLER_COUNT, Server
 from hadoop_qjm.qjournal.protocol.exceptions import to_wire
 from hadoop_qjm.qjournal.protocol.journal_call import JournalCall, parse_journal_call
 from hadoop_qjm.qjournal.protocol.sockets import (
     FrameReader,
-    ServerSocketFactory,
     ServerSocketFactoryLike,
-    as_server_socket_factory,
-    write_frame,
 )
 from hadoop_qjm.qjournal.protocol.thrift_idl import SERVICES
 from hadoop_qjm.qjournal.protocol.wire import (
@@ -87,43 +80,14 @@ __all__ = [
 
 LOG = logging.getLogger(__name__)
 
-#: ``dfs.journalnode.handler.count``'s default; a count ≤ 0 falls back to it.
-DEFAULT_HANDLER_COUNT = 5
 #: At most this many calls that arrived together on one connection are served as one
 #: group (``QJournalProtocolDispatcher.process_many``): the first one's acknowledgement
 #: waits for the writes of all of them.
 MAX_CALLS_READ_TOGETHER = 64
 
-_call_context = threading.local()
-
-
-def remote_ip() -> str | None:
-    """The address of the client whose call this thread is executing, else ``None``.
-
-    Hadoop's ``Server.getRemoteIp()``; the Journal puts it in its
-    "IPC serial … from client …" message and its promise log lines.
-    """
-    return getattr(_call_context, "remote_ip", None)
-
-
-def remote_user() -> str | None:
-    """The verified identity of the client whose call this thread is executing, else ``None``.
-
-    Hadoop's ``Server.getRemoteUser()``: the subject CN of the client's TLS certificate
-    (set for the whole connection after its handshake), None over plain TCP.
-    """
-    return getattr(_call_context, "remote_user", None)
-
-
+# remote_ip/remote_user/remote_connection: the call context every RPC server shares
+# (re-exported here for the Journal and its format guard).
 _current_remote_user = remote_user  # process() has a parameter of that name
-
-
-def remote_connection() -> _Connection | None:
-    """The connection whose call this thread is executing (its ``peer`` "ip:port", and
-    ``open`` until it closes), else ``None`` (an in-process call). The Journal keeps its
-    writer's, so that a format can tell whether that writer is still there (issue 33).
-    """
-    return getattr(_call_context, "connection", None)
 
 
 #: ``authorize(rpc_name, identity, remote_ip)``: returns if the call may run, else raises
@@ -131,68 +95,7 @@ def remote_connection() -> _Connection | None:
 RpcAuthorizer = Callable[[str, "str | None", "str | None"], None]
 
 
-@dataclass(frozen=True)
-class _Rpc:
-    service_name: str
-    args_cls: type
-    result_cls: type
-    arg_names: tuple[str, ...]
-    method_name: str
-    returns_value: bool
-
-
-def _rpc_table() -> dict[str, _Rpc]:
-    table: dict[str, _Rpc] = {}
-    for service in SERVICES:
-        for name in service.thrift_services:
-            args_cls = getattr(service, name + "_args")
-            result_cls = getattr(service, name + "_result")
-            table[name] = _Rpc(
-                service_name=service.__name__,
-                args_cls=args_cls,
-                result_cls=result_cls,
-                arg_names=tuple(spec[1] for spec in args_cls.thrift_spec.values()),
-                method_name=RPC_METHODS[name],
-                returns_value=any(spec[1] == "success" for spec in result_cls.thrift_spec.values()),
-            )
-    return table
-
-
-class HandlerSlots:
-    """A bounded counting semaphore for the handler limit, cheap on the fast path.
-
-    Same ``acquire(blocking=True, timeout=None) -> bool`` / ``release()`` as
-    ``threading.BoundedSemaphore``, but the tokens sit in a C-implemented
-    ``queue.SimpleQueue``: taking and returning a free slot costs a fraction
-    of the Condition-based semaphore's Python code, on every call.
-    """
-
-    __slots__ = ("_tokens", "count")
-
-    def __init__(self, count: int) -> None:
-        if count <= 0:
-            raise ValueError(f"handler count must be positive: {count}")
-        self.count = count
-        self._tokens: queue.SimpleQueue[None] = queue.SimpleQueue()
-        for _ in range(count):
-            self._tokens.put(None)
-
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        """Take a slot; False if none became free (non-blocking, or after ``timeout``)."""
-        try:
-            self._tokens.get(blocking, timeout)
-        except queue.Empty:
-            return False
-        return True
-
-    def release(self) -> None:
-        """Give a slot back; ValueError if more are given back than were taken."""
-        if self._tokens.qsize() >= self.count:
-            raise ValueError("HandlerSlots released too many times")
-        self._tokens.put(None)
-
-
-class QJournalProtocolDispatcher:
+class QJournalProtocolDispatcher(RpcDispatcher):
     """Turns one request payload into one reply payload (see the module docstring).
 
     At most ``handler_slots`` (a :class:`HandlerSlots` or a semaphore;
@@ -208,17 +111,9 @@ class QJournalProtocolDispatcher:
         handler_slots: HandlerSlots | threading.Semaphore | None = None,
         authorizer: RpcAuthorizer | None = None,
     ) -> None:
+        super().__init__(rpc_table(SERVICES, method_names=RPC_METHODS), handler_slots, LOG)
         self.handler = handler
-        self._slots = handler_slots
         self._authorize = authorizer
-        self._rpcs = _rpc_table()
-        # Every accepted message name to its RPC: "method", and "Service:method"
-        # from a TMultiplexedProtocol client (an empty service name passes too).
-        self._by_name = dict(self._rpcs)
-        for name, rpc in self._rpcs.items():
-            self._by_name[f"{rpc.service_name}:{name}"] = self._by_name[f":{name}"] = rpc
-        self._stats_lock = threading.Lock()
-        self._queued = 0
         # A handler's ``await_<method>`` runs before ``<method>`` takes a slot (long polls).
         self._waits: dict[str, Callable[..., None]] = {
             rpc.method_name: getattr(handler, "await_" + rpc.method_name)
@@ -234,12 +129,6 @@ class QJournalProtocolDispatcher:
         self._group: Callable[..., list[Exception | None]] | None = (
             getattr(handler, "journal_in_order_group", None) if authorizer is None else None
         )
-
-    @property
-    def call_queue_length(self) -> int:
-        """Calls decoded and waiting for a free handler (Hadoop's CallQueueLength metric)."""
-        with self._stats_lock:
-            return self._queued
 
     def process(
         self,
@@ -277,11 +166,7 @@ class QJournalProtocolDispatcher:
         if header.type != TMessageType.CALL:
             raise ProtocolError(f"expected a CALL message, got type {header.type}")
         if rpc is None:
-            LOG.warning("Unknown RPC %r from %s", header.name, remote_ip)
-            error = TApplicationException(
-                TApplicationException.UNKNOWN_METHOD, f"Unknown method {header.name}"
-            )
-            return encode_message(header.name, TMessageType.EXCEPTION, header.seqid, error)
+            return self._unknown_method_reply(header.name, header.seqid, remote_ip)
         args = decode_message_body(payload, header, rpc.args_cls)
         return self._process_decoded(
             rpc, header.name, header.seqid, args, remote_ip, remote_user, False
@@ -348,21 +233,9 @@ class QJournalProtocolDispatcher:
         early.finish(replies)
         return len(outcomes)
 
-    def _take_slot(self, slots: HandlerSlots | threading.Semaphore) -> None:
-        """Wait for a handler slot, counted in :attr:`call_queue_length` meanwhile."""
-        if slots.acquire(blocking=False):
-            return
-        with self._stats_lock:
-            self._queued += 1
-        try:
-            slots.acquire()
-        finally:
-            with self._stats_lock:
-                self._queued -= 1
-
     def _process_decoded(
         self,
-        rpc: _Rpc,
+        rpc: Rpc,
         name: str,
         seqid: int,
         args: Any,
@@ -417,14 +290,14 @@ class QJournalProtocolDispatcher:
         return reply
 
     def _failure_reply(
-        self, rpc: _Rpc, name: str, seqid: int, remote_ip: str | None, exc: Exception
+        self, rpc: Rpc, name: str, seqid: int, remote_ip: str | None, exc: Exception
     ) -> bytes:
         self._log_failure(name.rpartition(":")[2], remote_ip, exc)
         result = rpc.result_cls()
         result.e = to_wire(exc)
         return encode_message(name, TMessageType.REPLY, seqid, result)
 
-    def _call(self, rpc: _Rpc, args: Any, remote_ip: str | None, checked: bool = False) -> Any:
+    def _call(self, rpc: Rpc, args: Any, remote_ip: str | None, checked: bool = False) -> Any:
         """The handler's result as the RPC's result struct; None for a call that returns
         nothing (the reply is then an empty struct)."""
         if not checked:
@@ -439,11 +312,11 @@ class QJournalProtocolDispatcher:
         slots = self._slots
         if slots is not None:
             self._take_slot(slots)  # all handlers busy: this call waits in the queue
-        _call_context.remote_ip = remote_ip
+        call_context.enter_call(remote_ip)
         try:
             value = method(*values)
         finally:
-            _call_context.remote_ip = None
+            call_context.leave_call()
             if slots is not None:
                 slots.release()
         if not rpc.returns_value:
@@ -452,27 +325,11 @@ class QJournalProtocolDispatcher:
         result.success = value
         return result
 
-    @staticmethod
-    def _log_failure(rpc_name: str, remote_ip: str | None, exc: Exception) -> None:
-        if isinstance(exc, (HadoopException, OSError)):
-            # Expected protocol outcomes (a fenced writer, an unformatted
-            # journal): Hadoop's IPC server logs these tersely at INFO.
-            LOG.info("%s from %s failed: %s: %s", rpc_name, remote_ip, type(exc).__name__, exc)
-        else:
-            LOG.error("Unexpected error in %s from %s", rpc_name, remote_ip, exc_info=exc)
 
-
-@dataclass
-class _Connection:
-    sock: socket.socket
-    peer: str
-    thread: threading.Thread | None = field(default=None)
-    #: False once the connection is closed (read without a lock: a flag set once).
-    open: bool = True
-
-
-class JournalNodeRpcServer:
-    """The JournalNode's RPC server (Hadoop's JournalNodeRpcServer).
+class JournalNodeRpcServer(Server):
+    """The JournalNode's RPC server (Hadoop's JournalNodeRpcServer): the IPC server
+    (:class:`~hadoop_qjm.ipc.server.Server`) configured with a
+    :class:`QJournalProtocolDispatcher` of the JournalNode's handler.
 
     Binds in the constructor (a busy port fails here with BindException, as
     in Hadoop), serves after :meth:`start`, and :meth:`stop` closes the
@@ -482,7 +339,7 @@ class JournalNodeRpcServer:
     everyone else.
 
     ``socket_factory`` makes the sockets: a
-    :class:`~hadoop_qjm.qjournal.protocol.sockets.ServerSocketFactory`, or a
+    :class:`~hadoop_qjm.common.net.ServerSocketFactory`, or a
     plain ``(host, port) -> listening socket`` callable (as the HTTP server
     takes); ``None`` is plain TCP. A factory that authenticates its peers
     (mutual TLS) names each connection's client, which the calls see as
@@ -501,198 +358,46 @@ class JournalNodeRpcServer:
         authorizer: RpcAuthorizer | None = None,
     ) -> None:
         self.journal_node = journal_node
-        self.handler_count = handler_count if handler_count > 0 else DEFAULT_HANDLER_COUNT
-        self.max_frame_size = max_frame_size
-        self._socket_factory: ServerSocketFactory = as_server_socket_factory(socket_factory)
-        self.dispatcher = QJournalProtocolDispatcher(
-            QJournalProtocolHandler(journal_node), HandlerSlots(self.handler_count), authorizer
+        count = handler_count if handler_count > 0 else DEFAULT_HANDLER_COUNT
+        dispatcher = QJournalProtocolDispatcher(
+            QJournalProtocolHandler(journal_node), HandlerSlots(count), authorizer
         )
-        self._lock = threading.Lock()
-        self._connections: list[_Connection] = []
-        # Every reader thread not yet known to have ended: a reader leaves
-        # _connections just before its thread ends, and stop() joins it anyway.
-        self._readers: list[threading.Thread] = []
-        self._stopped = threading.Event()
-        self._accept_thread: threading.Thread | None = None
-        LOG.info("RPC server is binding to %s:%d", bind_host, port)
-        self._listener = self.make_server_socket(bind_host, port)
-        self._address: tuple[str, int] = self._listener.getsockname()[:2]
-        # Wakes the accept loop on stop(): closing a socket another thread is
-        # blocked on does not reliably wake it.
-        self._wake_r, self._wake_w = socket.socketpair()
+        super().__init__(
+            dispatcher, bind_host, port, count, max_frame_size, socket_factory, log=LOG
+        )
 
-    def make_server_socket(self, host: str, port: int) -> socket.socket:
-        """The listening socket; the only place the server creates one."""
-        return self._socket_factory.listen(host, port, 128)
-
-    @property
-    def port(self) -> int:
-        """The bound port (the real one when constructed with port 0)."""
-        return self._address[1]
-
-    @property
-    def address(self) -> tuple[str, int]:
-        """The bound (host, port)."""
-        return self._address
-
-    @property
-    def num_open_connections(self) -> int:
-        """Connections being served (Hadoop's NumOpenConnections metric)."""
-        with self._lock:
-            return len(self._connections)
-
-    def start(self) -> None:
-        """Start accepting connections."""
-        with self._lock:
-            if self._accept_thread is not None or self._stopped.is_set():
-                raise IllegalStateException("JournalNodeRpcServer already started or stopped")
-            self._accept_thread = threading.Thread(
-                target=self._accept_loop, name=f"IPC Server listener on {self.port}", daemon=True
-            )
-            self._accept_thread.start()
-        LOG.info("IPC Server listener on %d: starting", self.port)
-
-    def stop(self, timeout_s: float | None = None) -> None:
-        """Stop: close the listening socket and every connection, join every thread.
-
-        Idempotent. A call executing in the Journal finishes first (its
-        reply is then dropped). ``timeout_s`` bounds each join.
-        """
-        with self._lock:
-            if self._stopped.is_set():
-                return
-            self._stopped.set()
-            connections = list(self._connections)
-            readers = list(self._readers)
-            accept_thread = self._accept_thread
-        with contextlib.suppress(OSError):
-            self._wake_w.send(b"x")
-        if accept_thread is not None:
-            accept_thread.join(timeout_s)
-        for sock in (self._listener, self._wake_r, self._wake_w):
-            sock.close()
-        for conn in connections:
-            # shutdown() wakes a reader blocked in recv(); the reader closes
-            # its own socket, so no other thread reuses the fd under it.
-            with contextlib.suppress(OSError):
-                conn.sock.shutdown(socket.SHUT_RDWR)
-        current = threading.current_thread()
-        for thread in readers:
-            if thread is not current:
-                thread.join(timeout_s)
-        LOG.info("Stopped RPC server on %s:%d", *self._address)
-
-    def __enter__(self) -> JournalNodeRpcServer:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    # ------------------------------------------------------------ threads
-
-    def _accept_loop(self) -> None:
-        self._listener.setblocking(False)
-        with selectors.DefaultSelector() as selector:
-            selector.register(self._listener, selectors.EVENT_READ)
-            selector.register(self._wake_r, selectors.EVENT_READ)
-            while not self._stopped.is_set():
-                for key, _ in selector.select():
-                    if key.fileobj is self._wake_r:
-                        return
-                    self._accept_one()
-
-    def _accept_one(self) -> None:
-        try:
-            sock, addr = self._listener.accept()
-        except (BlockingIOError, InterruptedError):
+    def _serve_frames(self, sock: socket.socket, reader: FrameReader, client_ip: str) -> None:
+        # A writer's batches are acknowledged early (EarlyAcknowledger) on a plain,
+        # blocking socket only: the acknowledgement must go out without waiting, which
+        # neither an SSLSocket nor a socket with a timeout (Python waits for it to be
+        # writable first) can do. (The NameNode's server reuses this one with a
+        # dispatcher of its own.)
+        if not (
+            type(sock) is socket.socket
+            and sock.gettimeout() is None
+            and isinstance(self.dispatcher, QJournalProtocolDispatcher)
+        ):
+            super()._serve_frames(sock, reader, client_ip)
             return
-        except OSError as e:
-            if self._stopped.is_set():
+        # The reader thread runs the call itself (holding a handler slot inside
+        # process()): no hand-off to a handler thread and back.
+        process = self.dispatcher.process
+        early = EarlyAcknowledger(sock)
+        read_buffered = reader.read_buffered_frame
+        while True:
+            payload = reader.read_frame()
+            if payload is None:
                 return
-            # E.g. EMFILE: the listener stays readable, so back off instead
-            # of spinning; stop() interrupts the wait.
-            LOG.warning("IPC Server listener on %d: accept failed: %s", self.port, e)
-            self._stopped.wait(0.1)
-            return
-        sock.setblocking(True)
-        conn = _Connection(sock, f"{addr[0]}:{addr[1]}")
-        with self._lock:
-            if self._stopped.is_set():
-                sock.close()
-                return
-            conn.thread = threading.Thread(
-                target=self._serve,
-                args=(conn, addr[0]),
-                name=f"IPC reader {conn.peer}",
-                daemon=True,
-            )
-            self._connections.append(conn)
-            self._readers = [t for t in self._readers if t.is_alive()]
-            self._readers.append(conn.thread)
-            conn.thread.start()
-
-    def _serve(self, conn: _Connection, client_ip: str) -> None:
-        try:
-            wrapped = self._socket_factory.wrap_accepted(conn.sock)
-            with self._lock:
-                conn.sock = wrapped
-            if self._stopped.is_set():
-                return
-            # This thread runs every call of the connection: its identity is the
-            # connection's (Hadoop's Server.getRemoteUser()).
-            identify = getattr(self._socket_factory, "peer_identity", None)
-            _call_context.remote_user = identify(wrapped) if identify is not None else None
-            _call_context.connection = conn
-            reader = FrameReader(wrapped, self.max_frame_size)
-            # The reader thread runs the call itself (holding a handler slot inside
-            # process()): no hand-off to a handler thread and back.
-            process = self.dispatcher.process
-            # A writer's batches are acknowledged early (EarlyAcknowledger) on a plain,
-            # blocking socket only: the acknowledgement must go out without waiting, which
-            # neither an SSLSocket nor a socket with a timeout (Python waits for it to be
-            # writable first) can do. (The NameNode's server reuses this one with a
-            # dispatcher of its own.)
-            if (
-                type(wrapped) is socket.socket
-                and wrapped.gettimeout() is None
-                and isinstance(self.dispatcher, QJournalProtocolDispatcher)
-            ):
-                early = EarlyAcknowledger(wrapped)
-                read_buffered = reader.read_buffered_frame
-                while True:
-                    payload = reader.read_frame()
-                    if payload is None:
-                        break
-                    following = read_buffered()
-                    if following is None:
-                        early.finish(process(payload, client_ip, early=early))
-                        continue
-                    # Calls that arrived together (a writer's pipelined batches): served
-                    # together, so that its batches share one fsync (group fsync).
-                    payloads = [payload, following]
-                    while len(payloads) < MAX_CALLS_READ_TOGETHER:
-                        following = read_buffered()
-                        if following is None:
-                            break
-                        payloads.append(following)
-                    self.dispatcher.process_many(payloads, client_ip, early)
-            else:
-                while True:
-                    payload = reader.read_frame()
-                    if payload is None:
-                        break
-                    write_frame(wrapped, process(payload, client_ip))
-        except ProtocolError as e:
-            LOG.warning("Dropping connection from %s: %s", conn.peer, e)
-        except OSError as e:
-            if not self._stopped.is_set():
-                LOG.info("Connection from %s closed: %s", conn.peer, e)
-        except Exception:  # one bad connection never kills the server
-            LOG.exception("Unexpected error serving %s; dropping the connection", conn.peer)
-        finally:
-            conn.open = False
-            _call_context.remote_user = _call_context.connection = None
-            with self._lock:
-                if conn in self._connections:
-                    self._connections.remove(conn)
-            conn.sock.close()
+            following = read_buffered()
+            if following is None:
+                early.finish(process(payload, client_ip, early=early))
+                continue
+            # Calls that arrived together (a writer's pipelined batches): served
+            # together, so that its batches share one fsync (group fsync).
+            payloads = [payload, following]
+            while len(payloads) < MAX_CALLS_READ_TOGETHER:
+                following = read_buffered()
+                if following is None:
+                    break
+                payloads.append(following)
+            self.dispatcher.process_many(payloads, client_ip, early)

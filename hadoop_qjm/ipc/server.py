@@ -1,0 +1,241 @@
+"""The RPC server the JournalNode, the NameNode (over TLS) and the ZKFC each configure
+with their dispatcher (Hadoop's ``ipc.Server``): an accept thread and one reader thread per
+connection, which runs the calls of its connection itself.
+
+The dispatcher's ``process(payload, client_ip) -> reply`` answers each frame (see
+:mod:`hadoop_qjm.ipc.dispatcher`); the JournalNode's server answers a writer's pipelined
+batches its own way (``_serve_frames``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import selectors
+import socket
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from hadoop_qjm.common.exceptions import IllegalStateException
+from hadoop_qjm.common.net import (
+    ServerSocketFactory,
+    ServerSocketFactoryLike,
+    as_server_socket_factory,
+)
+from hadoop_qjm.ipc import call_context
+from hadoop_qjm.ipc.exceptions import ProtocolError
+from hadoop_qjm.ipc.frames import DEFAULT_MAX_FRAME_SIZE
+from hadoop_qjm.ipc.sockets import FrameReader, write_frame
+
+__all__ = ["DEFAULT_HANDLER_COUNT", "Server"]
+
+LOG = logging.getLogger(__name__)
+
+#: ``dfs.journalnode.handler.count``'s default; a count ≤ 0 falls back to it.
+DEFAULT_HANDLER_COUNT = 5
+
+
+@dataclass
+class _Connection:
+    sock: socket.socket
+    peer: str
+    thread: threading.Thread | None = field(default=None)
+    #: False once the connection is closed (read without a lock: a flag set once).
+    open: bool = True
+
+
+class Server:
+    """The JournalNode's RPC server (Hadoop's JournalNodeRpcServer).
+
+    Binds in the constructor (a busy port fails here with BindException, as
+    in Hadoop), serves after :meth:`start`, and :meth:`stop` closes the
+    listening socket and every connection and joins every thread. Frames
+    longer than ``max_frame_size`` (``ipc.maximum.data.length``) or
+    undecodable input drop that one connection; the server keeps serving
+    everyone else.
+
+    ``socket_factory`` makes the sockets: a
+    :class:`~hadoop_qjm.common.net.ServerSocketFactory`, or a
+    plain ``(host, port) -> listening socket`` callable (as the HTTP server
+    takes); ``None`` is plain TCP. A factory that authenticates its peers
+    (mutual TLS) names each connection's client, which the calls see as
+    :func:`remote_user` and ``authorizer`` checks (see
+    :class:`QJournalProtocolDispatcher`).
+    """
+
+    def __init__(
+        self,
+        dispatcher: Any,
+        bind_host: str = "0.0.0.0",
+        port: int = 8485,
+        handler_count: int = DEFAULT_HANDLER_COUNT,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        socket_factory: ServerSocketFactoryLike | None = None,
+        *,
+        log: logging.Logger = LOG,
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.handler_count = handler_count if handler_count > 0 else DEFAULT_HANDLER_COUNT
+        self.max_frame_size = max_frame_size
+        self._socket_factory: ServerSocketFactory = as_server_socket_factory(socket_factory)
+        self._log = log
+        self._lock = threading.Lock()
+        self._connections: list[_Connection] = []
+        # Every reader thread not yet known to have ended: a reader leaves
+        # _connections just before its thread ends, and stop() joins it anyway.
+        self._readers: list[threading.Thread] = []
+        self._stopped = threading.Event()
+        self._accept_thread: threading.Thread | None = None
+        log.info("RPC server is binding to %s:%d", bind_host, port)
+        self._listener = self.make_server_socket(bind_host, port)
+        self._address: tuple[str, int] = self._listener.getsockname()[:2]
+        # Wakes the accept loop on stop(): closing a socket another thread is
+        # blocked on does not reliably wake it.
+        self._wake_r, self._wake_w = socket.socketpair()
+
+    def make_server_socket(self, host: str, port: int) -> socket.socket:
+        """The listening socket; the only place the server creates one."""
+        return self._socket_factory.listen(host, port, 128)
+
+    @property
+    def port(self) -> int:
+        """The bound port (the real one when constructed with port 0)."""
+        return self._address[1]
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """The bound (host, port)."""
+        return self._address
+
+    @property
+    def num_open_connections(self) -> int:
+        """Connections being served (Hadoop's NumOpenConnections metric)."""
+        with self._lock:
+            return len(self._connections)
+
+    def start(self) -> None:
+        """Start accepting connections."""
+        with self._lock:
+            if self._accept_thread is not None or self._stopped.is_set():
+                raise IllegalStateException(f"{type(self).__name__} already started or stopped")
+            self._accept_thread = threading.Thread(
+                target=self._accept_loop, name=f"IPC Server listener on {self.port}", daemon=True
+            )
+            self._accept_thread.start()
+        self._log.info("IPC Server listener on %d: starting", self.port)
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        """Stop: close the listening socket and every connection, join every thread.
+
+        Idempotent. A call executing in the Journal finishes first (its
+        reply is then dropped). ``timeout_s`` bounds each join.
+        """
+        with self._lock:
+            if self._stopped.is_set():
+                return
+            self._stopped.set()
+            connections = list(self._connections)
+            readers = list(self._readers)
+            accept_thread = self._accept_thread
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"x")
+        if accept_thread is not None:
+            accept_thread.join(timeout_s)
+        for sock in (self._listener, self._wake_r, self._wake_w):
+            sock.close()
+        for conn in connections:
+            # shutdown() wakes a reader blocked in recv(); the reader closes
+            # its own socket, so no other thread reuses the fd under it.
+            with contextlib.suppress(OSError):
+                conn.sock.shutdown(socket.SHUT_RDWR)
+        current = threading.current_thread()
+        for thread in readers:
+            if thread is not current:
+                thread.join(timeout_s)
+        self._log.info("Stopped RPC server on %s:%d", *self._address)
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------ threads
+
+    def _accept_loop(self) -> None:
+        self._listener.setblocking(False)
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._listener, selectors.EVENT_READ)
+            selector.register(self._wake_r, selectors.EVENT_READ)
+            while not self._stopped.is_set():
+                for key, _ in selector.select():
+                    if key.fileobj is self._wake_r:
+                        return
+                    self._accept_one()
+
+    def _accept_one(self) -> None:
+        try:
+            sock, addr = self._listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as e:
+            if self._stopped.is_set():
+                return
+            # E.g. EMFILE: the listener stays readable, so back off instead
+            # of spinning; stop() interrupts the wait.
+            self._log.warning("IPC Server listener on %d: accept failed: %s", self.port, e)
+            self._stopped.wait(0.1)
+            return
+        sock.setblocking(True)
+        conn = _Connection(sock, f"{addr[0]}:{addr[1]}")
+        with self._lock:
+            if self._stopped.is_set():
+                sock.close()
+                return
+            conn.thread = threading.Thread(
+                target=self._serve,
+                args=(conn, addr[0]),
+                name=f"IPC reader {conn.peer}",
+                daemon=True,
+            )
+            self._connections.append(conn)
+            self._readers = [t for t in self._readers if t.is_alive()]
+            self._readers.append(conn.thread)
+            conn.thread.start()
+
+    def _serve(self, conn: _Connection, client_ip: str) -> None:
+        try:
+            wrapped = self._socket_factory.wrap_accepted(conn.sock)
+            with self._lock:
+                conn.sock = wrapped
+            if self._stopped.is_set():
+                return
+            # This thread runs every call of the connection: its identity is the
+            # connection's (Hadoop's Server.getRemoteUser()).
+            identify = getattr(self._socket_factory, "peer_identity", None)
+            call_context.enter_connection(conn, identify(wrapped) if identify is not None else None)
+            self._serve_frames(wrapped, FrameReader(wrapped, self.max_frame_size), client_ip)
+        except ProtocolError as e:
+            self._log.warning("Dropping connection from %s: %s", conn.peer, e)
+        except OSError as e:
+            if not self._stopped.is_set():
+                self._log.info("Connection from %s closed: %s", conn.peer, e)
+        except Exception:  # one bad connection never kills the server
+            self._log.exception("Unexpected error serving %s; dropping the connection", conn.peer)
+        finally:
+            conn.open = False
+            call_context.leave_connection()
+            with self._lock:
+                if conn in self._connections:
+                    self._connections.remove(conn)
+            conn.sock.close()
+
+    def _serve_frames(self, sock: socket.socket, reader: FrameReader, client_ip: str) -> None:
+        """Answer each frame of one connection in turn, until the peer closes it."""
+        process = self.dispatcher.process
+        while True:
+            payload = reader.read_frame()
+            if payload is None:
+                return
+            write_frame(sock, process(payload, client_ip))
