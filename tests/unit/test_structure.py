@@ -41,7 +41,6 @@ ALLOWED_CIRCLES: set[tuple[str, ...]] = {
     ("qjournal.client.ipc_logger_channel", "qjournal.client.ipc_logger_channel_metrics"),
     ("qjournal.client.membership_change", "qjournal.client.quorum_journal_manager"),
     ("qjournal.protocol.exceptions", "qjournal.protocol.wire"),
-    ("qjournal.server.journal_node", "qjournal.server.journal_node_bootstrap"),
 }
 
 #: Imports of a higher layer today, as (importer, imported).
