@@ -17,7 +17,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -33,8 +33,8 @@ from hadoop_qjm.common.remote_edit_log import RemoteEditLog, RemoteEditLogManife
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.editlog.file_journal_manager import EditLogFile
+from hadoop_qjm.qjournal.protocol import journal_read_rules, journal_step, recovery_rules, rules
 from hadoop_qjm.qjournal.protocol import membership as membership_rules
-from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.protocol.exceptions import (
     CacheMissException,
     JournalInUseException,
@@ -67,6 +67,7 @@ from hadoop_qjm.qjournal.server.journal_scrubber import SegmentReaders
 from hadoop_qjm.qjournal.server.journaled_edits_cache import JournaledEditsCache
 from hadoop_qjm.qjournal.server.kept_segment_state import KeptSegmentState, after_append
 from hadoop_qjm.qjournal.server.paxos_record import read_paxos_record
+from hadoop_qjm.qjournal.server.scrub_rules import RepairOutcome
 
 __all__ = ["Journal", "JournalFaultInjector"]
 
@@ -438,7 +439,12 @@ class Journal(JournalRecovery):
     def journal(
         self, req: RequestInfo, segment_txid: int, first_txid: int, num_txns: int, records: bytes
     ) -> None:
-        """Append a batch of serialized ops to the open segment; durable on return."""
+        """Append a batch of serialized ops to the open segment; durable on return.
+
+        The general path: any call, decided by ``rules``' step functions (a newer
+        writer's promise, a rejection). The writer's next batch usually comes through
+        :meth:`journal_in_order_group` instead; both write by :meth:`_write_group_locked`.
+        """
         with self._lock:
             self._check_formatted()
             self._check_writable()
@@ -459,7 +465,13 @@ class Journal(JournalRecovery):
                 # The writer missed a finalize and a start: stop writing this segment.
                 self._abort_cur_segment()
                 raise
-            self._write_batch_locked(first_txid, num_txns, records)
+            last_txid = first_txid + num_txns - 1
+            # A batch the quorum already committed (we are catching up) need not be fsynced.
+            lagging = last_txid <= self.committed_txn_id.get()
+            self._fault.before_write_edits()
+            _, error = self._write_group_locked(((first_txid, last_txid, records, lagging),), None)
+            if error is not None:
+                raise error
 
     def journal_in_order(
         self,
@@ -472,17 +484,16 @@ class Journal(JournalRecovery):
         records: bytes | memoryview,
         acknowledge: Callable[[], None] | None = None,
     ) -> bool:
-        """:meth:`journal` for the common case, in one pass; False if it is not that case.
+        """:meth:`journal` for the common case: :meth:`journal_in_order_group` with a
+        group of one; False if it is not that case.
 
         The request comes as its epoch, IPC serial and committed txid
-        (INVALID_TXID: none), ``rules.request_numbers``: this is the JournalNode's
-        hot path, which builds no object per call (on a small machine each
-        microsecond of Python costs several on the acknowledgement's path). The
-        common case (``rules.is_in_order_batch``): the writer of the open segment
-        sends its next batch. Then every check of :meth:`journal` passes and this
-        has the same effects. In any other case it returns False having changed
-        nothing, and the caller runs :meth:`journal`, which decides (promises a
-        newer epoch, or rejects the call with the usual exception).
+        (INVALID_TXID: none), ``rules.request_numbers``. The common case
+        (``journal_step.step``): the writer of the open segment sends its next
+        batch. Then every check of :meth:`journal` passes and this has the same
+        effects. In any other case it returns False having changed nothing, and the
+        caller runs :meth:`journal`, which decides (promises a newer epoch, or
+        rejects the call with the usual exception).
 
         ``acknowledge`` (the RPC server's reply) runs the moment the batch is
         durable and in the journal's state (next txid, highest written txid, edit
@@ -491,31 +502,22 @@ class Journal(JournalRecovery):
         acknowledgement. It must not block. A metrics reader that saw the
         acknowledgement still sees the batch counted (:attr:`JournalMetrics.batch_lock`).
         """
+        failed: list[Exception] = []
         with self._lock:
             if self._storage_failure is not None or not self.storage.is_formatted():
                 return False
-            committed = self.committed_txn_id.get()
-            if not rules.is_in_order_batch(
-                self.last_promised_epoch.get(),
-                self.current_epoch_ipc_serial,
-                committed,
-                self.last_writer_epoch.get(),
-                self.cur_segment_txid if self._cur_segment is not None else None,
-                self.next_txid,
-                epoch,
-                ipc_serial,
-                committed_txid,
-                segment_txid,
-                first_txid,
-                num_txns,
-            ):
-                return False
-            # checkRequest's effects, in its order.
-            self.current_epoch_ipc_serial = ipc_serial
-            if committed_txid != INVALID_TXID and committed_txid != committed:
-                self.committed_txn_id.set_lazily(committed_txid)
-            self._write_batch_locked(first_txid, num_txns, records, acknowledge)
-            return True
+            call = journal_step.BatchCall(
+                epoch, ipc_serial, committed_txid, segment_txid, first_txid, num_txns
+            )
+            count, error = self._write_group_locked(
+                self._in_order_batches(((call, records),), failed),
+                None if acknowledge is None else lambda _count: acknowledge(),
+            )
+        if error is not None:
+            raise error
+        if failed:
+            raise failed[0]
+        return count == 1
 
     def journal_in_order_group(
         self,
@@ -527,86 +529,118 @@ class Journal(JournalRecovery):
         (docs/journalnode.md; not Hadoop's, which fsyncs once per call).
 
         Takes the longest prefix of ``calls`` that are each the writer's next batch
-        (``rules.is_in_order_batch``, checked against the state the batches before it
-        left), writes them in order, fdatasyncs once, and only then puts them in the
-        journal's state for readers (highest written txid, edit cache) and acknowledges
-        them: ``acknowledge(n)`` sends the first n calls' replies (it must not block), as
-        in :meth:`journal_in_order`. Returns one outcome per call it handled, in order:
+        (``journal_step.step``, against the state the batches before it left), writes
+        them in order, fdatasyncs once, and only then puts them in the journal's state
+        for readers (highest written txid, edit cache) and acknowledges them:
+        ``acknowledge(n)`` sends the first n calls' replies (it must not block), as in
+        :meth:`journal_in_order`. Returns one outcome per call it handled, in order:
         None (durable), or the exception for that call's error reply. A call that is not
         the in-order case ends the group before anything of it is done (it is not in the
         list; the caller serves it alone, by :meth:`journal`, which decides). A failing
-        fault hook ends the group with that call's error after the calls before it are
-        synced. A failed write or fsync fails every call of the group and stops the
-        journal (:meth:`_fail_storage`): none of them is acknowledged.
+        fault hook ends the group with that call's error (its checkRequest effects
+        applied, as :meth:`journal` leaves them) after the calls before it are synced. A
+        failed write or fsync fails every call of the group and stops the journal
+        (:meth:`_fail_storage`): none of them is acknowledged.
         """
-        outcomes: list[Exception | None] = []
+        failed: list[Exception] = []
         with self._lock:
             if self._storage_failure is not None or not self.storage.is_formatted():
-                return outcomes
-            segment = self._cur_segment
-            segment_txid = self.cur_segment_txid if segment is not None else None
-            promised = self.last_promised_epoch.get()
-            writer_epoch = self.last_writer_epoch.get()
-            written: list[tuple[int, int, bytes | memoryview, int, bool]] = []
-            durable = False
-            failed: Exception | None = None
-            started = time.perf_counter()
-            try:
-                for call in calls:
-                    committed = self.committed_txn_id.get()
-                    req_committed = (
-                        INVALID_TXID if call.committed_txid is None else call.committed_txid
-                    )
-                    if not rules.is_in_order_batch(
-                        promised,
-                        self.current_epoch_ipc_serial,
-                        committed,
-                        writer_epoch,
-                        segment_txid,
-                        self.next_txid,
+                return []
+            numbers = (
+                (
+                    journal_step.BatchCall(
                         call.epoch,
                         call.ipc_serial_number,
-                        req_committed,
+                        INVALID_TXID if call.committed_txid is None else call.committed_txid,
                         call.segment_txid,
                         call.first_txid,
                         call.num_txns,
-                    ):
-                        break
-                    try:
-                        self._fault.before_write_edits()
-                        # checkRequest's effects, in its order (as journal_in_order).
-                        self.current_epoch_ipc_serial = call.ipc_serial_number
-                        if req_committed != INVALID_TXID and req_committed != committed:
-                            self.committed_txn_id.set_lazily(req_committed)
-                    except Exception as e:  # noqa: BLE001 - that call's error reply
-                        failed = e
-                        break
-                    first_txid, records = call.first_txid, call.records
-                    last_txid = first_txid + call.num_txns - 1
-                    lagging = last_txid <= self.committed_txn_id.get()
-                    # The next call's continuity check needs the next txid now; readers
-                    # learn of the batch only once it is durable (below).
-                    written.append((first_txid, call.num_txns, records, segment.position, lagging))
-                    segment.write_batch(records, False)
-                    self.next_txid = last_txid + 1
-                    durable = durable or not lagging
-                if durable:
-                    segment.sync()
-            except OSError as e:  # a write or the fsync: nothing of the group is durable
-                first, last = written[0][0], written[-1][0] + written[-1][1] - 1
-                self._fail_storage(f"writing txns {first}-{last}: {e}")
-                error = IOException(f"Failed to write txns {first}-{last}: {e}")
-                error.__cause__ = e
-                return [error] * len(written)
-            synced = time.perf_counter()
-            if written:
-                self._batches_durable_locked(written, durable, synced - started, acknowledge)
-            outcomes.extend([None] * len(written))
-            if failed is not None:
-                outcomes.append(failed)
-            return outcomes
+                    ),
+                    call.records,
+                )
+                for call in calls
+            )
+            count, error = self._write_group_locked(
+                self._in_order_batches(numbers, failed), acknowledge
+            )
+        if error is not None:
+            return [error] * count
+        return [None] * count + failed
 
-    def _batches_durable_locked(
+    def _in_order_batches(
+        self,
+        calls: Iterable[tuple[journal_step.BatchCall, bytes | memoryview]],
+        failed: list[Exception],
+    ) -> Iterator[tuple[int, int, bytes | memoryview, bool]]:
+        """The batches of the longest prefix of ``calls`` that are each the writer's next
+        (lock held), stepped one by one as the writer takes them, each call's effects
+        applied before its batch is handed on; a call whose effects or write hook fail
+        ends them, its exception appended to ``failed``."""
+        state = journal_step.WriterState(
+            self.last_promised_epoch.get(),
+            self.current_epoch_ipc_serial,
+            self.committed_txn_id.get(),
+            self.last_writer_epoch.get(),
+            self.cur_segment_txid if self._cur_segment is not None else None,
+            self.next_txid,
+        )
+        for call, records in calls:
+            ready = journal_step.step(state, call)
+            if ready is None:
+                return
+            try:
+                # checkRequest's effects, in its order, then the write hook (as journal()).
+                self.current_epoch_ipc_serial = ready.state.ipc_serial
+                if ready.committed_txid is not None:
+                    self.committed_txn_id.set_lazily(ready.committed_txid)
+                self._fault.before_write_edits()
+            except Exception as e:  # noqa: BLE001 - that call's error reply
+                failed.append(e)
+                return
+            state = ready.state
+            yield ready.first_txid, ready.last_txid, records, not ready.must_sync
+
+    def _write_group_locked(
+        self,
+        batches: Iterable[tuple[int, int, bytes | memoryview, bool]],
+        acknowledge: Callable[[int], None] | None,
+    ) -> tuple[int, IOException | None]:
+        """The one write path (lock held): write → fsync → publish → acknowledge.
+
+        Appends each checked batch ``(first txid, last txid, records, lagging)`` to the
+        open segment in order (a batch is taken from ``batches`` only after the one
+        before it is written, so its checks see the next txid that one left), fdatasyncs
+        once unless every batch is one the quorum already committed (lagging), and only
+        then publishes them (:meth:`_publish_locked`) and acknowledges them.
+        Returns how many batches were taken, and None; or, when a write or the fsync
+        failed, that count and the IOException every one of them fails with: nothing of
+        the group is durable, and the journal stops (:meth:`_fail_storage`).
+        """
+        segment = self._cur_segment
+        written: list[tuple[int, int, bytes | memoryview, int, bool]] = []
+        must_sync = False
+        started = time.perf_counter()
+        try:
+            for first_txid, last_txid, records, lagging in batches:
+                # The next batch's continuity check needs the next txid now; readers
+                # learn of the batch only once it is durable (below).
+                written.append((first_txid, last_txid, records, segment.position, lagging))
+                segment.write_batch(records, False)
+                self.next_txid = last_txid + 1
+                must_sync = must_sync or not lagging
+            if must_sync:
+                segment.sync()
+        except OSError as e:  # a write or the fsync: nothing of the group is durable
+            first, last = written[0][0], written[-1][1]
+            self._fail_storage(f"writing txns {first}-{last}: {e}")
+            error = IOException(f"Failed to write txns {first}-{last}: {e}")
+            error.__cause__ = e
+            return len(written), error
+        if written:
+            self._publish_locked(written, must_sync, time.perf_counter() - started, acknowledge)
+        return len(written), None
+
+    def _publish_locked(
         self,
         written: list[tuple[int, int, bytes | memoryview, int, bool]],
         fsynced: bool,
@@ -616,9 +650,10 @@ class Journal(JournalRecovery):
         """A group's batches are on disk (``fsynced``: by one fsync): tell readers,
         acknowledge them all, count each batch with the group's write+fsync time."""
         cache = self.cache
-        for first_txid, num_txns, records, _, _ in written:
-            if cache is not None:
-                last_txid = first_txid + num_txns - 1
+        if cache is not None:
+            # In the cache before the highest txid says it is there (getJournaledEdits
+            # reads that first, without the lock).
+            for first_txid, last_txid, records, _, _ in written:
                 cache.store_edits(records, first_txid, last_txid, self.cur_segment_layout_version)
         self._update_highest_written_txid(self.next_txid - 1)
         metrics = self.metrics
@@ -626,13 +661,16 @@ class Journal(JournalRecovery):
         with metrics.batch_lock:
             try:
                 if acknowledge is not None:
-                    acknowledge(len(written))
+                    acknowledge(len(written))  # durable and in the journal's state
             finally:
-                for _, num_txns, records, _, lagging in written:
+                for first_txid, last_txid, records, _, lagging in written:
+                    num_txns = last_txid - first_txid + 1
                     metrics.batch_written(num_txns, len(records), lagging, sync_micros, False)
                 if fsynced:
                     metrics.batches_fsynced()
                 self.last_journal_timestamp_ms = int(self._clock() * 1000)
+        # After the acknowledgement (the writer does not wait for it), under the lock (no
+        # reader sees the state between the write and this).
         kept = self._kept
         if kept is not None and kept.start_txid == self.cur_segment_txid:
             for _, _, records, position, _ in written:
@@ -642,63 +680,15 @@ class Journal(JournalRecovery):
             with self._written:
                 self._written.notify_all()
         if sync_micros > WARN_SYNC_MILLIS_THRESHOLD * 1000:
+            if len(written) == 1:
+                how = ""
+            else:
+                how = f" ({len(written)} batches)"
             self.log.warning(
-                "Sync of transaction range %d-%d (%d batches) took %dms",
+                "Sync of transaction range %d-%d%s took %dms",
                 written[0][0],
                 self.next_txid - 1,
-                len(written),
-                sync_micros / 1000,
-            )
-
-    def _write_batch_locked(
-        self,
-        first_txid: int,
-        num_txns: int,
-        records: bytes | memoryview,
-        acknowledge: Callable[[], None] | None = None,
-    ) -> None:
-        """Append a checked batch to the open segment (fsynced unless already committed);
-        ``acknowledge`` as in :meth:`journal_in_order`."""
-        last_txid = first_txid + num_txns - 1
-        # A batch the quorum already committed (we are catching up) need not be fsynced.
-        lagging = last_txid <= self.committed_txn_id.get()
-        self._fault.before_write_edits()
-        position = self._cur_segment.position
-        started = time.perf_counter()
-        try:
-            self._cur_segment.write_batch(records, not lagging)
-        except OSError as e:
-            self._fail_storage(f"writing txns {first_txid}-{last_txid}: {e}")
-            raise IOException(f"Failed to write txns {first_txid}-{last_txid}: {e}") from e
-        synced = time.perf_counter()
-        # In the cache before the highest txid says it is there (getJournaledEdits reads
-        # that first, without the lock).
-        if self.cache is not None:
-            self.cache.store_edits(records, first_txid, last_txid, self.cur_segment_layout_version)
-        self._update_highest_written_txid(last_txid)
-        self.next_txid = last_txid + 1
-        metrics = self.metrics
-        with metrics.batch_lock:
-            try:
-                if acknowledge is not None:
-                    acknowledge()  # durable and in the journal's state: the writer may go on
-            finally:
-                sync_micros = (synced - started) * 1e6
-                metrics.batch_written(num_txns, len(records), lagging, sync_micros)
-                self.last_journal_timestamp_ms = int(self._clock() * 1000)
-        # After the acknowledgement (the writer does not wait for it), under the lock (no
-        # reader sees the state between the write and this).
-        kept = self._kept
-        if kept is not None and kept.start_txid == self.cur_segment_txid:
-            self._kept = after_append(kept, position, records)
-        if self._edit_waiters:
-            with self._written:
-                self._written.notify_all()
-        if sync_micros > WARN_SYNC_MILLIS_THRESHOLD * 1000:
-            self.log.warning(
-                "Sync of transaction range %d-%d took %dms",
-                first_txid,
-                last_txid,
+                how,
                 sync_micros / 1000,
             )
 
@@ -808,7 +798,7 @@ class Journal(JournalRecovery):
                             if kept is not None
                             else segment_md5(elf.path, elf.valid_length)
                         )
-                        if digest != accepted.segment_state.md5:
+                        if recovery_rules.finalize_copy_differs(accepted.segment_state.md5, digest):
                             raise JournalOutOfSyncException(
                                 f"Trying to finalize log segment {start_txid} but the copy on "
                                 f"disk (md5 {digest}) is not the one accepted in epoch "
@@ -850,15 +840,14 @@ class Journal(JournalRecovery):
             self._check_formatted()
             logs = self.fjm.get_remote_edit_logs(since_txid, in_progress_ok)
             if in_progress_ok:
-                # An in-progress segment whose writer has been superseded by a newer promise
-                # is left out: its tail is not settled until that writer's recovery, and the
-                # committed txid sent with the manifest is the new writer's, not a bound on
-                # this copy (unlike Hadoop, which would let a reader take it as durable).
-                superseded = self.last_writer_epoch.get() != self.last_promised_epoch.get()
+                # Not a superseded writer's (journal_read_rules.in_progress_listed).
+                listed = journal_read_rules.in_progress_listed(
+                    self.last_writer_epoch.get(), self.last_promised_epoch.get()
+                )
                 for i, log in enumerate(logs):
                     if log.is_in_progress:
                         del logs[i]
-                        if not superseded:
+                        if listed:
                             logs.append(
                                 RemoteEditLog(log.start_txid, self.highest_written_txid, True)
                             )
@@ -902,18 +891,15 @@ class Journal(JournalRecovery):
                 "The journal edits cache is not enabled, which is a requirement to fetch journaled "
                 "edits via RPC. Please enable it via dfs.ha.tail-edits.in-progress"
             )
-        if since_txid == highest + 1:
+        try:
+            window = journal_read_rules.journaled_edits_window(since_txid, highest, max_txns)
+        except NewerTxnIdException:
+            self.metrics.rpc_empty_response()
+            raise
+        if window is None:
             self.metrics.rpc_empty_response()
             return GetJournaledEditsResponse(0, b"", cache.writer_epoch)
-        if since_txid > highest + 1:
-            self.metrics.rpc_empty_response()
-            raise NewerTxnIdException(
-                f"Highest txn ID available in the journal is {highest}, but requested txns "
-                f"starting at {since_txid}."
-            )
-        # Never serve past what this node has written: after a recovery truncated the segment,
-        # the cache may still hold txns of a fenced writer beyond it.
-        max_txns = min(max_txns, highest - since_txid + 1)
+        max_txns = window
         try:
             data, count = cache.retrieve_edits(since_txid, max_txns)
         except CacheMissException as e:
@@ -1027,25 +1013,25 @@ class Journal(JournalRecovery):
 
     def replace_damaged_segment(
         self, path: Path, replacement: Path | None, readers: SegmentReaders
-    ) -> str:
+    ) -> RepairOutcome:
         """The scrubber's change (issue 27): move the damaged finalized segment ``path``
         aside as ``<name>.corrupt`` and, if given, rename the fsynced ``replacement`` to its
-        name. Returns "in use" (a reader has it open: nothing done), "gone" (purged
-        meanwhile) or "done". The commit point is the fsync of the directory after the
+        name. Returns :class:`RepairOutcome` IN_USE (a reader has it open: nothing done),
+        GONE (purged meanwhile) or DONE. The commit point is the fsync of the directory after the
         second rename; a crash before it leaves the segment missing here, which the
         syncer fills from a peer."""
         with self._lock:
             self._check_formatted()
             if readers.in_use(path):
-                return "in use"
+                return RepairOutcome.IN_USE
             if not path.exists():
-                return "gone"
+                return RepairOutcome.GONE
             aside = path.with_name(path.name + ".corrupt")
             os.replace(path, aside)
             if replacement is not None:
                 os.replace(replacement, path)
             fsync_dir(path.parent)
-            return "done"
+            return RepairOutcome.DONE
 
     def close(self) -> None:
         """Release the segment, the committed-txid file and the storage lock."""
