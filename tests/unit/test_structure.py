@@ -70,7 +70,6 @@ ALLOWED_LONG: set[str] = {
     "qjournal.client.pipelined_channel",
     "qjournal.client.quorum_journal_manager",
     "qjournal.protocol.wire",
-    "qjournal.server.journal",
     "qjournal.server.journal_node_rpc_server",
 }
 
