@@ -316,15 +316,20 @@ class Journal(JournalReads, JournalWritePath, JournalRecovery):
         if decision.promise_epoch is not None:
             # A newer writer has arrived: the promise fences every older one.
             self._promise(decision.promise_epoch)
-        if decision.ipc_serial is not None:
-            self.current_epoch_ipc_serial = decision.ipc_serial
-        committed = decision.committed_txid
-        if committed is not None and committed != self.committed_txn_id.get():
-            # Unchanged (a writer's heartbeat, a retry): nothing to write. Written at most
-            # every COMMITTED_TXID_WRITE_INTERVAL_S (docs/journalnode.md).
-            self.committed_txn_id.set_lazily(committed)
+        self._take_request_effects(decision.ipc_serial, decision.committed_txid)
         decision.raise_if_rejected()
         self.writer_watch.saw_writer(req.epoch)
+
+    def _take_request_effects(self, ipc_serial: int | None, committed_txid: int | None) -> None:
+        """checkRequest's effects after the promise, in its order (lock held): the new IPC
+        serial, then the committed txid (None: keep either). Both :meth:`_check_request`
+        and the writer's next batch (``journal_step.Ready``) change them only here."""
+        if ipc_serial is not None:
+            self.current_epoch_ipc_serial = ipc_serial
+        if committed_txid is not None and committed_txid != self.committed_txn_id.get():
+            # Unchanged (a writer's heartbeat, a retry): nothing to write. Written at most
+            # every COMMITTED_TXID_WRITE_INTERVAL_S (docs/journalnode.md).
+            self.committed_txn_id.set_lazily(committed_txid)
 
     def _promise(self, epoch: int) -> None:
         """Promise ``epoch`` (lock held, already checked to be newer): persist it, accept

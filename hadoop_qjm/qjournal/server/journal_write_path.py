@@ -41,7 +41,7 @@ class JournalWritePath:
     It has no state of its own: it uses Journal's lock, storage, epochs, committed txid,
     open segment (``_cur_segment``, ``cur_segment_txid``, ``next_txid``), edits cache,
     metrics, kept segment state and fault hooks, and its checks (``_check_formatted``,
-    ``_check_writable``, ``_check_request``).
+    ``_check_writable``, ``_check_request``, ``_take_request_effects``).
     """
 
     def journal(
@@ -198,9 +198,7 @@ class JournalWritePath:
                 return
             try:
                 # checkRequest's effects, in its order, then the write hook (as journal()).
-                self.current_epoch_ipc_serial = ready.state.ipc_serial
-                if ready.committed_txid is not None:
-                    self.committed_txn_id.set_lazily(ready.committed_txid)
+                self._take_request_effects(ready.state.ipc_serial, ready.committed_txid)
                 self._fault.before_write_edits()
             except Exception as e:  # noqa: BLE001 - that call's error reply
                 failed.append(e)
