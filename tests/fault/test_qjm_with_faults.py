@@ -326,7 +326,7 @@ def test_harness_finds_each_planted_bug_among_the_first_200_seeds(bug: str) -> N
 @pytest.mark.timeout(120)
 def test_harness_finds_a_kept_segment_state_whose_md5_is_not_moved(monkeypatch) -> None:
     """Invariant 5: a running md5 that misses the batches is caught at the next recovery."""
-    from hadoop_qjm.qjournal.server import journal as journal_module
+    from hadoop_qjm.qjournal.server import journal_write_path as write_path_module
 
     def planted(state, position, records, *_args):
         if position != state.valid_length:
@@ -334,7 +334,7 @@ def test_harness_finds_a_kept_segment_state_whose_md5_is_not_moved(monkeypatch) 
         state.valid_length += len(records)  # the txid too, but not the md5
         return state
 
-    monkeypatch.setattr(journal_module, "after_append", planted)
+    monkeypatch.setattr(write_path_module, "after_append", planted)
     result = run_seed(1, 40)
     assert not result.passed
     assert "kept state" in (result.first_failure or ""), result.first_failure

@@ -23,7 +23,7 @@ from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
 from hadoop_qjm.common.storage import NODE_TYPE_JOURNAL_NODE, StorageDirectory
 from hadoop_qjm.common.storage_info import NamespaceInfo, StorageInfo
 from hadoop_qjm.qjournal.server.jn_storage import JNStorage
-from hadoop_qjm.qjournal.server.journal_node import create_journal_dir
+from hadoop_qjm.qjournal.server.journal_dirs import create_journal_dir
 
 
 class FailingFsync:

@@ -22,8 +22,8 @@ from hadoop_qjm.common.exceptions import HadoopException
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.editlog.fs_edit_log_op import edit_log_header
 from hadoop_qjm.qjournal.protocol.messages import SegmentState
-from hadoop_qjm.qjournal.server import journal as journal_module
 from hadoop_qjm.qjournal.server import journal_recovery
+from hadoop_qjm.qjournal.server import journal_write_path as write_path_module
 from hadoop_qjm.qjournal.server.journal import Journal
 from hadoop_qjm.qjournal.server.kept_segment_state import (
     KeptSegmentState,
@@ -261,7 +261,7 @@ real_check_download = journal_recovery.JournalRecovery._check_download
 @pytest.mark.parametrize(
     "target, name, planted",
     [
-        (journal_module, "after_append", _md5_not_moved_on_append),
+        (write_path_module, "after_append", _md5_not_moved_on_append),
         (journal_recovery.JournalRecovery, "_check_download", _download_kept_with_the_old_md5),
     ],
     ids=["append", "download"],
@@ -327,7 +327,7 @@ def test_recovery_answers_without_reading_the_segment(tmp_path, monkeypatch):
 
         monkeypatch.setattr(journal_recovery, "scan_edit_log", no_scan)
         monkeypatch.setattr(journal_recovery, "_md5_of", no_scan)
-        monkeypatch.setattr(journal_module, "segment_md5", no_scan)
+        monkeypatch.setattr(write_path_module, "segment_md5", no_scan)
         monkeypatch.setattr("hadoop_qjm.editlog.file_journal_manager.scan_edit_log", no_scan)
         assert journal.new_epoch(FAKE_NSINFO, 2).last_segment_txid == 1
         prepared = journal.prepare_recovery(make_request(1, epoch=2), 1)

@@ -20,6 +20,7 @@ from hadoop_qjm.qjournal.protocol.peer_format import (
     majority,
     reported_catch_up,
 )
+from hadoop_qjm.qjournal.protocol.sync_rules import segments_to_fetch
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -197,3 +198,27 @@ def test_the_membership_record_a_majority_agrees_on_is_copied() -> None:
     # An unformatted peer's record (there is none to have) never counts.
     unformatted = [PeerAnswer("p9:1", None, membership=rec)]
     assert decide_membership(answers(rec) + unformatted, 3).record is None
+
+
+_LOGS = st.lists(
+    st.builds(
+        lambda start, length, in_progress: RemoteEditLog(start, start + length, in_progress),
+        st.integers(1, 8),
+        st.integers(0, 2),
+        st.booleans(),
+    ),
+    max_size=5,
+).map(lambda logs: list({log.start_txid: log for log in logs}.values()))
+
+
+@given(_LOGS, st.lists(_LOGS, max_size=3))
+def test_the_syncer_fetches_each_missing_finalized_segment_once_from_the_first_peer(local, remote):
+    """sync_rules.segments_to_fetch, against the rule read literally: every finalized
+    segment a peer lists whose start txid is not here, the first peer's, by start txid."""
+    here = {log.start_txid for log in local}
+    literal: dict[int, RemoteEditLog] = {}
+    for logs in remote:
+        for log in logs:
+            if not log.is_in_progress and log.start_txid not in here:
+                literal.setdefault(log.start_txid, log)
+    assert segments_to_fetch(local, remote) == [literal[s] for s in sorted(literal)]

@@ -8,9 +8,10 @@ from hypothesis import strategies as st
 
 from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.common.exceptions import HadoopException, IllegalArgumentException, IOException
-from hadoop_qjm.qjournal.protocol import rules
+from hadoop_qjm.qjournal.protocol import journal_read_rules, journal_step, recovery_rules, rules
 from hadoop_qjm.qjournal.protocol.exceptions import (
     JournalOutOfSyncException,
+    NewerTxnIdException,
     SegmentMismatchException,
 )
 from hadoop_qjm.qjournal.protocol.messages import RequestInfo, SegmentState
@@ -305,22 +306,26 @@ def _step_functions_accept_plainly(
     return action is BatchAction.WRITE
 
 
+#: A journal's state and a journal() call near every boundary of the checks.
+_IN_ORDER_CASES = {
+    "promised": st.integers(0, 3),
+    "serial": st.integers(-1, 3),
+    "committed": st.one_of(st.just(INVALID_TXID), st.integers(0, 3)),
+    "writer_epoch": st.integers(0, 3),
+    "cur_segment": st.sampled_from([None, INVALID_TXID, 1, 2]),
+    "next_txid": st.integers(1, 3),
+    "epoch": st.integers(0, 3),
+    "ipc": st.integers(-1, 4),
+    "req_committed": st.one_of(st.just(INVALID_TXID), st.integers(0, 3)),
+    "segment": st.sampled_from([INVALID_TXID, 1, 2]),
+    "first": st.integers(1, 3),
+    "num": st.integers(-1, 2),
+}
+
+
 @settings(max_examples=2000, deadline=None)
-@given(
-    promised=st.integers(0, 3),
-    serial=st.integers(-1, 3),
-    committed=st.one_of(st.just(INVALID_TXID), st.integers(0, 3)),
-    writer_epoch=st.integers(0, 3),
-    cur_segment=st.sampled_from([None, INVALID_TXID, 1, 2]),
-    next_txid=st.integers(1, 3),
-    epoch=st.integers(0, 3),
-    ipc=st.integers(-1, 4),
-    req_committed=st.one_of(st.just(INVALID_TXID), st.integers(0, 3)),
-    segment=st.sampled_from([INVALID_TXID, 1, 2]),
-    first=st.integers(1, 3),
-    num=st.integers(-1, 2),
-)
-def test_the_in_order_batch_is_exactly_what_the_step_functions_write_plainly(
+@given(**_IN_ORDER_CASES)
+def test_the_in_order_batch_and_its_step_are_what_the_step_functions_write_plainly(
     promised, serial, committed, writer_epoch, cur_segment, next_txid, epoch, ipc,
     req_committed, segment, first, num,
 ) -> None:  # fmt: skip
@@ -336,6 +341,27 @@ def test_the_in_order_batch_is_exactly_what_the_step_functions_write_plainly(
         after = check_request(state, req).apply(state)
         expected_committed = req_committed if req.has_committed_txid else committed
         assert after == EpochState(promised, ipc, expected_committed)
+    # journal_step.step answers exactly these calls, and its Ready is their effects: the
+    # serial, the committed txid (to persist only when it moved), the batch, the next txid
+    # after it, and an fsync unless the batch is already committed.
+    writer = journal_step.WriterState(
+        promised, serial, committed, writer_epoch, cur_segment, next_txid
+    )
+    call = journal_step.BatchCall(*rules.request_numbers(req), segment, first, num)
+    ready = journal_step.step(writer, call)
+    if not in_order:
+        assert ready is None
+        return
+    last = first + num - 1
+    assert ready == journal_step.Ready(
+        journal_step.WriterState(
+            promised, ipc, expected_committed, writer_epoch, cur_segment, last + 1
+        ),
+        expected_committed if expected_committed != committed else None,
+        first,
+        last,
+        not last <= expected_committed,
+    )
 
 
 def test_a_negative_number_of_transactions_is_illegal() -> None:
@@ -424,3 +450,63 @@ def test_accepted_state_to_report(accepted_md5, on_disk_end, reported_md5):
     on_disk = SegmentState(101, on_disk_end, True, MD5_ON_DISK)
     reported = rules.accepted_state_to_report(accepted, on_disk)
     assert (reported, reported.md5) == (accepted, reported_md5)
+
+
+# --------------------------------------------------------------- recovery and read rules
+_SEGMENTS = st.builds(
+    SegmentState,
+    st.just(1),
+    st.integers(1, 3),
+    st.booleans(),
+    st.sampled_from([None, "a", "b"]),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.none(), _SEGMENTS), _SEGMENTS, st.integers(-1, 4))
+def test_accept_recoverys_checks_are_the_rules_read_literally(current, segment, committed):
+    """acceptRecovery keeps its copy only when it is the accepted one: same last txid,
+    and same md5 unless none was sent or both copies are finalized; and never replaces a
+    copy holding the committed txid by one that does not."""
+    literal_same = current is not None and (
+        current.end_txid == segment.end_txid
+        and (
+            segment.md5 is None
+            or current.md5 == segment.md5
+            or (not current.is_in_progress and not segment.is_in_progress)
+        )
+    )
+    assert recovery_rules.is_same_content(current, segment) == literal_same
+    if current is not None:
+        holds = current.start_txid <= committed <= current.end_txid
+        kept_by_new = segment.start_txid <= committed <= segment.end_txid
+        assert recovery_rules.discards_committed(current, segment, committed) == (
+            holds and not kept_by_new
+        )
+
+
+@pytest.mark.parametrize(
+    ("accepted_md5", "digest", "differs"),
+    [(None, "a", False), ("a", "a", False), ("a", "b", True)],
+)
+def test_finalize_refuses_only_a_copy_other_than_the_accepted_one(accepted_md5, digest, differs):
+    assert recovery_rules.finalize_copy_differs(accepted_md5, digest) is differs
+
+
+@given(st.integers(0, 6), st.integers(0, 5), st.integers(0, 4))
+def test_the_journaled_edits_window_never_passes_the_highest_written_txid(since, highest, max_txns):
+    if since > highest + 1:
+        with pytest.raises(NewerTxnIdException, match=f"Highest txn ID available .* is {highest}"):
+            journal_read_rules.journaled_edits_window(since, highest, max_txns)
+        return
+    window = journal_read_rules.journaled_edits_window(since, highest, max_txns)
+    if since == highest + 1:
+        assert window is None
+    else:
+        assert window == min(max_txns, highest - since + 1)
+        assert since + window - 1 <= highest
+
+
+def test_the_manifest_lists_the_in_progress_segment_only_for_the_promised_writer():
+    assert journal_read_rules.in_progress_listed(3, 3)
+    assert not journal_read_rules.in_progress_listed(2, 3)

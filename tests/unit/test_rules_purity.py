@@ -44,6 +44,10 @@ ALWAYS_LOADED = {"os", "io", "_thread"}
 #: Every pure module (STYLE.md habit 1) and what else it must not import.
 PURE_MODULES = {
     "hadoop_qjm.qjournal.protocol.rules": set(),
+    "hadoop_qjm.qjournal.protocol.journal_step": set(),
+    "hadoop_qjm.qjournal.protocol.journal_read_rules": set(),
+    "hadoop_qjm.qjournal.protocol.recovery_rules": set(),
+    "hadoop_qjm.qjournal.protocol.sync_rules": set(),
     "hadoop_qjm.qjournal.client.segment_recovery_comparator": set(),
     "hadoop_qjm.qjournal.client.logger_progress": {"time"},
     "hadoop_qjm.ha.election_rules": {"kazoo", "time", "random"},

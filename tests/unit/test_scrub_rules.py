@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 from hadoop_qjm.editlog.edit_log_file_input_stream import scan_edit_log
 from hadoop_qjm.editlog.fs_edit_log_op import DEFAULT_MAX_OP_SIZE, edit_log_header
 from hadoop_qjm.qjournal.server.scrub_rules import (
+    RepairOutcome,
     SegmentVerifier,
+    confirmed_copy,
     is_copy_confirmed,
     throttle_delay,
 )
@@ -121,3 +123,24 @@ def test_the_fast_path_finds_what_the_per_op_path_finds(flips, cut, last, pieces
         v.feed(data[at:])
         results.append((v.finish(), v.valid_length))
     assert results[0] == results[1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.sampled_from(["a", "b", "c"])), max_size=5))
+def test_the_confirmed_copy_is_the_first_verified_one_another_peer_holds_too(copies):
+    """confirmed_copy, against the rule read literally: the first copy (in the peers'
+    order) that verifies itself and whose md5 some other peer's copy has."""
+    literal = next(
+        (
+            j
+            for j, (verified, md5) in enumerate(copies)
+            if verified and any(other == md5 for k, (_, other) in enumerate(copies) if k != j)
+        ),
+        None,
+    )
+    assert confirmed_copy(copies) == literal
+
+
+def test_repair_outcomes_are_the_words_the_scrubber_logged():
+    assert [o.value for o in RepairOutcome] == ["in use", "gone", "done"]
+    assert RepairOutcome.IN_USE == "in use"

@@ -17,11 +17,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import BinaryIO
 
-from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
+from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.common.durable import BestEffortLongFile, PersistentLongFile, fsync_dir
 from hadoop_qjm.common.exceptions import (
     HadoopException,
@@ -29,25 +27,18 @@ from hadoop_qjm.common.exceptions import (
     IllegalStateException,
     IOException,
 )
-from hadoop_qjm.common.remote_edit_log import RemoteEditLog, RemoteEditLogManifest
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.editlog.file_journal_manager import EditLogFile
 from hadoop_qjm.qjournal.protocol import membership as membership_rules
 from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.protocol.exceptions import (
-    CacheMissException,
     JournalInUseException,
     JournalNotFormattedException,
-    JournalOutOfSyncException,
-    NewerTxnIdException,
-    SegmentMismatchException,
 )
 from hadoop_qjm.qjournal.protocol.format_rules import STOP_THE_NAMENODES, FormatCheck
-from hadoop_qjm.qjournal.protocol.journal_call import JournalCall
 from hadoop_qjm.qjournal.protocol.membership import Config, MembershipRecord
 from hadoop_qjm.qjournal.protocol.messages import (
-    GetJournaledEditsResponse,
     NewEpochResponse,
     PersistedRecoveryPaxosData,
     RequestInfo,
@@ -58,17 +49,24 @@ from hadoop_qjm.qjournal.server.journal_membership import JournalMembership
 from hadoop_qjm.qjournal.server.journal_metrics import JournalMetrics, JournalNodeMetrics
 from hadoop_qjm.qjournal.server.journal_node_rpc_server import remote_ip
 from hadoop_qjm.qjournal.server.journal_node_settings import edits_dir_permission
-from hadoop_qjm.qjournal.server.journal_recovery import (
-    JournalRecovery,
-    scan_segment_state,
-    segment_md5,
-)
+from hadoop_qjm.qjournal.server.journal_reads import MAX_JOURNALED_EDITS_WAIT_S, JournalReads
+from hadoop_qjm.qjournal.server.journal_recovery import JournalRecovery, scan_segment_state
 from hadoop_qjm.qjournal.server.journal_scrubber import SegmentReaders
+from hadoop_qjm.qjournal.server.journal_write_path import (
+    WARN_SYNC_MILLIS_THRESHOLD,
+    JournalWritePath,
+)
 from hadoop_qjm.qjournal.server.journaled_edits_cache import JournaledEditsCache
-from hadoop_qjm.qjournal.server.kept_segment_state import KeptSegmentState, after_append
+from hadoop_qjm.qjournal.server.kept_segment_state import KeptSegmentState
 from hadoop_qjm.qjournal.server.paxos_record import read_paxos_record
+from hadoop_qjm.qjournal.server.scrub_rules import RepairOutcome
 
-__all__ = ["Journal", "JournalFaultInjector"]
+__all__ = [
+    "MAX_JOURNALED_EDITS_WAIT_S",
+    "WARN_SYNC_MILLIS_THRESHOLD",
+    "Journal",
+    "JournalFaultInjector",
+]
 
 LOG = logging.getLogger(__name__)
 
@@ -84,10 +82,6 @@ COMMITTED_TXID_WRITE_INTERVAL_S = 0.1
 KEPT_SEGMENT_STATE_KEY = keys.DFS_JOURNALNODE_KEPT_SEGMENT_STATE_KEY
 #: Compare the kept state with a fresh scan at every use (tests and fault runs only).
 KEPT_SEGMENT_STATE_VERIFY_KEY = "dfs.journalnode.kept-segment-state.verify"
-#: The longest a getJournaledEdits long poll may wait, whatever the caller asks for.
-MAX_JOURNALED_EDITS_WAIT_S = 60.0
-#: A batch whose fsync takes longer than this is logged (Hadoop: WARN_SYNC_MILLIS_THRESHOLD).
-WARN_SYNC_MILLIS_THRESHOLD = 1000
 
 
 class JournalFaultInjector:
@@ -107,12 +101,16 @@ class JournalFaultInjector:
         """Called before a journal() batch is written (HDFS-17710's writeEdits hook)."""
 
 
-class Journal(JournalRecovery):
+class Journal(JournalReads, JournalWritePath, JournalRecovery):
     """The journal of one journal id: its storage, its promises, its open segment.
 
-    Recovery (prepareRecovery/acceptRecovery, design paper §2.8-2.9) lives in the
-    :class:`~hadoop_qjm.qjournal.server.journal_recovery.JournalRecovery` mixin; this
-    class holds the state and the write path.
+    This class holds the state, the epoch checks and the calls that change them. The
+    write path (``journal`` and the writer's next batches, startLogSegment,
+    finalizeLogSegment) is :class:`~hadoop_qjm.qjournal.server.journal_write_path.JournalWritePath`,
+    the reads (the manifest, the edits cache and its long poll, ``/getJournal``'s open)
+    :class:`~hadoop_qjm.qjournal.server.journal_reads.JournalReads`, and recovery
+    (prepareRecovery/acceptRecovery, design paper §2.8-2.9)
+    :class:`~hadoop_qjm.qjournal.server.journal_recovery.JournalRecovery`.
     """
 
     def __init__(
@@ -274,30 +272,6 @@ class Journal(JournalRecovery):
             return 0
         return max(committed - self.highest_written_txid, 0)
 
-    def open_segment_for_read(
-        self, segment_txid: int, in_progress_ok: bool = True
-    ) -> tuple[BinaryIO, str, int] | None:
-        """Open the segment starting at ``segment_txid`` for ``/getJournal``.
-
-        Returns ``(file, file name, size at open time)``, or None when there is no such
-        segment (or it is in progress and ``in_progress_ok`` is false). The lookup and the
-        open happen under the journal lock, so the file cannot be finalized (renamed) or
-        replaced by acceptRecovery in between (GetJournalEditServlet's ``synchronized
-        (fjm)``); the size is read from the open file, so the caller sends exactly that
-        many bytes even while the writer appends. The caller closes the file.
-        """
-        with self._lock:
-            elf = self.fjm.get_log_file(segment_txid)
-            if elf is None or (elf.is_in_progress and not in_progress_ok):
-                return None
-            f = open(elf.path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
-            try:
-                size = os.fstat(f.fileno()).st_size
-            except BaseException:
-                f.close()
-                raise
-            return self.segment_readers.track(f, elf.path), elf.name, size
-
     @property
     def is_segment_open(self) -> bool:
         return self._cur_segment is not None
@@ -342,15 +316,20 @@ class Journal(JournalRecovery):
         if decision.promise_epoch is not None:
             # A newer writer has arrived: the promise fences every older one.
             self._promise(decision.promise_epoch)
-        if decision.ipc_serial is not None:
-            self.current_epoch_ipc_serial = decision.ipc_serial
-        committed = decision.committed_txid
-        if committed is not None and committed != self.committed_txn_id.get():
-            # Unchanged (a writer's heartbeat, a retry): nothing to write. Written at most
-            # every COMMITTED_TXID_WRITE_INTERVAL_S (docs/journalnode.md).
-            self.committed_txn_id.set_lazily(committed)
+        self._take_request_effects(decision.ipc_serial, decision.committed_txid)
         decision.raise_if_rejected()
         self.writer_watch.saw_writer(req.epoch)
+
+    def _take_request_effects(self, ipc_serial: int | None, committed_txid: int | None) -> None:
+        """checkRequest's effects after the promise, in its order (lock held): the new IPC
+        serial, then the committed txid (None: keep either). Both :meth:`_check_request`
+        and the writer's next batch (``journal_step.Ready``) change them only here."""
+        if ipc_serial is not None:
+            self.current_epoch_ipc_serial = ipc_serial
+        if committed_txid is not None and committed_txid != self.committed_txn_id.get():
+            # Unchanged (a writer's heartbeat, a retry): nothing to write. Written at most
+            # every COMMITTED_TXID_WRITE_INTERVAL_S (docs/journalnode.md).
+            self.committed_txn_id.set_lazily(committed_txid)
 
     def _promise(self, epoch: int) -> None:
         """Promise ``epoch`` (lock held, already checked to be newer): persist it, accept
@@ -435,405 +414,6 @@ class Journal(JournalRecovery):
             self._check_formatted()
             self._check_request(req)
 
-    def journal(
-        self, req: RequestInfo, segment_txid: int, first_txid: int, num_txns: int, records: bytes
-    ) -> None:
-        """Append a batch of serialized ops to the open segment; durable on return."""
-        with self._lock:
-            self._check_formatted()
-            self._check_writable()
-            rules.check_num_txns(num_txns, self.journal_id)
-            self._check_write_request(req)
-            if num_txns == 0:
-                return  # the legacy "only update the committed txid" call
-            try:
-                rules.check_journal_batch(
-                    self.cur_segment_txid if self._cur_segment is not None else None,
-                    self.next_txid,
-                    segment_txid,
-                    first_txid,
-                    num_txns=num_txns,
-                    journal_id=self.journal_id,
-                )
-            except SegmentMismatchException:
-                # The writer missed a finalize and a start: stop writing this segment.
-                self._abort_cur_segment()
-                raise
-            self._write_batch_locked(first_txid, num_txns, records)
-
-    def journal_in_order(
-        self,
-        epoch: int,
-        ipc_serial: int,
-        committed_txid: int,
-        segment_txid: int,
-        first_txid: int,
-        num_txns: int,
-        records: bytes | memoryview,
-        acknowledge: Callable[[], None] | None = None,
-    ) -> bool:
-        """:meth:`journal` for the common case, in one pass; False if it is not that case.
-
-        The request comes as its epoch, IPC serial and committed txid
-        (INVALID_TXID: none), ``rules.request_numbers``: this is the JournalNode's
-        hot path, which builds no object per call (on a small machine each
-        microsecond of Python costs several on the acknowledgement's path). The
-        common case (``rules.is_in_order_batch``): the writer of the open segment
-        sends its next batch. Then every check of :meth:`journal` passes and this
-        has the same effects. In any other case it returns False having changed
-        nothing, and the caller runs :meth:`journal`, which decides (promises a
-        newer epoch, or rejects the call with the usual exception).
-
-        ``acknowledge`` (the RPC server's reply) runs the moment the batch is
-        durable and in the journal's state (next txid, highest written txid, edit
-        cache), before the metrics count it: whatever runs first after a wait for
-        the disk runs slowly on a small machine, and the writer waits only for the
-        acknowledgement. It must not block. A metrics reader that saw the
-        acknowledgement still sees the batch counted (:attr:`JournalMetrics.batch_lock`).
-        """
-        with self._lock:
-            if self._storage_failure is not None or not self.storage.is_formatted():
-                return False
-            committed = self.committed_txn_id.get()
-            if not rules.is_in_order_batch(
-                self.last_promised_epoch.get(),
-                self.current_epoch_ipc_serial,
-                committed,
-                self.last_writer_epoch.get(),
-                self.cur_segment_txid if self._cur_segment is not None else None,
-                self.next_txid,
-                epoch,
-                ipc_serial,
-                committed_txid,
-                segment_txid,
-                first_txid,
-                num_txns,
-            ):
-                return False
-            # checkRequest's effects, in its order.
-            self.current_epoch_ipc_serial = ipc_serial
-            if committed_txid != INVALID_TXID and committed_txid != committed:
-                self.committed_txn_id.set_lazily(committed_txid)
-            self._write_batch_locked(first_txid, num_txns, records, acknowledge)
-            return True
-
-    def journal_in_order_group(
-        self,
-        calls: Sequence[JournalCall],
-        acknowledge: Callable[[int], None] | None = None,
-    ) -> list[Exception | None]:
-        """:meth:`journal_in_order` for several calls read together off one connection (a
-        writer's pipelined syncs), with one fsync for all of them: the group fsync
-        (docs/journalnode.md; not Hadoop's, which fsyncs once per call).
-
-        Takes the longest prefix of ``calls`` that are each the writer's next batch
-        (``rules.is_in_order_batch``, checked against the state the batches before it
-        left), writes them in order, fdatasyncs once, and only then puts them in the
-        journal's state for readers (highest written txid, edit cache) and acknowledges
-        them: ``acknowledge(n)`` sends the first n calls' replies (it must not block), as
-        in :meth:`journal_in_order`. Returns one outcome per call it handled, in order:
-        None (durable), or the exception for that call's error reply. A call that is not
-        the in-order case ends the group before anything of it is done (it is not in the
-        list; the caller serves it alone, by :meth:`journal`, which decides). A failing
-        fault hook ends the group with that call's error after the calls before it are
-        synced. A failed write or fsync fails every call of the group and stops the
-        journal (:meth:`_fail_storage`): none of them is acknowledged.
-        """
-        outcomes: list[Exception | None] = []
-        with self._lock:
-            if self._storage_failure is not None or not self.storage.is_formatted():
-                return outcomes
-            segment = self._cur_segment
-            segment_txid = self.cur_segment_txid if segment is not None else None
-            promised = self.last_promised_epoch.get()
-            writer_epoch = self.last_writer_epoch.get()
-            written: list[tuple[int, int, bytes | memoryview, int, bool]] = []
-            durable = False
-            failed: Exception | None = None
-            started = time.perf_counter()
-            try:
-                for call in calls:
-                    committed = self.committed_txn_id.get()
-                    req_committed = (
-                        INVALID_TXID if call.committed_txid is None else call.committed_txid
-                    )
-                    if not rules.is_in_order_batch(
-                        promised,
-                        self.current_epoch_ipc_serial,
-                        committed,
-                        writer_epoch,
-                        segment_txid,
-                        self.next_txid,
-                        call.epoch,
-                        call.ipc_serial_number,
-                        req_committed,
-                        call.segment_txid,
-                        call.first_txid,
-                        call.num_txns,
-                    ):
-                        break
-                    try:
-                        self._fault.before_write_edits()
-                        # checkRequest's effects, in its order (as journal_in_order).
-                        self.current_epoch_ipc_serial = call.ipc_serial_number
-                        if req_committed != INVALID_TXID and req_committed != committed:
-                            self.committed_txn_id.set_lazily(req_committed)
-                    except Exception as e:  # noqa: BLE001 - that call's error reply
-                        failed = e
-                        break
-                    first_txid, records = call.first_txid, call.records
-                    last_txid = first_txid + call.num_txns - 1
-                    lagging = last_txid <= self.committed_txn_id.get()
-                    # The next call's continuity check needs the next txid now; readers
-                    # learn of the batch only once it is durable (below).
-                    written.append((first_txid, call.num_txns, records, segment.position, lagging))
-                    segment.write_batch(records, False)
-                    self.next_txid = last_txid + 1
-                    durable = durable or not lagging
-                if durable:
-                    segment.sync()
-            except OSError as e:  # a write or the fsync: nothing of the group is durable
-                first, last = written[0][0], written[-1][0] + written[-1][1] - 1
-                self._fail_storage(f"writing txns {first}-{last}: {e}")
-                error = IOException(f"Failed to write txns {first}-{last}: {e}")
-                error.__cause__ = e
-                return [error] * len(written)
-            synced = time.perf_counter()
-            if written:
-                self._batches_durable_locked(written, durable, synced - started, acknowledge)
-            outcomes.extend([None] * len(written))
-            if failed is not None:
-                outcomes.append(failed)
-            return outcomes
-
-    def _batches_durable_locked(
-        self,
-        written: list[tuple[int, int, bytes | memoryview, int, bool]],
-        fsynced: bool,
-        seconds: float,
-        acknowledge: Callable[[int], None] | None,
-    ) -> None:
-        """A group's batches are on disk (``fsynced``: by one fsync): tell readers,
-        acknowledge them all, count each batch with the group's write+fsync time."""
-        cache = self.cache
-        for first_txid, num_txns, records, _, _ in written:
-            if cache is not None:
-                last_txid = first_txid + num_txns - 1
-                cache.store_edits(records, first_txid, last_txid, self.cur_segment_layout_version)
-        self._update_highest_written_txid(self.next_txid - 1)
-        metrics = self.metrics
-        sync_micros = seconds * 1e6
-        with metrics.batch_lock:
-            try:
-                if acknowledge is not None:
-                    acknowledge(len(written))
-            finally:
-                for _, num_txns, records, _, lagging in written:
-                    metrics.batch_written(num_txns, len(records), lagging, sync_micros, False)
-                if fsynced:
-                    metrics.batches_fsynced()
-                self.last_journal_timestamp_ms = int(self._clock() * 1000)
-        kept = self._kept
-        if kept is not None and kept.start_txid == self.cur_segment_txid:
-            for _, _, records, position, _ in written:
-                kept = after_append(kept, position, records)
-            self._kept = kept
-        if self._edit_waiters:
-            with self._written:
-                self._written.notify_all()
-        if sync_micros > WARN_SYNC_MILLIS_THRESHOLD * 1000:
-            self.log.warning(
-                "Sync of transaction range %d-%d (%d batches) took %dms",
-                written[0][0],
-                self.next_txid - 1,
-                len(written),
-                sync_micros / 1000,
-            )
-
-    def _write_batch_locked(
-        self,
-        first_txid: int,
-        num_txns: int,
-        records: bytes | memoryview,
-        acknowledge: Callable[[], None] | None = None,
-    ) -> None:
-        """Append a checked batch to the open segment (fsynced unless already committed);
-        ``acknowledge`` as in :meth:`journal_in_order`."""
-        last_txid = first_txid + num_txns - 1
-        # A batch the quorum already committed (we are catching up) need not be fsynced.
-        lagging = last_txid <= self.committed_txn_id.get()
-        self._fault.before_write_edits()
-        position = self._cur_segment.position
-        started = time.perf_counter()
-        try:
-            self._cur_segment.write_batch(records, not lagging)
-        except OSError as e:
-            self._fail_storage(f"writing txns {first_txid}-{last_txid}: {e}")
-            raise IOException(f"Failed to write txns {first_txid}-{last_txid}: {e}") from e
-        synced = time.perf_counter()
-        # In the cache before the highest txid says it is there (getJournaledEdits reads
-        # that first, without the lock).
-        if self.cache is not None:
-            self.cache.store_edits(records, first_txid, last_txid, self.cur_segment_layout_version)
-        self._update_highest_written_txid(last_txid)
-        self.next_txid = last_txid + 1
-        metrics = self.metrics
-        with metrics.batch_lock:
-            try:
-                if acknowledge is not None:
-                    acknowledge()  # durable and in the journal's state: the writer may go on
-            finally:
-                sync_micros = (synced - started) * 1e6
-                metrics.batch_written(num_txns, len(records), lagging, sync_micros)
-                self.last_journal_timestamp_ms = int(self._clock() * 1000)
-        # After the acknowledgement (the writer does not wait for it), under the lock (no
-        # reader sees the state between the write and this).
-        kept = self._kept
-        if kept is not None and kept.start_txid == self.cur_segment_txid:
-            self._kept = after_append(kept, position, records)
-        if self._edit_waiters:
-            with self._written:
-                self._written.notify_all()
-        if sync_micros > WARN_SYNC_MILLIS_THRESHOLD * 1000:
-            self.log.warning(
-                "Sync of transaction range %d-%d took %dms",
-                first_txid,
-                last_txid,
-                sync_micros / 1000,
-            )
-
-    def start_log_segment(
-        self, req: RequestInfo, txid: int, layout_version: int | None = None
-    ) -> None:
-        """Open ``edits_inprogress_<txid>``; the caller becomes the writer of its epoch."""
-        if layout_version is None:
-            layout_version = CURRENT_LAYOUT_VERSION
-        with self._lock:
-            self._check_formatted()
-            self._check_writable()
-            self._check_request(req)
-            if self._cur_segment is not None:
-                self.log.warning(
-                    "Client is requesting a new log segment %d though we are already writing %s. "
-                    "Aborting the current segment in order to begin the new one.",
-                    txid,
-                    self._cur_segment,
-                )
-                self._abort_cur_segment()
-            existing = self.fjm.get_log_file(txid)
-            if existing is not None:
-                if not existing.is_in_progress:
-                    raise IllegalStateException(
-                        f"Already have a finalized segment {existing} beginning at {txid}"
-                    )
-                existing.scan_log()
-                if not rules.may_replace_in_progress_segment(
-                    existing.first_txid, existing.last_txid, existing.unscannable_layout
-                ):
-                    raise IllegalStateException(
-                        f"The log file {existing} seems to contain valid transactions"
-                    )
-            if self.last_writer_epoch.get() != req.epoch:
-                self.log.info(
-                    "Updating lastWriterEpoch from %d to %d",
-                    self.last_writer_epoch.get(),
-                    req.epoch,
-                )
-                self.last_writer_epoch.set(req.epoch)
-            # A new segment at this txid supersedes any recovery decided for it.
-            self._purge_paxos_decision(txid)
-            self._drop_kept(txid)
-            try:
-                self._cur_segment = self.fjm.start_log_segment(txid, layout_version)
-            except OSError as e:
-                self._fail_storage(f"creating segment {txid}: {e}")
-                raise
-            if self._kept_enabled:
-                # A new file holds only its header: its scan costs nothing.
-                self._kept = scan_segment_state(self.storage.in_progress_edit_log(txid), txid)
-            self.cur_segment_txid = txid
-            self.cur_segment_layout_version = layout_version
-            self.next_txid = txid
-            self.writer_watch.segment_started()
-
-    def finalize_log_segment(self, req: RequestInfo, start_txid: int, end_txid: int) -> None:
-        """Make ``[start_txid, end_txid]`` a finalized segment (exactly its txns, no padding)."""
-        with self._lock:
-            self._check_formatted()
-            self._check_writable()
-            self._check_request(req)
-            needs_validation = True
-            if start_txid == self.cur_segment_txid:
-                # Check before closing (Hadoop closes first): a rejected finalize must leave
-                # the file byte-identical, so it only drops the open segment, as Hadoop does.
-                try:
-                    rules.check_finalize_current(
-                        self.next_txid, end_txid, start_txid=start_txid, journal_id=self.journal_id
-                    )
-                except JournalOutOfSyncException:
-                    self._abort_cur_segment()
-                    raise
-                if self._cur_segment is not None:
-                    try:
-                        self._cur_segment.close()  # truncates the padding, fsyncs
-                    except OSError as e:
-                        self._fail_storage(f"closing segment {start_txid}: {e}")
-                        raise
-                    self._cur_segment = None
-                    self.cur_segment_txid = INVALID_TXID
-                    self.cur_segment_layout_version = 0
-                needs_validation = False
-            elf = self.fjm.get_log_file(start_txid)
-            if elf is None:
-                raise JournalOutOfSyncException(
-                    f"No log file to finalize at transaction ID {start_txid} ; journal id: {self.journal_id}"
-                )
-            if elf.is_in_progress:
-                truncate_to = None
-                if needs_validation:
-                    self.log.info("Validating log segment %s about to be finalized", elf.path)
-                    kept = self._scan_in_progress(elf)
-                    if elf.last_txid != end_txid:
-                        raise JournalOutOfSyncException(
-                            f"Trying to finalize in-progress log segment {start_txid} to end at txid "
-                            f"{end_txid} but log {elf.path} on disk only contains up to txid "
-                            f"{elf.last_txid} ; journal id: {self.journal_id}"
-                        )
-                    # A copy that differs from the one this node accepted in recovery must
-                    # never be finalized (the finalized copies must agree everywhere).
-                    accepted = self._get_persisted_paxos_data(start_txid)
-                    if accepted is not None and accepted.segment_state.md5 is not None:
-                        digest = (
-                            kept.md5_hex
-                            if kept is not None
-                            else segment_md5(elf.path, elf.valid_length)
-                        )
-                        if digest != accepted.segment_state.md5:
-                            raise JournalOutOfSyncException(
-                                f"Trying to finalize log segment {start_txid} but the copy on "
-                                f"disk (md5 {digest}) is not the one accepted in epoch "
-                                f"{accepted.accepted_in_epoch} ({accepted.segment_state}) ; "
-                                f"journal id: {self.journal_id}"
-                            )
-                    # A segment installed by recovery still carries its source's padding; the
-                    # finalized copies of one segment must be byte-identical everywhere.
-                    truncate_to = elf.valid_length
-                self._drop_kept(start_txid)  # renamed (and cut) below: no longer open
-                try:
-                    self.fjm.finalize_log_segment(start_txid, end_txid, truncate_to=truncate_to)
-                except IllegalStateException as e:
-                    if isinstance(e.__cause__, OSError):  # the disk failed, not the request
-                        self._fail_storage(f"finalizing segment {start_txid}: {e}")
-                    raise
-            elif end_txid != elf.last_txid:
-                raise IllegalArgumentException(
-                    f"Trying to re-finalize already finalized log {elf} with different endTxId {end_txid}"
-                )
-            # Once finalized, no other length can be decided: the paxos record is no longer needed.
-            self._purge_paxos_decision(elf.first_txid)
-            # The writer pauses here (it rolls): the file catches up with the committed txid.
-            self.committed_txn_id.flush()
-
     def purge_logs_older_than(self, req: RequestInfo, min_txid_to_keep: int) -> None:
         with self._lock:
             self._check_formatted()
@@ -841,86 +421,6 @@ class Journal(JournalRecovery):
             if self._kept is not None and self._kept.start_txid < min_txid_to_keep:
                 self._drop_kept()
             self.storage.purge_data_older_than(min_txid_to_keep)
-
-    def get_edit_log_manifest(
-        self, since_txid: int, in_progress_ok: bool = False
-    ) -> RemoteEditLogManifest:
-        """The segments from ``since_txid`` on; the in-progress one ends at the highest written txid."""
-        with self._lock:
-            self._check_formatted()
-            logs = self.fjm.get_remote_edit_logs(since_txid, in_progress_ok)
-            if in_progress_ok:
-                # An in-progress segment whose writer has been superseded by a newer promise
-                # is left out: its tail is not settled until that writer's recovery, and the
-                # committed txid sent with the manifest is the new writer's, not a bound on
-                # this copy (unlike Hadoop, which would let a reader take it as durable).
-                superseded = self.last_writer_epoch.get() != self.last_promised_epoch.get()
-                for i, log in enumerate(logs):
-                    if log.is_in_progress:
-                        del logs[i]
-                        if not superseded:
-                            logs.append(
-                                RemoteEditLog(log.start_txid, self.highest_written_txid, True)
-                            )
-                        break
-            return RemoteEditLogManifest(tuple(logs), self.committed_txn_id.get())
-
-    def await_journaled_edits(self, since_txid: int, wait_s: float) -> bool:
-        """Wait until this node has written ``since_txid`` (True) or ``wait_s`` passes (False).
-
-        The long poll of getJournaledEdits (its optional ``waitMs``, issue 25): a tailing
-        standby asks for the edits after its last txid and is answered as soon as a batch
-        holding them is written here. Takes no journal lock and no handler slot; returns
-        at once when the edits cache is off (the call that follows then fails as usual).
-        """
-        wait_s = min(max(wait_s, 0.0), MAX_JOURNALED_EDITS_WAIT_S)
-        if self.cache is None or self.highest_written_txid >= since_txid or wait_s <= 0:
-            return self.highest_written_txid >= since_txid
-        with self._written:
-            # Counted before the check inside wait_for: a writer that saw no waiter had
-            # already moved the highest txid, which that check then sees.
-            self._edit_waiters += 1
-            try:
-                return (
-                    self._written.wait_for(
-                        lambda: self._closed or self.highest_written_txid >= since_txid, wait_s
-                    )
-                    and not self._closed
-                )
-            finally:
-                self._edit_waiters -= 1
-
-    def get_journaled_edits(self, since_txid: int, max_txns: int) -> GetJournaledEditsResponse:
-        """Edits from the in-memory cache (``dfs.ha.tail-edits.in-progress``), header included."""
-        # The highest txid first: a cache emptied (and replaced) in between then only
-        # misses, where the other order could pair a fenced writer's cache with a newer
-        # highest txid.
-        highest = self.highest_written_txid
-        cache = self.cache
-        if cache is None:
-            raise IOException(
-                "The journal edits cache is not enabled, which is a requirement to fetch journaled "
-                "edits via RPC. Please enable it via dfs.ha.tail-edits.in-progress"
-            )
-        if since_txid == highest + 1:
-            self.metrics.rpc_empty_response()
-            return GetJournaledEditsResponse(0, b"", cache.writer_epoch)
-        if since_txid > highest + 1:
-            self.metrics.rpc_empty_response()
-            raise NewerTxnIdException(
-                f"Highest txn ID available in the journal is {highest}, but requested txns "
-                f"starting at {since_txid}."
-            )
-        # Never serve past what this node has written: after a recovery truncated the segment,
-        # the cache may still hold txns of a fenced writer beyond it.
-        max_txns = min(max_txns, highest - since_txid + 1)
-        try:
-            data, count = cache.retrieve_edits(since_txid, max_txns)
-        except CacheMissException as e:
-            self.metrics.cache_miss(e.cache_miss_amount)
-            raise
-        self.metrics.rpc_served(count, len(data))
-        return GetJournaledEditsResponse(count, data, cache.writer_epoch)
 
     # ---- upgrade and rollback (HDFS-5138): not supported yet ------------------------------------
     def _upgrade_unsupported(self, operation: str):
@@ -1027,25 +527,25 @@ class Journal(JournalRecovery):
 
     def replace_damaged_segment(
         self, path: Path, replacement: Path | None, readers: SegmentReaders
-    ) -> str:
+    ) -> RepairOutcome:
         """The scrubber's change (issue 27): move the damaged finalized segment ``path``
         aside as ``<name>.corrupt`` and, if given, rename the fsynced ``replacement`` to its
-        name. Returns "in use" (a reader has it open: nothing done), "gone" (purged
-        meanwhile) or "done". The commit point is the fsync of the directory after the
+        name. Returns :class:`RepairOutcome` IN_USE (a reader has it open: nothing done),
+        GONE (purged meanwhile) or DONE. The commit point is the fsync of the directory after the
         second rename; a crash before it leaves the segment missing here, which the
         syncer fills from a peer."""
         with self._lock:
             self._check_formatted()
             if readers.in_use(path):
-                return "in use"
+                return RepairOutcome.IN_USE
             if not path.exists():
-                return "gone"
+                return RepairOutcome.GONE
             aside = path.with_name(path.name + ".corrupt")
             os.replace(path, aside)
             if replacement is not None:
                 os.replace(replacement, path)
             fsync_dir(path.parent)
-            return "done"
+            return RepairOutcome.DONE
 
     def close(self) -> None:
         """Release the segment, the committed-txid file and the storage lock."""

@@ -22,11 +22,9 @@ import time
 from pathlib import Path
 
 from hadoop_qjm import __version__
-from hadoop_qjm.common.durable import FsyncFunction, make_dirs_durable
 from hadoop_qjm.common.exceptions import (
     AuthorizationException,
     ConfigurationError,
-    IllegalArgumentException,
     IOException,
     UsageError,
 )
@@ -34,6 +32,7 @@ from hadoop_qjm.common.security import ServiceAuthorizer, SSLFactory
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.server.journal import Journal
+from hadoop_qjm.qjournal.server.journal_dirs import check_journal_dir, create_journal_dir
 from hadoop_qjm.qjournal.server.journal_metrics import JournalNodeMetrics
 from hadoop_qjm.qjournal.server.journal_node_settings import JournalNodeSettings
 from hadoop_qjm.qjournal.server.journal_scrubber import (
@@ -45,31 +44,6 @@ from hadoop_qjm.qjournal.server.journal_scrubber import (
 __all__ = ["JournalNode", "run"]
 
 LOG = logging.getLogger(__name__)
-
-
-def check_journal_dir(directory: str) -> Path:
-    """The edits dir must be absolute and, if it exists, a directory (Hadoop's checks and
-    messages); nothing is created."""
-    path = Path(directory.strip())
-    if not path.is_absolute():
-        raise IllegalArgumentException(f"Journal dir '{directory}' should be an absolute path")
-    if path.exists() and not path.is_dir():
-        raise IOException(f"Not a directory: {path}")
-    return path
-
-
-def create_journal_dir(path: Path, *, fsync: FsyncFunction = os.fsync) -> None:
-    """Create a checked edits dir (and its parents, each made durable); it must end up
-    usable."""
-    try:
-        # Durable before any journal in it is formatted or acknowledges anything.
-        make_dirs_durable(path, fsync=fsync)
-    except OSError as e:
-        raise IOException(f"Cannot create directory: {path}: {e.strerror or e}") from None
-    if not path.is_dir():
-        raise IOException(f"Cannot create directory: {path}")
-    if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
-        raise IOException(f"Directory is not readable, writable and executable: {path}")
 
 
 class JournalNode:
@@ -480,7 +454,7 @@ def run(argv: list[str], conf) -> int:
         from hadoop_qjm.qjournal.server.journal_node_bootstrap import bootstrap
 
         configure_logging(default_level="WARNING")
-        return bootstrap(conf, non_interactive=args.nonInteractive)
+        return bootstrap(conf, JournalNode, non_interactive=args.nonInteractive)
     configure_logging(log_file=daemon_log_file("journalnode"), default_level="INFO")
     node = JournalNode(conf)
     stop = threading.Event()

@@ -21,11 +21,13 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.common.exceptions import ConfigurationError, IOException
 from hadoop_qjm.qjournal.client.qjournal_uri import parse_qjournal_uri
 from hadoop_qjm.qjournal.protocol.peer_format import decide_format
+from hadoop_qjm.qjournal.server.journal_dirs import check_journal_dir, create_journal_dir
 from hadoop_qjm.qjournal.server.journal_formatter import (
     ask_peers,
     copy_membership,
@@ -50,6 +52,7 @@ def _storage_key(si) -> tuple:
 
 def bootstrap(
     conf,
+    make_node: Callable[[object], Any],
     *,
     non_interactive: bool = False,
     out=None,
@@ -58,15 +61,13 @@ def bootstrap(
 ) -> int:
     """Format this JournalNode's journal from its peers and fetch their finalized segments.
 
+    ``make_node(conf)`` makes the (not started) JournalNode whose journal this formats:
+    ``journal_node.JournalNode``, passed in by ``journalnode -bootstrap`` (so this module
+    need not import the daemon's, which runs it).
+
     Raises ConfigurationError or IOException (one sentence) on refusal; returns 0 done,
     1 when the operator answered no to the prompt.
     """
-    from hadoop_qjm.qjournal.server.journal_node import (
-        JournalNode,
-        check_journal_dir,
-        create_journal_dir,
-    )
-
     out = out or sys.stdout
     key = "dfs.namenode.shared.edits.dir"
     text = shared_edits_uri(conf, None)
@@ -76,7 +77,7 @@ def bootstrap(
             "JournalNode of the journal, this one included"
         )
     uri = parse_qjournal_uri(text)
-    node = JournalNode(conf)  # reads and checks every JournalNode setting
+    node = make_node(conf)  # reads and checks every JournalNode setting
     rpc = node.settings.rpc
     peers = [a for a in uri.addresses if not _is_self(a[0], a[1], rpc.host, rpc.port)]
     if len(peers) == len(uri.addresses):

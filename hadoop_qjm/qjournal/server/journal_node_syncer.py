@@ -55,6 +55,7 @@ from hadoop_qjm.qjournal.protocol.peer_format import (
     missing_log_segments,
     reported_catch_up,
 )
+from hadoop_qjm.qjournal.protocol.sync_rules import segments_to_fetch
 from hadoop_qjm.qjournal.server.journal_formatter import peer_name
 from hadoop_qjm.qjournal.server.scrub_rules import SegmentVerifier
 
@@ -319,11 +320,7 @@ class JournalNodeSyncer:
             manifest = response.manifest
             answers.append(PeerManifest(peer_name(peer), manifest.logs, manifest.committed_txn_id))
         local = self.journal.get_edit_log_manifest(0, False).logs
-        wanted: dict[int, RemoteEditLog] = {}
-        for response in responses.values():
-            for log in missing_log_segments(local, response.manifest.logs):
-                wanted.setdefault(log.start_txid, log)  # one segment per start txid
-        missing = [wanted[start] for start in sorted(wanted)]
+        missing = segments_to_fetch(local, [r.manifest.logs for r in responses.values()])
         installed: list[RemoteEditLog] = []
         nbytes = 0
         try:

@@ -22,7 +22,7 @@ from hadoop_qjm.common.exceptions import (
 )
 from hadoop_qjm.editlog.edit_log_file_input_stream import scan_edit_log
 from hadoop_qjm.editlog.file_journal_manager import EditLogFile
-from hadoop_qjm.qjournal.protocol import rules
+from hadoop_qjm.qjournal.protocol import recovery_rules, rules
 from hadoop_qjm.qjournal.protocol.messages import (
     PersistedRecoveryPaxosData,
     PrepareRecoveryResponse,
@@ -84,10 +84,6 @@ def _still_describes(kept: KeptSegmentState, path: Path) -> bool:
     except OSError:
         return False
     return st.st_ino == kept.file_id and st.st_size >= kept.valid_length
-
-
-def _txn_range_contains(seg: SegmentState, txid: int) -> bool:
-    return seg.start_txid <= txid <= seg.end_txid
 
 
 class JournalRecovery:
@@ -163,19 +159,8 @@ class JournalRecovery:
             synced_file: Path | None = None
             synced_state: KeptSegmentState | None = None
             current = self._get_segment_info(seg_txid)
-            # Same last txid is not enough: two writers can leave different copies of one
-            # length (each wrote txid N to a minority). The digest tells them apart.
-            # Two finalized copies of one length are the same decided value: a different
-            # digest there is bit rot (issue 27: the reader reads around it, the scrubber
-            # repairs it), not another writer's copy to download.
-            both_finalized = (
-                current is not None and not current.is_in_progress and not segment.is_in_progress
-            )
-            same_content = (
-                current is not None
-                and current.end_txid == segment.end_txid
-                and (segment.md5 is None or current.md5 == segment.md5 or both_finalized)
-            )
+            # Same length and digest (recovery_rules.is_same_content): no download.
+            same_content = recovery_rules.is_same_content(current, segment)
             if not same_content:
                 if current is None:
                     self.log.info("Synchronizing log %s: no current segment in place", segment)
@@ -189,9 +174,7 @@ class JournalRecovery:
                         current,
                     )
                     committed = self.committed_txn_id.get()
-                    if _txn_range_contains(current, committed) and not _txn_range_contains(
-                        segment, committed
-                    ):
+                    if recovery_rules.discards_committed(current, segment, committed):
                         always_assert(
                             False,
                             f"Cannot replace segment {current} with new segment {segment}: would "
@@ -202,7 +185,7 @@ class JournalRecovery:
                         "Should never be asked to synchronize a different log on top of an "
                         "already-finalized segment",
                     )
-                    if _txn_range_contains(current, self.highest_written_txid):
+                    if recovery_rules.txn_range_contains(current, self.highest_written_txid):
                         self._update_highest_written_txid(segment.end_txid)
                 synced_file, synced_state = self._sync_log(req, segment, from_url)
             else:

@@ -42,9 +42,10 @@ from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.editlog.fs_edit_log_op import DEFAULT_MAX_OP_SIZE
 from hadoop_qjm.qjournal.server.journal_node_settings import int_at_least
 from hadoop_qjm.qjournal.server.scrub_rules import (
+    RepairOutcome,
     ScrubFinding,
     SegmentVerifier,
-    is_copy_confirmed,
+    confirmed_copy,
     throttle_delay,
 )
 
@@ -340,12 +341,12 @@ class JournalNodeScrubber:
                     replacement.unlink()
                 except OSError:
                     pass
-        if outcome == "in use":
+        if outcome is RepairOutcome.IN_USE:
             self.log.warning(
                 "Scrubber: %s is being read; leaving it until the next pass", log.path.name
             )
             self._note(f"{log.name}: corrupt at {finding}; in use, retried next pass")
-        elif outcome == "gone":
+        elif outcome is RepairOutcome.GONE:
             self.log.info("Scrubber: %s was purged meanwhile", log.path.name)
         elif replacement is not None:
             self._repaired.inc()
@@ -394,13 +395,12 @@ class JournalNodeScrubber:
                         finding,
                     )
                 copies.append((tmp, finding is None, md5))
-            for j, (tmp, verified, md5) in enumerate(copies):
-                others = [m for k, (_, _, m) in enumerate(copies) if k != j]
-                if is_copy_confirmed(verified, md5, others):
-                    final_tmp = tmp.with_name(f"{log.name}.scrub")
-                    os.replace(tmp, final_tmp)
-                    return final_tmp
-            return None
+            chosen = confirmed_copy([(verified, md5) for _, verified, md5 in copies])
+            if chosen is None:
+                return None
+            final_tmp = copies[chosen][0].with_name(f"{log.name}.scrub")
+            os.replace(copies[chosen][0], final_tmp)
+            return final_tmp
         finally:
             for tmp, _, _ in copies:
                 try:

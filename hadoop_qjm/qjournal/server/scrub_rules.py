@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 from hadoop_qjm.common.exceptions import EditLogCorruptionError, HadoopException
 from hadoop_qjm.editlog.fs_edit_log_op import (
@@ -179,3 +180,24 @@ def is_copy_confirmed(verified: bool, md5: str, other_peers_md5s: Iterable[str])
     """A peer's copy may replace a damaged segment only if it verifies itself and a second
     peer holds the same bytes (equal md5): never one unconfirmed copy (issue 27)."""
     return verified and any(md5 == other for other in other_peers_md5s)
+
+
+def confirmed_copy(copies: Sequence[tuple[bool, str]]) -> int | None:
+    """The first of the peers' ``copies`` (``(verified, md5)`` each, in the peers' order)
+    that :func:`is_copy_confirmed` by the others, as its index; None if there is none."""
+    for j, (verified, md5) in enumerate(copies):
+        others = [m for k, (_, m) in enumerate(copies) if k != j]
+        if is_copy_confirmed(verified, md5, others):
+            return j
+    return None
+
+
+class RepairOutcome(str, Enum):
+    """What ``Journal.replace_damaged_segment`` did (its values are the words it logs)."""
+
+    #: A reader has the segment open: nothing done (retried next pass).
+    IN_USE = "in use"
+    #: Purged meanwhile: nothing to do.
+    GONE = "gone"
+    #: Moved aside as ``<name>.corrupt`` (and replaced, when a confirmed copy was given).
+    DONE = "done"

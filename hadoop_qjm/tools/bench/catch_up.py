@@ -115,6 +115,7 @@ def _import_catch_up_modules() -> float:
 
 
 def run_catch_up(segments: int, segment_mb: float, directory: str | None) -> int:
+    from hadoop_qjm.qjournal.server.journal_node import JournalNode
     from hadoop_qjm.qjournal.server.journal_node_bootstrap import bootstrap
 
     import_s = _import_catch_up_modules()
@@ -138,7 +139,7 @@ def run_catch_up(segments: int, segment_mb: float, directory: str | None) -> int
             new.set("dfs.journalnode.http-address", "127.0.0.1:0")
             new.set("dfs.namenode.shared.edits.dir", f"qjournal://{hosts}/{JID}")
             start = time.perf_counter()
-            bootstrap(new, non_interactive=True, out=io.StringIO())
+            bootstrap(new, JournalNode, non_interactive=True, out=io.StringIO())
             sync_s = time.perf_counter() - start
             copied = sorted((base / "new-jn" / JID / "current").glob("edits_[0-9]*-[0-9]*"))
             if [f.name for f in copied] != [f.name for f in files]:

@@ -1,0 +1,431 @@
+"""The write path of a Journal: startLogSegment, the batches, finalizeLogSegment.
+
+Every batch, whichever call brings it, is written by one path,
+:meth:`JournalWritePath._write_group_locked`: write → fsync → publish → acknowledge, a
+single call being a group of one (etcd-io/raft's ``Ready``: state persisted before the
+acknowledgement goes out). The writer's next batch is decided by the pure
+``journal_step.step``; any other call by ``journal()`` with every check of digest §2.
+A failed write or fsync stops the journal (see ``journal.py``'s module doc).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
+from hadoop_qjm.common.exceptions import (
+    IllegalArgumentException,
+    IllegalStateException,
+    IOException,
+)
+from hadoop_qjm.qjournal.protocol import journal_step, recovery_rules, rules
+from hadoop_qjm.qjournal.protocol.exceptions import (
+    JournalOutOfSyncException,
+    SegmentMismatchException,
+)
+from hadoop_qjm.qjournal.protocol.journal_call import JournalCall
+from hadoop_qjm.qjournal.protocol.messages import RequestInfo
+from hadoop_qjm.qjournal.server.journal_recovery import scan_segment_state, segment_md5
+from hadoop_qjm.qjournal.server.kept_segment_state import after_append
+
+__all__ = ["WARN_SYNC_MILLIS_THRESHOLD", "JournalWritePath"]
+
+#: A batch whose fsync takes longer than this is logged (Hadoop: WARN_SYNC_MILLIS_THRESHOLD).
+WARN_SYNC_MILLIS_THRESHOLD = 1000
+
+
+class JournalWritePath:
+    """Mixin holding the write path of :class:`~hadoop_qjm.qjournal.server.journal.Journal`.
+
+    It has no state of its own: it uses Journal's lock, storage, epochs, committed txid,
+    open segment (``_cur_segment``, ``cur_segment_txid``, ``next_txid``), edits cache,
+    metrics, kept segment state and fault hooks, and its checks (``_check_formatted``,
+    ``_check_writable``, ``_check_request``, ``_take_request_effects``).
+    """
+
+    def journal(
+        self, req: RequestInfo, segment_txid: int, first_txid: int, num_txns: int, records: bytes
+    ) -> None:
+        """Append a batch of serialized ops to the open segment; durable on return.
+
+        The general path: any call, decided by ``rules``' step functions (a newer
+        writer's promise, a rejection). The writer's next batch usually comes through
+        :meth:`journal_in_order_group` instead; both write by :meth:`_write_group_locked`.
+        """
+        with self._lock:
+            self._check_formatted()
+            self._check_writable()
+            rules.check_num_txns(num_txns, self.journal_id)
+            self._check_write_request(req)
+            if num_txns == 0:
+                return  # the legacy "only update the committed txid" call
+            try:
+                rules.check_journal_batch(
+                    self.cur_segment_txid if self._cur_segment is not None else None,
+                    self.next_txid,
+                    segment_txid,
+                    first_txid,
+                    num_txns=num_txns,
+                    journal_id=self.journal_id,
+                )
+            except SegmentMismatchException:
+                # The writer missed a finalize and a start: stop writing this segment.
+                self._abort_cur_segment()
+                raise
+            last_txid = first_txid + num_txns - 1
+            # A batch the quorum already committed (we are catching up) need not be fsynced.
+            lagging = last_txid <= self.committed_txn_id.get()
+            self._fault.before_write_edits()
+            _, error = self._write_group_locked(((first_txid, last_txid, records, lagging),), None)
+            if error is not None:
+                raise error
+
+    def journal_in_order(
+        self,
+        epoch: int,
+        ipc_serial: int,
+        committed_txid: int,
+        segment_txid: int,
+        first_txid: int,
+        num_txns: int,
+        records: bytes | memoryview,
+        acknowledge: Callable[[], None] | None = None,
+    ) -> bool:
+        """:meth:`journal` for the common case: :meth:`journal_in_order_group` with a
+        group of one; False if it is not that case.
+
+        The request comes as its epoch, IPC serial and committed txid
+        (INVALID_TXID: none), ``rules.request_numbers``. The common case
+        (``journal_step.step``): the writer of the open segment sends its next
+        batch. Then every check of :meth:`journal` passes and this has the same
+        effects. In any other case it returns False having changed nothing, and the
+        caller runs :meth:`journal`, which decides (promises a newer epoch, or
+        rejects the call with the usual exception).
+
+        ``acknowledge`` (the RPC server's reply) runs the moment the batch is
+        durable and in the journal's state (next txid, highest written txid, edit
+        cache), before the metrics count it: whatever runs first after a wait for
+        the disk runs slowly on a small machine, and the writer waits only for the
+        acknowledgement. It must not block. A metrics reader that saw the
+        acknowledgement still sees the batch counted (:attr:`JournalMetrics.batch_lock`).
+        """
+        failed: list[Exception] = []
+        with self._lock:
+            if self._storage_failure is not None or not self.storage.is_formatted():
+                return False
+            call = journal_step.BatchCall(
+                epoch, ipc_serial, committed_txid, segment_txid, first_txid, num_txns
+            )
+            count, error = self._write_group_locked(
+                self._in_order_batches(((call, records),), failed),
+                None if acknowledge is None else lambda _count: acknowledge(),
+            )
+        if error is not None:
+            raise error
+        if failed:
+            raise failed[0]
+        return count == 1
+
+    def journal_in_order_group(
+        self,
+        calls: Sequence[JournalCall],
+        acknowledge: Callable[[int], None] | None = None,
+    ) -> list[Exception | None]:
+        """:meth:`journal_in_order` for several calls read together off one connection (a
+        writer's pipelined syncs), with one fsync for all of them: the group fsync
+        (docs/journalnode.md; not Hadoop's, which fsyncs once per call).
+
+        Takes the longest prefix of ``calls`` that are each the writer's next batch
+        (``journal_step.step``, against the state the batches before it left), writes
+        them in order, fdatasyncs once, and only then puts them in the journal's state
+        for readers (highest written txid, edit cache) and acknowledges them:
+        ``acknowledge(n)`` sends the first n calls' replies (it must not block), as in
+        :meth:`journal_in_order`. Returns one outcome per call it handled, in order:
+        None (durable), or the exception for that call's error reply. A call that is not
+        the in-order case ends the group before anything of it is done (it is not in the
+        list; the caller serves it alone, by :meth:`journal`, which decides). A failing
+        fault hook ends the group with that call's error (its checkRequest effects
+        applied, as :meth:`journal` leaves them) after the calls before it are synced. A
+        failed write or fsync fails every call of the group and stops the journal
+        (:meth:`_fail_storage`): none of them is acknowledged.
+        """
+        failed: list[Exception] = []
+        with self._lock:
+            if self._storage_failure is not None or not self.storage.is_formatted():
+                return []
+            numbers = (
+                (
+                    journal_step.BatchCall(
+                        call.epoch,
+                        call.ipc_serial_number,
+                        INVALID_TXID if call.committed_txid is None else call.committed_txid,
+                        call.segment_txid,
+                        call.first_txid,
+                        call.num_txns,
+                    ),
+                    call.records,
+                )
+                for call in calls
+            )
+            count, error = self._write_group_locked(
+                self._in_order_batches(numbers, failed), acknowledge
+            )
+        if error is not None:
+            return [error] * count
+        return [None] * count + failed
+
+    def _in_order_batches(
+        self,
+        calls: Iterable[tuple[journal_step.BatchCall, bytes | memoryview]],
+        failed: list[Exception],
+    ) -> Iterator[tuple[int, int, bytes | memoryview, bool]]:
+        """The batches of the longest prefix of ``calls`` that are each the writer's next
+        (lock held), stepped one by one as the writer takes them, each call's effects
+        applied before its batch is handed on; a call whose effects or write hook fail
+        ends them, its exception appended to ``failed``."""
+        state = journal_step.WriterState(
+            self.last_promised_epoch.get(),
+            self.current_epoch_ipc_serial,
+            self.committed_txn_id.get(),
+            self.last_writer_epoch.get(),
+            self.cur_segment_txid if self._cur_segment is not None else None,
+            self.next_txid,
+        )
+        for call, records in calls:
+            ready = journal_step.step(state, call)
+            if ready is None:
+                return
+            try:
+                # checkRequest's effects, in its order, then the write hook (as journal()).
+                self._take_request_effects(ready.state.ipc_serial, ready.committed_txid)
+                self._fault.before_write_edits()
+            except Exception as e:  # noqa: BLE001 - that call's error reply
+                failed.append(e)
+                return
+            state = ready.state
+            yield ready.first_txid, ready.last_txid, records, not ready.must_sync
+
+    def _write_group_locked(
+        self,
+        batches: Iterable[tuple[int, int, bytes | memoryview, bool]],
+        acknowledge: Callable[[int], None] | None,
+    ) -> tuple[int, IOException | None]:
+        """The one write path (lock held): write → fsync → publish → acknowledge.
+
+        Appends each checked batch ``(first txid, last txid, records, lagging)`` to the
+        open segment in order (a batch is taken from ``batches`` only after the one
+        before it is written, so its checks see the next txid that one left), fdatasyncs
+        once unless every batch is one the quorum already committed (lagging), and only
+        then publishes them (:meth:`_publish_locked`) and acknowledges them.
+        Returns how many batches were taken, and None; or, when a write or the fsync
+        failed, that count and the IOException every one of them fails with: nothing of
+        the group is durable, and the journal stops (:meth:`_fail_storage`).
+        """
+        segment = self._cur_segment
+        written: list[tuple[int, int, bytes | memoryview, int, bool]] = []
+        must_sync = False
+        started = time.perf_counter()
+        try:
+            for first_txid, last_txid, records, lagging in batches:
+                # The next batch's continuity check needs the next txid now; readers
+                # learn of the batch only once it is durable (below).
+                written.append((first_txid, last_txid, records, segment.position, lagging))
+                segment.write_batch(records, False)
+                self.next_txid = last_txid + 1
+                must_sync = must_sync or not lagging
+            if must_sync:
+                segment.sync()
+        except OSError as e:  # a write or the fsync: nothing of the group is durable
+            first, last = written[0][0], written[-1][1]
+            self._fail_storage(f"writing txns {first}-{last}: {e}")
+            error = IOException(f"Failed to write txns {first}-{last}: {e}")
+            error.__cause__ = e
+            return len(written), error
+        if written:
+            self._publish_locked(written, must_sync, time.perf_counter() - started, acknowledge)
+        return len(written), None
+
+    def _publish_locked(
+        self,
+        written: list[tuple[int, int, bytes | memoryview, int, bool]],
+        fsynced: bool,
+        seconds: float,
+        acknowledge: Callable[[int], None] | None,
+    ) -> None:
+        """A group's batches are on disk (``fsynced``: by one fsync): tell readers,
+        acknowledge them all, count each batch with the group's write+fsync time."""
+        cache = self.cache
+        if cache is not None:
+            # In the cache before the highest txid says it is there (getJournaledEdits
+            # reads that first, without the lock).
+            for first_txid, last_txid, records, _, _ in written:
+                cache.store_edits(records, first_txid, last_txid, self.cur_segment_layout_version)
+        self._update_highest_written_txid(self.next_txid - 1)
+        metrics = self.metrics
+        sync_micros = seconds * 1e6
+        with metrics.batch_lock:
+            try:
+                if acknowledge is not None:
+                    acknowledge(len(written))  # durable and in the journal's state
+            finally:
+                for first_txid, last_txid, records, _, lagging in written:
+                    num_txns = last_txid - first_txid + 1
+                    metrics.batch_written(num_txns, len(records), lagging, sync_micros, False)
+                if fsynced:
+                    metrics.batches_fsynced()
+                self.last_journal_timestamp_ms = int(self._clock() * 1000)
+        # After the acknowledgement (the writer does not wait for it), under the lock (no
+        # reader sees the state between the write and this).
+        kept = self._kept
+        if kept is not None and kept.start_txid == self.cur_segment_txid:
+            for _, _, records, position, _ in written:
+                kept = after_append(kept, position, records)
+            self._kept = kept
+        if self._edit_waiters:
+            with self._written:
+                self._written.notify_all()
+        if sync_micros > WARN_SYNC_MILLIS_THRESHOLD * 1000:
+            if len(written) == 1:
+                how = ""
+            else:
+                how = f" ({len(written)} batches)"
+            self.log.warning(
+                "Sync of transaction range %d-%d%s took %dms",
+                written[0][0],
+                self.next_txid - 1,
+                how,
+                sync_micros / 1000,
+            )
+
+    def start_log_segment(
+        self, req: RequestInfo, txid: int, layout_version: int | None = None
+    ) -> None:
+        """Open ``edits_inprogress_<txid>``; the caller becomes the writer of its epoch."""
+        if layout_version is None:
+            layout_version = CURRENT_LAYOUT_VERSION
+        with self._lock:
+            self._check_formatted()
+            self._check_writable()
+            self._check_request(req)
+            if self._cur_segment is not None:
+                self.log.warning(
+                    "Client is requesting a new log segment %d though we are already writing %s. "
+                    "Aborting the current segment in order to begin the new one.",
+                    txid,
+                    self._cur_segment,
+                )
+                self._abort_cur_segment()
+            existing = self.fjm.get_log_file(txid)
+            if existing is not None:
+                if not existing.is_in_progress:
+                    raise IllegalStateException(
+                        f"Already have a finalized segment {existing} beginning at {txid}"
+                    )
+                existing.scan_log()
+                if not rules.may_replace_in_progress_segment(
+                    existing.first_txid, existing.last_txid, existing.unscannable_layout
+                ):
+                    raise IllegalStateException(
+                        f"The log file {existing} seems to contain valid transactions"
+                    )
+            if self.last_writer_epoch.get() != req.epoch:
+                self.log.info(
+                    "Updating lastWriterEpoch from %d to %d",
+                    self.last_writer_epoch.get(),
+                    req.epoch,
+                )
+                self.last_writer_epoch.set(req.epoch)
+            # A new segment at this txid supersedes any recovery decided for it.
+            self._purge_paxos_decision(txid)
+            self._drop_kept(txid)
+            try:
+                self._cur_segment = self.fjm.start_log_segment(txid, layout_version)
+            except OSError as e:
+                self._fail_storage(f"creating segment {txid}: {e}")
+                raise
+            if self._kept_enabled:
+                # A new file holds only its header: its scan costs nothing.
+                self._kept = scan_segment_state(self.storage.in_progress_edit_log(txid), txid)
+            self.cur_segment_txid = txid
+            self.cur_segment_layout_version = layout_version
+            self.next_txid = txid
+            self.writer_watch.segment_started()
+
+    def finalize_log_segment(self, req: RequestInfo, start_txid: int, end_txid: int) -> None:
+        """Make ``[start_txid, end_txid]`` a finalized segment (exactly its txns, no padding)."""
+        with self._lock:
+            self._check_formatted()
+            self._check_writable()
+            self._check_request(req)
+            needs_validation = True
+            if start_txid == self.cur_segment_txid:
+                # Check before closing (Hadoop closes first): a rejected finalize must leave
+                # the file byte-identical, so it only drops the open segment, as Hadoop does.
+                try:
+                    rules.check_finalize_current(
+                        self.next_txid, end_txid, start_txid=start_txid, journal_id=self.journal_id
+                    )
+                except JournalOutOfSyncException:
+                    self._abort_cur_segment()
+                    raise
+                if self._cur_segment is not None:
+                    try:
+                        self._cur_segment.close()  # truncates the padding, fsyncs
+                    except OSError as e:
+                        self._fail_storage(f"closing segment {start_txid}: {e}")
+                        raise
+                    self._cur_segment = None
+                    self.cur_segment_txid = INVALID_TXID
+                    self.cur_segment_layout_version = 0
+                needs_validation = False
+            elf = self.fjm.get_log_file(start_txid)
+            if elf is None:
+                raise JournalOutOfSyncException(
+                    f"No log file to finalize at transaction ID {start_txid} ; journal id: {self.journal_id}"
+                )
+            if elf.is_in_progress:
+                truncate_to = None
+                if needs_validation:
+                    self.log.info("Validating log segment %s about to be finalized", elf.path)
+                    kept = self._scan_in_progress(elf)
+                    if elf.last_txid != end_txid:
+                        raise JournalOutOfSyncException(
+                            f"Trying to finalize in-progress log segment {start_txid} to end at txid "
+                            f"{end_txid} but log {elf.path} on disk only contains up to txid "
+                            f"{elf.last_txid} ; journal id: {self.journal_id}"
+                        )
+                    # A copy that differs from the one this node accepted in recovery must
+                    # never be finalized (the finalized copies must agree everywhere).
+                    accepted = self._get_persisted_paxos_data(start_txid)
+                    if accepted is not None and accepted.segment_state.md5 is not None:
+                        digest = (
+                            kept.md5_hex
+                            if kept is not None
+                            else segment_md5(elf.path, elf.valid_length)
+                        )
+                        if recovery_rules.finalize_copy_differs(accepted.segment_state.md5, digest):
+                            raise JournalOutOfSyncException(
+                                f"Trying to finalize log segment {start_txid} but the copy on "
+                                f"disk (md5 {digest}) is not the one accepted in epoch "
+                                f"{accepted.accepted_in_epoch} ({accepted.segment_state}) ; "
+                                f"journal id: {self.journal_id}"
+                            )
+                    # A segment installed by recovery still carries its source's padding; the
+                    # finalized copies of one segment must be byte-identical everywhere.
+                    truncate_to = elf.valid_length
+                self._drop_kept(start_txid)  # renamed (and cut) below: no longer open
+                try:
+                    self.fjm.finalize_log_segment(start_txid, end_txid, truncate_to=truncate_to)
+                except IllegalStateException as e:
+                    if isinstance(e.__cause__, OSError):  # the disk failed, not the request
+                        self._fail_storage(f"finalizing segment {start_txid}: {e}")
+                    raise
+            elif end_txid != elf.last_txid:
+                raise IllegalArgumentException(
+                    f"Trying to re-finalize already finalized log {elf} with different endTxId {end_txid}"
+                )
+            # Once finalized, no other length can be decided: the paxos record is no longer needed.
+            self._purge_paxos_decision(elf.first_txid)
+            # The writer pauses here (it rolls): the file catches up with the committed txid.
+            self.committed_txn_id.flush()
