@@ -46,22 +46,12 @@ class _Connection:
 
 
 class Server:
-    """The JournalNode's RPC server (Hadoop's JournalNodeRpcServer).
-
-    Binds in the constructor (a busy port fails here with BindException, as
-    in Hadoop), serves after :meth:`start`, and :meth:`stop` closes the
-    listening socket and every connection and joins every thread. Frames
-    longer than ``max_frame_size`` (``ipc.maximum.data.length``) or
-    undecodable input drop that one connection; the server keeps serving
-    everyone else.
-
-    ``socket_factory`` makes the sockets: a
-    :class:`~hadoop_qjm.common.net.ServerSocketFactory`, or a
-    plain ``(host, port) -> listening socket`` callable (as the HTTP server
-    takes); ``None`` is plain TCP. A factory that authenticates its peers
-    (mutual TLS) names each connection's client, which the calls see as
-    :func:`remote_user` and ``authorizer`` checks (see
-    :class:`QJournalProtocolDispatcher`).
+    """The IPC server (Hadoop's ``ipc.Server``): an accept thread and one reader thread per
+    connection, each call handed to ``dispatcher``; the JournalNode, the NameNode's TLS port
+    and the ZKFC configure one with their own RPC tables
+    (:class:`~hadoop_qjm.qjournal.server.journal_node_rpc_server.JournalNodeRpcServer` says
+    what the JournalNode adds). Binding, serving, stopping and the handling of oversized or
+    undecodable frames are described there.
     """
 
     def __init__(
