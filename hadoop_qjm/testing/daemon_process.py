@@ -19,7 +19,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["DaemonProcess", "child_env"]
+__all__ = ["DaemonProcess", "child_env", "running_children"]
 
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -118,3 +118,23 @@ class DaemonProcess:
 
     def __exit__(self, *exc_info: object) -> None:
         self.terminate()
+
+
+def running_children(*markers: str) -> list:
+    """This process's live descendants (``psutil.Process``) whose command line has one of
+    ``markers`` as a word (any, without markers). A child that already exited, a zombie
+    not reaped yet, is not live: a test that checks it stopped its daemons must not fail
+    on another test's exited process."""
+    import psutil
+
+    found = []
+    for child in psutil.Process(os.getpid()).children(recursive=True):
+        try:
+            if child.status() == psutil.STATUS_ZOMBIE:
+                continue
+            words = set(child.cmdline())
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue
+        if not markers or words & set(markers):
+            found.append(child)
+    return found

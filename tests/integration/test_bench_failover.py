@@ -3,7 +3,6 @@ nothing is left behind. Speed is never asserted."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import psutil
 import pytest
 
 from hadoop_qjm.cli import main
+from hadoop_qjm.testing.daemon_process import running_children
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -28,11 +28,7 @@ LAG_LINE = re.compile(
 
 
 def _daemons() -> list[psutil.Process]:
-    return [
-        p
-        for p in psutil.Process(os.getpid()).children(recursive=True)
-        if {"journalnode", "namenode"} & set(p.cmdline())
-    ]
+    return running_children("journalnode", "namenode")
 
 
 def test_bench_failover_quick_prints_every_figure(

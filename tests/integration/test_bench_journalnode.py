@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import psutil
 import pytest
 
 from hadoop_qjm.cli import main
+from hadoop_qjm.testing.daemon_process import running_children
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -46,7 +46,7 @@ def test_a_failing_phase_still_removes_the_directory_and_stops_every_process(
     assert main([*args, "--dir", str(tmp_path)]) != 0
     assert "the disk went away" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
-    assert not [p for p in psutil.Process().children(recursive=True) if p.is_running()]
+    assert not running_children()
 
 
 def test_bench_journalnode_catch_up_reports_both_rates_and_the_ratio(

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import psutil
 import pytest
 
 from hadoop_qjm.cli import main
+from hadoop_qjm.testing.daemon_process import running_children
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 
 def _daemons() -> list[psutil.Process]:
-    return [
-        p
-        for p in psutil.Process(os.getpid()).children(recursive=True)
-        if {"journalnode", "namenode", "hadoop_qjm.tools.bench._nn_load"} & set(p.cmdline())
-    ]
+    return running_children("journalnode", "namenode", "hadoop_qjm.tools.bench._nn_load")
 
 
 def test_bench_namenode_reports_every_phase_and_stops_every_process(

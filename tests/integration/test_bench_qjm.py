@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 
 from hadoop_qjm.cli import main
 from hadoop_qjm.conf import Configuration
+from hadoop_qjm.testing.daemon_process import running_children
 from hadoop_qjm.tools.bench import qjm_measure
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
@@ -26,11 +26,7 @@ print(json.dumps({"batch": batch, "records_per_s": 1000.0 * batch, "lat_ms_p50":
 
 
 def _journal_nodes() -> list[psutil.Process]:
-    return [
-        p
-        for p in psutil.Process(os.getpid()).children(recursive=True)
-        if "journalnode" in " ".join(p.cmdline())
-    ]
+    return running_children("journalnode")
 
 
 def test_bench_qjm_reports_every_phase_and_stops_every_process(
