@@ -20,6 +20,8 @@ Nothing is written to the local directories but the finalization of an unfinishe
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -159,10 +161,37 @@ def _format_and_copy(
         shared_log = FSEditLog(journals, terminate=_refuse_termination)
         shared_log.init_journals_for_write()
         shared_log.recover_unclosed_streams()  # become the writer: newEpoch on the quorum
-        return _copy_edits(local_log, journals, checkpoint + 1)
+        copied = _copy_edits(local_log, journals, checkpoint + 1)
+        _let_every_journal_node_catch_up(remote, _FINAL_CALLS_WAIT_S)
+        return copied
     finally:
         journals.close()
         shared_storage.close()
+
+
+#: How long the command waits, at most, for the JournalNodes outside the quorum.
+_FINAL_CALLS_WAIT_S = 20.0
+
+
+def _let_every_journal_node_catch_up(remote: list, timeout_s: float) -> None:
+    """Wait, at most ``timeout_s``, until every JournalNode has answered the calls queued
+    for it (a quorum call returns with a majority). A node left behind would keep the last
+    segment in progress, written seconds ago, and refuse the next format as a live
+    writer's journal (issue 33) for ``dfs.journalnode.format.live-writer.window.ms``."""
+    waiters = []
+    for jas in remote:
+        loggers = getattr(jas.manager, "loggers", None)
+        if loggers is not None:
+            waiter = threading.Thread(
+                target=loggers.wait_for_all_pending_calls,
+                name="initializeSharedEdits: last calls",
+                daemon=True,  # a hung JournalNode never holds the command past the bound
+            )
+            waiter.start()
+            waiters.append(waiter)
+    deadline = time.monotonic() + timeout_s
+    for waiter in waiters:
+        waiter.join(max(0.0, deadline - time.monotonic()))
 
 
 def _copy_edits(local_log: FSEditLog, journals: JournalSet, from_txid: int) -> tuple[int, int, int]:
