@@ -30,6 +30,7 @@ from hadoop_qjm.common.exceptions import (
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.editlog.file_journal_manager import EditLogFile
+from hadoop_qjm.ipc.call_context import remote_ip
 from hadoop_qjm.qjournal.protocol import membership as membership_rules
 from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.protocol.exceptions import (
@@ -47,7 +48,6 @@ from hadoop_qjm.qjournal.server.jn_storage import JNStorage
 from hadoop_qjm.qjournal.server.journal_format_guard import WriterWatch, check_format
 from hadoop_qjm.qjournal.server.journal_membership import JournalMembership
 from hadoop_qjm.qjournal.server.journal_metrics import JournalMetrics, JournalNodeMetrics
-from hadoop_qjm.qjournal.server.journal_node_rpc_server import remote_ip
 from hadoop_qjm.qjournal.server.journal_node_settings import edits_dir_permission
 from hadoop_qjm.qjournal.server.journal_reads import MAX_JOURNALED_EDITS_WAIT_S, JournalReads
 from hadoop_qjm.qjournal.server.journal_recovery import JournalRecovery, scan_segment_state

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hadoop_qjm.common.exceptions import HadoopException
+from hadoop_qjm.ipc.call_context import remote_connection, remote_ip
 from hadoop_qjm.qjournal.protocol.format_rules import FormatCheck, WriterSeen, live_writer_reason
-from hadoop_qjm.qjournal.server.journal_node_rpc_server import remote_connection, remote_ip
 from hadoop_qjm.qjournal.server.journal_node_settings import format_live_writer_window_ms
 
 __all__ = ["WriterWatch", "check_format"]
