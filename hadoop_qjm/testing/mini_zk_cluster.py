@@ -176,6 +176,25 @@ class _ServerProcess:
             except ProcessLookupError:
                 pass
 
+    def wait_stopped(self, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` until the process and every thread of it are stopped
+        (state T), or it is gone."""
+        deadline = time.monotonic() + timeout_s
+        task_dir = Path(f"/proc/{self.pid}/task")
+        while time.monotonic() < deadline:
+            if not task_dir.exists():
+                return
+            try:
+                states = [
+                    (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                    for task in task_dir.iterdir()
+                ]
+            except (FileNotFoundError, IndexError):  # a thread ended meanwhile: look again
+                states = ["R"]
+            if all(state in ("T", "t", "Z", "X") for state in states):
+                return
+            time.sleep(0.01)
+
     def finish(self, timeout_s: float) -> int | None:
         """Wait up to ``timeout_s`` for the exit; SIGKILL then. Returns the exit status."""
         if self._status is None:
@@ -325,12 +344,16 @@ class MiniZooKeeperCluster:
         return server.finish(self.stop_timeout_s if timeout_s is None else timeout_s)
 
     def kill_server(self, i: int, sig: int = signal.SIGKILL) -> int | None:
-        """Send ``sig`` to server ``i`` by pid; for SIGKILL also wait and return the status
-        (other signals, such as SIGSTOP, return None at once)."""
+        """Send ``sig`` to server ``i`` by pid; for SIGKILL also wait and return the status.
+        Other signals return None: SIGSTOP once the process is stopped (the kernel stops a
+        JVM's threads one by one, and a thread still running could answer a call), the
+        rest at once."""
         server = self._servers[i]
         if server is None:
             return None
         server.signal(sig)
+        if sig == signal.SIGSTOP:
+            server.wait_stopped(10.0)
         return server.finish(30) if sig == signal.SIGKILL else None
 
     def restart_server(self, i: int, *, wait: bool = True, timeout_s: float | None = None) -> int:
