@@ -5,7 +5,7 @@ Three handlers, one per service, each converting the Thrift arguments with
 (:class:`~hadoop_qjm.namenode.name_node.NameNode`) or its namesystem — no branching, no
 I/O (STYLE.md habit 2). The sockets are the JournalNode's RPC server (accept thread, one
 reader thread per connection, ``handler_count`` calls at once) for TLS, and over plain
-TCP Hadoop's shape (:mod:`~hadoop_qjm.namenode.ipc_server`); the dispatcher is
+TCP Hadoop's shape (:mod:`~hadoop_qjm.ipc.selector_server`); the dispatcher is
 the NameNode's (:class:`~hadoop_qjm.namenode.protocol.rpc.ThriftServiceDispatcher`).
 All three services share ``dfs.namenode.rpc-address``, as Hadoop's NameNodeRpcServer
 serves them on one port.
@@ -18,8 +18,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from hadoop_qjm.ipc.selector_server import DEFAULT_HANDLER_QUEUE_SIZE, IpcServer
 from hadoop_qjm.ipc.server import Server
-from hadoop_qjm.namenode.ipc_server import DEFAULT_HANDLER_QUEUE_SIZE, IpcServer
 from hadoop_qjm.namenode.protocol import messages as m
 from hadoop_qjm.namenode.protocol.rpc import ThriftServiceDispatcher, remote_ip
 from hadoop_qjm.namenode.protocol.thrift_idl import SERVICES
@@ -217,7 +217,7 @@ def _wraps_sockets(factory: ServerSocketFactory) -> bool:
 
 
 class NameNodeRpcServer:
-    """The NameNode's RPC server. Over plain TCP an :class:`~hadoop_qjm.namenode.ipc_server.IpcServer`
+    """The NameNode's RPC server. Over plain TCP an :class:`~hadoop_qjm.ipc.selector_server.IpcServer`
     (listener, call queue of ``handler_count × handler_queue_size``, ``handler_count``
     handlers, responder — Hadoop's ipc.Server); with a socket factory that wraps accepted
     sockets (TLS), the JournalNode's server with a reader thread per connection. Binds in
