@@ -155,7 +155,7 @@ class JournalNode:
         setting changes nothing on disk.
         """
         from hadoop_qjm.qjournal.server.journal_node_http_server import JournalNodeHttpServer
-        from hadoop_qjm.qjournal.server.journal_node_rpc_server import JournalNodeRpcServer
+        from hadoop_qjm.qjournal.server.journal_node_rpc_server import journal_node_rpc_server
 
         settings = self.settings
         ssl_factory = self.ssl_factory
@@ -199,7 +199,7 @@ class JournalNode:
                 )
                 self.https_server.start()
             binding = str(rpc)
-            self.rpc_server = JournalNodeRpcServer(
+            self.rpc_server = journal_node_rpc_server(
                 self,
                 rpc.host,
                 rpc.port,
