@@ -18,19 +18,19 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from hadoop_qjm.common.net import (
+    PlainSocketFactory,
+    ServerSocketFactory,
+    ServerSocketFactoryLike,
+    as_server_socket_factory,
+)
+from hadoop_qjm.ipc.frames import DEFAULT_MAX_FRAME_SIZE
 from hadoop_qjm.ipc.selector_server import DEFAULT_HANDLER_QUEUE_SIZE, IpcServer
 from hadoop_qjm.ipc.server import Server
 from hadoop_qjm.namenode.protocol import messages as m
 from hadoop_qjm.namenode.protocol.rpc import ThriftServiceDispatcher, remote_ip
 from hadoop_qjm.namenode.protocol.thrift_idl import SERVICES
 from hadoop_qjm.namenode.protocol.thrift_idl import namenode_thrift as _t
-from hadoop_qjm.qjournal.protocol.sockets import (
-    PlainSocketFactory,
-    ServerSocketFactory,
-    ServerSocketFactoryLike,
-    as_server_socket_factory,
-)
-from hadoop_qjm.qjournal.protocol.wire import DEFAULT_MAX_FRAME_SIZE
 
 __all__ = [
     "ClientProtocolHandler",
@@ -194,11 +194,11 @@ def _wraps_sockets(factory: ServerSocketFactory) -> bool:
 
 
 class NameNodeRpcServer:
-    """The NameNode's RPC server. Over plain TCP an :class:`~hadoop_qjm.ipc.selector_server.IpcServer`
-    (listener, call queue of ``handler_count × handler_queue_size``, ``handler_count``
-    handlers, responder — Hadoop's ipc.Server); with a socket factory that wraps accepted
-    sockets (TLS), the IPC :class:`~hadoop_qjm.ipc.server.Server` with a reader thread per
-    connection. Binds in the constructor (BindException if the port is taken), serves after
+    """The NameNode's RPC server. Over plain TCP an
+    :class:`~hadoop_qjm.ipc.selector_server.IpcServer` (listener, call queue of
+    ``handler_count × handler_queue_size``, ``handler_count`` handlers, responder —
+    Hadoop's ipc.Server); with a socket factory that wraps accepted sockets (TLS), the IPC
+    :class:`~hadoop_qjm.ipc.server.Server` with a reader thread per connection. Binds in the constructor (BindException if the port is taken), serves after
     :meth:`start`; :meth:`stop` closes every connection and joins every thread.
     ``name_node.metrics.observe_rpc`` sees every call."""
 
