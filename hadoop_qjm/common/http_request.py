@@ -1,7 +1,8 @@
 """One HTTP connection of an :class:`~hadoop_qjm.common.http_server.HttpServer2`: the
 request line and its limits, dispatch by path to a page of the owning server, and the
 responses a page sends (:meth:`HttpRequestHandler.send_bytes`, ``send_file``,
-``send_http_error``). Pages raise :class:`HttpError` for a plain error answer.
+``send_http_error``). A page is a :data:`PageHandler` (or a :class:`Page`, which also names
+its failure); it raises :class:`HttpError` for a plain error answer.
 """
 
 from __future__ import annotations
@@ -9,13 +10,22 @@ from __future__ import annotations
 import http.server
 import logging
 import ssl
+from collections.abc import Callable
+from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, BinaryIO
 from urllib.parse import parse_qs, urlsplit
 
 from hadoop_qjm.common.security.tls_sockets import peer_identity
 
-__all__ = ["CHUNK_SIZE", "MAX_REQUEST_LINE", "HttpError", "HttpRequestHandler"]
+__all__ = [
+    "CHUNK_SIZE",
+    "MAX_REQUEST_LINE",
+    "HttpError",
+    "HttpRequestHandler",
+    "Page",
+    "PageHandler",
+]
 
 LOG = logging.getLogger("hadoop_qjm.common.http_server")  # the server's log, as before
 
@@ -32,13 +42,29 @@ class HttpError(Exception):
         self.status = status
 
 
-class HttpRequestHandler(http.server.BaseHTTPRequestHandler):
-    """One connection; each request is dispatched by path to a page of the owning server.
+#: ``page(request, params, send_body)``: answer ``request`` (the
+#: :class:`HttpRequestHandler`; use its :meth:`~HttpRequestHandler.send_bytes`,
+#: ``send_file``), whose query's first values are ``params``; ``send_body`` is False for HEAD.
+PageHandler = Callable[["HttpRequestHandler", dict[str, str], bool], None]
 
-    A page is ``owner.<method>(request, params, send_body)`` where ``request`` is this
-    handler (use :meth:`send_bytes`, :meth:`send_file`), ``params`` the query's first
-    values and ``send_body`` False for HEAD.
-    """
+
+@dataclass(frozen=True)
+class Page:
+    """A page and the prefix of its 500 error's message, as Hadoop's servlets name their
+    failure (``"getedit failed. "``); a page given as a plain :data:`PageHandler` has none."""
+
+    serve: PageHandler
+    error_prefix: str = ""
+
+    def __call__(
+        self, request: HttpRequestHandler, params: dict[str, str], send_body: bool
+    ) -> None:
+        self.serve(request, params, send_body)
+
+
+class HttpRequestHandler(http.server.BaseHTTPRequestHandler):
+    """One connection; each request is dispatched by path to a page of the owning server
+    (its ``pages``, ``put_pages`` and ``prefix_pages``: path -> :class:`Page`)."""
 
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body go out in separate writes
@@ -72,7 +98,7 @@ class HttpRequestHandler(http.server.BaseHTTPRequestHandler):
                 return
             if not self.parse_request():
                 return
-            puts = urlsplit(self.path).path in self.owner.put_routes
+            puts = urlsplit(self.path).path in self.owner.put_pages
             if self.command in ("GET", "HEAD"):
                 self._dispatch(send_body=self.command == "GET")
             elif self.command == "PUT" and puts:
@@ -93,15 +119,14 @@ class HttpRequestHandler(http.server.BaseHTTPRequestHandler):
 
     def _dispatch(self, send_body: bool) -> None:
         url = urlsplit(self.path)
-        routes = self.owner.put_routes if self.command == "PUT" else self.owner.routes
-        route = routes.get(url.path)
-        if route is None and self.command != "PUT":
-            prefix = next((p for p in self.owner.prefix_routes if url.path.startswith(p)), None)
-            route = self.owner.prefix_routes.get(prefix) if prefix else None
-        if route is None:
+        pages = self.owner.put_pages if self.command == "PUT" else self.owner.pages
+        page = pages.get(url.path)
+        if page is None and self.command != "PUT":
+            prefix = next((p for p in self.owner.prefix_pages if url.path.startswith(p)), None)
+            page = self.owner.prefix_pages.get(prefix) if prefix else None
+        if page is None:
             self.send_http_error(HTTPStatus.NOT_FOUND, f"No such page: {url.path}")
             return
-        page_name, error_prefix = route
         if url.path in self.owner.transfer_paths:
             refusal = self.owner.check_transfer(self, url.path)
             if refusal is not None:
@@ -114,7 +139,7 @@ class HttpRequestHandler(http.server.BaseHTTPRequestHandler):
             return
         params = {key: values[0] for key, values in query.items()}
         try:
-            getattr(self.owner, page_name)(self, params, send_body)
+            page(self, params, send_body)
         except (TimeoutError, ConnectionError):
             raise
         except HttpError as e:
@@ -124,7 +149,7 @@ class HttpRequestHandler(http.server.BaseHTTPRequestHandler):
             if self._headers_sent:
                 self.close_connection = True  # the client sees a short body, never a lie
             else:
-                msg = f"{error_prefix}{type(e).__name__}: {e}"
+                msg = f"{page.error_prefix}{type(e).__name__}: {e}"
                 self.send_http_error(HTTPStatus.INTERNAL_SERVER_ERROR, msg)
 
     @property

@@ -1,10 +1,11 @@
 """HttpServer2: the HTTP server every daemon embeds (Hadoop's class of the name, reduced).
 
-A daemon's server subclasses :class:`HttpServer2`, adds its pages to :attr:`HttpServer2.routes`
-and provides the content of the standard endpoints: ``/metrics`` (Prometheus text from
-:meth:`HttpServer2.metrics_registry`), ``/jmx[?qry=]`` (JMXJsonServlet's layout over
-:meth:`HttpServer2.jmx_beans`; also ``/prom``) and ``/`` (:meth:`HttpServer2.status_page`),
-plus ``/conf``, ``/stacks``, ``/logLevel`` and ``/logs/`` (:mod:`~hadoop_qjm.common.
+A daemon configures one (as Hadoop's ``HttpServer2.Builder`` and ``addInternalServlet``):
+its ``pages`` (path -> ``page(request, params, send_body)``, :class:`~hadoop_qjm.common.
+http_request.Page`) and the content of the standard endpoints: ``/metrics`` (Prometheus
+text from the ``metrics_registry()`` it passes; also ``/prom``), ``/jmx[?qry=]``
+(JMXJsonServlet's layout over its ``jmx_beans()``) and ``/`` (its ``status_page()``), plus
+``/conf``, ``/stacks``, ``/logLevel`` and ``/logs/`` (:mod:`~hadoop_qjm.common.
 http_servlets`, administrators only with HTTPS on: ``admin_authorizer``). The JournalNode's
 server adds ``/getJournal``, the NameNode's ``/imagetransfer`` and ``/isActive``.
 
@@ -13,14 +14,13 @@ connection has a socket timeout so an idle or stalled client cannot pin a thread
 request line is limited to :data:`MAX_REQUEST_LINE` bytes (headers: 100 lines of 64 KiB, by
 ``http.client``). The listening socket is made in one place, ``socket_factory`` (default
 :func:`make_server_socket`). Malformed requests are 400, unknown paths 404, other methods
-than GET and HEAD 405 — but PUT on the pages of :attr:`HttpServer2.put_routes`.
+than GET and HEAD 405 — but PUT on the daemon's ``put_pages``.
 
 HTTPS: with an ``ssl_context`` each accepted connection's TLS handshake runs in its own
 handler thread, bounded by ``handshake_timeout_s``, never in the accept loop; a failed
-handshake is logged and reported to :meth:`HttpServer2.on_handshake_failure`. The context
+handshake is logged and reported to ``on_handshake_failure(reason)``. The context
 asks for a client certificate without requiring one (the status page, ``/jmx`` and
-``/metrics`` stay open); the pages of :attr:`HttpServer2.transfer_paths` (segments,
-images) then require a verified certificate whose identity ``transfer_authorizer``
+``/metrics`` stay open); the pages of ``transfer_paths`` (segments, images) then require a verified certificate whose identity ``transfer_authorizer``
 allows — else 403 naming the identity. With a ``transfer_authorizer`` but no
 ``ssl_context`` (the plain listener of ``HTTP_AND_HTTPS``) they are always 403.
 """
@@ -36,15 +36,14 @@ import ssl
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from http import HTTPStatus
-from typing import Any, ClassVar
+from typing import Any
 from urllib.parse import urlsplit
 
 import psutil
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from hadoop_qjm import webapps
 from hadoop_qjm.common.exceptions import (
     AuthorizationException,
     IllegalArgumentException,
@@ -55,6 +54,8 @@ from hadoop_qjm.common.http_request import (  # noqa: F401 - re-exported
     MAX_REQUEST_LINE,
     HttpError,
     HttpRequestHandler,
+    Page,
+    PageHandler,
 )
 from hadoop_qjm.common.http_servlets import LOGS_PREFIX, DaemonServlets
 from hadoop_qjm.common.jmx_json import jmx_query, render_jmx  # noqa: F401 - re-exported
@@ -73,7 +74,10 @@ __all__ = [
     "HttpError",
     "HttpRequestHandler",
     "HttpServer2",
+    "Page",
+    "PageHandler",
     "jmx_query",
+    "jvm_metrics_bean",
     "make_server_socket",
 ]
 
@@ -186,7 +190,7 @@ class _Server(http.server.HTTPServer):
             refuse = self._closing or len(self._conns) >= self.max_connections
             if not refuse:
                 self._count += 1
-                name = f"{type(self.owner).__name__}-{self.server_port}-handler-{self._count}"
+                name = f"{self.owner.name}-{self.server_port}-handler-{self._count}"
                 thread = threading.Thread(
                     target=self._process, args=(request, client_address), name=name, daemon=True
                 )
@@ -266,38 +270,26 @@ class _Server(http.server.HTTPServer):
 class HttpServer2(DaemonServlets):
     """A daemon's HTTP server: lifecycle, addresses, throttling and the standard pages.
 
-    Subclasses set :attr:`daemon_name` (``"JournalNode"``), extend :attr:`routes` and
-    implement :meth:`metrics_registry`, :meth:`jmx_beans` and :meth:`status_page`. The
-    socket is made in the constructor (``socket_factory(host, port)``, default
+    The daemon configures it: ``name`` (its threads' and ``str()``'s prefix,
+    ``"JournalNodeHttpServer"``), ``daemon_name`` (``"JournalNode"``, in log lines),
+    ``pages`` (path -> :data:`~hadoop_qjm.common.http_request.PageHandler` or
+    :class:`~hadoop_qjm.common.http_request.Page`, GET and HEAD; added to the standard
+    pages) and ``put_pages`` (the pages that take PUT: such a page reads the request body
+    from ``request.rfile``, at most ``Content-Length`` bytes), ``transfer_paths`` (pages
+    that hand out a daemon's data, segments or images: with ``transfer_authorizer`` set,
+    served only over HTTPS to an allowed, verified certificate), the content providers
+    ``metrics_registry()`` (``/metrics``), ``jmx_beans()`` (every bean ``/jmx`` can show)
+    and ``status_page()`` (the HTML of ``/``; escape every value), and what it counts:
+    ``on_handshake_failure(reason)`` (a TLS handshake failed; ``reason`` a
+    handshake_failure_reason label) and ``on_authorization_failure(path, identity)`` (a
+    request was refused, 403).
+
+    The socket is made in the constructor (``socket_factory(host, port)``, default
     :func:`make_server_socket`), so :attr:`port` is known before :meth:`start`.
     ``conf`` supplies ``hadoop.http.max.threads`` and ``dfs.image.transfer.bandwidthPerSec``.
     ``ssl_context`` makes it an HTTPS server and ``transfer_authorizer`` guards
-    :attr:`transfer_paths` (module docstring).
+    ``transfer_paths`` (module docstring).
     """
-
-    #: The daemon's name in log lines and in the JvmMetrics bean.
-    daemon_name = "Daemon"
-    #: Pages that hand out a daemon's data (segments, images): with ``transfer_authorizer``
-    #: set, served only over HTTPS to an allowed, verified certificate.
-    transfer_paths: ClassVar[frozenset[str]] = frozenset()
-    #: path -> (name of the page method, prefix of a 500 error's message)
-    routes: ClassVar[dict[str, tuple[str, str]]] = {
-        "/metrics": ("page_metrics", ""),
-        "/jmx": ("page_jmx", ""),
-        "/": ("page_status", ""),
-        "/index.html": ("page_status", ""),
-        # HttpServer2.addDefaultServlets: the pages of hadoop_qjm.common.http_servlets.
-        "/prom": ("page_metrics", ""),
-        "/conf": ("page_conf", ""),
-        "/stacks": ("page_stacks", ""),
-        "/logLevel": ("page_log_level", ""),
-        "/logs": ("page_logs", ""),
-    }
-    #: Pages that serve every path under a prefix, as :attr:`routes` (GET and HEAD only).
-    prefix_routes: ClassVar[dict[str, tuple[str, str]]] = {LOGS_PREFIX: ("page_logs", "")}
-    #: The pages that take PUT, as :attr:`routes`; such a page reads the request body from
-    #: ``request.rfile`` (at most ``Content-Length`` bytes).
-    put_routes: ClassVar[dict[str, tuple[str, str]]] = {}
 
     def __init__(
         self,
@@ -306,6 +298,16 @@ class HttpServer2(DaemonServlets):
         port: int,
         socket_factory: Callable[[str, int], socket.socket] | None = None,
         *,
+        metrics_registry: Callable[[], CollectorRegistry],
+        jmx_beans: Callable[[], list[dict[str, object]]],
+        status_page: Callable[[], str],
+        pages: Mapping[str, PageHandler | Page] | None = None,
+        put_pages: Mapping[str, PageHandler | Page] | None = None,
+        transfer_paths: Collection[str] = (),
+        name: str = "HttpServer2",
+        daemon_name: str = "Daemon",
+        on_handshake_failure: Callable[[str], None] | None = None,
+        on_authorization_failure: Callable[[str, str | None], None] | None = None,
         socket_timeout_s: float = DEFAULT_SOCKET_TIMEOUT_S,
         max_connections: int | None = None,
         ssl_context: ssl.SSLContext | None = None,
@@ -313,6 +315,32 @@ class HttpServer2(DaemonServlets):
         transfer_authorizer: ServiceAuthorizer | None = None,
         admin_authorizer: ServiceAuthorizer | None = None,
     ) -> None:
+        self.name = name
+        self.daemon_name = daemon_name
+        self.metrics_registry = metrics_registry
+        self.jmx_beans = jmx_beans
+        self.status_page = status_page
+        self.on_handshake_failure = on_handshake_failure or _ignore
+        self.on_authorization_failure = on_authorization_failure or _ignore
+        standard: dict[str, PageHandler | Page] = {
+            "/metrics": self.page_metrics,
+            "/jmx": self.page_jmx,
+            "/": self.page_status,
+            "/index.html": self.page_status,
+            # HttpServer2.addDefaultServlets: the pages of hadoop_qjm.common.http_servlets.
+            "/prom": self.page_metrics,
+            "/conf": self.page_conf,
+            "/stacks": self.page_stacks,
+            "/logLevel": self.page_log_level,
+            "/logs": self.page_logs,
+        }
+        #: path -> Page, for GET and HEAD.
+        self.pages = _as_pages({**standard, **(pages or {})})
+        #: Pages that serve every path under a prefix (GET and HEAD only).
+        self.prefix_pages = _as_pages({LOGS_PREFIX: self.page_logs})
+        #: The pages that take PUT.
+        self.put_pages = _as_pages(dict(put_pages or {}))
+        self.transfer_paths = frozenset(transfer_paths)
         self.bind_host = bind_host
         self.conf = conf
         self.redactor = ConfigRedactor(conf)  # a bad pattern fails the start, not /conf
@@ -348,7 +376,7 @@ class HttpServer2(DaemonServlets):
         with self._lifecycle_lock:
             if self._stopped or self._thread is not None:
                 raise IllegalStateException(f"{self} already started or stopped")
-            name = f"{type(self).__name__}-{self.port}"
+            name = f"{self.name}-{self.port}"
             self._thread = threading.Thread(target=self._server.serve, name=name, daemon=True)
             self._thread.start()
         LOG.info("%s HTTP server listening on %s", self.daemon_name, self.uri)
@@ -401,7 +429,7 @@ class HttpServer2(DaemonServlets):
     # ---- security -------------------------------------------------------------------------------
     def check_transfer(self, request: HttpRequestHandler, path: str) -> str | None:
         """None if ``request`` may fetch from ``path``; else why not (logged and reported to
-        :meth:`on_authorization_failure`; the client gets 403 with this message)."""
+        ``on_authorization_failure``; the client gets 403 with this message)."""
         authorizer = self.transfer_authorizer
         return self.authorization_refusal(
             request, path, None if authorizer is None else authorizer.check_transfer
@@ -415,7 +443,7 @@ class HttpServer2(DaemonServlets):
     ) -> str | None:
         """None if ``check`` (an authorizer's check of the peer's verified identity, raising
         AuthorizationException; None when security is off) lets ``request`` at ``path``;
-        else why not, logged and reported to :meth:`on_authorization_failure`. A secured
+        else why not, logged and reported to ``on_authorization_failure``. A secured
         path is served only over HTTPS."""
         if check is None:
             return None  # security off: open, as in Hadoop
@@ -431,48 +459,6 @@ class HttpServer2(DaemonServlets):
         LOG.warning("Refused %s to %s: %s", path, request.client_address[0], message)
         self.on_authorization_failure(path, identity)
         return message
-
-    def on_handshake_failure(self, reason: str) -> None:
-        """A TLS handshake failed (``reason``: a handshake_failure_reason label)."""
-
-    def on_authorization_failure(self, path: str, identity: str | None) -> None:
-        """A request for a transfer page was refused (403)."""
-
-    # ---- content (subclasses) -------------------------------------------------------------------
-    def metrics_registry(self) -> CollectorRegistry:
-        """The registry ``/metrics`` exposes."""
-        raise NotImplementedError
-
-    def jmx_beans(self) -> list[dict[str, object]]:
-        """Every bean ``/jmx`` can show."""
-        raise NotImplementedError
-
-    def status_page(self) -> str:
-        """The HTML of ``/`` (escape every value)."""
-        raise NotImplementedError
-
-    def jvm_metrics_bean(self, service: str, hostname: str) -> dict[str, object]:
-        """Process facts under Hadoop's JvmMetrics names where one fits (RSS as "heap")."""
-        p = psutil.Process()  # one per call: oneshot() caches are not thread-safe
-        with p.oneshot():
-            mem, cpu, os_threads = p.memory_info(), p.cpu_times(), p.num_threads()
-            fds = p.num_fds() if hasattr(p, "num_fds") else -1
-        return {
-            "name": f"Hadoop:service={service},name=JvmMetrics",
-            "modelerType": "JvmMetrics",
-            "tag.Context": "jvm",
-            "tag.ProcessName": service,
-            "tag.SessionId": None,
-            "tag.Hostname": hostname,
-            "MemHeapUsedM": round(mem.rss / _MIB, 3),
-            "MemHeapCommittedM": round(mem.rss / _MIB, 3),
-            "MemVirtualM": round(mem.vms / _MIB, 3),
-            "ThreadsRunnable": os_threads,
-            "PythonThreads": threading.active_count(),
-            "OpenFileDescriptorCount": fds,
-            "ProcessCpuTimeMillis": int((cpu.user + cpu.system) * 1000),
-            "GcCount": sum(s.get("collections", 0) for s in gc.get_stats()),
-        }
 
     # ---- the standard pages ---------------------------------------------------------------------
     def page_metrics(self, request: HttpRequestHandler, params: dict, send_body: bool) -> None:
@@ -491,9 +477,37 @@ class HttpServer2(DaemonServlets):
         body = self.status_page().encode("utf-8")
         request.send_bytes(HTTPStatus.OK, "text/html; charset=utf-8", body, send_body)
 
-    def page_asset(self, request: HttpRequestHandler, params: dict, send_body: bool) -> None:
-        """A file of the status pages (the routes of :func:`hadoop_qjm.webapps.routes`)."""
-        webapps.send_asset(request, send_body)
-
     def __str__(self) -> str:
-        return f"{type(self).__name__}({self.uri})"
+        return f"{self.name}({self.uri})"
+
+
+def _ignore(*_args: object) -> None:
+    """No counter for this event."""
+
+
+def _as_pages(pages: dict[str, PageHandler | Page]) -> dict[str, Page]:
+    return {path: p if isinstance(p, Page) else Page(p) for path, p in pages.items()}
+
+
+def jvm_metrics_bean(service: str, hostname: str) -> dict[str, object]:
+    """Process facts under Hadoop's JvmMetrics names where one fits (RSS as "heap")."""
+    p = psutil.Process()  # one per call: oneshot() caches are not thread-safe
+    with p.oneshot():
+        mem, cpu, os_threads = p.memory_info(), p.cpu_times(), p.num_threads()
+        fds = p.num_fds() if hasattr(p, "num_fds") else -1
+    return {
+        "name": f"Hadoop:service={service},name=JvmMetrics",
+        "modelerType": "JvmMetrics",
+        "tag.Context": "jvm",
+        "tag.ProcessName": service,
+        "tag.SessionId": None,
+        "tag.Hostname": hostname,
+        "MemHeapUsedM": round(mem.rss / _MIB, 3),
+        "MemHeapCommittedM": round(mem.rss / _MIB, 3),
+        "MemVirtualM": round(mem.vms / _MIB, 3),
+        "ThreadsRunnable": os_threads,
+        "PythonThreads": threading.active_count(),
+        "OpenFileDescriptorCount": fds,
+        "ProcessCpuTimeMillis": int((cpu.user + cpu.system) * 1000),
+        "GcCount": sum(s.get("collections", 0) for s in gc.get_stats()),
+    }

@@ -26,7 +26,7 @@ from hadoop_qjm.ipc.frames import DEFAULT_MAX_FRAME_SIZE
 from hadoop_qjm.ipc.server import DEFAULT_HANDLER_COUNT, Server
 from hadoop_qjm.ipc.socket_channel import DEFAULT_CONNECT_TIMEOUT_S, SocketChannel
 
-__all__ = ["ZKFCProxy", "ZKFCRpcServer", "zkfc_thrift"]
+__all__ = ["ZKFCProxy", "zkfc_rpc_server", "zkfc_thrift"]
 
 
 def _load() -> ModuleType:
@@ -78,28 +78,23 @@ class ZKFCProxy:
         return f"ZKFCProxy({self.host}:{self.port})"
 
 
-class ZKFCRpcServer(Server):
-    """The controller's RPC server: the IPC server configured with a ZKFCProtocol
-    dispatcher. ``zkfc`` provides ``cede_active(millis)`` and ``graceful_failover()``.
-    Binds in the constructor (BindException if the port is taken), serves after
-    :meth:`start`; :meth:`stop` closes every connection and joins every thread."""
-
-    def __init__(
-        self,
-        zkfc: Any,
-        bind_host: str,
-        port: int,
-        socket_factory: ServerSocketFactoryLike | None = None,
-        handler_count: int = 3,
-    ) -> None:
-        dispatcher = ThriftServiceDispatcher(
-            _SERVICES,
-            {"cedeActive": zkfc.cede_active, "gracefulFailover": zkfc.graceful_failover},
-            zkfc_thrift.RemoteException,
-            threading.BoundedSemaphore(
-                handler_count if handler_count > 0 else DEFAULT_HANDLER_COUNT
-            ),
-        )
-        super().__init__(
-            dispatcher, bind_host, port, handler_count, DEFAULT_MAX_FRAME_SIZE, socket_factory
-        )
+def zkfc_rpc_server(
+    zkfc: Any,
+    bind_host: str,
+    port: int,
+    socket_factory: ServerSocketFactoryLike | None = None,
+    handler_count: int = 3,
+) -> Server:
+    """The controller's RPC server (Hadoop's ZKFCRpcServer): the IPC server configured with
+    a ZKFCProtocol dispatcher. ``zkfc`` provides ``cede_active(millis)`` and
+    ``graceful_failover()``. Binds here (BindException if the port is taken), serves after
+    ``start()``; ``stop()`` closes every connection and joins every thread."""
+    dispatcher = ThriftServiceDispatcher(
+        _SERVICES,
+        {"cedeActive": zkfc.cede_active, "gracefulFailover": zkfc.graceful_failover},
+        zkfc_thrift.RemoteException,
+        threading.BoundedSemaphore(handler_count if handler_count > 0 else DEFAULT_HANDLER_COUNT),
+    )
+    return Server(
+        dispatcher, bind_host, port, handler_count, DEFAULT_MAX_FRAME_SIZE, socket_factory
+    )

@@ -14,6 +14,9 @@ the ZKFC share (issue 34, item 2).
   dispatcher shares, and ``ThriftServiceDispatcher``;
 * :mod:`~hadoop_qjm.ipc.server` — the thread-per-connection ``Server`` the JournalNode,
   the NameNode (over TLS) and the ZKFC configure;
+* :mod:`~hadoop_qjm.ipc.selector_server` — ``IpcServer``, Hadoop's listener, call queue,
+  handlers and responder (the NameNode's plain-TCP port), with ``Call`` and
+  ``current_call`` (a postponed reply);
 * :mod:`~hadoop_qjm.ipc.socket_channel`, :mod:`~hadoop_qjm.ipc.tls_session`,
   :mod:`~hadoop_qjm.ipc.client` — connecting (timeouts, TLS), the blocking channel, the
   client half of a dispatcher.

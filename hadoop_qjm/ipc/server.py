@@ -3,8 +3,9 @@ with their dispatcher (Hadoop's ``ipc.Server``): an accept thread and one reader
 connection, which runs the calls of its connection itself.
 
 The dispatcher's ``process(payload, client_ip) -> reply`` answers each frame (see
-:mod:`hadoop_qjm.ipc.dispatcher`); the JournalNode's server answers a writer's pipelined
-batches its own way (``_serve_frames``).
+:mod:`hadoop_qjm.ipc.dispatcher`, :func:`serve_frames`); a daemon that reads its
+connections another way passes its own ``serve_connection`` (the JournalNode's, which
+answers a writer's pipelined batches together).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import logging
 import selectors
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,12 +30,30 @@ from hadoop_qjm.ipc.exceptions import ProtocolError
 from hadoop_qjm.ipc.frames import DEFAULT_MAX_FRAME_SIZE
 from hadoop_qjm.ipc.sockets import FrameReader, write_frame
 
-__all__ = ["DEFAULT_HANDLER_COUNT", "Server"]
+__all__ = ["DEFAULT_HANDLER_COUNT", "ConnectionServer", "Server", "serve_frames"]
 
 LOG = logging.getLogger(__name__)
 
 #: ``dfs.journalnode.handler.count``'s default; a count ≤ 0 falls back to it.
 DEFAULT_HANDLER_COUNT = 5
+
+#: ``serve_connection(sock, reader, client_ip)``: answer the frames ``reader`` reads off
+#: ``sock`` (one accepted connection, its TLS handshake done) until the peer closes it;
+#: raises ProtocolError (the connection is dropped) or OSError. It runs in the
+#: connection's reader thread, under the connection's call context.
+ConnectionServer = Callable[[socket.socket, FrameReader, str], None]
+
+
+def serve_frames(
+    process: Callable[[bytes, str], bytes], sock: socket.socket, reader: FrameReader, client_ip: str
+) -> None:
+    """Answer each frame of one connection in turn with ``process(payload, client_ip)``,
+    until the peer closes it (the default ``serve_connection``)."""
+    while True:
+        payload = reader.read_frame()
+        if payload is None:
+            return
+        write_frame(sock, process(payload, client_ip))
 
 
 @dataclass
@@ -47,11 +67,23 @@ class _Connection:
 
 class Server:
     """The IPC server (Hadoop's ``ipc.Server``): an accept thread and one reader thread per
-    connection, each call handed to ``dispatcher``; the JournalNode, the NameNode's TLS port
-    and the ZKFC configure one with their own RPC tables
-    (:class:`~hadoop_qjm.qjournal.server.journal_node_rpc_server.JournalNodeRpcServer` says
-    what the JournalNode adds). Binding, serving, stopping and the handling of oversized or
-    undecodable frames are described there.
+    connection, each call handed to ``dispatcher`` (its ``process(payload, client_ip)``);
+    the JournalNode, the NameNode's TLS port and the ZKFC configure one with their own RPC
+    tables, and the JournalNode with its own ``serve_connection`` (:data:`ConnectionServer`;
+    default :func:`serve_frames` over the dispatcher).
+
+    Binds in the constructor (a busy port fails here with BindException, as in Hadoop),
+    serves after :meth:`start`, and :meth:`stop` closes the listening socket and every
+    connection and joins every thread. Frames longer than ``max_frame_size``
+    (``ipc.maximum.data.length``) or undecodable input drop that one connection; the server
+    keeps serving everyone else.
+
+    ``socket_factory`` makes the sockets: a :class:`~hadoop_qjm.common.net.ServerSocketFactory`,
+    or a plain ``(host, port) -> listening socket`` callable (as the HTTP server takes);
+    ``None`` is plain TCP. A factory that authenticates its peers (mutual TLS) names each
+    connection's client, which the calls see as ``call_context.remote_user()``.
+    ``handler_count`` (≤ 0: :data:`DEFAULT_HANDLER_COUNT`) is what the dispatcher's handler
+    slots were made for; the server itself runs every connection's calls in its reader.
     """
 
     def __init__(
@@ -63,9 +95,11 @@ class Server:
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         socket_factory: ServerSocketFactoryLike | None = None,
         *,
+        serve_connection: ConnectionServer | None = None,
         log: logging.Logger = LOG,
     ) -> None:
         self.dispatcher = dispatcher
+        self._serve_connection: ConnectionServer = serve_connection or self._serve_frames
         self.handler_count = handler_count if handler_count > 0 else DEFAULT_HANDLER_COUNT
         self.max_frame_size = max_frame_size
         self._socket_factory: ServerSocketFactory = as_server_socket_factory(socket_factory)
@@ -78,15 +112,11 @@ class Server:
         self._stopped = threading.Event()
         self._accept_thread: threading.Thread | None = None
         log.info("RPC server is binding to %s:%d", bind_host, port)
-        self._listener = self.make_server_socket(bind_host, port)
+        self._listener = self._socket_factory.listen(bind_host, port, 128)
         self._address: tuple[str, int] = self._listener.getsockname()[:2]
         # Wakes the accept loop on stop(): closing a socket another thread is
         # blocked on does not reliably wake it.
         self._wake_r, self._wake_w = socket.socketpair()
-
-    def make_server_socket(self, host: str, port: int) -> socket.socket:
-        """The listening socket; the only place the server creates one."""
-        return self._socket_factory.listen(host, port, 128)
 
     @property
     def port(self) -> int:
@@ -205,7 +235,7 @@ class Server:
             # connection's (Hadoop's Server.getRemoteUser()).
             identify = getattr(self._socket_factory, "peer_identity", None)
             call_context.enter_connection(conn, identify(wrapped) if identify is not None else None)
-            self._serve_frames(wrapped, FrameReader(wrapped, self.max_frame_size), client_ip)
+            self._serve_connection(wrapped, FrameReader(wrapped, self.max_frame_size), client_ip)
         except ProtocolError as e:
             self._log.warning("Dropping connection from %s: %s", conn.peer, e)
         except OSError as e:
@@ -222,10 +252,4 @@ class Server:
             conn.sock.close()
 
     def _serve_frames(self, sock: socket.socket, reader: FrameReader, client_ip: str) -> None:
-        """Answer each frame of one connection in turn, until the peer closes it."""
-        process = self.dispatcher.process
-        while True:
-            payload = reader.read_frame()
-            if payload is None:
-                return
-            write_frame(sock, process(payload, client_ip))
+        serve_frames(self.dispatcher.process, sock, reader, client_ip)

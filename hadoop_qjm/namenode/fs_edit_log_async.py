@@ -2,7 +2,7 @@
 
 A handler logs its edit under the namesystem lock as always; what changes is the wait for
 the sync. Under the NameNode's IPC server the handler postpones its call's reply
-(:meth:`~hadoop_qjm.namenode.ipc_server.Call.postpone`) and hands the txid to the
+(:meth:`~hadoop_qjm.ipc.selector_server.Call.postpone`) and hands the txid to the
 :class:`EditLogSyncer` thread, then takes the next call. The syncer syncs up to the highest
 txid handed to it — one ``log_sync`` and one wake-up for the whole group, where each
 waiting handler used to be woken — and then lets every reply of the group go. A client
@@ -29,7 +29,7 @@ import time
 from typing import Any
 
 from hadoop_qjm.editlog.fs_edit_log_op import FSEditLogOp
-from hadoop_qjm.namenode.ipc_server import Call, current_call
+from hadoop_qjm.ipc.selector_server import Call, current_call
 from hadoop_qjm.namenode.protocol.rpc import release_handler_slot
 
 __all__ = ["AsyncLoggingEditLog", "EditLogSyncer"]

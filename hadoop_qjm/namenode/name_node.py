@@ -173,7 +173,7 @@ class NameNode:
     # ---- lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
         """Bind both ports, load the namespace and become the writer, then serve."""
-        from hadoop_qjm.namenode.name_node_http_server import NameNodeHttpServer
+        from hadoop_qjm.namenode.name_node_http_server import name_node_http_server
         from hadoop_qjm.namenode.name_node_rpc_server import NameNodeRpcServer
 
         rpc_host, rpc_port = rpc_bind_address(self.conf)
@@ -194,7 +194,7 @@ class NameNode:
                 socket_factory=self._socket_factory or self.ssl_factory.rpc_server_socket_factory(),
                 handler_queue_size=self.settings.handler_queue_size,
             )
-            self._make_http_servers(NameNodeHttpServer, http_host, http_port)
+            self._make_http_servers(name_node_http_server, http_host, http_port)
             self.core = NameNodeCore(
                 self.conf,
                 terminate=self._on_terminate,
@@ -248,7 +248,7 @@ class NameNode:
                 self.core.edit_log, self._edit_log_syncer
             )
 
-    def _make_http_servers(self, server_cls: Any, http_host: str, http_port: int) -> None:
+    def _make_http_servers(self, make_server: Any, http_host: str, http_port: int) -> None:
         """The listeners of ``dfs.http.policy``: HTTP on ``dfs.namenode.http-address``, HTTPS
         on ``dfs.namenode.https-address``; with HTTPS on, ``/imagetransfer`` needs a verified
         client certificate and is never served over plain HTTP (docs/security.md)."""
@@ -256,7 +256,7 @@ class NameNode:
         authorizer = ssl_factory.transfer_authorizer(None)
         admins = ssl_factory.admin_authorizer()
         if ssl_factory.http_policy.http_enabled:
-            self.http_server = server_cls(
+            self.http_server = make_server(
                 self,
                 http_host,
                 http_port,
@@ -265,7 +265,7 @@ class NameNode:
                 admin_authorizer=admins,
             )
         if ssl_factory.http_policy.https_enabled:
-            self.https_server = server_cls(
+            self.https_server = make_server(
                 self,
                 *self.https_address,
                 self._http_socket_factory,

@@ -1,4 +1,5 @@
-"""NameNodeHttpServer: the NameNode's HTTP endpoints.
+"""The NameNode's HTTP server (Hadoop's NameNodeHttpServer): an HttpServer2 that
+:func:`name_node_http_server` configures with these pages and content.
 
 * ``GET /imagetransfer?getimage=1&txid=N|latest[&storageInfo=LV:nsId:cTime:clusterId]``
   streams ``fsimage_N`` (Hadoop's ImageServlet, used by bootstrapStandby): headers
@@ -30,6 +31,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -39,11 +41,15 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from prometheus_client import CollectorRegistry
-
 from hadoop_qjm import webapps
 from hadoop_qjm.common.exceptions import IllegalArgumentException
-from hadoop_qjm.common.http_server import HttpError, HttpRequestHandler, HttpServer2
+from hadoop_qjm.common.http_server import (
+    HttpError,
+    HttpRequestHandler,
+    HttpServer2,
+    Page,
+    jvm_metrics_bean,
+)
 from hadoop_qjm.common.storage_info import StorageInfo
 from hadoop_qjm.namenode.fs_image_format import read_stored_md5
 from hadoop_qjm.namenode.ha.ha_util import ha_namenodes
@@ -59,7 +65,7 @@ from hadoop_qjm.namenode.transfer_fs_image import (
     receive_checkpoint,
 )
 
-__all__ = ["NameNodeHttpServer"]
+__all__ = ["ImageServlet", "is_active_page", "name_node_beans", "name_node_http_server"]
 
 LOG = logging.getLogger(__name__)
 
@@ -71,62 +77,75 @@ _MD5 = re.compile(r"[0-9a-fA-F]{32}")
 _MAX_DISCARD = 16 * 1024 * 1024
 
 
-class NameNodeHttpServer(HttpServer2):
+def name_node_http_server(
+    name_node: Any,
+    bind_host: str,
+    port: int,
+    socket_factory: Callable[[str, int], socket.socket] | None = None,
+    **options: Any,
+) -> HttpServer2:
     """The NameNode's HTTP server over ``name_node`` (a :class:`~hadoop_qjm.namenode.
-    name_node.NameNode`: its ``core``, ``metrics``, ``conf``, addresses and version)."""
+    name_node.NameNode`: its ``core``, ``metrics``, ``conf``, addresses and version): an
+    HttpServer2 configured with ``/imagetransfer`` (:class:`ImageServlet`, GET and PUT;
+    secured: HTTPS and a verified certificate), ``/isActive`` (:func:`is_active_page`),
+    the status page's files and ``/jmx``'s beans (:func:`name_node_beans`). ``options``
+    are HttpServer2's (``ssl_context``, ``transfer_authorizer``, ``admin_authorizer``, ...).
+    """
+    #: The other NameNodes of the nameservice, for NameNodeStatus's HAPeers (None: no HA).
+    ha_peers: HAPeerStatus | None = None
+    if getattr(name_node, "ha_enabled", False):
 
-    daemon_name = "NameNode"
-    routes = {
-        **HttpServer2.routes,
-        "/imagetransfer": ("page_image_transfer", "GetImage failed. "),
-        "/isActive": ("page_is_active", ""),
-        **webapps.routes("namenode"),
-    }
-    transfer_paths = frozenset({"/imagetransfer"})  # secured: HTTPS and a verified certificate
-    put_routes = {
-        **HttpServer2.put_routes,
-        "/imagetransfer": ("page_put_image_transfer", "PutImage failed. "),
-    }
+        def peers() -> list:
+            configured = ha_namenodes(name_node.conf, name_node.nameservice)
+            return [nn for nn in configured if nn.nnid != name_node.nnid]
 
-    def __init__(
-        self,
-        name_node: Any,
-        bind_host: str,
-        port: int,
-        socket_factory: Callable[[str, int], socket.socket] | None = None,
-        **kwargs: Any,
-    ) -> None:
+        ha_peers = HAPeerStatus(name_node.conf, peers)
+    images = ImageServlet(name_node)
+    return HttpServer2(
+        name_node.conf,
+        bind_host,
+        port,
+        socket_factory,
+        name="NameNodeHttpServer",
+        daemon_name="NameNode",
+        pages={
+            "/imagetransfer": Page(images.get, "GetImage failed. "),
+            "/isActive": functools.partial(is_active_page, name_node),
+            **webapps.pages("namenode"),
+        },
+        put_pages={"/imagetransfer": Page(images.put, "PutImage failed. ")},
+        transfer_paths={"/imagetransfer"},
+        metrics_registry=lambda: name_node.metrics.registry,
+        jmx_beans=lambda: name_node_beans(name_node, ha_peers),
+        status_page=lambda: webapps.read_asset("namenode/dfshealth.html").decode("utf-8"),
+        **options,
+    )
+
+
+def is_active_page(
+    name_node: Any, request: HttpRequestHandler, params: dict[str, str], send_body: bool
+) -> None:
+    """IsActiveServlet, for load balancers: 200 on the active, 405 elsewhere; the
+    connection is closed either way (no long-lived health-check connections)."""
+    if name_node.state is not HAServiceState.ACTIVE:
+        raise HttpError(405, "I am not Active!")
+    headers = {"Connection": "close"}
+    request.close_connection = True
+    request.send_bytes(200, "text/plain; charset=utf-8", b"I am Active!", send_body, headers)
+
+
+class ImageServlet:
+    """``/imagetransfer`` of ``name_node`` (Hadoop's ImageServlet): GET hands out an image,
+    PUT receives one from a checkpointer; two uploads never race."""
+
+    def __init__(self, name_node: Any) -> None:
         self.name_node = name_node
         #: Guards :attr:`_uploads` and each upload's commit: two uploads never race.
         self._upload_lock = threading.Lock()
         self._uploads: set[int] = set()  # txids of the images being received
-        #: The other NameNodes of the nameservice, for NameNodeStatus's HAPeers (None: no HA).
-        self.ha_peers: HAPeerStatus | None = None
-        if getattr(name_node, "ha_enabled", False):
 
-            def peers() -> list:
-                configured = ha_namenodes(name_node.conf, name_node.nameservice)
-                return [nn for nn in configured if nn.nnid != name_node.nnid]
-
-            self.ha_peers = HAPeerStatus(name_node.conf, peers)
-        super().__init__(name_node.conf, bind_host, port, socket_factory, **kwargs)
-
-    # ---- /isActive -------------------------------------------------------------------------------
-    def page_is_active(
-        self, request: HttpRequestHandler, params: dict[str, str], send_body: bool
-    ) -> None:
-        """IsActiveServlet, for load balancers: 200 on the active, 405 elsewhere; the
-        connection is closed either way (no long-lived health-check connections)."""
-        if self.name_node.state is not HAServiceState.ACTIVE:
-            raise HttpError(405, "I am not Active!")
-        headers = {"Connection": "close"}
-        request.close_connection = True
-        request.send_bytes(200, "text/plain; charset=utf-8", b"I am Active!", send_body, headers)
-
-    # ---- /imagetransfer --------------------------------------------------------------------------
-    def page_image_transfer(
-        self, request: HttpRequestHandler, params: dict[str, str], send_body: bool
-    ) -> None:
+    def get(self, request: HttpRequestHandler, params: dict[str, str], send_body: bool) -> None:
+        """GET: stream an image (see the module docstring)."""
         if params.get("getimage") != "1":
             raise HttpError(400, "Invalid request: only getimage=1 is served here")
         txid_text = params.get("txid")
@@ -167,9 +186,7 @@ class NameNodeHttpServer(HttpServer2):
         with open(image.path, "rb") as f:
             request.send_file(f, os.fstat(f.fileno()).st_size, image.path.name, send_body, headers)
 
-    def page_put_image_transfer(
-        self, request: HttpRequestHandler, params: dict[str, str], send_body: bool
-    ) -> None:
+    def put(self, request: HttpRequestHandler, params: dict[str, str], send_body: bool) -> None:
         """Receive an image from a checkpointer (see the module docstring)."""
         try:
             core, txid, length, md5 = self._check_upload(request, params)
@@ -274,116 +291,109 @@ class NameNodeHttpServer(HttpServer2):
             return _already_have(newest, txid)
         return None
 
-    # ---- content ---------------------------------------------------------------------------------
-    def metrics_registry(self) -> CollectorRegistry:
-        return self.name_node.metrics.registry
 
-    def jmx_beans(self) -> list[dict[str, object]]:
-        """NameNodeInfo, NameNodeStatus, FSNamesystem, NameNodeActivity, one bean per
-        JournalNode channel, JvmMetrics."""
-        nn = self.name_node
-        core = nn.core
-        hostname = socket.gethostname()
-        rpc_host, rpc_port = nn.rpc_address
-        ns = core.ns_info if core is not None else None
-        stats = nn.metrics.edit_log_stats()
-        # On a standby both follow the tailer: its edit log's last written txid is the last
-        # applied one (NameNodeCore._follow_applied_txid).
-        last_written = stats.last_written_txid if stats else 0
-        image = core.fs_image if core is not None else None
-        last_txid = image.last_applied_or_written_txid if image is not None else 0
-        checkpoint = image.most_recent_checkpoint_txid if image is not None else 0
-        journals = journal_states(core, nn.state.name.lower())
-        beans: list[dict[str, object]] = [
-            {
-                "name": f"{_SERVICE},name=NameNodeInfo",
-                "modelerType": "org.apache.hadoop.hdfs.server.namenode.FSNamesystem",
-                "Version": nn.version,
-                "SoftwareVersion": nn.version.split(",", 1)[0],
-                "ClusterId": ns.cluster_id if ns else "",
-                "NamespaceId": ns.namespace_id if ns else 0,
-                "BlockPoolId": ns.block_pool_id if ns else "",
-                "NNStartedTimeInMillis": nn.start_time_ms,
-                "NameDirStatuses": json.dumps(_name_dir_statuses(core), separators=(",", ":")),
-                "NameJournalStatus": json.dumps(
-                    [
-                        {
-                            "manager": j["manager"],
-                            "stream": j["stream"],
-                            "disabled": str(j["disabled"]).lower(),
-                            "required": str(j["required"]).lower(),
-                        }
-                        for j in journals
-                    ],
-                    separators=(",", ":"),
-                ),
-                "JournalTransactionInfo": json.dumps(
+def name_node_beans(name_node: Any, ha_peers: HAPeerStatus | None) -> list[dict[str, object]]:
+    """NameNodeInfo, NameNodeStatus, FSNamesystem, NameNodeActivity, one bean per
+    JournalNode channel, JvmMetrics; NameNodeStatus's HAPeers from ``ha_peers``."""
+    nn = name_node
+    core = nn.core
+    hostname = socket.gethostname()
+    rpc_host, rpc_port = nn.rpc_address
+    ns = core.ns_info if core is not None else None
+    stats = nn.metrics.edit_log_stats()
+    # On a standby both follow the tailer: its edit log's last written txid is the last
+    # applied one (NameNodeCore._follow_applied_txid).
+    last_written = stats.last_written_txid if stats else 0
+    image = core.fs_image if core is not None else None
+    last_txid = image.last_applied_or_written_txid if image is not None else 0
+    checkpoint = image.most_recent_checkpoint_txid if image is not None else 0
+    journals = journal_states(core, nn.state.name.lower())
+    beans: list[dict[str, object]] = [
+        {
+            "name": f"{_SERVICE},name=NameNodeInfo",
+            "modelerType": "org.apache.hadoop.hdfs.server.namenode.FSNamesystem",
+            "Version": nn.version,
+            "SoftwareVersion": nn.version.split(",", 1)[0],
+            "ClusterId": ns.cluster_id if ns else "",
+            "NamespaceId": ns.namespace_id if ns else 0,
+            "BlockPoolId": ns.block_pool_id if ns else "",
+            "NNStartedTimeInMillis": nn.start_time_ms,
+            "NameDirStatuses": json.dumps(_name_dir_statuses(core), separators=(",", ":")),
+            "NameJournalStatus": json.dumps(
+                [
                     {
-                        "LastAppliedOrWrittenTxId": str(last_txid),
-                        "MostRecentCheckpointTxId": str(checkpoint),
-                    },
-                    separators=(",", ":"),
-                ),
-                "Threads": threading.active_count(),
-            },
-            {
-                "name": f"{_SERVICE},name=NameNodeStatus",
-                "modelerType": "org.apache.hadoop.hdfs.server.namenode.NameNode",
-                "State": str(nn.state),
-                "HostAndPort": f"{rpc_host}:{rpc_port}",
-                "NNRole": "NameNode",
-                "SecurityEnabled": False,
-                "LastHATransitionTime": nn.last_ha_transition_time_ms,
-                "Nameservice": getattr(nn, "nameservice", None) if self.ha_peers else None,
-                "NamenodeId": getattr(nn, "nnid", None) if self.ha_peers else None,
-                "HAPeers": self.ha_peers.snapshot() if self.ha_peers else [],
-            },
-            {
-                "name": f"{_SERVICE},name=FSNamesystem",
-                "modelerType": "FSNamesystem",
-                "tag.Context": "dfs",
-                "tag.HAState": str(nn.state),
-                "tag.Hostname": hostname,
-                "FilesTotal": core.namesystem.files_total if core and core.namesystem else 0,
-                "LastWrittenTransactionId": last_written,
-                "LastSyncedTransactionId": stats.synced_txid if stats else 0,
-                "TransactionsSinceLastCheckpoint": max(last_txid - checkpoint, 0),
-                "MostRecentCheckpointTxId": checkpoint,
-            },
-            {
-                "name": f"{_SERVICE},name=NameNodeActivity",
-                "modelerType": "NameNodeActivity",
-                "tag.ProcessName": "NameNode",
-                "tag.Context": "dfs",
-                "tag.Hostname": hostname,
-                **nn.metrics.activity_bean(),
-            },
-        ]
-        for journal in journals:
-            for node in journal["journal_nodes"]:
-                beans.append(
-                    {
-                        "name": f"{_SERVICE},name=IPCLoggerChannel-"
-                        + node["node"].replace(":", "-").replace("[", "").replace("]", ""),
-                        "modelerType": "IPCLoggerChannel",
-                        "tag.Context": "dfs",
-                        "tag.Hostname": hostname,
-                        "IsOutOfSync": str(node["out_of_sync"]).lower(),
-                        "CurrentLagTxns": node["lag_txns"],
-                        "LagTimeMillis": node["lag_time_ms"],
-                        "QueuedEditsSize": node["queued_bytes"],
-                        "RemoteAddress": node["node"],
-                        "HighestAckedTxId": node["highest_acked_txid"],
-                        "HttpServerURI": node["http_server_url"],
-                        "SyncState": node["sync_state"],
+                        "manager": j["manager"],
+                        "stream": j["stream"],
+                        "disabled": str(j["disabled"]).lower(),
+                        "required": str(j["required"]).lower(),
                     }
-                )
-        beans.append(self.jvm_metrics_bean("NameNode", hostname))
-        return beans
-
-    def status_page(self) -> str:
-        """The HTML of ``/``: the status page, which fills itself from ``/jmx``."""
-        return webapps.read_asset("namenode/dfshealth.html").decode("utf-8")
+                    for j in journals
+                ],
+                separators=(",", ":"),
+            ),
+            "JournalTransactionInfo": json.dumps(
+                {
+                    "LastAppliedOrWrittenTxId": str(last_txid),
+                    "MostRecentCheckpointTxId": str(checkpoint),
+                },
+                separators=(",", ":"),
+            ),
+            "Threads": threading.active_count(),
+        },
+        {
+            "name": f"{_SERVICE},name=NameNodeStatus",
+            "modelerType": "org.apache.hadoop.hdfs.server.namenode.NameNode",
+            "State": str(nn.state),
+            "HostAndPort": f"{rpc_host}:{rpc_port}",
+            "NNRole": "NameNode",
+            "SecurityEnabled": False,
+            "LastHATransitionTime": nn.last_ha_transition_time_ms,
+            "Nameservice": getattr(nn, "nameservice", None) if ha_peers else None,
+            "NamenodeId": getattr(nn, "nnid", None) if ha_peers else None,
+            "HAPeers": ha_peers.snapshot() if ha_peers else [],
+        },
+        {
+            "name": f"{_SERVICE},name=FSNamesystem",
+            "modelerType": "FSNamesystem",
+            "tag.Context": "dfs",
+            "tag.HAState": str(nn.state),
+            "tag.Hostname": hostname,
+            "FilesTotal": core.namesystem.files_total if core and core.namesystem else 0,
+            "LastWrittenTransactionId": last_written,
+            "LastSyncedTransactionId": stats.synced_txid if stats else 0,
+            "TransactionsSinceLastCheckpoint": max(last_txid - checkpoint, 0),
+            "MostRecentCheckpointTxId": checkpoint,
+        },
+        {
+            "name": f"{_SERVICE},name=NameNodeActivity",
+            "modelerType": "NameNodeActivity",
+            "tag.ProcessName": "NameNode",
+            "tag.Context": "dfs",
+            "tag.Hostname": hostname,
+            **nn.metrics.activity_bean(),
+        },
+    ]
+    for journal in journals:
+        for node in journal["journal_nodes"]:
+            beans.append(
+                {
+                    "name": f"{_SERVICE},name=IPCLoggerChannel-"
+                    + node["node"].replace(":", "-").replace("[", "").replace("]", ""),
+                    "modelerType": "IPCLoggerChannel",
+                    "tag.Context": "dfs",
+                    "tag.Hostname": hostname,
+                    "IsOutOfSync": str(node["out_of_sync"]).lower(),
+                    "CurrentLagTxns": node["lag_txns"],
+                    "LagTimeMillis": node["lag_time_ms"],
+                    "QueuedEditsSize": node["queued_bytes"],
+                    "RemoteAddress": node["node"],
+                    "HighestAckedTxId": node["highest_acked_txid"],
+                    "HttpServerURI": node["http_server_url"],
+                    "SyncState": node["sync_state"],
+                }
+            )
+    beans.append(jvm_metrics_bean("NameNode", hostname))
+    return beans
 
 
 def _name_dir_statuses(core: Any) -> dict[str, dict[str, str]]:

@@ -3,10 +3,10 @@
 Three handlers, one per service, each converting the Thrift arguments with
 :mod:`~hadoop_qjm.namenode.protocol.messages` and delegating to the daemon
 (:class:`~hadoop_qjm.namenode.name_node.NameNode`) or its namesystem — no branching, no
-I/O (STYLE.md habit 2). The sockets are the JournalNode's RPC server (accept thread, one
-reader thread per connection, ``handler_count`` calls at once) for TLS, and over plain
-TCP Hadoop's shape (:mod:`~hadoop_qjm.namenode.ipc_server`); the dispatcher is
-the NameNode's (:class:`~hadoop_qjm.namenode.protocol.rpc.ThriftServiceDispatcher`).
+I/O (STYLE.md habit 2). The sockets are the IPC server of :mod:`~hadoop_qjm.ipc.server`
+(accept thread, one reader thread per connection, ``handler_count`` calls at once) for
+TLS, and over plain TCP Hadoop's shape (:mod:`~hadoop_qjm.ipc.selector_server`); the
+dispatcher is the NameNode's (:class:`~hadoop_qjm.namenode.protocol.rpc.ThriftServiceDispatcher`).
 All three services share ``dfs.namenode.rpc-address``, as Hadoop's NameNodeRpcServer
 serves them on one port.
 """
@@ -18,19 +18,19 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from hadoop_qjm.ipc.server import Server
-from hadoop_qjm.namenode.ipc_server import DEFAULT_HANDLER_QUEUE_SIZE, IpcServer
-from hadoop_qjm.namenode.protocol import messages as m
-from hadoop_qjm.namenode.protocol.rpc import ThriftServiceDispatcher, remote_ip
-from hadoop_qjm.namenode.protocol.thrift_idl import SERVICES
-from hadoop_qjm.namenode.protocol.thrift_idl import namenode_thrift as _t
-from hadoop_qjm.qjournal.protocol.sockets import (
+from hadoop_qjm.common.net import (
     PlainSocketFactory,
     ServerSocketFactory,
     ServerSocketFactoryLike,
     as_server_socket_factory,
 )
-from hadoop_qjm.qjournal.protocol.wire import DEFAULT_MAX_FRAME_SIZE
+from hadoop_qjm.ipc.frames import DEFAULT_MAX_FRAME_SIZE
+from hadoop_qjm.ipc.selector_server import DEFAULT_HANDLER_QUEUE_SIZE, IpcServer
+from hadoop_qjm.ipc.server import Server
+from hadoop_qjm.namenode.protocol import messages as m
+from hadoop_qjm.namenode.protocol.rpc import ThriftServiceDispatcher, remote_ip
+from hadoop_qjm.namenode.protocol.thrift_idl import SERVICES
+from hadoop_qjm.namenode.protocol.thrift_idl import namenode_thrift as _t
 
 __all__ = [
     "ClientProtocolHandler",
@@ -188,41 +188,18 @@ def rpc_handlers(name_node: Any) -> dict[str, Callable[..., Any]]:
     }
 
 
-class _PerConnectionRpcServer(Server):
-    """The IPC socket server (a reader thread per connection) with the
-    NameNode's dispatcher: what serves TLS, whose sockets the selector server cannot read."""
-
-    def __init__(
-        self,
-        name_node: Any,
-        bind_host: str,
-        port: int,
-        handler_count: int,
-        max_frame_size: int,
-        socket_factory: ServerSocketFactory,
-    ) -> None:
-        super().__init__(None, bind_host, port, handler_count, max_frame_size, socket_factory)
-        self.dispatcher = ThriftServiceDispatcher(  # type: ignore[assignment]
-            SERVICES,
-            rpc_handlers(name_node),
-            _t.RemoteException,
-            threading.BoundedSemaphore(self.handler_count),
-            observer=name_node.metrics.observe_rpc,
-        )
-
-
 def _wraps_sockets(factory: ServerSocketFactory) -> bool:
     """True if ``factory`` turns accepted sockets into something else (TLS)."""
     return type(factory).wrap_accepted is not PlainSocketFactory.wrap_accepted
 
 
 class NameNodeRpcServer:
-    """The NameNode's RPC server. Over plain TCP an :class:`~hadoop_qjm.namenode.ipc_server.IpcServer`
-    (listener, call queue of ``handler_count × handler_queue_size``, ``handler_count``
-    handlers, responder — Hadoop's ipc.Server); with a socket factory that wraps accepted
-    sockets (TLS), the JournalNode's server with a reader thread per connection. Binds in
-    the constructor (BindException if the port is taken), serves after :meth:`start`;
-    :meth:`stop` closes every connection and joins every thread.
+    """The NameNode's RPC server. Over plain TCP an
+    :class:`~hadoop_qjm.ipc.selector_server.IpcServer` (listener, call queue of
+    ``handler_count × handler_queue_size``, ``handler_count`` handlers, responder —
+    Hadoop's ipc.Server); with a socket factory that wraps accepted sockets (TLS), the IPC
+    :class:`~hadoop_qjm.ipc.server.Server` with a reader thread per connection. Binds in the constructor (BindException if the port is taken), serves after
+    :meth:`start`; :meth:`stop` closes every connection and joins every thread.
     ``name_node.metrics.observe_rpc`` sees every call."""
 
     def __init__(
@@ -239,21 +216,23 @@ class NameNodeRpcServer:
         self.handler_count = handler_count if handler_count > 0 else 10
         factory = as_server_socket_factory(socket_factory)
         self.ipc: IpcServer | None = None
-        self._legacy: _PerConnectionRpcServer | None = None
-        if _wraps_sockets(factory):
-            self._legacy = _PerConnectionRpcServer(
-                name_node, bind_host, port, self.handler_count, max_frame_size, factory
+        self._legacy: Server | None = None
+        tls = _wraps_sockets(factory)
+        # Over TLS the per-connection server runs the calls in its readers, at most
+        # handler_count at once; the selector server's handler pool bounds them itself.
+        self.dispatcher = ThriftServiceDispatcher(
+            SERVICES,
+            rpc_handlers(name_node),
+            _t.RemoteException,
+            threading.BoundedSemaphore(self.handler_count) if tls else None,
+            observer=name_node.metrics.observe_rpc,
+        )
+        if tls:
+            # TLS sockets cannot be read from the selector server's one listener thread.
+            self._legacy = Server(
+                self.dispatcher, bind_host, port, self.handler_count, max_frame_size, factory
             )
-            self.dispatcher = self._legacy.dispatcher
         else:
-            # The handler pool bounds the calls executing: no slots in the dispatcher.
-            self.dispatcher = ThriftServiceDispatcher(
-                SERVICES,
-                rpc_handlers(name_node),
-                _t.RemoteException,
-                None,
-                observer=name_node.metrics.observe_rpc,
-            )
             LOG.info("RPC server is binding to %s:%d", bind_host, port)
             self.ipc = IpcServer(
                 self.dispatcher.process,

@@ -6,8 +6,9 @@ Two directions, one way of landing the bytes on disk:
   another NameNode (``namenode -bootstrapStandby``);
 * :func:`upload_image_to_active` — ``PUT /imagetransfer?txid=N&storageInfo=…&imageFile=IMAGE``
   to the active NameNode, body the image, header ``X-MD5-Digest`` (the standby's
-  checkpointer); the receiving side is ``NameNodeHttpServer.page_put_image_transfer``,
-  which lands the bytes with the same two functions.
+  checkpointer); the receiving side is ``ImageServlet.put``
+  (:mod:`~hadoop_qjm.namenode.name_node_http_server`), which lands the bytes with the same
+  two functions.
 
 Landing an image in a set of image directories (``current/`` of each), in two phases::
 

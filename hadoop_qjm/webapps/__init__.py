@@ -3,19 +3,20 @@ package (no CDN: a daemon's pages work on a host without internet).
 
 Each page is a shell that fetches ``/jmx`` and fills its tables, again every few seconds
 without reloading (as Hadoop's ``dfshealth.html`` and ``journalnode.html`` read ``/jmx``).
-A daemon's HTTP server adds :func:`routes` of its app to its route table; the pages are
-served by :func:`send_asset`. The files are read once and kept.
+A daemon's HTTP server adds :func:`pages` of its app to its pages; each is served by
+:func:`page_asset`. The files are read once and kept.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from http import HTTPStatus
 from importlib import resources
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["APPS", "read_asset", "routes", "send_asset"]
+__all__ = ["APPS", "page_asset", "pages", "read_asset", "send_asset"]
 
 _SHARED = {
     "/static/hadoop-qjm.css": "static/hadoop-qjm.css",
@@ -48,9 +49,14 @@ def read_asset(name: str) -> bytes:
     return resources.files(__package__).joinpath(name).read_bytes()
 
 
-def routes(app: str) -> dict[str, tuple[str, str]]:
-    """Route-table entries (HttpServer2's form) serving ``app``'s files by ``page_asset``."""
-    return {path: ("page_asset", "") for path in APPS[app]}
+def pages(app: str) -> dict[str, Callable[[Any, dict[str, str], bool], None]]:
+    """HttpServer2 pages (path -> :func:`page_asset`) serving ``app``'s files."""
+    return dict.fromkeys(APPS[app], page_asset)
+
+
+def page_asset(request: Any, params: dict[str, str], send_body: bool) -> None:
+    """A page (HttpServer2's form) answering with the file its path names."""
+    send_asset(request, send_body)
 
 
 def send_asset(request: Any, send_body: bool) -> None:

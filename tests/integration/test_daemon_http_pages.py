@@ -123,12 +123,15 @@ def test_conf_shows_the_configuration_with_secrets_redacted(mjc, pair):
 
 # ---- /stacks ------------------------------------------------------------------------------------
 def test_stacks_shows_every_thread(mjc, pair):
-    for server in (mjc.journal_node(0).http_server, pair["nn1"].http_server):
+    for server, name in (
+        (mjc.journal_node(0).http_server, "JournalNodeHttpServer"),
+        (pair["nn1"].http_server, "NameNodeHttpServer"),
+    ):
         status, headers, body = request(server.port, "/stacks")
         assert status == 200 and headers["Content-Type"].startswith("text/plain")
         assert body.startswith("Process Thread Dump: \n")
         # The accept loop of the server answering, and the handler answering, with its frame.
-        assert f"({type(server).__name__}-{server.port}):" in body
+        assert f"({name}-{server.port}):" in body
         assert "    page_stacks (" in body
         count = int(body.splitlines()[1].split()[0])
         assert body.count("\nThread ") == count

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from hadoop_qjm.namenode.ipc_server import Call, IpcServer, current_call
+from hadoop_qjm.ipc.selector_server import Call, IpcServer, current_call
 from hadoop_qjm.qjournal.protocol.sockets import PlainSocketFactory
 from hadoop_qjm.qjournal.protocol.wire import ProtocolError
 from hadoop_qjm.testing.in_process_ha import wait_until

@@ -1,4 +1,5 @@
-"""JournalNodeRpcServer and QJournalProtocolProxy over real loopback sockets.
+"""The JournalNode's RPC server (journal_node_rpc_server: Hadoop's JournalNodeRpcServer) and
+QJournalProtocolProxy over real loopback sockets.
 
 A hand-written fake JournalNode stands behind the server. Only 127.0.0.1 and
 port 0; nothing waits on a fixed sleep — blocking reads carry deadlines and
@@ -20,6 +21,7 @@ from thriftpy2.protocol import TBinaryProtocolFactory, TMultiplexedProtocolFacto
 from thriftpy2.transport import TFramedTransportFactory
 
 from hadoop_qjm.common.exceptions import IOException
+from hadoop_qjm.ipc.server import Server
 from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
 from hadoop_qjm.qjournal.protocol import wire
 from hadoop_qjm.qjournal.protocol.exceptions import (
@@ -32,7 +34,7 @@ from hadoop_qjm.qjournal.protocol.exceptions import (
 from hadoop_qjm.qjournal.protocol.messages import RequestInfo
 from hadoop_qjm.qjournal.protocol.sockets import PlainSocketFactory
 from hadoop_qjm.qjournal.protocol.thrift_idl import qjournal_thrift
-from hadoop_qjm.qjournal.server.journal_node_rpc_server import JournalNodeRpcServer
+from hadoop_qjm.qjournal.server.journal_node_rpc_server import journal_node_rpc_server
 from tests.qjournal_fakes import MANIFEST, FakeJournalNode
 
 HOST = "127.0.0.1"
@@ -61,8 +63,8 @@ def jn() -> FakeJournalNode:
 
 
 @pytest.fixture
-def server(jn: FakeJournalNode) -> Iterator[JournalNodeRpcServer]:
-    srv = JournalNodeRpcServer(jn, HOST, 0)
+def server(jn: FakeJournalNode) -> Iterator[Server]:
+    srv = journal_node_rpc_server(jn, HOST, 0)
     srv.start()
     try:
         yield srv
@@ -72,7 +74,7 @@ def server(jn: FakeJournalNode) -> Iterator[JournalNodeRpcServer]:
 
 
 @pytest.fixture
-def proxy(server: JournalNodeRpcServer) -> Iterator[QJournalProtocolProxy]:
+def proxy(server: Server) -> Iterator[QJournalProtocolProxy]:
     with QJournalProtocolProxy(HOST, server.port, timeout_s=DEADLINE_S) as p:
         yield p
 
@@ -95,9 +97,7 @@ def assert_dropped(sock: socket.socket) -> None:
 
 
 @pytest.mark.timeout(60)
-def test_a_call_succeeds(
-    server: JournalNodeRpcServer, proxy: QJournalProtocolProxy, jn: FakeJournalNode
-) -> None:
+def test_a_call_succeeds(server: Server, proxy: QJournalProtocolProxy, jn: FakeJournalNode) -> None:
     assert server.port > 0
     assert proxy.is_formatted("jid1") is True
     proxy.journal(REQ, 1, 1, 3, b"\x00" * 100_000)
@@ -122,9 +122,7 @@ def test_an_exception_arrives_typed(proxy: QJournalProtocolProxy, jn: FakeJourna
 
 
 @pytest.mark.timeout(60)
-def test_stock_thriftpy2_clients_interoperate(
-    server: JournalNodeRpcServer, jn: FakeJournalNode
-) -> None:
+def test_stock_thriftpy2_clients_interoperate(server: Server, jn: FakeJournalNode) -> None:
     factories = {
         "proto_factory": TBinaryProtocolFactory(),
         "trans_factory": TFramedTransportFactory(),
@@ -185,7 +183,7 @@ HOSTILE = {
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_hostile_input_drops_only_that_connection(
-    name: str, server: JournalNodeRpcServer, proxy: QJournalProtocolProxy
+    name: str, server: Server, proxy: QJournalProtocolProxy
 ) -> None:
     data, then_half_close = HOSTILE[name]
     assert proxy.is_formatted("jid1")  # an established client
@@ -206,7 +204,7 @@ def test_hostile_input_drops_only_that_connection(
 
 @pytest.mark.timeout(60)
 def test_frames_over_the_limit_are_refused(jn: FakeJournalNode) -> None:
-    with JournalNodeRpcServer(jn, HOST, 0, max_frame_size=4096) as srv:
+    with journal_node_rpc_server(jn, HOST, 0, max_frame_size=4096) as srv:
         srv.start()
         with QJournalProtocolProxy(HOST, srv.port, timeout_s=DEADLINE_S) as p:
             p.journal(REQ, 1, 1, 1, b"x" * 1000)
@@ -236,7 +234,7 @@ def test_handler_count_limits_concurrent_calls(jn: FakeJournalNode) -> None:
         except BaseException as e:  # surfaced by the assert below
             errors.append(e)
 
-    with JournalNodeRpcServer(jn, HOST, 0, handler_count=2) as srv:
+    with journal_node_rpc_server(jn, HOST, 0, handler_count=2) as srv:
         srv.start()
         proxies = [QJournalProtocolProxy(HOST, srv.port, timeout_s=DEADLINE_S) for _ in range(4)]
         callers = [threading.Thread(target=call, args=(p,)) for p in proxies]
@@ -259,14 +257,14 @@ def test_handler_count_limits_concurrent_calls(jn: FakeJournalNode) -> None:
 
 def test_nonpositive_handler_count_falls_back_to_five(jn: FakeJournalNode) -> None:
     for count in (0, -1):
-        with JournalNodeRpcServer(jn, HOST, 0, handler_count=count) as srv:
+        with journal_node_rpc_server(jn, HOST, 0, handler_count=count) as srv:
             assert srv.handler_count == 5
 
 
 @pytest.mark.timeout(60)
 def test_stop_joins_every_thread_and_frees_the_port(jn: FakeJournalNode) -> None:
     threads_before = threading.active_count()
-    srv = JournalNodeRpcServer(jn, HOST, 0)
+    srv = journal_node_rpc_server(jn, HOST, 0)
     port = srv.port
     srv.start()
     proxies = [QJournalProtocolProxy(HOST, port, timeout_s=DEADLINE_S) for _ in range(3)]
@@ -288,7 +286,7 @@ def test_stop_joins_every_thread_and_frees_the_port(jn: FakeJournalNode) -> None
     with pytest.raises(ConnectException):
         proxies[0].is_formatted("jid1")
     # the port can be bound again, and the same proxy reconnects to it
-    with JournalNodeRpcServer(jn, HOST, port) as again:
+    with journal_node_rpc_server(jn, HOST, port) as again:
         again.start()
         assert again.port == port
         assert proxies[0].is_formatted("jid1")
@@ -298,17 +296,21 @@ def test_stop_joins_every_thread_and_frees_the_port(jn: FakeJournalNode) -> None
     assert threading.active_count() == threads_before
 
 
-class _SlowToExitServer(JournalNodeRpcServer):
-    """Its reader threads linger after serving, as a descheduled thread may."""
+def _slow_to_exit(srv: Server) -> Server:
+    """``srv`` with reader threads that linger after serving, as a descheduled thread may."""
+    serve = srv._serve
 
-    def _serve(self, conn, client_ip):  # type: ignore[no-untyped-def]
-        super()._serve(conn, client_ip)
+    def lingering(conn, client_ip):  # type: ignore[no-untyped-def]
+        serve(conn, client_ip)
         time.sleep(0.3)
+
+    srv._serve = lingering  # type: ignore[method-assign]
+    return srv
 
 
 @pytest.mark.timeout(60)
 def test_stop_joins_readers_whose_client_just_left(jn: FakeJournalNode) -> None:
-    srv = _SlowToExitServer(jn, HOST, 0)
+    srv = _slow_to_exit(journal_node_rpc_server(jn, HOST, 0))
     srv.start()
     with QJournalProtocolProxy(HOST, srv.port, timeout_s=DEADLINE_S) as p:
         assert p.is_formatted("jid1")
@@ -320,16 +322,16 @@ def test_stop_joins_readers_whose_client_just_left(jn: FakeJournalNode) -> None:
 
 
 def test_stop_without_start_releases_the_port(jn: FakeJournalNode) -> None:
-    srv = JournalNodeRpcServer(jn, HOST, 0)
+    srv = journal_node_rpc_server(jn, HOST, 0)
     port = srv.port
     srv.stop()
-    with JournalNodeRpcServer(jn, HOST, port) as again:
+    with journal_node_rpc_server(jn, HOST, port) as again:
         assert again.port == port
 
 
-def test_busy_port_is_a_bind_exception(server: JournalNodeRpcServer, jn: FakeJournalNode) -> None:
+def test_busy_port_is_a_bind_exception(server: Server, jn: FakeJournalNode) -> None:
     with pytest.raises(BindException, match=rf"Problem binding to \[{HOST}:{server.port}\]"):
-        JournalNodeRpcServer(jn, HOST, server.port)
+        journal_node_rpc_server(jn, HOST, server.port)
 
 
 @pytest.mark.timeout(60)
@@ -337,7 +339,7 @@ def test_stop_waits_for_a_call_in_progress(jn: FakeJournalNode) -> None:
     journal = jn.journal("jid1")
     release = journal.block["heartbeat"] = threading.Event()
     outcome: list[BaseException | None] = []
-    srv = JournalNodeRpcServer(jn, HOST, 0)
+    srv = journal_node_rpc_server(jn, HOST, 0)
     srv.start()
     p = QJournalProtocolProxy(HOST, srv.port, timeout_s=DEADLINE_S)
 
@@ -370,9 +372,7 @@ def test_stop_waits_for_a_call_in_progress(jn: FakeJournalNode) -> None:
 
 
 @pytest.mark.timeout(60)
-def test_a_call_times_out_and_the_next_one_reconnects(
-    server: JournalNodeRpcServer, jn: FakeJournalNode
-) -> None:
+def test_a_call_times_out_and_the_next_one_reconnects(server: Server, jn: FakeJournalNode) -> None:
     release = jn.journal("jid1").block["heartbeat"] = threading.Event()
     with QJournalProtocolProxy(HOST, server.port, timeout_s=0.5) as p:
         try:
@@ -384,9 +384,7 @@ def test_a_call_times_out_and_the_next_one_reconnects(
 
 
 @pytest.mark.timeout(60)
-def test_close_interrupts_a_call_in_progress(
-    server: JournalNodeRpcServer, jn: FakeJournalNode
-) -> None:
+def test_close_interrupts_a_call_in_progress(server: Server, jn: FakeJournalNode) -> None:
     journal = jn.journal("jid1")
     release = journal.block["heartbeat"] = threading.Event()
     p = QJournalProtocolProxy(HOST, server.port, timeout_s=None)
@@ -424,7 +422,7 @@ def test_connection_refused_is_a_connect_exception() -> None:
 
 @pytest.mark.timeout(90)
 def test_one_proxy_is_safe_to_share_between_threads(
-    server: JournalNodeRpcServer, proxy: QJournalProtocolProxy, jn: FakeJournalNode
+    server: Server, proxy: QJournalProtocolProxy, jn: FakeJournalNode
 ) -> None:
     errors: list[BaseException] = []
 
@@ -465,7 +463,7 @@ def test_sockets_come_from_the_injected_factories(jn: FakeJournalNode) -> None:
         made.append("connect")
         return plain.connect(host, port, timeout_s)
 
-    with JournalNodeRpcServer(jn, HOST, 0, socket_factory=CountingFactory()) as srv:
+    with journal_node_rpc_server(jn, HOST, 0, socket_factory=CountingFactory()) as srv:
         srv.start()
         with QJournalProtocolProxy(HOST, srv.port, socket_factory=connect) as p:
             assert p.is_formatted("jid1")
@@ -475,7 +473,7 @@ def test_sockets_come_from_the_injected_factories(jn: FakeJournalNode) -> None:
     def listen(host: str, port: int) -> socket.socket:
         return plain.listen(host, port)
 
-    with JournalNodeRpcServer(jn, HOST, 0, socket_factory=listen) as srv:
+    with journal_node_rpc_server(jn, HOST, 0, socket_factory=listen) as srv:
         srv.start()
         with QJournalProtocolProxy(HOST, srv.port) as p:
             assert p.is_formatted("jid1")

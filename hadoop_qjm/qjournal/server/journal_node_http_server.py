@@ -1,4 +1,4 @@
-"""JournalNodeHttpServer: the JournalNode's HTTP endpoints (HADOOP-QJM-DIGEST.md §7).
+"""The JournalNode's HTTP server (Hadoop's JournalNodeHttpServer; HADOOP-QJM-DIGEST.md §7).
 
 ``GET /getJournal?jid=&segmentTxId=&storageInfo=&inProgressOk=`` streams one segment file
 (GetJournalEditServlet; used by acceptRecovery, the syncer and readers); ``/metrics``
@@ -12,8 +12,8 @@ Safer than Hadoop: malformed parameters are 400 (Hadoop: 500) and an unknown jou
 404 (Hadoop creates it).
 
 The server itself (connections, limits, timeouts, TLS, ``/metrics``, ``/jmx``) is the
-shared :class:`~hadoop_qjm.common.http_server.HttpServer2`; this module adds the
-JournalNode's pages and content. Secured, ``/getJournal`` is served only over HTTPS to a
+shared :class:`~hadoop_qjm.common.http_server.HttpServer2`, which
+:func:`journal_node_http_server` configures with the JournalNode's pages and content. Secured, ``/getJournal`` is served only over HTTPS to a
 verified certificate of ``dfs.journalnode.allowed.principals`` (else 403, logged and
 counted in ``journalnode_http_authorization_failures_total``); so are the refusals of the
 administrators' pages (``dfs.cluster.administrators``); the other pages stay open.
@@ -25,33 +25,32 @@ import json
 import logging
 import re
 import socket
-import ssl
 from collections.abc import Callable
-
-from prometheus_client import CollectorRegistry
+from typing import Any
 
 from hadoop_qjm import webapps
 from hadoop_qjm.common.exceptions import IllegalArgumentException
 from hadoop_qjm.common.http_server import (
-    DEFAULT_HANDSHAKE_TIMEOUT_S,
-    DEFAULT_SOCKET_TIMEOUT_S,
     DataTransferThrottler,
     HttpError,
     HttpRequestHandler,
     HttpServer2,
+    Page,
+    jvm_metrics_bean,
     make_server_socket,
 )
-from hadoop_qjm.common.security.authorization import ServiceAuthorizer
 from hadoop_qjm.common.storage_info import StorageInfo
 from hadoop_qjm.editlog.file_journal_manager import match_edit_logs
 from hadoop_qjm.qjournal.protocol.rules import validate_journal_id
 
 __all__ = [
-    "JournalNodeHttpServer",
     "DataTransferThrottler",
-    "make_server_socket",
+    "GetJournalEditServlet",
+    "journal_node_beans",
+    "journal_node_http_server",
     "journal_page_attributes",
     "journals_status",
+    "make_server_socket",
 ]
 
 LOG = logging.getLogger(__name__)
@@ -98,62 +97,59 @@ def journal_page_attributes(journal, syncer: dict[str, object]) -> dict[str, obj
     }
 
 
-class JournalNodeHttpServer(HttpServer2):
-    """The JournalNode's HTTP server.
+def journal_node_http_server(
+    journal_node: Any,
+    bind_host: str,
+    port: int,
+    socket_factory: Callable[[str, int], socket.socket] | None = None,
+    **options: Any,
+) -> HttpServer2:
+    """The JournalNode's HTTP server: an HttpServer2 configured with ``/getJournal``
+    (:class:`GetJournalEditServlet`), the status page's files, ``/jmx``'s beans
+    (:func:`journal_node_beans`) and the security counters of ``journal_node.metrics``.
 
     ``journal_node`` provides ``get_journal_if_exists(jid)``, ``journals()``,
     ``journal_dirs_on_disk()``, ``metrics``, ``conf``, ``start_time_ms``, ``version``,
-    ``rpc_address``, ``cluster_ids()``, ``storage_infos()`` and ``syncer_status(jid)``. ``socket_factory(host, port)``
-    returns a bound, listening socket (default :func:`make_server_socket`); the socket is
-    made here, so :attr:`port` is known before :meth:`start`. ``ssl_context`` makes it
-    the HTTPS listener; ``transfer_authorizer`` guards ``/getJournal`` (HttpServer2).
+    ``rpc_address``, ``cluster_ids()``, ``storage_infos()`` and ``syncer_status(jid)``.
+    ``socket_factory(host, port)`` returns a bound, listening socket (default
+    :func:`make_server_socket`); the socket is made here, so ``port`` is known before
+    ``start()``. ``options`` are HttpServer2's (``ssl_context`` makes it the HTTPS
+    listener; ``transfer_authorizer`` guards ``/getJournal``; ``socket_timeout_s``,
+    ``max_connections``, ``handshake_timeout_s``, ``admin_authorizer``).
     """
+    return HttpServer2(
+        getattr(journal_node, "conf", None),
+        bind_host,
+        port,
+        socket_factory,
+        name="JournalNodeHttpServer",
+        daemon_name="JournalNode",
+        pages={
+            "/getJournal": Page(GetJournalEditServlet(journal_node), "getedit failed. "),
+            **webapps.pages("journal"),
+        },
+        transfer_paths={"/getJournal"},
+        metrics_registry=lambda: journal_node.metrics.registry,
+        jmx_beans=lambda: journal_node_beans(journal_node),
+        status_page=lambda: webapps.read_asset("journal/journalnode.html").decode("utf-8"),
+        on_handshake_failure=lambda reason: (
+            journal_node.metrics.http_authentication_failures.labels(reason).inc()
+        ),
+        on_authorization_failure=lambda path, _identity: (
+            journal_node.metrics.http_authorization_failures.labels(path).inc()
+        ),
+        **options,
+    )
 
-    daemon_name = "JournalNode"
-    routes = {
-        **HttpServer2.routes,
-        "/getJournal": ("page_get_journal", "getedit failed. "),
-        **webapps.routes("journal"),
-    }
-    transfer_paths = frozenset({"/getJournal"})
 
-    def __init__(
-        self,
-        journal_node,
-        bind_host: str,
-        port: int,
-        socket_factory: Callable[[str, int], socket.socket] | None = None,
-        *,
-        socket_timeout_s: float = DEFAULT_SOCKET_TIMEOUT_S,
-        max_connections: int | None = None,
-        ssl_context: ssl.SSLContext | None = None,
-        handshake_timeout_s: float = DEFAULT_HANDSHAKE_TIMEOUT_S,
-        transfer_authorizer: ServiceAuthorizer | None = None,
-        admin_authorizer: ServiceAuthorizer | None = None,
-    ) -> None:
+class GetJournalEditServlet:
+    """``/getJournal``: one segment file of a journal of ``journal_node`` (Hadoop's
+    GetJournalEditServlet; the module docstring says how it answers)."""
+
+    def __init__(self, journal_node: Any) -> None:
         self.journal_node = journal_node
-        super().__init__(
-            getattr(journal_node, "conf", None),
-            bind_host,
-            port,
-            socket_factory,
-            socket_timeout_s=socket_timeout_s,
-            max_connections=max_connections,
-            ssl_context=ssl_context,
-            handshake_timeout_s=handshake_timeout_s,
-            transfer_authorizer=transfer_authorizer,
-            admin_authorizer=admin_authorizer,
-        )
 
-    # ---- security counters ----------------------------------------------------------------------
-    def on_handshake_failure(self, reason: str) -> None:
-        self.journal_node.metrics.http_authentication_failures.labels(reason).inc()
-
-    def on_authorization_failure(self, path: str, identity: str | None) -> None:
-        self.journal_node.metrics.http_authorization_failures.labels(path).inc()
-
-    # ---- /getJournal ----------------------------------------------------------------------------
-    def page_get_journal(
+    def __call__(
         self, request: HttpRequestHandler, params: dict[str, str], send_body: bool
     ) -> None:
         txid_text = params.get("segmentTxId")
@@ -190,66 +186,55 @@ class JournalNodeHttpServer(HttpServer2):
         with f:
             request.send_file(f, length, name, send_body)
 
-    # ---- content --------------------------------------------------------------------------------
-    def metrics_registry(self) -> CollectorRegistry:
-        return self.journal_node.metrics.registry
 
-    def jmx_beans(self) -> list[dict[str, object]]:
-        """Every bean ``/jmx`` can show: JournalNodeInfo, one Journal-<jid> each, JvmMetrics."""
-        jn = self.journal_node
-        rpc_host, rpc_port = jn.rpc_address
-        beans: list[dict[str, object]] = [
+def journal_node_beans(jn: Any) -> list[dict[str, object]]:
+    """Every bean ``/jmx`` can show: JournalNodeInfo, one Journal-<jid> each, JvmMetrics."""
+    rpc_host, rpc_port = jn.rpc_address
+    beans: list[dict[str, object]] = [
+        {
+            "name": f"{_SERVICE},name=JournalNodeInfo",
+            "modelerType": "org.apache.hadoop.hdfs.qjournal.server.JournalNode",
+            "JournalsStatus": journals_status(jn),
+            "HostAndPort": f"{rpc_host}:{rpc_port}",
+            "ClusterIds": list(jn.cluster_ids()),
+            "Version": jn.version,
+            "JNStartedTimeInMillis": jn.start_time_ms,
+            "StorageInfos": list(jn.storage_infos()),
+        },
+        {
+            # Hadoop's RpcActivity bean, reduced to the security counters.
+            "name": f"{_SERVICE},name=RpcActivityForPort{rpc_port}",
+            "modelerType": f"RpcActivityForPort{rpc_port}",
+            "tag.port": str(rpc_port),
+            "tag.Context": "rpc",
+            **jn.metrics.security_bean_attributes(),
+        },
+    ]
+    hostname = socket.gethostname()
+    for metrics in sorted(jn.metrics.journals(), key=lambda m: m.journal_id):
+        try:
+            attributes = metrics.as_hadoop_bean()
+            syncer = jn.syncer_status(metrics.journal_id)
+            attributes.update(journal_page_attributes(metrics.journal, syncer))
+        except Exception:
+            LOG.exception("Unable to read the metrics of journal %s", metrics.journal_id)
+            continue
+        beans.append(
             {
-                "name": f"{_SERVICE},name=JournalNodeInfo",
-                "modelerType": "org.apache.hadoop.hdfs.qjournal.server.JournalNode",
-                "JournalsStatus": journals_status(jn),
-                "HostAndPort": f"{rpc_host}:{rpc_port}",
-                "ClusterIds": list(jn.cluster_ids()),
-                "Version": jn.version,
-                "JNStartedTimeInMillis": jn.start_time_ms,
-                "StorageInfos": list(jn.storage_infos()),
-            },
+                "name": f"{_SERVICE},name=Journal-{metrics.journal_id}",
+                "modelerType": f"Journal-{metrics.journal_id}",
+                "tag.Context": "dfs",
+                "tag.Hostname": hostname,
+                **attributes,
+            }
+        )
+    for jid, scrubber in sorted(getattr(jn, "scrubbers", {}).items()):
+        beans.append(
             {
-                # Hadoop's RpcActivity bean, reduced to the security counters.
-                "name": f"{_SERVICE},name=RpcActivityForPort{rpc_port}",
-                "modelerType": f"RpcActivityForPort{rpc_port}",
-                "tag.port": str(rpc_port),
-                "tag.Context": "rpc",
-                **jn.metrics.security_bean_attributes(),
-            },
-        ]
-        hostname = socket.gethostname()
-        for metrics in sorted(jn.metrics.journals(), key=lambda m: m.journal_id):
-            try:
-                attributes = metrics.as_hadoop_bean()
-                syncer = jn.syncer_status(metrics.journal_id)
-                attributes.update(journal_page_attributes(metrics.journal, syncer))
-            except Exception:
-                LOG.exception("Unable to read the metrics of journal %s", metrics.journal_id)
-                continue
-            beans.append(
-                {
-                    "name": f"{_SERVICE},name=Journal-{metrics.journal_id}",
-                    "modelerType": f"Journal-{metrics.journal_id}",
-                    "tag.Context": "dfs",
-                    "tag.Hostname": hostname,
-                    **attributes,
-                }
-            )
-        for jid, scrubber in sorted(getattr(jn, "scrubbers", {}).items()):
-            beans.append(
-                {
-                    "name": f"{_SERVICE},name=JournalNodeScrubber-{jid}",
-                    "modelerType": f"JournalNodeScrubber-{jid}",
-                    **scrubber.bean(),
-                }
-            )
-        beans.append(self.jvm_metrics_bean("JournalNode", hostname))
-        return beans
-
-    def status_page(self) -> str:
-        """The HTML of ``/``: the status page, which fills itself from ``/jmx``."""
-        return webapps.read_asset("journal/journalnode.html").decode("utf-8")
-
-    def __str__(self) -> str:
-        return f"JournalNodeHttpServer({self.uri})"
+                "name": f"{_SERVICE},name=JournalNodeScrubber-{jid}",
+                "modelerType": f"JournalNodeScrubber-{jid}",
+                **scrubber.bean(),
+            }
+        )
+    beans.append(jvm_metrics_bean("JournalNode", hostname))
+    return beans

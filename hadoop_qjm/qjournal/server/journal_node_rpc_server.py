@@ -1,4 +1,5 @@
-"""JournalNodeRpcServer: QJournalProtocol and InterQJournalProtocol over Thrift.
+"""The JournalNode's RPC server (Hadoop's JournalNodeRpcServer): QJournalProtocol and
+InterQJournalProtocol over Thrift.
 
 Three layers, each usable alone:
 
@@ -15,9 +16,11 @@ Three layers, each usable alone:
   transport can drive it directly, with no socket. A writer's next batch — a
   ``journal`` call in the canonical encoding that ``Journal.journal_in_order``
   takes — is read and written in one pass; anything else takes the general path.
-* :class:`JournalNodeRpcServer` — the sockets: an accept thread and one
-  reader thread per connection; at most ``handler_count`` calls execute at
-  once (Hadoop's ``dfs.journalnode.handler.count`` handler threads).
+* :func:`journal_node_rpc_server` (Hadoop's JournalNodeRpcServer) — the sockets: the
+  IPC server (:class:`~hadoop_qjm.ipc.server.Server`: an accept thread and one reader
+  thread per connection) configured with that dispatcher and a
+  :class:`PipelinedBatchReader`; at most ``handler_count`` calls execute at once (Hadoop's
+  ``dfs.journalnode.handler.count`` handler threads).
 
 Both services share the port (as in Hadoop, where InterQJournalProtocol is
 added to the same RPC server); their method names are disjoint, so the
@@ -39,7 +42,7 @@ from hadoop_qjm.common.exceptions import (
 from hadoop_qjm.ipc import call_context
 from hadoop_qjm.ipc.call_context import remote_connection, remote_ip, remote_user
 from hadoop_qjm.ipc.dispatcher import HandlerSlots, Rpc, RpcDispatcher, rpc_table
-from hadoop_qjm.ipc.server import DEFAULT_HANDLER_COUNT, Server
+from hadoop_qjm.ipc.server import DEFAULT_HANDLER_COUNT, Server, serve_frames
 from hadoop_qjm.qjournal.protocol.exceptions import to_wire
 from hadoop_qjm.qjournal.protocol.journal_call import JournalCall, parse_journal_call
 from hadoop_qjm.qjournal.protocol.sockets import (
@@ -69,10 +72,11 @@ __all__ = [
     "DEFAULT_HANDLER_COUNT",
     "RPC_METHODS",
     "HandlerSlots",
-    "JournalNodeRpcServer",
+    "PipelinedBatchReader",
     "QJournalProtocolDispatcher",
     "QJournalProtocolHandler",
     "RpcAuthorizer",
+    "journal_node_rpc_server",
     "remote_connection",
     "remote_ip",
     "remote_user",
@@ -326,62 +330,33 @@ class QJournalProtocolDispatcher(RpcDispatcher):
         return result
 
 
-class JournalNodeRpcServer(Server):
-    """The JournalNode's RPC server (Hadoop's JournalNodeRpcServer): the IPC server
-    (:class:`~hadoop_qjm.ipc.server.Server`) configured with a
-    :class:`QJournalProtocolDispatcher` of the JournalNode's handler.
+class PipelinedBatchReader:
+    """How the JournalNode's server reads a connection (its ``serve_connection``,
+    :data:`~hadoop_qjm.ipc.server.ConnectionServer`): the calls of a writer that arrived
+    together (its pipelined batches) are served together through ``dispatcher``, so that
+    they share one fsync (group fsync, :meth:`QJournalProtocolDispatcher.process_many`), and
+    each batch is acknowledged the moment it is durable (:class:`EarlyAcknowledger`).
 
-    Binds in the constructor (a busy port fails here with BindException, as
-    in Hadoop), serves after :meth:`start`, and :meth:`stop` closes the
-    listening socket and every connection and joins every thread. Frames
-    longer than ``max_frame_size`` (``ipc.maximum.data.length``) or
-    undecodable input drop that one connection; the server keeps serving
-    everyone else.
-
-    ``socket_factory`` makes the sockets: a
-    :class:`~hadoop_qjm.common.net.ServerSocketFactory`, or a
-    plain ``(host, port) -> listening socket`` callable (as the HTTP server
-    takes); ``None`` is plain TCP. A factory that authenticates its peers
-    (mutual TLS) names each connection's client, which the calls see as
-    :func:`remote_user` and ``authorizer`` checks (see
-    :class:`QJournalProtocolDispatcher`).
+    Only on a plain, blocking socket: the acknowledgement must go out without waiting, which
+    neither an SSLSocket nor a socket with a timeout (Python waits for it to be writable
+    first) can do; any other socket is served one frame at a time
+    (:func:`~hadoop_qjm.ipc.server.serve_frames`). The reader thread runs the call itself
+    (holding a handler slot inside ``process()``): no hand-off to a handler thread and back.
     """
 
     def __init__(
         self,
-        journal_node: Any,
-        bind_host: str = "0.0.0.0",
-        port: int = 8485,
-        handler_count: int = DEFAULT_HANDLER_COUNT,
-        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
-        socket_factory: ServerSocketFactoryLike | None = None,
-        authorizer: RpcAuthorizer | None = None,
+        dispatcher: QJournalProtocolDispatcher,
+        max_calls_together: int = MAX_CALLS_READ_TOGETHER,
     ) -> None:
-        self.journal_node = journal_node
-        count = handler_count if handler_count > 0 else DEFAULT_HANDLER_COUNT
-        dispatcher = QJournalProtocolDispatcher(
-            QJournalProtocolHandler(journal_node), HandlerSlots(count), authorizer
-        )
-        super().__init__(
-            dispatcher, bind_host, port, count, max_frame_size, socket_factory, log=LOG
-        )
+        self.dispatcher = dispatcher
+        self.max_calls_together = max_calls_together
 
-    def _serve_frames(self, sock: socket.socket, reader: FrameReader, client_ip: str) -> None:
-        # A writer's batches are acknowledged early (EarlyAcknowledger) on a plain,
-        # blocking socket only: the acknowledgement must go out without waiting, which
-        # neither an SSLSocket nor a socket with a timeout (Python waits for it to be
-        # writable first) can do. (The NameNode's server reuses this one with a
-        # dispatcher of its own.)
-        if not (
-            type(sock) is socket.socket
-            and sock.gettimeout() is None
-            and isinstance(self.dispatcher, QJournalProtocolDispatcher)
-        ):
-            super()._serve_frames(sock, reader, client_ip)
-            return
-        # The reader thread runs the call itself (holding a handler slot inside
-        # process()): no hand-off to a handler thread and back.
+    def __call__(self, sock: socket.socket, reader: FrameReader, client_ip: str) -> None:
         process = self.dispatcher.process
+        if not (type(sock) is socket.socket and sock.gettimeout() is None):
+            serve_frames(process, sock, reader, client_ip)
+            return
         early = EarlyAcknowledger(sock)
         read_buffered = reader.read_buffered_frame
         while True:
@@ -395,9 +370,44 @@ class JournalNodeRpcServer(Server):
             # Calls that arrived together (a writer's pipelined batches): served
             # together, so that its batches share one fsync (group fsync).
             payloads = [payload, following]
-            while len(payloads) < MAX_CALLS_READ_TOGETHER:
+            while len(payloads) < self.max_calls_together:
                 following = read_buffered()
                 if following is None:
                     break
                 payloads.append(following)
             self.dispatcher.process_many(payloads, client_ip, early)
+
+
+def journal_node_rpc_server(
+    journal_node: Any,
+    bind_host: str = "0.0.0.0",
+    port: int = 8485,
+    handler_count: int = DEFAULT_HANDLER_COUNT,
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+    socket_factory: ServerSocketFactoryLike | None = None,
+    authorizer: RpcAuthorizer | None = None,
+) -> Server:
+    """The JournalNode's RPC server (Hadoop's JournalNodeRpcServer): the IPC server
+    (:class:`~hadoop_qjm.ipc.server.Server`, which says how it binds, serves and stops)
+    configured with a :class:`QJournalProtocolDispatcher` of the JournalNode's handler, at
+    most ``handler_count`` calls at once (``dfs.journalnode.handler.count``; ≤ 0: 5), and
+    the :class:`PipelinedBatchReader` that serves a writer's batches together.
+
+    A ``socket_factory`` that authenticates its peers (mutual TLS) names each connection's
+    client, which the calls see as :func:`remote_user` and ``authorizer`` checks (see
+    :class:`QJournalProtocolDispatcher`).
+    """
+    count = handler_count if handler_count > 0 else DEFAULT_HANDLER_COUNT
+    dispatcher = QJournalProtocolDispatcher(
+        QJournalProtocolHandler(journal_node), HandlerSlots(count), authorizer
+    )
+    return Server(
+        dispatcher,
+        bind_host,
+        port,
+        count,
+        max_frame_size,
+        socket_factory,
+        serve_connection=PipelinedBatchReader(dispatcher),
+        log=LOG,
+    )

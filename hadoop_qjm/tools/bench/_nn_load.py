@@ -6,7 +6,7 @@ line on stdin, then calls ``mkdirs`` for SECONDS (or MAX_OPS calls in all) and p
 JSON line: ``{"ops", "errors", "lat_us": [...]}``.
 
 ``python -m hadoop_qjm.tools.bench._nn_load floor HANDLERS`` serves ClientProtocol on
-127.0.0.1 with the NameNode's RPC server (:class:`~hadoop_qjm.namenode.ipc_server.IpcServer`
+127.0.0.1 with the NameNode's RPC server (:class:`~hadoop_qjm.ipc.selector_server.IpcServer`
 and the same dispatcher) whose ``mkdirs`` answers at once; prints ``PORT <n>`` and serves
 until stdin closes. What it sustains is the RPC floor on this machine.
 """
@@ -83,7 +83,7 @@ def client_main(host: str, port: int, threads: int, seconds: float, max_ops: int
 
 
 def floor_main(handlers: int) -> int:
-    from hadoop_qjm.namenode.ipc_server import IpcServer
+    from hadoop_qjm.ipc.selector_server import IpcServer
     from hadoop_qjm.namenode.protocol.rpc import ThriftServiceDispatcher
     from hadoop_qjm.namenode.protocol.thrift_idl import SERVICES
     from hadoop_qjm.namenode.protocol.thrift_idl import namenode_thrift as _t

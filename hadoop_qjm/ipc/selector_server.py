@@ -1,4 +1,5 @@
-"""IpcServer: the NameNode's RPC sockets, shaped like Hadoop's ``ipc.Server``.
+"""IpcServer: the selector-based RPC server, shaped like Hadoop's ``ipc.Server``; the
+NameNode serves plain TCP with it.
 
 One **listener** thread accepts connections and reads every connection's frames on a
 ``selectors`` selector (Hadoop's Listener and its Readers; ``ipc.server.read.threadpool.size``
@@ -23,8 +24,8 @@ edit log's syncer send the reply when the edit is durable (:func:`current_call`)
 
 An oversized or undecodable frame drops that one connection (logged); every other
 connection is served on. Plain TCP only: a socket factory that wraps accepted sockets (TLS)
-uses the per-connection server (:class:`~hadoop_qjm.namenode.name_node_rpc_server.NameNodeRpcServer`
-picks).
+needs the per-connection server (:class:`~hadoop_qjm.ipc.server.Server`;
+``NameNodeRpcServer`` picks).
 """
 
 from __future__ import annotations
@@ -40,10 +41,10 @@ from collections.abc import Callable
 from typing import Any
 
 from hadoop_qjm.common.exceptions import IllegalStateException
+from hadoop_qjm.common.net import ServerSocketFactory
 from hadoop_qjm.ipc import call_context
 from hadoop_qjm.ipc.exceptions import ProtocolError
 from hadoop_qjm.ipc.frames import FRAME_HEADER, FrameDecoder
-from hadoop_qjm.qjournal.protocol.sockets import ServerSocketFactory
 
 __all__ = [
     "Call",
