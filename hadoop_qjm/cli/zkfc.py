@@ -126,7 +126,7 @@ def run(argv: Sequence[str], conf: Configuration | None) -> int:
 def _run_daemon(controller: ZKFailoverController, conf: Configuration) -> int:
     from hadoop_qjm.common.daemon_logging import configure_logging, daemon_log_file
     from hadoop_qjm.common.security import SSLFactory
-    from hadoop_qjm.ha.zkfc_protocol import zkfc_rpc_server
+    from hadoop_qjm.ha.zkfc_protocol import ZKFCRpcServer
 
     configure_logging(log_file=daemon_log_file("zkfc"), default_level="INFO")
     logging.getLogger("kazoo").setLevel(logging.NOTSET)
@@ -142,7 +142,7 @@ def _run_daemon(controller: ZKFailoverController, conf: Configuration) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        server = zkfc_rpc_server(
+        server = ZKFCRpcServer(
             controller,
             bind_host,
             local.zkfc_address[1],

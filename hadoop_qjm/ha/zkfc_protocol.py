@@ -26,7 +26,7 @@ from hadoop_qjm.ipc.frames import DEFAULT_MAX_FRAME_SIZE
 from hadoop_qjm.ipc.server import DEFAULT_HANDLER_COUNT, Server
 from hadoop_qjm.ipc.socket_channel import DEFAULT_CONNECT_TIMEOUT_S, SocketChannel
 
-__all__ = ["ZKFCProxy", "zkfc_rpc_server", "zkfc_thrift"]
+__all__ = ["ZKFCProxy", "ZKFCRpcServer", "zkfc_thrift"]
 
 
 def _load() -> ModuleType:
@@ -78,7 +78,7 @@ class ZKFCProxy:
         return f"ZKFCProxy({self.host}:{self.port})"
 
 
-def zkfc_rpc_server(
+def ZKFCRpcServer(
     zkfc: Any,
     bind_host: str,
     port: int,
@@ -88,7 +88,11 @@ def zkfc_rpc_server(
     """The controller's RPC server (Hadoop's ZKFCRpcServer): the IPC server configured with
     a ZKFCProtocol dispatcher. ``zkfc`` provides ``cede_active(millis)`` and
     ``graceful_failover()``. Binds here (BindException if the port is taken), serves after
-    ``start()``; ``stop()`` closes every connection and joins every thread."""
+    ``start()``; ``stop()`` closes every connection and joins every thread.
+
+    Hadoop's class name on a factory: callers construct one as in Hadoop, and get the generic
+    server configured, not a subclass.
+    """
     dispatcher = ThriftServiceDispatcher(
         _SERVICES,
         {"cedeActive": zkfc.cede_active, "gracefulFailover": zkfc.graceful_failover},

@@ -173,7 +173,7 @@ class NameNode:
     # ---- lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
         """Bind both ports, load the namespace and become the writer, then serve."""
-        from hadoop_qjm.namenode.name_node_http_server import name_node_http_server
+        from hadoop_qjm.namenode.name_node_http_server import NameNodeHttpServer
         from hadoop_qjm.namenode.name_node_rpc_server import NameNodeRpcServer
 
         rpc_host, rpc_port = rpc_bind_address(self.conf)
@@ -194,7 +194,7 @@ class NameNode:
                 socket_factory=self._socket_factory or self.ssl_factory.rpc_server_socket_factory(),
                 handler_queue_size=self.settings.handler_queue_size,
             )
-            self._make_http_servers(name_node_http_server, http_host, http_port)
+            self._make_http_servers(NameNodeHttpServer, http_host, http_port)
             self.core = NameNodeCore(
                 self.conf,
                 terminate=self._on_terminate,

@@ -1,5 +1,5 @@
 """The NameNode's HTTP server (Hadoop's NameNodeHttpServer): an HttpServer2 that
-:func:`name_node_http_server` configures with these pages and content.
+:func:`NameNodeHttpServer` configures with these pages and content.
 
 * ``GET /imagetransfer?getimage=1&txid=N|latest[&storageInfo=LV:nsId:cTime:clusterId]``
   streams ``fsimage_N`` (Hadoop's ImageServlet, used by bootstrapStandby): headers
@@ -65,7 +65,7 @@ from hadoop_qjm.namenode.transfer_fs_image import (
     receive_checkpoint,
 )
 
-__all__ = ["ImageServlet", "is_active_page", "name_node_beans", "name_node_http_server"]
+__all__ = ["ImageServlet", "is_active_page", "name_node_beans", "NameNodeHttpServer"]
 
 LOG = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ _MD5 = re.compile(r"[0-9a-fA-F]{32}")
 _MAX_DISCARD = 16 * 1024 * 1024
 
 
-def name_node_http_server(
+def NameNodeHttpServer(
     name_node: Any,
     bind_host: str,
     port: int,
@@ -90,6 +90,9 @@ def name_node_http_server(
     secured: HTTPS and a verified certificate), ``/isActive`` (:func:`is_active_page`),
     the status page's files and ``/jmx``'s beans (:func:`name_node_beans`). ``options``
     are HttpServer2's (``ssl_context``, ``transfer_authorizer``, ``admin_authorizer``, ...).
+
+    Hadoop's class name on a factory: callers construct one as in Hadoop, and get the generic
+    server configured, not a subclass.
     """
     #: The other NameNodes of the nameservice, for NameNodeStatus's HAPeers (None: no HA).
     ha_peers: HAPeerStatus | None = None

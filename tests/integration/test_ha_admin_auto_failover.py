@@ -1,7 +1,7 @@
 """``hdfs-py haadmin`` with automatic failover enabled, against a real in-process HA pair:
 manual transitions are refused (by haadmin, and by the NameNode itself) unless
 ``--forcemanual`` is confirmed on stdin; ``-failover`` asks the target's failover
-controller — here a hand-written fake behind a real ZKFC RPC server (zkfc_rpc_server) — for a graceful
+controller — here a hand-written fake behind a real ZKFC RPC server (ZKFCRpcServer) — for a graceful
 failover (HAAdmin.gracefulFailoverThroughZKFCs)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from hadoop_qjm.cli import main
 from hadoop_qjm.common.exceptions import AccessControlException, IOException
-from hadoop_qjm.ha.zkfc_protocol import zkfc_rpc_server
+from hadoop_qjm.ha.zkfc_protocol import ZKFCRpcServer
 from hadoop_qjm.namenode.protocol.exceptions import ServiceFailedException
 from hadoop_qjm.namenode.protocol.messages import HAServiceState
 from hadoop_qjm.testing.in_process_ha import NS, HAPair, ha_conf, journal_node_conf
@@ -80,7 +80,7 @@ def setup(tmp_path, monkeypatch) -> Iterator[Setup]:
     with MiniJournalCluster(3, conf=journal_node_conf()) as mjc:
         pair = HAPair(ha_conf(tmp_path, mjc, "auto", **{f"{AUTO_KEY}.{NS}": "true"}), tmp_path)
         controller = FakeController()
-        server = zkfc_rpc_server(controller, "127.0.0.1", 0)
+        server = ZKFCRpcServer(controller, "127.0.0.1", 0)
         server.start()
         try:
             yield Setup(pair, controller, server.port)

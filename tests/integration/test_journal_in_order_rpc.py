@@ -19,7 +19,7 @@ from hadoop_qjm.qjournal.protocol.journal_call import encode_journal_body, encod
 from hadoop_qjm.qjournal.protocol.sockets import FrameReader, PlainSocketFactory
 from hadoop_qjm.qjournal.protocol.wire import encode_void_reply, frame
 from hadoop_qjm.qjournal.server.journal import Journal
-from hadoop_qjm.qjournal.server.journal_node_rpc_server import journal_node_rpc_server
+from hadoop_qjm.qjournal.server.journal_node_rpc_server import JournalNodeRpcServer
 from hadoop_qjm.testing.in_process_ha import wait_until
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, JID, create_txn_data, make_request
@@ -178,7 +178,7 @@ def test_a_writer_that_does_not_read_its_acknowledgements_holds_up_only_itself(c
     (outside the lock) while every other call on that journal is served."""
     node = cluster.journal_node(0)
     batches = 20_000
-    with journal_node_rpc_server(node, "127.0.0.1", 0, socket_factory=_SmallSendBuffers()) as srv:
+    with JournalNodeRpcServer(node, "127.0.0.1", 0, socket_factory=_SmallSendBuffers()) as srv:
         srv.start()
         with socket.socket() as client:
             # Small before connecting, so that the window offered is small from the start.
@@ -230,7 +230,7 @@ def test_a_socket_with_a_timeout_is_acknowledged_after_the_call(cluster, proxy, 
     """No early acknowledgement where a send could wait (for the socket's timeout) inside
     the Journal's lock: the reply goes out after the call, as over TLS."""
     node = cluster.journal_node(0)
-    with journal_node_rpc_server(node, "127.0.0.1", 0, socket_factory=_TimeoutSockets()) as srv:
+    with JournalNodeRpcServer(node, "127.0.0.1", 0, socket_factory=_TimeoutSockets()) as srv:
         srv.start()
         with QJournalProtocolProxy(*srv.address, timeout_s=30) as p:
             p.journal(make_request(2), 1, 1, 2, create_txn_data(1, 2))

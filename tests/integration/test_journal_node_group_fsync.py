@@ -6,7 +6,7 @@ is the writer's next batch in order, fdatasyncs ONCE, and only then acknowledges
 all, in order. A call that is not the next batch is served alone, as ever; a failed
 fsync fails the whole group and stops the journal.
 
-The calls are real frames on a real socket to a JournalNode RPC server (:func:`journal_node_rpc_server`) over a
+The calls are real frames on a real socket to a JournalNode RPC server (:func:`JournalNodeRpcServer`) over a
 real :class:`Journal` on disk. To make several calls wait together, the first one is
 held in the journal's write hook (``before_write_edits``) while the rest are sent; the
 fsyncs are counted by wrapping ``os.fdatasync`` for the segment's file only.
@@ -35,7 +35,7 @@ from hadoop_qjm.qjournal.protocol.journal_call import encode_journal_body, encod
 from hadoop_qjm.qjournal.protocol.sockets import FrameReader
 from hadoop_qjm.qjournal.protocol.thrift_idl import qjournal_thrift
 from hadoop_qjm.qjournal.server.journal import Journal, JournalFaultInjector
-from hadoop_qjm.qjournal.server.journal_node_rpc_server import journal_node_rpc_server
+from hadoop_qjm.qjournal.server.journal_node_rpc_server import JournalNodeRpcServer
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, JID, create_txn_data, make_request
 
 pytestmark = pytest.mark.timeout(60)
@@ -106,7 +106,7 @@ def setup(tmp_path, monkeypatch) -> Iterator[Setup]:
             fsyncs.append(fd)
 
     monkeypatch.setattr(edit_log_file_output_stream.os, "fdatasync", counting)
-    server = journal_node_rpc_server(Node(journal), bind_host="127.0.0.1", port=0)
+    server = JournalNodeRpcServer(Node(journal), bind_host="127.0.0.1", port=0)
     server.start()
     try:
         yield Setup(journal, hook, server, fsyncs)

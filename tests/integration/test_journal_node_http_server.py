@@ -1,4 +1,4 @@
-"""The JournalNode's HTTP server (journal_node_http_server) on loopback: /getJournal exactly
+"""The JournalNode's HTTP server (JournalNodeHttpServer) on loopback: /getJournal exactly
 as GetJournalEditServlet, /metrics, /jmx (TestJournalNodeMXBean,
 TestJournalNode#testHttpServer), the status page, and the server's own hygiene (405, timeouts, connection limit, stop() freeing port and threads)."""
 
@@ -21,7 +21,7 @@ from hadoop_qjm.qjournal.server.journal import Journal
 from hadoop_qjm.qjournal.server.journal_metrics import JournalNodeMetrics
 from hadoop_qjm.qjournal.server.journal_node_http_server import (
     DataTransferThrottler,
-    journal_node_http_server,
+    JournalNodeHttpServer,
     journals_status,
     make_server_socket,
 )
@@ -33,7 +33,7 @@ IN_PROGRESS = "edits_inprogress_0000000000000000004"
 
 
 class FakeJournalNode:
-    """What journal_node_http_server needs of a JournalNode, around real Journals."""
+    """What JournalNodeHttpServer needs of a JournalNode, around real Journals."""
 
     def __init__(self, conf: Configuration, edits_dir) -> None:
         self.conf = conf
@@ -102,7 +102,7 @@ def jn(edits_dir):
 
 @pytest.fixture
 def server(jn):
-    srv = journal_node_http_server(jn, "127.0.0.1", 0)
+    srv = JournalNodeHttpServer(jn, "127.0.0.1", 0)
     srv.start()
     try:
         yield srv
@@ -295,7 +295,7 @@ def test_http_transfer_client_downloads_from_the_server(server, jn, tmp_path):
 
 def test_throttled_download_is_still_exact(jn):
     jn.conf.set("dfs.image.transfer.bandwidthPerSec", str(64 * 1024 * 1024))
-    srv = journal_node_http_server(jn, "127.0.0.1", 0)
+    srv = JournalNodeHttpServer(jn, "127.0.0.1", 0)
     srv.start()
     try:
         assert srv.new_throttler() is not None
@@ -315,7 +315,7 @@ def real_node(tmp_path):
     conf.set("dfs.journalnode.edits.dir", str(tmp_path / "edits"))
     conf.set("dfs.journalnode.enable.sync", "false")
     node = JournalNode(conf)
-    srv = journal_node_http_server(node, "127.0.0.1", 0)
+    srv = JournalNodeHttpServer(node, "127.0.0.1", 0)
     srv.start()
     try:
         yield node, srv, tmp_path / "edits"
@@ -481,7 +481,7 @@ def test_keep_alive_connection_serves_several_requests(server):
 
 
 def test_idle_client_is_dropped_after_the_socket_timeout(jn):
-    srv = journal_node_http_server(jn, "127.0.0.1", 0, socket_timeout_s=0.2)
+    srv = JournalNodeHttpServer(jn, "127.0.0.1", 0, socket_timeout_s=0.2)
     srv.start()
     try:
         with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as sock:
@@ -492,7 +492,7 @@ def test_idle_client_is_dropped_after_the_socket_timeout(jn):
 
 
 def test_connections_beyond_the_limit_get_503(jn):
-    srv = journal_node_http_server(jn, "127.0.0.1", 0, max_connections=1)
+    srv = JournalNodeHttpServer(jn, "127.0.0.1", 0, max_connections=1)
     srv.start()
     first = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
     try:
@@ -509,7 +509,7 @@ def server_threads(port: int) -> list[threading.Thread]:
 
 
 def test_stop_frees_the_port_and_leaves_no_threads(jn):
-    srv = journal_node_http_server(jn, "127.0.0.1", 0)
+    srv = JournalNodeHttpServer(jn, "127.0.0.1", 0)
     srv.start()
     port = srv.port
     idle = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -527,7 +527,7 @@ def test_stop_frees_the_port_and_leaves_no_threads(jn):
 
 
 def test_stop_without_start_closes_the_socket(jn):
-    srv = journal_node_http_server(jn, "127.0.0.1", 0)
+    srv = JournalNodeHttpServer(jn, "127.0.0.1", 0)
     srv.stop()
     with make_server_socket("127.0.0.1", srv.port):
         pass
@@ -540,14 +540,14 @@ def test_uri_and_injected_socket_factory(jn):
         made.append((host, port))
         return make_server_socket("127.0.0.1", 0)  # tests bind loopback only
 
-    srv = journal_node_http_server(jn, "0.0.0.0", 0, socket_factory=factory)
+    srv = JournalNodeHttpServer(jn, "0.0.0.0", 0, socket_factory=factory)
     try:
         assert made == [("0.0.0.0", 0)]
         assert srv.connect_host != "0.0.0.0"
         assert srv.uri == f"http://{srv.connect_host}:{srv.port}"
     finally:
         srv.stop()
-    srv = journal_node_http_server(jn, "127.0.0.1", 0)
+    srv = JournalNodeHttpServer(jn, "127.0.0.1", 0)
     try:
         assert srv.uri == f"http://127.0.0.1:{srv.port}"
     finally:

@@ -1,4 +1,4 @@
-"""The JournalNode's RPC server (journal_node_rpc_server: Hadoop's JournalNodeRpcServer) and
+"""The JournalNode's RPC server (JournalNodeRpcServer) and
 QJournalProtocolProxy over real loopback sockets.
 
 A hand-written fake JournalNode stands behind the server. Only 127.0.0.1 and
@@ -34,7 +34,7 @@ from hadoop_qjm.qjournal.protocol.exceptions import (
 from hadoop_qjm.qjournal.protocol.messages import RequestInfo
 from hadoop_qjm.qjournal.protocol.sockets import PlainSocketFactory
 from hadoop_qjm.qjournal.protocol.thrift_idl import qjournal_thrift
-from hadoop_qjm.qjournal.server.journal_node_rpc_server import journal_node_rpc_server
+from hadoop_qjm.qjournal.server.journal_node_rpc_server import JournalNodeRpcServer
 from tests.qjournal_fakes import MANIFEST, FakeJournalNode
 
 HOST = "127.0.0.1"
@@ -64,7 +64,7 @@ def jn() -> FakeJournalNode:
 
 @pytest.fixture
 def server(jn: FakeJournalNode) -> Iterator[Server]:
-    srv = journal_node_rpc_server(jn, HOST, 0)
+    srv = JournalNodeRpcServer(jn, HOST, 0)
     srv.start()
     try:
         yield srv
@@ -204,7 +204,7 @@ def test_hostile_input_drops_only_that_connection(
 
 @pytest.mark.timeout(60)
 def test_frames_over_the_limit_are_refused(jn: FakeJournalNode) -> None:
-    with journal_node_rpc_server(jn, HOST, 0, max_frame_size=4096) as srv:
+    with JournalNodeRpcServer(jn, HOST, 0, max_frame_size=4096) as srv:
         srv.start()
         with QJournalProtocolProxy(HOST, srv.port, timeout_s=DEADLINE_S) as p:
             p.journal(REQ, 1, 1, 1, b"x" * 1000)
@@ -234,7 +234,7 @@ def test_handler_count_limits_concurrent_calls(jn: FakeJournalNode) -> None:
         except BaseException as e:  # surfaced by the assert below
             errors.append(e)
 
-    with journal_node_rpc_server(jn, HOST, 0, handler_count=2) as srv:
+    with JournalNodeRpcServer(jn, HOST, 0, handler_count=2) as srv:
         srv.start()
         proxies = [QJournalProtocolProxy(HOST, srv.port, timeout_s=DEADLINE_S) for _ in range(4)]
         callers = [threading.Thread(target=call, args=(p,)) for p in proxies]
@@ -257,14 +257,14 @@ def test_handler_count_limits_concurrent_calls(jn: FakeJournalNode) -> None:
 
 def test_nonpositive_handler_count_falls_back_to_five(jn: FakeJournalNode) -> None:
     for count in (0, -1):
-        with journal_node_rpc_server(jn, HOST, 0, handler_count=count) as srv:
+        with JournalNodeRpcServer(jn, HOST, 0, handler_count=count) as srv:
             assert srv.handler_count == 5
 
 
 @pytest.mark.timeout(60)
 def test_stop_joins_every_thread_and_frees_the_port(jn: FakeJournalNode) -> None:
     threads_before = threading.active_count()
-    srv = journal_node_rpc_server(jn, HOST, 0)
+    srv = JournalNodeRpcServer(jn, HOST, 0)
     port = srv.port
     srv.start()
     proxies = [QJournalProtocolProxy(HOST, port, timeout_s=DEADLINE_S) for _ in range(3)]
@@ -286,7 +286,7 @@ def test_stop_joins_every_thread_and_frees_the_port(jn: FakeJournalNode) -> None
     with pytest.raises(ConnectException):
         proxies[0].is_formatted("jid1")
     # the port can be bound again, and the same proxy reconnects to it
-    with journal_node_rpc_server(jn, HOST, port) as again:
+    with JournalNodeRpcServer(jn, HOST, port) as again:
         again.start()
         assert again.port == port
         assert proxies[0].is_formatted("jid1")
@@ -310,7 +310,7 @@ def _slow_to_exit(srv: Server) -> Server:
 
 @pytest.mark.timeout(60)
 def test_stop_joins_readers_whose_client_just_left(jn: FakeJournalNode) -> None:
-    srv = _slow_to_exit(journal_node_rpc_server(jn, HOST, 0))
+    srv = _slow_to_exit(JournalNodeRpcServer(jn, HOST, 0))
     srv.start()
     with QJournalProtocolProxy(HOST, srv.port, timeout_s=DEADLINE_S) as p:
         assert p.is_formatted("jid1")
@@ -322,16 +322,16 @@ def test_stop_joins_readers_whose_client_just_left(jn: FakeJournalNode) -> None:
 
 
 def test_stop_without_start_releases_the_port(jn: FakeJournalNode) -> None:
-    srv = journal_node_rpc_server(jn, HOST, 0)
+    srv = JournalNodeRpcServer(jn, HOST, 0)
     port = srv.port
     srv.stop()
-    with journal_node_rpc_server(jn, HOST, port) as again:
+    with JournalNodeRpcServer(jn, HOST, port) as again:
         assert again.port == port
 
 
 def test_busy_port_is_a_bind_exception(server: Server, jn: FakeJournalNode) -> None:
     with pytest.raises(BindException, match=rf"Problem binding to \[{HOST}:{server.port}\]"):
-        journal_node_rpc_server(jn, HOST, server.port)
+        JournalNodeRpcServer(jn, HOST, server.port)
 
 
 @pytest.mark.timeout(60)
@@ -339,7 +339,7 @@ def test_stop_waits_for_a_call_in_progress(jn: FakeJournalNode) -> None:
     journal = jn.journal("jid1")
     release = journal.block["heartbeat"] = threading.Event()
     outcome: list[BaseException | None] = []
-    srv = journal_node_rpc_server(jn, HOST, 0)
+    srv = JournalNodeRpcServer(jn, HOST, 0)
     srv.start()
     p = QJournalProtocolProxy(HOST, srv.port, timeout_s=DEADLINE_S)
 
@@ -463,7 +463,7 @@ def test_sockets_come_from_the_injected_factories(jn: FakeJournalNode) -> None:
         made.append("connect")
         return plain.connect(host, port, timeout_s)
 
-    with journal_node_rpc_server(jn, HOST, 0, socket_factory=CountingFactory()) as srv:
+    with JournalNodeRpcServer(jn, HOST, 0, socket_factory=CountingFactory()) as srv:
         srv.start()
         with QJournalProtocolProxy(HOST, srv.port, socket_factory=connect) as p:
             assert p.is_formatted("jid1")
@@ -473,7 +473,7 @@ def test_sockets_come_from_the_injected_factories(jn: FakeJournalNode) -> None:
     def listen(host: str, port: int) -> socket.socket:
         return plain.listen(host, port)
 
-    with journal_node_rpc_server(jn, HOST, 0, socket_factory=listen) as srv:
+    with JournalNodeRpcServer(jn, HOST, 0, socket_factory=listen) as srv:
         srv.start()
         with QJournalProtocolProxy(HOST, srv.port) as p:
             assert p.is_formatted("jid1")

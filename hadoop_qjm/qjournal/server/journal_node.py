@@ -154,8 +154,8 @@ class JournalNode:
         Every check comes before the first directory is created or port bound, so a bad
         setting changes nothing on disk.
         """
-        from hadoop_qjm.qjournal.server.journal_node_http_server import journal_node_http_server
-        from hadoop_qjm.qjournal.server.journal_node_rpc_server import journal_node_rpc_server
+        from hadoop_qjm.qjournal.server.journal_node_http_server import JournalNodeHttpServer
+        from hadoop_qjm.qjournal.server.journal_node_rpc_server import JournalNodeRpcServer
 
         settings = self.settings
         ssl_factory = self.ssl_factory
@@ -178,7 +178,7 @@ class JournalNode:
         try:
             if policy.http_enabled:
                 binding = str(http)
-                self.http_server = journal_node_http_server(
+                self.http_server = JournalNodeHttpServer(
                     self,
                     http.host,
                     http.port,
@@ -188,7 +188,7 @@ class JournalNode:
                 self.http_server.start()
             if policy.https_enabled:
                 binding = str(https)
-                self.https_server = journal_node_http_server(
+                self.https_server = JournalNodeHttpServer(
                     self,
                     https.host,
                     https.port,
@@ -199,7 +199,7 @@ class JournalNode:
                 )
                 self.https_server.start()
             binding = str(rpc)
-            self.rpc_server = journal_node_rpc_server(
+            self.rpc_server = JournalNodeRpcServer(
                 self,
                 rpc.host,
                 rpc.port,

@@ -13,7 +13,7 @@ Safer than Hadoop: malformed parameters are 400 (Hadoop: 500) and an unknown jou
 
 The server itself (connections, limits, timeouts, TLS, ``/metrics``, ``/jmx``) is the
 shared :class:`~hadoop_qjm.common.http_server.HttpServer2`, which
-:func:`journal_node_http_server` configures with the JournalNode's pages and content. Secured, ``/getJournal`` is served only over HTTPS to a
+:func:`JournalNodeHttpServer` configures with the JournalNode's pages and content. Secured, ``/getJournal`` is served only over HTTPS to a
 verified certificate of ``dfs.journalnode.allowed.principals`` (else 403, logged and
 counted in ``journalnode_http_authorization_failures_total``); so are the refusals of the
 administrators' pages (``dfs.cluster.administrators``); the other pages stay open.
@@ -47,7 +47,7 @@ __all__ = [
     "DataTransferThrottler",
     "GetJournalEditServlet",
     "journal_node_beans",
-    "journal_node_http_server",
+    "JournalNodeHttpServer",
     "journal_page_attributes",
     "journals_status",
     "make_server_socket",
@@ -97,7 +97,7 @@ def journal_page_attributes(journal, syncer: dict[str, object]) -> dict[str, obj
     }
 
 
-def journal_node_http_server(
+def JournalNodeHttpServer(
     journal_node: Any,
     bind_host: str,
     port: int,
@@ -116,6 +116,9 @@ def journal_node_http_server(
     ``start()``. ``options`` are HttpServer2's (``ssl_context`` makes it the HTTPS
     listener; ``transfer_authorizer`` guards ``/getJournal``; ``socket_timeout_s``,
     ``max_connections``, ``handshake_timeout_s``, ``admin_authorizer``).
+
+    Hadoop's class name on a factory: callers construct one as in Hadoop, and get the generic
+    server configured, not a subclass.
     """
     return HttpServer2(
         getattr(journal_node, "conf", None),

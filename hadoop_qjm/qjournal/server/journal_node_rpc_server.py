@@ -16,7 +16,7 @@ Three layers, each usable alone:
   transport can drive it directly, with no socket. A writer's next batch — a
   ``journal`` call in the canonical encoding that ``Journal.journal_in_order``
   takes — is read and written in one pass; anything else takes the general path.
-* :func:`journal_node_rpc_server` (Hadoop's JournalNodeRpcServer) — the sockets: the
+* :func:`JournalNodeRpcServer` (Hadoop's JournalNodeRpcServer) — the sockets: the
   IPC server (:class:`~hadoop_qjm.ipc.server.Server`: an accept thread and one reader
   thread per connection) configured with that dispatcher and a
   :class:`PipelinedBatchReader`; at most ``handler_count`` calls execute at once (Hadoop's
@@ -76,7 +76,7 @@ __all__ = [
     "QJournalProtocolDispatcher",
     "QJournalProtocolHandler",
     "RpcAuthorizer",
-    "journal_node_rpc_server",
+    "JournalNodeRpcServer",
     "remote_connection",
     "remote_ip",
     "remote_user",
@@ -378,7 +378,7 @@ class PipelinedBatchReader:
             self.dispatcher.process_many(payloads, client_ip, early)
 
 
-def journal_node_rpc_server(
+def JournalNodeRpcServer(
     journal_node: Any,
     bind_host: str = "0.0.0.0",
     port: int = 8485,
@@ -396,6 +396,9 @@ def journal_node_rpc_server(
     A ``socket_factory`` that authenticates its peers (mutual TLS) names each connection's
     client, which the calls see as :func:`remote_user` and ``authorizer`` checks (see
     :class:`QJournalProtocolDispatcher`).
+
+    Hadoop's class name on a factory: callers construct one as in Hadoop, and get the generic
+    server configured, not a subclass.
     """
     count = handler_count if handler_count > 0 else DEFAULT_HANDLER_COUNT
     dispatcher = QJournalProtocolDispatcher(
