@@ -489,9 +489,11 @@ def run(argv: Sequence[str], conf=None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from hadoop_qjm.cli import main as cli_main
+    """``python -m hadoop_qjm.spark.fault_campaign ARGS``: ``hdfs-py fault-campaign ARGS``."""
+    from hadoop_qjm.common.command_line import run_command, run_main
 
-    return cli_main(["fault-campaign", *(sys.argv[1:] if argv is None else argv)])
+    args = list(sys.argv[1:] if argv is None else argv)
+    return run_main(lambda: run_command(run, args))
 
 
 if __name__ == "__main__":
