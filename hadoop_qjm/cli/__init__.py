@@ -9,7 +9,6 @@ only with ``HADOOP_QJM_DEBUG=1``.
 from __future__ import annotations
 
 import importlib
-import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -20,6 +19,9 @@ from hadoop_qjm.common.command_line import (  # noqa: F401 - re-exported, used b
     finite_float,
     installation_conf_dir,
     load_configuration,
+    parse_hdfs_py_options,
+    run_command,
+    run_main,
 )
 from hadoop_qjm.common.daemon_logging import (  # noqa: F401 - re-exported, used by daemons
     _user_name,
@@ -27,7 +29,7 @@ from hadoop_qjm.common.daemon_logging import (  # noqa: F401 - re-exported, used
     daemon_log_file,
     set_conf_dir_in_use,
 )
-from hadoop_qjm.common.exceptions import HadoopException, UsageError, one_line_message
+from hadoop_qjm.common.exceptions import UsageError
 
 __all__ = ["main", "CommandParser", "COMMANDS", "configure_logging", "daemon_log_file"]
 
@@ -128,117 +130,32 @@ def _help_text() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``hdfs-py ARGS``; returns the exit status.
-
-    A reader of stdout that went away (``hdfs-py dfs -ls / | head -1``) ends the command
-    quietly, as Unix tools do: stdout is pointed at /dev/null so the interpreter's last flush
-    cannot fail again, and the status is 1, as Python's documentation recommends (the
-    "Note on SIGPIPE" of the ``signal`` module).
-    """
-    try:
-        status = _main(argv)
-        sys.stdout.flush()  # here, not at exit, so a closed pipe is seen below
-        return status
-    except BrokenPipeError:
-        _stdout_to_devnull()
-        return 1
-
-
-def _stdout_to_devnull() -> None:
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):  # not a real file (a test's capture)
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, fd)
-    finally:
-        os.close(devnull)
+    """Run ``hdfs-py ARGS``; returns the exit status (errors as one line on stderr:
+    :func:`~hadoop_qjm.common.command_line.run_main`)."""
+    return run_main(lambda: _main(argv))
 
 
 def _main(argv: Sequence[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    conf_dir: str | None = None
-    overrides: list[tuple[str, str]] = []
-    daemon_action: str | None = None
-    try:
-        while args and args[0].startswith("-"):
-            opt = args.pop(0)
-            if opt in ("-h", "--help", "-help"):
-                print(_help_text())
-                return 0
-            if opt in ("--config", "-config"):
-                if not args or not args[0]:
-                    raise UsageError("--config needs a directory")
-                conf_dir = args.pop(0)
-            elif opt.startswith("--config="):
-                conf_dir = opt.split("=", 1)[1]
-                if not conf_dir:
-                    raise UsageError("--config needs a directory")
-            elif opt == "-D" or (opt.startswith("-D") and len(opt) > 2):
-                prop = opt[2:] if len(opt) > 2 else (args.pop(0) if args else "")
-                key, sep, value = prop.partition("=")
-                if not sep or not key.strip():
-                    raise UsageError(f"-D needs key=value, got '{prop}'")
-                overrides.append((key.strip(), value))
-            elif opt == "--daemon" or opt.startswith("--daemon="):
-                daemon_action = (
-                    opt.split("=", 1)[1] if "=" in opt else (args.pop(0) if args else "")
-                )
-                if daemon_action not in ("start", "stop", "status"):
-                    raise UsageError("--daemon takes start, stop or status")
-            else:
-                raise UsageError(f"unknown option {opt}")
-        if not args:
-            print(_help_text(), file=sys.stderr)
-            return 2
-        command = args.pop(0)
-        if command not in COMMANDS:
-            raise UsageError(f"unknown command '{command}' (run 'hdfs-py --help' for the list)")
-        if daemon_action is not None:
-            if conf_dir and not os.path.isdir(conf_dir):
-                raise UsageError(f"configuration directory {conf_dir} does not exist")
-            from hadoop_qjm.tools.daemon_control import DaemonEnv, run_daemon_action
-
-            generic = [f"-D{key}={value}" for key, value in overrides]
-            env = DaemonEnv.from_environ(conf_dir)
-            return run_daemon_action(daemon_action, command, env, generic, args)
-        set_conf_dir_in_use(conf_dir_in_use(conf_dir))
-        if not logging.getLogger().handlers:
-            configure_logging()
-        module_name, _, function = COMMANDS[command][0].partition(":")
-        module = importlib.import_module(module_name)
-        if any(a in ("-h", "--help", "-help") for a in args[:1]):
-            conf = None
-        else:
-            conf = load_configuration(conf_dir, overrides)
-        return int(getattr(module, function or "run")(args, conf) or 0)
-    except UsageError as e:
-        # A sub-command's CommandParser names itself ("hdfs-py oev: ..."): one prefix only.
-        text = str(e)
-        print(text if text.startswith("hdfs-py ") else f"hdfs-py: {text}", file=sys.stderr)
+    options = parse_hdfs_py_options(args)
+    if options.help:
+        print(_help_text())
+        return 0
+    if not args:
+        print(_help_text(), file=sys.stderr)
         return 2
-    except SystemExit as e:
-        return int(e.code or 0) if isinstance(e.code, int) or e.code is None else 1
-    except KeyboardInterrupt:
-        print("hdfs-py: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        raise  # the reader of stdout went away: main() ends quietly
-    except (HadoopException, OSError) as e:
-        _debug_traceback()
-        print(f"hdfs-py: {one_line_message(e)}", file=sys.stderr)
-        return 1
-    except Exception as e:  # noqa: BLE001 - the user sees one line, never a bare traceback
-        _debug_traceback()
-        print(
-            f"hdfs-py: internal error: {type(e).__name__}: {one_line_message(e)}", file=sys.stderr
-        )
-        return 1
+    command = args.pop(0)
+    if command not in COMMANDS:
+        raise UsageError(f"unknown command '{command}' (run 'hdfs-py --help' for the list)")
+    conf_dir = options.conf_dir
+    if options.daemon_action is not None:
+        if conf_dir and not os.path.isdir(conf_dir):
+            raise UsageError(f"configuration directory {conf_dir} does not exist")
+        from hadoop_qjm.tools.daemon_control import DaemonEnv, run_daemon_action
 
-
-def _debug_traceback() -> None:
-    if os.environ.get("HADOOP_QJM_DEBUG"):
-        import traceback
-
-        traceback.print_exc()
+        generic = [f"-D{key}={value}" for key, value in options.overrides]
+        env = DaemonEnv.from_environ(conf_dir)
+        return run_daemon_action(options.daemon_action, command, env, generic, args)
+    module_name, _, function = COMMANDS[command][0].partition(":")
+    module = importlib.import_module(module_name)
+    return run_command(getattr(module, function or "run"), args, conf_dir, options.overrides)

@@ -1,27 +1,40 @@
 """The command line's parts that every command shares, below the ``cli`` package so that a
 command in any layer can use them: :class:`CommandParser` (an ArgumentParser that raises
-:class:`UsageError`), small argument types, and how ``hdfs-py`` finds its configuration
-(``--config DIR``, else ``$HADOOP_CONF_DIR``, else the installation's ``conf/``).
-:mod:`hadoop_qjm.cli` re-exports them.
+:class:`UsageError`), small argument types, how ``hdfs-py`` finds its configuration
+(``--config DIR``, else ``$HADOOP_CONF_DIR``, else the installation's ``conf/``), and the
+frame of an entry point (:func:`parse_hdfs_py_options`, :func:`run_command`,
+:func:`run_main`), so that ``hdfs-py`` and the Spark jobs' own entry points
+(``python -m hadoop_qjm.spark.submit``) run a command the same way.
+:mod:`hadoop_qjm.cli` re-exports the first ones.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
-from hadoop_qjm.common.exceptions import UsageError
+from hadoop_qjm.common.daemon_logging import configure_logging, set_conf_dir_in_use
+from hadoop_qjm.common.exceptions import HadoopException, UsageError, one_line_message
 
 __all__ = [
     "CommandParser",
+    "HdfsPyOptions",
     "conf_dir_in_use",
     "finite_float",
     "installation_conf_dir",
     "load_configuration",
+    "parse_hdfs_py_options",
+    "run_command",
+    "run_main",
 ]
+
+#: The arguments that ask a command for its help (its configuration is then not read).
+HELP = ("-h", "--help", "-help")
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -102,3 +115,132 @@ def load_configuration(conf_dir: str | None, overrides: Sequence[tuple[str, str]
     for key, value in overrides:
         conf.set(key, value, "from command line")  # Hadoop's GenericOptionsParser's source
     return conf
+
+
+# ---- the frame of an entry point ----------------------------------------------------------------
+
+
+@dataclass
+class HdfsPyOptions:
+    """The options before the command: ``[--config DIR] [-D key=value ...] [--daemon
+    (start|stop|status)] [-h]`` (those of Hadoop's ``bin/hdfs`` and GenericOptionsParser)."""
+
+    conf_dir: str | None = None
+    overrides: list[tuple[str, str]] = field(default_factory=list)
+    daemon_action: str | None = None
+    help: bool = False
+
+
+def parse_hdfs_py_options(args: list[str]) -> HdfsPyOptions:
+    """Take the options before the command off the front of ``args``; UsageError (one
+    sentence) for a malformed one. Parsing stops at a help option (``help`` set)."""
+    options = HdfsPyOptions()
+    while args and args[0].startswith("-"):
+        opt = args.pop(0)
+        if opt in HELP:
+            options.help = True
+            return options
+        if opt in ("--config", "-config"):
+            if not args or not args[0]:
+                raise UsageError("--config needs a directory")
+            options.conf_dir = args.pop(0)
+        elif opt.startswith("--config="):
+            options.conf_dir = opt.split("=", 1)[1]
+            if not options.conf_dir:
+                raise UsageError("--config needs a directory")
+        elif opt == "-D" or (opt.startswith("-D") and len(opt) > 2):
+            prop = opt[2:] if len(opt) > 2 else (args.pop(0) if args else "")
+            key, sep, value = prop.partition("=")
+            if not sep or not key.strip():
+                raise UsageError(f"-D needs key=value, got '{prop}'")
+            options.overrides.append((key.strip(), value))
+        elif opt == "--daemon" or opt.startswith("--daemon="):
+            action = opt.split("=", 1)[1] if "=" in opt else (args.pop(0) if args else "")
+            if action not in ("start", "stop", "status"):
+                raise UsageError("--daemon takes start, stop or status")
+            options.daemon_action = action
+        else:
+            raise UsageError(f"unknown option {opt}")
+    return options
+
+
+def run_command(
+    command: Callable[..., int | None],
+    args: Sequence[str],
+    conf_dir: str | None = None,
+    overrides: Sequence[tuple[str, str]] = (),
+) -> int:
+    """Run ``command(args, conf)`` in the foreground as ``hdfs-py`` does: the configuration
+    directory in use recorded (logging reads its log4j.properties), logging set up unless
+    the caller did, ``conf`` loaded from ``conf_dir`` and ``overrides`` (None when ``args``
+    asks for help). Returns the exit status."""
+    set_conf_dir_in_use(conf_dir_in_use(conf_dir))
+    if not logging.getLogger().handlers:
+        configure_logging()
+    conf = None if any(a in HELP for a in args[:1]) else load_configuration(conf_dir, overrides)
+    return int(command(list(args), conf) or 0)
+
+
+def run_main(body: Callable[[], int]) -> int:
+    """Run an entry point's ``body``; its exit status, and every error turned into one line
+    on stderr: exit 2 for a malformed command line (UsageError), 1 otherwise, 130 on ^C.
+    A traceback is shown only with ``HADOOP_QJM_DEBUG=1``.
+
+    A reader of stdout that went away (``hdfs-py dfs -ls / | head -1``) ends the command
+    quietly, as Unix tools do: stdout is pointed at /dev/null so the interpreter's last flush
+    cannot fail again, and the status is 1, as Python's documentation recommends (the
+    "Note on SIGPIPE" of the ``signal`` module).
+    """
+    try:
+        status = _one_line_errors(body)
+        sys.stdout.flush()  # here, not at exit, so a closed pipe is seen below
+        return status
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return 1
+
+
+def _one_line_errors(body: Callable[[], int]) -> int:
+    try:
+        return body()
+    except UsageError as e:
+        # A sub-command's CommandParser names itself ("hdfs-py oev: ..."): one prefix only.
+        text = str(e)
+        print(text if text.startswith("hdfs-py ") else f"hdfs-py: {text}", file=sys.stderr)
+        return 2
+    except SystemExit as e:
+        return int(e.code or 0) if isinstance(e.code, int) or e.code is None else 1
+    except KeyboardInterrupt:
+        print("hdfs-py: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        raise  # the reader of stdout went away: run_main() ends quietly
+    except (HadoopException, OSError) as e:
+        _debug_traceback()
+        print(f"hdfs-py: {one_line_message(e)}", file=sys.stderr)
+        return 1
+    except Exception as e:  # noqa: BLE001 - the user sees one line, never a bare traceback
+        _debug_traceback()
+        print(
+            f"hdfs-py: internal error: {type(e).__name__}: {one_line_message(e)}", file=sys.stderr
+        )
+        return 1
+
+
+def _debug_traceback() -> None:
+    if os.environ.get("HADOOP_QJM_DEBUG"):
+        import traceback
+
+        traceback.print_exc()
+
+
+def _stdout_to_devnull() -> None:
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test's capture)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)

@@ -420,13 +420,8 @@ def _seeds(args, parser) -> tuple[list[int], int | None]:
 
 def run(argv: Sequence[str], conf=None) -> int:
     """Entry point of ``hdfs-py fault-campaign``."""
-    from hadoop_qjm.spark.session import (
-        PysparkMissingError,
-        check_out_dir,
-        parse_conf_pairs,
-        require_pyspark,
-        spark_error_line,
-    )
+    from hadoop_qjm.spark.session import run_job
+    from hadoop_qjm.testing.randomized import harness_options_error
 
     parser = _parser()
     args = parser.parse_args(list(argv))
@@ -436,52 +431,32 @@ def run(argv: Sequence[str], conf=None) -> int:
         parser.error("--partitions must be at least 1")
     if args.progress_interval < 0:
         parser.error("--progress-interval must be 0 (none) or positive")
-    from hadoop_qjm.testing.randomized import harness_options_error
-
     problem = harness_options_error(args.membership, args.switch_probability, args.pipeline_depth)
     if problem is not None:
         parser.error(problem)
     seeds, first = _seeds(args, parser)
-    try:
-        spark_conf = parse_conf_pairs(args.conf)
-    except ValueError as e:
-        parser.error(str(e))
     transport = "local" if args.transport == "inproc" else args.transport
-    try:
-        require_pyspark()
-    except PysparkMissingError as e:
-        print(e, file=sys.stderr)
-        return 1
-    from hadoop_qjm.spark.session import spark_session
-
-    problem = check_out_dir(args.out, args.overwrite)
-    if problem is not None:
-        print(f"fault-campaign: {problem}", file=sys.stderr)
-        return 1
-    if first is not None:
-        print(f"fault-campaign: seeds {first}..{first + len(seeds) - 1}", file=sys.stderr)
-    try:
-        with spark_session(
-            "hadoop-qjm fault-campaign", args.master, ui=args.ui or None, conf=spark_conf
-        ) as spark:
-            report = run_campaign(
-                spark,
-                seeds,
-                args.out,
-                iterations=args.iterations,
-                transport=transport,
-                planted_bug=args.planted_bug,
-                membership=args.membership,
-                switch_probability=args.switch_probability,
-                pipeline_depth=args.pipeline_depth,
-                partitions=args.partitions,
-                overwrite=args.overwrite,
-                progress_interval_s=args.progress_interval,
-            )
-    except Exception as e:  # noqa: BLE001 - Spark's errors are Java stack traces
-        if isinstance(e, (KeyboardInterrupt, SystemExit)):
-            raise
-        print(f"fault-campaign: {spark_error_line(e)}", file=sys.stderr)
+    report = run_job(
+        "fault-campaign",
+        args,
+        parser,
+        lambda spark: run_campaign(
+            spark,
+            seeds,
+            args.out,
+            iterations=args.iterations,
+            transport=transport,
+            planted_bug=args.planted_bug,
+            membership=args.membership,
+            switch_probability=args.switch_probability,
+            pipeline_depth=args.pipeline_depth,
+            partitions=args.partitions,
+            overwrite=args.overwrite,
+            progress_interval_s=args.progress_interval,
+        ),
+        note=None if first is None else f"fault-campaign: seeds {first}..{first + len(seeds) - 1}",
+    )
+    if report is None:
         return 1
     sys.stdout.write(report.summary)
     print(f"summary: {report.extra['summary_path']}")
@@ -489,9 +464,11 @@ def run(argv: Sequence[str], conf=None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from hadoop_qjm.cli import main as cli_main
+    """``python -m hadoop_qjm.spark.fault_campaign ARGS``: ``hdfs-py fault-campaign ARGS``."""
+    from hadoop_qjm.common.command_line import run_command, run_main
 
-    return cli_main(["fault-campaign", *(sys.argv[1:] if argv is None else argv)])
+    args = list(sys.argv[1:] if argv is None else argv)
+    return run_main(lambda: run_command(run, args))
 
 
 if __name__ == "__main__":

@@ -477,13 +477,7 @@ def _nodes(args, parser) -> tuple[list[tuple[str, str, str]], str | None]:
 
 def run(argv: Sequence[str], conf=None) -> int:
     """Entry point of ``hdfs-py journal-audit``."""
-    from hadoop_qjm.spark.session import (
-        PysparkMissingError,
-        check_out_dir,
-        parse_conf_pairs,
-        require_pyspark,
-        spark_error_line,
-    )
+    from hadoop_qjm.spark.session import run_job
 
     parser = _parser()
     args = parser.parse_args(list(argv))
@@ -492,38 +486,23 @@ def run(argv: Sequence[str], conf=None) -> int:
     if args.progress_interval < 0:
         parser.error("--progress-interval must be 0 (none) or positive")
     nodes, jid = _nodes(args, parser)
-    try:
-        spark_conf = parse_conf_pairs(args.conf)
-    except ValueError as e:
-        parser.error(str(e))
-    try:
-        require_pyspark()
-    except PysparkMissingError as e:
-        print(e, file=sys.stderr)
-        return 1
-    from hadoop_qjm.spark.session import spark_session
-
-    problem = check_out_dir(args.out, args.overwrite)
-    if problem is not None:
-        print(f"journal-audit: {problem}", file=sys.stderr)
-        return 1
-    try:
-        with spark_session(
-            "hadoop-qjm journal-audit", args.master, ui=args.ui or None, conf=spark_conf
-        ) as spark:
-            report = run_audit(
-                spark,
-                nodes,
-                args.out,
-                jid=jid,
-                ops=args.ops,
-                overwrite=args.overwrite,
-                timeout_s=args.timeout,
-                client_conf=client_conf_of(conf),
-                progress_interval_s=args.progress_interval,
-            )
-    except Exception as e:  # noqa: BLE001 - Spark's errors are Java stack traces
-        print(f"journal-audit: {spark_error_line(e)}", file=sys.stderr)
+    report = run_job(
+        "journal-audit",
+        args,
+        parser,
+        lambda spark: run_audit(
+            spark,
+            nodes,
+            args.out,
+            jid=jid,
+            ops=args.ops,
+            overwrite=args.overwrite,
+            timeout_s=args.timeout,
+            client_conf=client_conf_of(conf),
+            progress_interval_s=args.progress_interval,
+        ),
+    )
+    if report is None:
         return 1
     sys.stdout.write(report.summary)
     return 0 if report.ok else 1

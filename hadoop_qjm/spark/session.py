@@ -31,9 +31,9 @@ import shutil
 import sys
 import tempfile
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from hadoop_qjm.common.exceptions import HadoopException
 
@@ -49,6 +49,7 @@ __all__ = [
     "package_zip",
     "parse_conf_pairs",
     "require_pyspark",
+    "run_job",
     "spark_session",
     "spark_error_line",
     "stop_session",
@@ -289,6 +290,42 @@ def parse_conf_pairs(pairs: list[str]) -> dict[str, str]:
             raise ValueError(f"--conf needs KEY=VALUE, got {pair!r}")
         conf[key.strip()] = value
     return conf
+
+
+R = TypeVar("R")
+
+
+def run_job(
+    name: str, args: Any, parser: Any, job: Callable[[Any], R], note: str | None = None
+) -> R | None:
+    """What a job's ``run`` does once its own options are checked: ``--conf`` parsed (a
+    usage error through ``parser``), pyspark and ``--out`` checked, ``note`` (if any)
+    written to stderr, then ``job(spark)`` in the job's session (:func:`spark_session`,
+    from ``--master`` and ``--ui``). Its result; None, after one line on stderr named
+    ``name``, when the job could not start or Spark failed it."""
+    try:
+        spark_conf = parse_conf_pairs(args.conf)
+    except ValueError as e:
+        parser.error(str(e))
+    try:
+        require_pyspark()
+    except PysparkMissingError as e:
+        print(e, file=sys.stderr)
+        return None
+    problem = check_out_dir(args.out, args.overwrite)
+    if problem is not None:
+        print(f"{name}: {problem}", file=sys.stderr)
+        return None
+    if note is not None:
+        print(note, file=sys.stderr)
+    try:
+        with spark_session(
+            f"hadoop-qjm {name}", args.master, ui=args.ui or None, conf=spark_conf
+        ) as spark:
+            return job(spark)
+    except Exception as e:  # noqa: BLE001 - Spark's errors are Java stack traces
+        print(f"{name}: {spark_error_line(e)}", file=sys.stderr)
+        return None
 
 
 def join_path(base: str, name: str) -> str:

@@ -95,6 +95,26 @@ def test_twenty_seeds_pass_on_local2(spark, local_campaign):
     assert len(logs) == 20 and all(row["log"].startswith(f"seed {row['seed']}") for row in logs)
 
 
+@pytest.mark.timeout(180)
+def test_the_command_names_its_seeds_and_refuses_a_used_out_dir(spark, tmp_path, capsys):
+    """``hdfs-py fault-campaign`` itself (in the running session): the seed range on stderr
+    before it runs, the summary on stdout; a second run into the same ``--out`` refused."""
+    from hadoop_qjm.spark.fault_campaign import run
+
+    out = tmp_path / "out"
+    args = ["--seeds", "2", "--first-seed", "0", "--iterations", "3", "--out", str(out),
+            "--progress-interval", "0"]  # fmt: skip
+    assert run(args) == 0
+    captured = capsys.readouterr()
+    assert "fault-campaign: seeds 0..1" in captured.err.splitlines()
+    assert "passed 2, failed 0" in captured.out
+    assert captured.out.endswith(f"summary: {out}/summary.txt\n")
+    assert run(args) == 1
+    captured = capsys.readouterr()
+    refused = f"fault-campaign: {out} exists and is not empty (use --overwrite)"
+    assert captured.err.splitlines() == [refused] and captured.out == ""
+
+
 def _java_processes_with(marker: str) -> list[int]:
     import psutil
 

@@ -46,6 +46,18 @@ def test_one_differing_finalized_segment_is_reported_and_exits_1(spark, tmp_path
     assert (out / "summary.txt").read_text() == printed
 
 
+def test_a_used_out_dir_is_refused_before_anything_runs(tmp_path, capsys):
+    out = tmp_path / "audit"
+    out.mkdir()
+    (out / "summary.txt").write_text("an earlier audit\n")
+    dirs = _dirs(tmp_path / "jns")
+    assert run(["--journal-dirs", *dirs, "--out", str(out)]) == 1
+    captured = capsys.readouterr()
+    refused = f"journal-audit: {out} exists and is not empty (use --overwrite)"
+    assert captured.err.splitlines() == [refused] and captured.out == ""
+    assert [p.name for p in out.iterdir()] == ["summary.txt"]
+
+
 def test_three_healthy_nodes_exit_0_with_coverage_and_lag(spark, tmp_path, capsys):
     dirs = _dirs(tmp_path / "jns")
     out = tmp_path / "audit"

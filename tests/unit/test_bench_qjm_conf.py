@@ -1,7 +1,9 @@
-"""``bench qjm`` measures with the configuration it is given (``--config``, ``-D``)."""
+"""``bench qjm`` measures with the configuration it is given (``--config``, ``-D``), in a
+directory of its own that it names and removes."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -89,3 +91,35 @@ def test_the_secure_run_sets_tls_on_top_of_it(tmp_path: Path) -> None:
     assert tls.get(TIMEOUT_KEY) == "12345"
     assert tls.get(keys.HADOOP_RPC_PROTECTION_KEY) == "privacy"
     assert conf.get(keys.HADOOP_RPC_PROTECTION_KEY) != "privacy"  # set on a copy only
+
+
+def test_each_run_names_its_directory_and_the_load_and_removes_the_directory(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    bases: list[Path] = []
+
+    def measured(base, *args, **kwargs):
+        bases.append(base)
+        assert base.parent == tmp_path and base.name.startswith("bench-qjm-")
+        return []
+
+    monkeypatch.setattr(bench, "run_interleaved", measured)
+    monkeypatch.setattr(bench, "report", lambda *args: None)
+    monkeypatch.setattr(bench, "run_pipelined", measured)
+    monkeypatch.setattr(bench, "report_pipelined", lambda *args: None)
+    for mode in ([], ["--pipeline"]):
+        assert main(["bench", "qjm", "--skip-ideal", "--dir", str(tmp_path), *mode]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        machine = f"directory: {bases[-1]}; {os.cpu_count()} CPUs, load average "
+        assert sum(line.startswith(machine) for line in lines) == 1, lines
+        assert lines[-1].startswith("load average at the end: "), lines
+        assert list(tmp_path.iterdir()) == []
+
+    def failed(base, *args, **kwargs):
+        bases.append(base)
+        raise RuntimeError("a phase failed")
+
+    monkeypatch.setattr(bench, "run_interleaved", failed)
+    assert main(["bench", "qjm", "--skip-ideal", "--dir", str(tmp_path)]) == 1
+    assert "load average at the end" not in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []  # removed also when the run failed

@@ -39,10 +39,7 @@ LAYERS = (
 ALLOWED_CIRCLES: set[tuple[str, ...]] = set()
 
 #: Imports of a higher layer today, as (importer, imported).
-ALLOWED_UPWARD: set[tuple[str, str]] = {
-    ("spark.fault_campaign", "cli"),
-    ("spark.submit", "cli"),
-}
+ALLOWED_UPWARD: set[tuple[str, str]] = set()
 
 #: Modules over MAX_LINES today.
 ALLOWED_LONG: set[str] = set()

@@ -21,6 +21,7 @@ every process is stopped by its pid, also on errors.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import shutil
@@ -230,6 +231,35 @@ class _FloorServer:
         self.stop()
 
 
+def _phases(
+    port: int,
+    pid: int,
+    counts: Sequence[int],
+    args: argparse.Namespace,
+    tag: str,
+    what: str,
+    counters: Callable[[], tuple[int, int, float]] | None = None,
+) -> list[PhaseResult]:
+    """One :func:`run_phase` against the server at ``port`` per client count (tagged
+    ``tag0``, ``tag1``, …), each printed as it ends (``what`` it counts per second), with
+    the command's ``--seconds``, ``--max-ops`` and ``--client-processes``."""
+    results = []
+    for i, clients in enumerate(counts):
+        result = run_phase(
+            port,
+            pid,
+            clients,
+            args.seconds,
+            args.max_ops,
+            f"{tag}{i}",
+            processes=args.client_processes,
+            counters=counters,
+        )
+        results.append(result)
+        print(_line(result, what), flush=True)
+    return results
+
+
 def _line(result: PhaseResult, what: str) -> str:
     line = (
         f"{result.clients:>4} clients: {result.ops_per_s:>9,.0f} {what}/s  "
@@ -335,34 +365,19 @@ def run(argv: Sequence[str], conf) -> int:
                 )
                 with NameNodeProxy("127.0.0.1", nn.rpc_port) as proxy:
                     proxy.mkdirs("/bench")
-                for i, clients in enumerate(counts):
-                    result = run_phase(
-                        nn.rpc_port,
-                        nn.pid,
-                        clients,
-                        args.seconds,
-                        args.max_ops,
-                        f"n{i}",
-                        processes=args.client_processes,
-                        counters=lambda: _edit_log_counters(nn.http_port),
-                    )
-                    results.append(result)
-                    print(_line(result, "mkdirs"), flush=True)
+                results = _phases(
+                    nn.rpc_port,
+                    nn.pid,
+                    counts,
+                    args,
+                    "n",
+                    "mkdirs",
+                    counters=lambda: _edit_log_counters(nn.http_port),
+                )
         if not args.no_floor:
             with _FloorServer(handlers) as server:
                 print(f"RPC floor: pid {server.pid} on 127.0.0.1:{server.port}", flush=True)
-                for i, clients in enumerate(counts):
-                    result = run_phase(
-                        server.port,
-                        server.pid,
-                        clients,
-                        args.seconds,
-                        args.max_ops,
-                        f"f{i}",
-                        processes=args.client_processes,
-                    )
-                    floor.append(result)
-                    print(_line(result, "calls"), flush=True)
+                floor = _phases(server.port, server.pid, counts, args, "f", "calls")
     finally:
         shutil.rmtree(base, ignore_errors=True)
     _goals(results, floor)

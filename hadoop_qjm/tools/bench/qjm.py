@@ -75,7 +75,7 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from hadoop_qjm.common.command_line import CommandParser, finite_float
@@ -196,11 +196,9 @@ def run(argv: Sequence[str], conf) -> int:
     if args.secure:
         return run_secure(batches, args.seconds, args.max_ops, args.rounds, args.dir, conf)
 
-    base = Path(tempfile.mkdtemp(prefix="bench-qjm-", dir=args.dir))
-    try:
-        sample = encode_op(mkdir_op(1))
-        print(f"ops: MKDIR, {len(sample)} bytes each; batches {batches}; {args.seconds:g} s each")
-        print(f"directory: {base}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    sample = encode_op(mkdir_op(1))
+    print(f"ops: MKDIR, {len(sample)} bytes each; batches {batches}; {args.seconds:g} s each")
+    with _run_dir("bench-qjm-", args.dir) as base:
         ideal: Path | None = Path(args.ideal) if args.ideal else DEFAULT_IDEAL
         if args.skip_ideal:
             print("ideal baseline: skipped (--skip-ideal); no ratios")
@@ -225,10 +223,24 @@ def run(argv: Sequence[str], conf) -> int:
         )
         print()
         report(results, batches, args.busy_poll_us)
+    return 0
+
+
+@contextlib.contextmanager
+def _run_dir(prefix: str, parent: str | None, note: str = "") -> Iterator[Path]:
+    """A new directory under ``parent`` (None: the system's temporary directory) for one
+    run, removed afterwards, also when the run failed. Printed first, with the machine's
+    cores and load average (and ``note``); the load average again at the end of a run
+    that completed: a neighbour's load shows in the figures."""
+    base = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    try:
+        print(
+            f"directory: {base}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}{note}"
+        )
+        yield base
         print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    return 0
 
 
 def _run_pipeline(args, depths: list[int], conf) -> int:
@@ -242,9 +254,7 @@ def _run_pipeline(args, depths: list[int], conf) -> int:
     if args.skip_ideal or not ideal.is_file():
         print("ideal baseline: none (--skip-ideal, or not found: give it with --ideal)")
         ideal = None
-    base = Path(tempfile.mkdtemp(prefix="bench-qjm-", dir=args.dir))
-    try:
-        print(f"directory: {base}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    with _run_dir("bench-qjm-", args.dir) as base:
         results = run_pipelined(
             base,
             depths,
@@ -257,9 +267,6 @@ def _run_pipeline(args, depths: list[int], conf) -> int:
         )
         print()
         report_pipelined(results, goal_depth, args.writers)
-        print(f"load average at the end: {os.getloadavg()[0]:.2f}")
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
     return 0
 
 
@@ -288,16 +295,10 @@ def run_secure(
     """``bench qjm --secure``: see the module docstring; ``conf`` as in
     :func:`run_interleaved`, TLS set on top of it for the TLS runs."""
     plain_conf = Configuration() if conf is None else conf
-    base = Path(tempfile.mkdtemp(prefix="bench-qjm-secure-", dir=directory))
-    try:
+    print(f"ops: MKDIR, {len(encode_op(mkdir_op(1)))} bytes each; batches {batches}; {seconds:g} s")
+    note = f"; {rounds} round(s), order alternating plain/TLS"
+    with _run_dir("bench-qjm-secure-", directory, note) as base:
         tls_conf = secure_conf(base / "pki", plain_conf)
-        print(
-            f"ops: MKDIR, {len(encode_op(mkdir_op(1)))} bytes each; batches {batches}; {seconds:g} s"
-        )
-        print(
-            f"directory: {base}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; "
-            f"{rounds} round(s), order alternating plain/TLS"
-        )
         results: list[PhaseResult] = []
         for i in range(rounds * 2):
             # plain, TLS, TLS, plain, plain, TLS, ...: each mode runs first as often.
@@ -311,7 +312,4 @@ def run_secure(
                     results.append(result)
         print()
         report_secure(results, batches)
-        print(f"load average at the end: {os.getloadavg()[0]:.2f}")
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
     return 0
