@@ -80,12 +80,18 @@ class JournalChecks:
             req,
             client=remote_ip(),
         )
+        self.apply_request(decision, req.epoch)
+
+    def apply_request(self, decision: rules.EpochDecision, epoch: int) -> None:
+        """Apply checkRequest's ``decision`` for a call of ``epoch``, in Hadoop's order: a
+        newer promise, the serial and committed txid, then the rejection, if any; an
+        accepted call's writer is seen by the format guard."""
         if decision.promise_epoch is not None:
             # A newer writer has arrived: the promise fences every older one.
             self.promise(decision.promise_epoch)
         self.take_request_effects(decision.ipc_serial, decision.committed_txid)
         decision.raise_if_rejected()
-        self._writer_watch.saw_writer(req.epoch)
+        self._writer_watch.saw_writer(epoch)
 
     def check_write_request(self, req: RequestInfo) -> None:
         self.check_request(req)

@@ -3,9 +3,11 @@
 Every batch, whichever call brings it, is written by one path,
 :meth:`JournalWritePath._write_group_locked`: write → fsync → publish → acknowledge, a
 single call being a group of one (etcd-io/raft's ``Ready``: state persisted before the
-acknowledgement goes out). The writer's next batch is decided by the pure
-``journal_step.step``; any other call by ``journal()`` with every check of digest §2.
-A failed write or fsync stops the journal (see ``journal.py``'s module doc).
+acknowledgement goes out). Every ``journal`` call is decided by the pure
+``journal_step.step``: the writer's next batch (a ``Ready``), or any other call (a
+``Decision``: a newer epoch to promise, a rejection with Hadoop's exception and message,
+every check of digest §2). A failed write or fsync stops the journal (see
+``journal.py``'s module doc).
 """
 
 from __future__ import annotations
@@ -19,11 +21,9 @@ from hadoop_qjm.common.exceptions import (
     IllegalStateException,
     IOException,
 )
+from hadoop_qjm.ipc.call_context import remote_ip
 from hadoop_qjm.qjournal.protocol import journal_step, recovery_rules, rules
-from hadoop_qjm.qjournal.protocol.exceptions import (
-    JournalOutOfSyncException,
-    SegmentMismatchException,
-)
+from hadoop_qjm.qjournal.protocol.exceptions import JournalOutOfSyncException
 from hadoop_qjm.qjournal.protocol.journal_call import JournalCall
 from hadoop_qjm.qjournal.protocol.messages import RequestInfo
 from hadoop_qjm.qjournal.server.journal_checks import JournalCore
@@ -78,38 +78,51 @@ class JournalWritePath:
     ) -> None:
         """Append a batch of serialized ops to the open segment; durable on return.
 
-        The general path: any call, decided by ``rules``' step functions (a newer
-        writer's promise, a rejection). The writer's next batch usually comes through
-        :meth:`journal_in_order_group` instead; both write by :meth:`_write_group_locked`.
+        The general path: any call, decided by ``journal_step.step`` (the writer's next
+        batch, a newer writer's promise, a rejection), its effects applied, then its
+        batch written by :meth:`_write_group_locked`, a group of one. The writer's next
+        batch usually comes through :meth:`journal_in_order_group` instead.
         """
-        state = self._state
         with self._lock:
             self._checks.check_formatted()
             self._checks.check_writable()
-            rules.check_num_txns(num_txns, self._journal_id)
-            self._checks.check_write_request(req)
-            if num_txns == 0:
-                return  # the legacy "only update the committed txid" call
-            try:
-                rules.check_journal_batch(
-                    state.cur_segment_txid if state.cur_segment is not None else None,
-                    state.next_txid,
-                    segment_txid,
-                    first_txid,
-                    num_txns=num_txns,
-                    journal_id=self._journal_id,
-                )
-            except SegmentMismatchException:
-                # The writer missed a finalize and a start: stop writing this segment.
-                self._checks.abort_cur_segment()
-                raise
-            last_txid = first_txid + num_txns - 1
-            # A batch the quorum already committed (we are catching up) need not be fsynced.
-            lagging = last_txid <= state.committed_txn_id.get()
+            call = journal_step.BatchCall(
+                *rules.request_numbers(req), segment_txid, first_txid, num_txns
+            )
+            outcome = journal_step.step(
+                self._state.writer_state(),
+                call,
+                self._journal_id,
+                client=remote_ip(),
+                request_journal_id=req.journal_id,
+            )
+            batch = self._apply_step(outcome, req.epoch)
+            if batch is None:
+                return
             self._fault.before_write_edits()
-            _, error = self._write_group_locked(((first_txid, last_txid, records, lagging),), None)
+            first, last, must_sync = batch
+            _, error = self._write_group_locked(((first, last, records, not must_sync),), None)
             if error is not None:
                 raise error
+
+    def _apply_step(
+        self, outcome: journal_step.Ready | journal_step.Decision, epoch: int
+    ) -> journal_step.Batch | None:
+        """Apply a ``journal`` call's step (lock held) in checkRequest's and journal()'s
+        order, raising its rejection; the batch to write, None if none."""
+        checks = self._checks
+        if isinstance(outcome, journal_step.Ready):
+            checks.take_request_effects(outcome.state.ipc_serial, outcome.committed_txid)
+            self._writer_watch.saw_writer(epoch)
+            return journal_step.Batch(outcome.first_txid, outcome.last_txid, outcome.must_sync)
+        if outcome.request is not None:
+            checks.apply_request(outcome.request, epoch)
+        if outcome.abort_segment:
+            # The writer missed a finalize and a start: stop writing this segment.
+            checks.abort_cur_segment()
+        if outcome.error is not None:
+            raise outcome.error
+        return outcome.batch
 
     def journal_in_order(
         self,
@@ -217,8 +230,8 @@ class JournalWritePath:
         state = self._state.writer_state()
         for call, records in calls:
             ready = journal_step.step(state, call)
-            if ready is None:
-                return
+            if not isinstance(ready, journal_step.Ready):
+                return  # not the writer's next batch: the caller serves it by journal()
             try:
                 # checkRequest's effects, in its order, then the write hook (as journal()).
                 self._checks.take_request_effects(ready.state.ipc_serial, ready.committed_txid)
