@@ -191,7 +191,7 @@ class JournalWritePath:
         fault hook ends the group with that call's error (its checkRequest effects
         applied, as :meth:`journal` leaves them) after the calls before it are synced. A
         failed write or fsync fails every call of the group and stops the journal
-        (:meth:`_fail_storage`): none of them is acknowledged.
+        (:meth:`JournalChecks.fail_storage`): none of them is acknowledged.
         """
         failed: list[Exception] = []
         with self._lock:
@@ -256,7 +256,7 @@ class JournalWritePath:
         then publishes them (:meth:`_publish_locked`) and acknowledges them.
         Returns how many batches were taken, and None; or, when a write or the fsync
         failed, that count and the IOException every one of them fails with: nothing of
-        the group is durable, and the journal stops (:meth:`_fail_storage`).
+        the group is durable, and the journal stops (:meth:`JournalChecks.fail_storage`).
         """
         state = self._state
         segment = state.cur_segment
