@@ -24,6 +24,7 @@ from hadoop_qjm.editlog.fs_edit_log_op import MkdirOp, encode_op
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.qjournal.protocol.messages import PersistedRecoveryPaxosData, RequestInfo
 from hadoop_qjm.qjournal.server.journal import Journal
+from hadoop_qjm.qjournal.server.paxos_record import write_paxos_record
 from hadoop_qjm.testing.faults import (
     FaultInjectingProxy,
     FaultProbabilities,
@@ -71,8 +72,8 @@ class AckWithoutWriteJournal(Journal):
         self, req: RequestInfo, segment_txid: int, first_txid: int, num_txns: int, records: bytes
     ) -> None:
         with self._lock:
-            self._check_formatted()
-            self._check_write_request(req)
+            self._checks.check_formatted()
+            self._checks.check_write_request(req)
 
     def journal_in_order(self, *args: Any) -> bool:
         return False  # every batch takes the broken journal() above
@@ -82,11 +83,13 @@ class HadoopPaxosRecordJournal(Journal):
     """A JournalNode whose paxos records are the ones Hadoop's JournalNode writes:
     the same bytes as ours less the md5 field (what a node taken over from Hadoop holds)."""
 
-    def _persist_paxos_data(self, segment_txid: int, data: PersistedRecoveryPaxosData) -> None:
-        without_md5 = replace(data.segment_state, md5=None)
-        super()._persist_paxos_data(
-            segment_txid, PersistedRecoveryPaxosData(without_md5, data.accepted_in_epoch)
-        )
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, write_paxos_record=_write_hadoop_paxos_record, **kwargs)
+
+
+def _write_hadoop_paxos_record(path: Path, data: PersistedRecoveryPaxosData) -> None:
+    without_md5 = replace(data.segment_state, md5=None)
+    write_paxos_record(path, PersistedRecoveryPaxosData(without_md5, data.accepted_in_epoch))
 
 
 def hadoop_record_nodes(seed: int) -> tuple[int, ...]:

@@ -466,16 +466,18 @@ def test_a_new_segment_superseding_a_recovery_fsyncs_the_paxos_dir(tmp_path, mon
     """startLogSegment deletes the paxos record of its txid before it acknowledges."""
     from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
     from hadoop_qjm.conf import Configuration
-    from hadoop_qjm.qjournal.server import journal as journal_module
+    from hadoop_qjm.qjournal.server import journal_recovery
+    from hadoop_qjm.qjournal.server.journal import Journal
     from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, JID, make_request
 
-    journal = journal_module.Journal(Configuration(), tmp_path / JID, JID)
+    journal = Journal(Configuration(), tmp_path / JID, JID)
     try:
         journal.format(FAKE_NSINFO)
         journal.new_epoch(FAKE_NSINFO, 1)
         journal.storage.paxos_file(1).write_bytes(b"an old decision")
         synced: list[Path] = []
-        monkeypatch.setattr(journal_module, "fsync_dir", lambda path, **kw: synced.append(path))
+        # The paxos record is deleted by journal_recovery.purge_paxos_decision.
+        monkeypatch.setattr(journal_recovery, "fsync_dir", lambda path, **kw: synced.append(path))
         journal.start_log_segment(make_request(1), 1, CURRENT_LAYOUT_VERSION)
     finally:
         journal.close()

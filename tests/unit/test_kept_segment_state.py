@@ -250,8 +250,9 @@ def _md5_not_moved_on_append(state, position, records, *args):
 def _download_kept_with_the_old_md5(self, tmp, segment):
     """The planted bug: an installed download keeps the state of the copy it replaced."""
     state = real_check_download(self, tmp, segment)
-    if state is not None and self._kept is not None:
-        state.md5 = self._kept.md5.copy()
+    kept = self._state.kept
+    if state is not None and kept is not None:
+        state.md5 = kept.md5.copy()
     return state
 
 

@@ -349,8 +349,8 @@ def test_the_in_order_batch_and_its_step_are_what_the_step_functions_write_plain
     )
     call = journal_step.BatchCall(*rules.request_numbers(req), segment, first, num)
     ready = journal_step.step(writer, call)
-    if not in_order:
-        assert ready is None
+    if not in_order:  # decided, not written plainly
+        assert isinstance(ready, journal_step.Decision)
         return
     last = first + num - 1
     assert ready == journal_step.Ready(
@@ -362,6 +362,144 @@ def test_the_in_order_batch_and_its_step_are_what_the_step_functions_write_plain
         last,
         not last <= expected_committed,
     )
+
+
+def _journal_plainly(
+    model: dict[str, int | None], req: RequestInfo, segment: int, first: int, num: int
+) -> tuple[BaseException | None, bool, tuple[int, int, bool] | None]:
+    """Journal.journal read literally, with the raising step functions in Hadoop's order
+    (digest §2): mutates ``model`` as it goes and stops at the first exception. Returns
+    (the exception, whether the open segment was aborted, the batch written)."""
+    try:
+        rules.check_num_txns(num, JID)
+        promise = check_epoch(req.epoch, model["promised"], JID)
+        if promise is not None:
+            model["promised"], model["serial"] = promise, rules.INITIAL_IPC_SERIAL
+        model["serial"] = check_ipc_serial(req.ipc_serial_number, model["serial"], JID)
+        if req.has_committed_txid:
+            model["committed"] = check_committed_txid(req.committed_txid, model["committed"], JID)
+        model["seen"] = req.epoch  # the format guard sees an accepted call's writer
+        check_writer_epoch(req.epoch, model["writer_epoch"], JID)
+        if num == 0:
+            return None, False, None
+        try:
+            check_journal_batch(
+                model["segment"], model["next"], segment, first, num_txns=num, journal_id=JID
+            )
+        except SegmentMismatchException as e:
+            model["segment"] = None
+            return e, True, None
+    except HadoopException as e:
+        return e, False, None
+    last = first + num - 1
+    return None, False, (first, last, last > model["committed"])
+
+
+def _apply_step(
+    model: dict[str, int | None], outcome: journal_step.Ready | journal_step.Decision, epoch: int
+) -> tuple[BaseException | None, bool, tuple[int, int, bool] | None]:
+    """What JournalWritePath._apply_step does with a step's outcome, on the model."""
+    if isinstance(outcome, journal_step.Ready):
+        model["serial"], model["committed"] = outcome.state.ipc_serial, outcome.state.committed_txid
+        model["seen"] = epoch
+        return None, False, (outcome.first_txid, outcome.last_txid, outcome.must_sync)
+    request = outcome.request
+    if request is not None:
+        if request.promise_epoch is not None:
+            model["promised"], model["serial"] = request.promise_epoch, rules.INITIAL_IPC_SERIAL
+        if request.ipc_serial is not None:
+            model["serial"] = request.ipc_serial
+        if request.committed_txid is not None:
+            model["committed"] = request.committed_txid
+        if request.error is not None:
+            return request.error, False, None
+        model["seen"] = epoch
+    if outcome.abort_segment:
+        model["segment"] = None
+    if outcome.error is not None:
+        return outcome.error, outcome.abort_segment, None
+    batch = outcome.batch
+    return None, False, None if batch is None else tuple(batch)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(case=st.fixed_dictionaries(_IN_ORDER_CASES))
+def test_the_step_decides_every_journal_call_as_journal_read_literally(case) -> None:
+    """journal_step.step, applied, does what Journal.journal always did, for every call,
+    the writer's next batch or not: the same effects in the same order (a promise kept
+    though a later check fails), the same exception with the same message, the same
+    abort of a segment the writer no longer writes, the same batch and fsync."""
+    cur_segment = None if case["cur_segment"] == INVALID_TXID else case["cur_segment"]
+    model = {
+        "promised": case["promised"],
+        "serial": case["serial"],
+        "committed": case["committed"],
+        "writer_epoch": case["writer_epoch"],
+        "segment": cur_segment,
+        "next": case["next_txid"],
+        "seen": None,
+    }
+    req = RequestInfo(JID, case["epoch"], case["ipc"], case["req_committed"])
+    segment, first, num = case["segment"], case["first"], case["num"]
+    expected_model = dict(model)
+    expected = _journal_plainly(expected_model, req, segment, first, num)
+    writer = journal_step.WriterState(
+        model["promised"], model["serial"], model["committed"], model["writer_epoch"],
+        cur_segment, model["next"],
+    )  # fmt: skip
+    call = journal_step.BatchCall(*rules.request_numbers(req), segment, first, num)
+    outcome = journal_step.step(writer, call, JID)
+    assert outcome is not None
+    got = _apply_step(model, outcome, req.epoch)
+    assert model == expected_model
+    assert (type(got[0]), str(got[0]), got[1:]) == (
+        type(expected[0]),
+        str(expected[0]),
+        expected[1:],
+    )
+
+
+def test_a_newer_writer_is_promised_though_its_batch_is_rejected() -> None:
+    """A call of a newer epoch, from no writer of this segment: the step promises the
+    epoch first, then rejects the call with Hadoop's message (IOException, two spaces)."""
+    writer = journal_step.WriterState(1, 3, 5, 1, 1, 6)
+    outcome = journal_step.step(writer, journal_step.BatchCall(2, 0, 5, 1, 6, 1), JID)
+    assert isinstance(outcome, journal_step.Decision)
+    assert outcome.request == EpochDecision(promise_epoch=2, ipc_serial=0, committed_txid=5)
+    assert type(outcome.error) is IOException
+    assert str(outcome.error) == (
+        f"IPC's epoch 2 is not the current writer epoch  1 ; journal id: {JID}"
+    )
+    assert (outcome.abort_segment, outcome.batch) == (False, None)
+
+
+def test_a_writer_naming_another_segment_has_the_open_one_aborted() -> None:
+    writer = journal_step.WriterState(1, 3, 5, 1, 1, 6)
+    outcome = journal_step.step(writer, journal_step.BatchCall(1, 4, 5, 3, 6, 1), JID)
+    assert isinstance(outcome, journal_step.Decision)
+    assert outcome.abort_segment
+    assert type(outcome.error) is SegmentMismatchException
+    assert str(outcome.error) == (
+        "Writer out of sync: it thinks it is writing segment 3 but current segment is 1"
+        f" ; journal id: {JID}"
+    )
+
+
+def test_checkrequest_names_the_requests_journal_and_the_caller() -> None:
+    """checkRequest's messages name the request's journal id and the caller's address,
+    journal()'s own checks the journal's (as Journal.journal always wrote them)."""
+    writer = journal_step.WriterState(1, 3, 5, 1, 1, 6)
+    stale = journal_step.BatchCall(1, 3, 5, 1, 6, 1)
+    outcome = journal_step.step(
+        writer, stale, "mine", client="10.0.0.7", request_journal_id="theirs"
+    )
+    assert str(outcome.request.error) == (
+        "IPC serial 3 from client 10.0.0.7 was not higher than prior highest IPC serial 3"
+        " ; journal id: theirs"
+    )
+    negative = journal_step.step(writer, journal_step.BatchCall(1, 4, 5, 1, 6, -1), "mine")
+    assert negative.request is None
+    assert str(negative.error).endswith(" ; journal id: mine")
 
 
 def test_a_negative_number_of_transactions_is_illegal() -> None:

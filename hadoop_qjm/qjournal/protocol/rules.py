@@ -365,7 +365,7 @@ def is_in_order_batch(
     :func:`check_journal_batch` says WRITE: then the call's only effects are the
     new IPC serial, the committed txid and the written batch (the one-pass path,
     ``Journal.journal_in_order``). False for everything else, which
-    ``Journal.journal`` decides with the step functions.
+    ``journal_step.step`` decides with the step functions (its ``Decision``).
     """
     return (
         num_txns > 0

@@ -13,52 +13,57 @@ they are at most a proposal, and every node that takes a copy fsyncs it first.)
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.common.durable import BestEffortLongFile, PersistentLongFile, fsync_dir
 from hadoop_qjm.common.exceptions import (
     HadoopException,
     IllegalArgumentException,
-    IllegalStateException,
     IOException,
 )
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.editlog.file_journal_manager import EditLogFile
-from hadoop_qjm.ipc.call_context import remote_ip
 from hadoop_qjm.qjournal.protocol import membership as membership_rules
 from hadoop_qjm.qjournal.protocol import rules
-from hadoop_qjm.qjournal.protocol.exceptions import (
-    JournalInUseException,
-    JournalNotFormattedException,
-)
+from hadoop_qjm.qjournal.protocol.exceptions import JournalInUseException
 from hadoop_qjm.qjournal.protocol.format_rules import STOP_THE_NAMENODES, FormatCheck
 from hadoop_qjm.qjournal.protocol.membership import Config, MembershipRecord
 from hadoop_qjm.qjournal.protocol.messages import (
     NewEpochResponse,
-    PersistedRecoveryPaxosData,
     RequestInfo,
 )
 from hadoop_qjm.qjournal.server.jn_storage import JNStorage
+from hadoop_qjm.qjournal.server.journal_checks import JournalChecks, JournalCore
+from hadoop_qjm.qjournal.server.journal_faults import JournalFaultInjector
 from hadoop_qjm.qjournal.server.journal_format_guard import WriterWatch, check_format
 from hadoop_qjm.qjournal.server.journal_membership import JournalMembership
 from hadoop_qjm.qjournal.server.journal_metrics import JournalMetrics, JournalNodeMetrics
 from hadoop_qjm.qjournal.server.journal_node_settings import edits_dir_permission
 from hadoop_qjm.qjournal.server.journal_reads import MAX_JOURNALED_EDITS_WAIT_S, JournalReads
-from hadoop_qjm.qjournal.server.journal_recovery import JournalRecovery, scan_segment_state
+from hadoop_qjm.qjournal.server.journal_recovery import (
+    JournalRecovery,
+    PaxosRecordWriter,
+    SegmentScanner,
+    scan_segment_state,
+)
 from hadoop_qjm.qjournal.server.journal_scrubber import SegmentReaders
+from hadoop_qjm.qjournal.server.journal_state import JournalState
 from hadoop_qjm.qjournal.server.journal_write_path import (
     WARN_SYNC_MILLIS_THRESHOLD,
     JournalWritePath,
 )
 from hadoop_qjm.qjournal.server.journaled_edits_cache import JournaledEditsCache
 from hadoop_qjm.qjournal.server.kept_segment_state import KeptSegmentState
-from hadoop_qjm.qjournal.server.paxos_record import read_paxos_record
+from hadoop_qjm.qjournal.server.paxos_record import write_paxos_record
 from hadoop_qjm.qjournal.server.scrub_rules import RepairOutcome
 
 __all__ = [
@@ -70,48 +75,80 @@ __all__ = [
 
 LOG = logging.getLogger(__name__)
 
-LAST_PROMISED_FILENAME = "last-promised-epoch"
-LAST_WRITER_EPOCH = "last-writer-epoch"
-COMMITTED_TXID_FILENAME = "committed-txid"
-#: The committed-txid file is rewritten at most this often while calls carry a newer
-#: value; always when a segment is finalized and when the journal closes, and at once
-#: when discardSegments lowers it. Hadoop rewrites it on every call that moves it; it
-#: is a hint read as a lower bound either way (docs/journalnode.md, "committed-txid").
-COMMITTED_TXID_WRITE_INTERVAL_S = 0.1
 #: Keep what a scan of the open segment would find (issue 25; docs/journalnode.md).
 KEPT_SEGMENT_STATE_KEY = keys.DFS_JOURNALNODE_KEPT_SEGMENT_STATE_KEY
 #: Compare the kept state with a fresh scan at every use (tests and fault runs only).
 KEPT_SEGMENT_STATE_VERIFY_KEY = "dfs.journalnode.kept-segment-state.verify"
 
 
-class JournalFaultInjector:
-    """Fault hooks on both sides of acceptRecovery's commit point (and around a write).
+class _StateView:
+    """A Journal attribute that reads (and, ``writable``, sets) a field of its
+    :class:`JournalState`: the names the handler, the metrics, the format guard and
+    tests read on a Journal."""
 
-    The default does nothing; tests pass a subclass whose hooks raise, to crash
-    the JournalNode exactly there (design paper §2.8, HDFS-3955).
-    """
+    def __init__(self, field: str, *, writable: bool = False) -> None:
+        self._field = field
+        self._writable = writable
 
-    def before_persist_paxos_data(self) -> None:
-        """Called after the download, before the paxos record is written."""
+    def __get__(self, journal: Journal | None, owner: type | None = None):  # noqa: ANN204
+        if journal is None:
+            return self
+        return getattr(journal._state, self._field)
 
-    def after_persist_paxos_data(self) -> None:
-        """Called after the paxos record is durable, before the segment is renamed."""
+    def __set__(self, journal: Journal, value: object) -> None:
+        if not self._writable:
+            raise AttributeError(f"Journal.{self._field} is read-only")
+        setattr(journal._state, self._field, value)
 
-    def before_write_edits(self) -> None:
-        """Called before a journal() batch is written (HDFS-17710's writeEdits hook)."""
+
+def _delegated(collaborator: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    """A public method of Journal that is one of its collaborators' (the attribute named
+    ``collaborator``): it calls that collaborator's method, and carries its docstring and
+    signature (``functools.wraps``)."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def call(journal: Journal, *args: Any, **kwargs: Any) -> Any:
+        return getattr(getattr(journal, collaborator), name)(*args, **kwargs)
+
+    return call
 
 
-class Journal(JournalReads, JournalWritePath, JournalRecovery):
+class Journal:
     """The journal of one journal id: its storage, its promises, its open segment.
 
-    This class holds the state, the epoch checks and the calls that change them. The
-    write path (``journal`` and the writer's next batches, startLogSegment,
-    finalizeLogSegment) is :class:`~hadoop_qjm.qjournal.server.journal_write_path.JournalWritePath`,
-    the reads (the manifest, the edits cache and its long poll, ``/getJournal``'s open)
-    :class:`~hadoop_qjm.qjournal.server.journal_reads.JournalReads`, and recovery
-    (prepareRecovery/acceptRecovery, design paper §2.8-2.9)
-    :class:`~hadoop_qjm.qjournal.server.journal_recovery.JournalRecovery`.
+    Its mutable state is one :class:`~hadoop_qjm.qjournal.server.journal_state.JournalState`,
+    shared with its collaborators, each built with what it uses and called under the
+    journal's lock: the checks of every call and the state changes they share
+    (:class:`~hadoop_qjm.qjournal.server.journal_checks.JournalChecks`), the write path
+    (``journal`` and the writer's next batches, startLogSegment, finalizeLogSegment:
+    :class:`~hadoop_qjm.qjournal.server.journal_write_path.JournalWritePath`), the reads
+    (the manifest, the edits cache and its long poll, ``/getJournal``'s open:
+    :class:`~hadoop_qjm.qjournal.server.journal_reads.JournalReads`) and recovery
+    (prepareRecovery/acceptRecovery, design paper §2.8-2.9:
+    :class:`~hadoop_qjm.qjournal.server.journal_recovery.JournalRecovery`). This class
+    keeps the rest (format, newEpoch, the membership record, purge, discard, the
+    scrubber's repair) and delegates the protocol's other calls.
+
+    ``write_paxos_record`` persists an accepted recovery's paxos record (default:
+    Hadoop's format, ``paxos_record.write_paxos_record``; the randomized harness passes
+    one that writes what Hadoop's JournalNode writes).
     """
+
+    last_promised_epoch: PersistentLongFile = _StateView("last_promised_epoch")
+    last_writer_epoch: PersistentLongFile = _StateView("last_writer_epoch")
+    committed_txn_id: BestEffortLongFile = _StateView("committed_txn_id")
+    membership: JournalMembership = _StateView("membership")
+    cache: JournaledEditsCache | None = _StateView("cache")
+    cur_segment_txid: int = _StateView("cur_segment_txid")
+    cur_segment_layout_version: int = _StateView("cur_segment_layout_version")
+    next_txid: int = _StateView("next_txid")
+    highest_written_txid: int = _StateView("highest_written_txid")
+    current_epoch_ipc_serial: int = _StateView("current_epoch_ipc_serial")
+    last_journal_timestamp_ms: int = _StateView("last_journal_timestamp_ms", writable=True)
+    _cur_segment = _StateView("cur_segment")
+    _kept: KeptSegmentState | None = _StateView("kept")
+    _edit_waiters: int = _StateView("edit_waiters")
 
     def __init__(
         self,
@@ -123,6 +160,7 @@ class Journal(JournalReads, JournalWritePath, JournalRecovery):
         fault_injector: JournalFaultInjector | None = None,
         fetcher=None,
         clock=time.time,
+        write_paxos_record: PaxosRecordWriter = write_paxos_record,
     ) -> None:
         rules.validate_journal_id(journal_id)
         self.conf = conf
@@ -130,59 +168,39 @@ class Journal(JournalReads, JournalWritePath, JournalRecovery):
         self.log = logging.LoggerAdapter(LOG, {"journal_id": journal_id})
         self._lock = threading.RLock()
         self._fault = fault_injector or JournalFaultInjector()
-        self._fetch = fetcher
-        self._clock = clock
         self.storage = JNStorage(conf, log_dir, edits_dir_permission(conf))
         self.fjm = self.storage.fjm
-        self._cur_segment = None
-        self.cur_segment_txid = INVALID_TXID
-        self.cur_segment_layout_version = 0
-        self.next_txid = INVALID_TXID
-        self.highest_written_txid = 0
-        self.current_epoch_ipc_serial = -1
-        self.last_journal_timestamp_ms = 0
         #: The writer and its segment's start, for format's live-writer check (issue 33).
         self.writer_watch = WriterWatch(conf, clock)
-        self._storage_failure: str | None = None
+        self._state = state = JournalState.load(self.storage.current_dir, journal_id)
         in_progress = conf.get_bool("dfs.ha.tail-edits.in-progress", False) if conf else False
-        self.cache = JournaledEditsCache(conf) if in_progress else None
-        self._kept: KeptSegmentState | None = None
-        self._kept_enabled = (
+        if in_progress:
+            state.cache = JournaledEditsCache(conf)
+        kept_enabled = (
             conf.get_bool(KEPT_SEGMENT_STATE_KEY, keys.DFS_JOURNALNODE_KEPT_SEGMENT_STATE_DEFAULT)
             if conf
             else True
         )
-        self._kept_verify = (
-            conf.get_bool(KEPT_SEGMENT_STATE_VERIFY_KEY, False) if conf else False
-        ) and self._kept_enabled
-        # getJournaledEdits long polls wait on this for a batch past their txid.
-        self._written = threading.Condition(threading.Lock())
-        self._edit_waiters = 0
-        self._closed = False
-        self._refresh_cached_data()
-        self._drop_edits_cache()  # tagged with the promise just read
+        kept_verify = conf.get_bool(KEPT_SEGMENT_STATE_VERIFY_KEY, False) if conf else False
+        self._checks = checks = JournalChecks(
+            conf, journal_id, self.storage, state, self.writer_watch, self.log
+        )
+        self._scanner = SegmentScanner(state, self.log, enabled=kept_enabled, verify=kept_verify)
+        checks.drop_edits_cache()  # tagged with the promise just read
         latest = self.scan_storage_for_latest_edits()
         if latest is not None:
-            self._update_highest_written_txid(latest.last_txid)
+            checks.update_highest_written_txid(latest.last_txid)
         self.metrics: JournalMetrics = (metrics or JournalNodeMetrics()).for_journal(self)
         #: Segment files open for /getJournal: the scrubber leaves them alone (issue 27).
         self.segment_readers = SegmentReaders()
-
-    # ---- persistent state -----------------------------------------------------------------------
-    def _refresh_cached_data(self) -> None:
-        current = self.storage.current_dir
-        if getattr(self, "committed_txn_id", None) is not None:
-            self.committed_txn_id.close()
-        self.last_promised_epoch = PersistentLongFile(current / LAST_PROMISED_FILENAME, 0)
-        self.last_writer_epoch = PersistentLongFile(current / LAST_WRITER_EPOCH, 0)
-        self.committed_txn_id = BestEffortLongFile(
-            current / COMMITTED_TXID_FILENAME, INVALID_TXID, COMMITTED_TXID_WRITE_INTERVAL_S
+        core = JournalCore(journal_id, self._lock, self.storage, state, checks, self.log)
+        self._writes = JournalWritePath(
+            core, self._scanner, self.metrics, self._fault, self.writer_watch, clock
         )
-        self.membership = JournalMembership(current, self.journal_id)
-
-    def _update_highest_written_txid(self, txid: int) -> None:
-        self.highest_written_txid = txid
-        self.fjm.last_readable_txid = txid
+        self._reads = JournalReads(core, self.metrics, self.segment_readers)
+        self._recovery = JournalRecovery(
+            core, conf, self._scanner, self._fault, fetch=fetcher, write_record=write_paxos_record
+        )
 
     # ---- read-only views ------------------------------------------------------------------------
     def is_formatted(self) -> bool:
@@ -191,14 +209,14 @@ class Journal(JournalReads, JournalWritePath, JournalRecovery):
     def get_last_promised_epoch(self) -> int:
         """The promise (getJournalState); JournalNotFormattedException if unformatted."""
         with self._lock:
-            self._check_formatted()
+            self._checks.check_formatted()
             return self.last_promised_epoch.get()
 
     def get_membership_text(self) -> str | None:
         """This node's membership record (getJournalState; not Hadoop's), None if the set
         never changed (docs/journalnode.md, "Online, by joint consensus")."""
         with self._lock:
-            self._check_formatted()
+            self._checks.check_formatted()
             record = self.membership.record
             return None if record is None else record.to_text()
 
@@ -208,10 +226,10 @@ class Journal(JournalReads, JournalWritePath, JournalRecovery):
         """Replace the membership record: a set change's step, by the writer (not Hadoop's).
         A joining node is asked with the writer's ``ns_info``: it must be of that namespace."""
         with self._lock:
-            self._check_formatted()
+            self._checks.check_formatted()
             if ns_info is not None:
                 self.storage.check_consistent_namespace(ns_info)
-            self._check_request(req)
+            self._checks.check_request(req)
             self.membership.set(MembershipRecord.parse(record), req.epoch)
 
     def adopt_membership(self, record: str) -> str:
@@ -220,7 +238,7 @@ class Journal(JournalReads, JournalWritePath, JournalRecovery):
         legal successor of this node's; says which."""
         proposed = MembershipRecord.parse(record)
         with self._lock:
-            self._check_formatted()
+            self._checks.check_formatted()
             current = self.membership.record
             if current is not None and current.key >= proposed.key:
                 return f"kept this node's membership record {current}"
@@ -232,7 +250,7 @@ class Journal(JournalReads, JournalWritePath, JournalRecovery):
 
     def get_last_writer_epoch(self) -> int:
         with self._lock:
-            self._check_formatted()
+            self._checks.check_formatted()
             return self.last_writer_epoch.get()
 
     def get_committed_txid(self) -> int:
@@ -241,13 +259,13 @@ class Journal(JournalReads, JournalWritePath, JournalRecovery):
 
     def get_journal_ctime(self) -> int:
         with self._lock:
-            self._check_formatted()
+            self._checks.check_formatted()
             return self.storage.storage_info.ctime
 
     def get_storage_info(self):
         """The journal's StorageInfo (its VERSION), for a peer formatting itself (HDFS-16690)."""
         with self._lock:
-            self._check_formatted()
+            self._checks.check_formatted()
             return self.storage.storage_info
 
     def metric_last_promised_epoch(self) -> int:
@@ -274,13 +292,13 @@ class Journal(JournalReads, JournalWritePath, JournalRecovery):
 
     @property
     def is_segment_open(self) -> bool:
-        return self._cur_segment is not None
+        return self._state.cur_segment is not None
 
     @property
     def kept_segment_state(self) -> KeptSegmentState | None:
         """What a scan of the open (or last scanned) in-progress segment would find, kept
         without reading it; None when not kept (the next use scans)."""
-        return self._kept
+        return self._state.kept
 
     def scanned_segment_state(self, segment_txid: int) -> KeptSegmentState | None:
         """A fresh scan of ``edits_inprogress_<segment_txid>``, for comparison with
@@ -288,62 +306,21 @@ class Journal(JournalReads, JournalWritePath, JournalRecovery):
         with self._lock:
             return scan_segment_state(self.storage.in_progress_edit_log(segment_txid), segment_txid)
 
-    # ---- checks ---------------------------------------------------------------------------------
-    def _check_formatted(self) -> None:
-        if not self.storage.is_formatted():
-            raise JournalNotFormattedException(
-                f"Journal {self.storage} not formatted ; journal id: {self.journal_id}"
-            )
-
-    def _check_writable(self) -> None:
-        if self._storage_failure is not None:
-            raise IOException(
-                f"Journal {self.journal_id} stopped accepting writes after a storage failure "
-                f"({self._storage_failure}); restart the JournalNode"
-            )
-
-    def _check_request(self, req: RequestInfo) -> None:
-        """Epoch promise, IPC serial and committed txid (digest §2 checkRequest)."""
-        decision = rules.check_request(
-            rules.EpochState(
-                self.last_promised_epoch.get(),
-                self.current_epoch_ipc_serial,
-                self.committed_txn_id.get(),
-            ),
-            req,
-            client=remote_ip(),
-        )
-        if decision.promise_epoch is not None:
-            # A newer writer has arrived: the promise fences every older one.
-            self._promise(decision.promise_epoch)
-        self._take_request_effects(decision.ipc_serial, decision.committed_txid)
-        decision.raise_if_rejected()
-        self.writer_watch.saw_writer(req.epoch)
-
-    def _take_request_effects(self, ipc_serial: int | None, committed_txid: int | None) -> None:
-        """checkRequest's effects after the promise, in its order (lock held): the new IPC
-        serial, then the committed txid (None: keep either). Both :meth:`_check_request`
-        and the writer's next batch (``journal_step.Ready``) change them only here."""
-        if ipc_serial is not None:
-            self.current_epoch_ipc_serial = ipc_serial
-        if committed_txid is not None and committed_txid != self.committed_txn_id.get():
-            # Unchanged (a writer's heartbeat, a retry): nothing to write. Written at most
-            # every COMMITTED_TXID_WRITE_INTERVAL_S (docs/journalnode.md).
-            self.committed_txn_id.set_lazily(committed_txid)
-
-    def _promise(self, epoch: int) -> None:
-        """Promise ``epoch`` (lock held, already checked to be newer): persist it, accept
-        any serial next, and forget the cache, whose tail the new writer may cut."""
-        self.log.info(
-            "Updating lastPromisedEpoch from %d to %d", self.last_promised_epoch.get(), epoch
-        )
-        self.last_promised_epoch.set(epoch)
-        self.current_epoch_ipc_serial = rules.INITIAL_IPC_SERIAL
-        self._drop_edits_cache()
-
-    def _check_write_request(self, req: RequestInfo) -> None:
-        self._check_request(req)
-        rules.check_writer_epoch(req.epoch, self.last_writer_epoch.get(), self.journal_id)
+    # ---- the calls of the collaborators ---------------------------------------------------------
+    open_segment_for_read = _delegated("_reads", JournalReads.open_segment_for_read)
+    get_edit_log_manifest = _delegated("_reads", JournalReads.get_edit_log_manifest)
+    await_journaled_edits = _delegated("_reads", JournalReads.await_journaled_edits)
+    get_journaled_edits = _delegated("_reads", JournalReads.get_journaled_edits)
+    journal = _delegated("_writes", JournalWritePath.journal)
+    journal_in_order = _delegated("_writes", JournalWritePath.journal_in_order)
+    journal_in_order_group = _delegated("_writes", JournalWritePath.journal_in_order_group)
+    start_log_segment = _delegated("_writes", JournalWritePath.start_log_segment)
+    finalize_log_segment = _delegated("_writes", JournalWritePath.finalize_log_segment)
+    prepare_recovery = _delegated("_recovery", JournalRecovery.prepare_recovery)
+    accept_recovery = _delegated("_recovery", JournalRecovery.accept_recovery)
+    move_tmp_segment_to_current = _delegated(
+        "_recovery", JournalRecovery.move_tmp_segment_to_current
+    )
 
     # ---- the protocol ---------------------------------------------------------------------------
     def can_format(self) -> FormatCheck:
@@ -368,15 +345,16 @@ class Journal(JournalReads, JournalWritePath, JournalRecovery):
                 raise IOException(
                     "Can't format the storage directory because the current directory is not empty."
                 )
-            self._abort_cur_segment()
-            self._drop_kept()
-            self.committed_txn_id.close(flush=False)  # its directory is recreated
+            state = self._state
+            self._checks.abort_cur_segment()
+            state.drop_kept()
+            state.committed_txn_id.close(flush=False)  # its directory is recreated
             self.storage.format(ns_info)
-            self._refresh_cached_data()
-            self._update_highest_written_txid(0)
-            self.current_epoch_ipc_serial = -1
-            self._storage_failure = None
-            self._drop_edits_cache()
+            state.reload(current, self.journal_id)
+            self._checks.update_highest_written_txid(0)
+            state.current_epoch_ipc_serial = -1
+            state.storage_failure = None
+            self._checks.drop_edits_cache()
             self.writer_watch.forget()
 
     def new_epoch(
@@ -394,7 +372,7 @@ class Journal(JournalReads, JournalWritePath, JournalRecovery):
         node's is taken first (a node that missed a step catches up).
         """
         with self._lock:
-            self._check_formatted()
+            self._checks.check_formatted()
             self.storage.check_consistent_namespace(ns_info)
             rules.check_new_epoch(epoch, self.last_promised_epoch.get(), self.journal_id)
             # Only a writer that would win this node's promise may bring it a record.
@@ -403,23 +381,24 @@ class Journal(JournalReads, JournalWritePath, JournalRecovery):
             self.membership.check_writer(
                 None if writer_config is None else Config.parse(writer_config)
             )
-            self._promise(epoch)
+            self._checks.promise(epoch)
             self.writer_watch.saw_writer(epoch)
-            self._abort_cur_segment()
+            self._checks.abort_cur_segment()
             latest = self.scan_storage_for_latest_edits()
             return NewEpochResponse(latest.first_txid if latest is not None else None)
 
     def heartbeat(self, req: RequestInfo) -> None:
         with self._lock:
-            self._check_formatted()
-            self._check_request(req)
+            self._checks.check_formatted()
+            self._checks.check_request(req)
 
     def purge_logs_older_than(self, req: RequestInfo, min_txid_to_keep: int) -> None:
         with self._lock:
-            self._check_formatted()
-            self._check_request(req)
-            if self._kept is not None and self._kept.start_txid < min_txid_to_keep:
-                self._drop_kept()
+            self._checks.check_formatted()
+            self._checks.check_request(req)
+            kept = self._state.kept
+            if kept is not None and kept.start_txid < min_txid_to_keep:
+                self._state.drop_kept()
             self.storage.purge_data_older_than(min_txid_to_keep)
 
     # ---- upgrade and rollback (HDFS-5138): not supported yet ------------------------------------
@@ -447,11 +426,11 @@ class Journal(JournalReads, JournalWritePath, JournalRecovery):
     def discard_segments(self, start_txid: int) -> None:
         """Move aside every segment from ``start_txid`` on (rolling-upgrade rollback)."""
         with self._lock:
-            self._check_formatted()
-            self._drop_kept()
+            self._checks.check_formatted()
+            self._state.drop_kept()
             self.fjm.discard_segments(start_txid)
             self.committed_txn_id.set(start_txid - 1)
-            self._drop_edits_cache()
+            self._checks.drop_edits_cache()
 
     # ---- helpers --------------------------------------------------------------------------------
     def scan_storage_for_latest_edits(self) -> EditLogFile | None:
@@ -462,7 +441,7 @@ class Journal(JournalReads, JournalWritePath, JournalRecovery):
         while files:
             latest = files.pop()
             if latest.is_in_progress:
-                self._scan_in_progress(latest)  # the kept state, when it describes it
+                self._scanner.scan_in_progress(latest)  # the kept state, when it describes it
             else:
                 latest.scan_log()
             self.log.info("Latest log is %s", latest)
@@ -471,59 +450,12 @@ class Journal(JournalReads, JournalWritePath, JournalRecovery):
                     "Latest log %s has no transactions. moving it aside and looking for previous log",
                     latest,
                 )
-                self._drop_kept(latest.first_txid)
+                self._state.drop_kept(latest.first_txid)
                 latest.move_aside_empty_file()
             else:
                 return latest
         self.log.info("No files in %s", self.storage)
         return None
-
-    def _abort_cur_segment(self) -> None:
-        if self._cur_segment is None:
-            return
-        try:
-            self._cur_segment.abort()
-        except OSError as e:
-            self.log.warning("Unable to abort segment %d: %s", self.cur_segment_txid, e)
-        self._cur_segment = None
-        self.cur_segment_txid = INVALID_TXID
-        self.cur_segment_layout_version = 0
-        self.next_txid = INVALID_TXID
-
-    def _drop_edits_cache(self) -> None:
-        """Forget every cached batch (lock held). Done whenever what the cache holds may no
-        longer be this node's committed history: a newer writer's promise (the open
-        segment's tail may be cut or replaced by its recovery), a segment installed by
-        acceptRecovery (another writer's copy), a discard, a format. The cache then
-        refills from the next writer's batches; a reader asking for older txns misses and
-        reads the segment files instead. (Hadoop keeps the cache across all of these, so
-        a standby could be served a fenced writer's uncommitted txns.)"""
-        if self.cache is not None:
-            epoch = self.last_promised_epoch.get() if self.storage.is_formatted() else 0
-            self.cache = JournaledEditsCache(self.conf, writer_epoch=epoch)
-
-    def _fail_storage(self, what: str) -> None:
-        """After a failed write or fsync nothing more may be acknowledged (see the module doc)."""
-        self.log.error("Storage failure %s: this journal stops accepting writes", what)
-        self._storage_failure = what
-        self._drop_kept()  # what the file holds after a failed write is unknown
-        self._abort_cur_segment()
-
-    def _purge_paxos_decision(self, segment_txid: int) -> None:
-        path = self.storage.paxos_file(segment_txid)
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            return
-        except OSError as e:
-            raise IOException(f"Unable to delete paxos file {path}: {e}") from e
-        fsync_dir(path.parent)
-
-    def _get_persisted_paxos_data(self, segment_txid: int) -> PersistedRecoveryPaxosData | None:
-        data = read_paxos_record(self.storage.paxos_file(segment_txid))
-        if data is not None and data.segment_state.start_txid != segment_txid:
-            raise IllegalStateException(f"Bad persisted data for segment {segment_txid}: {data}")
-        return data
 
     def replace_damaged_segment(
         self, path: Path, replacement: Path | None, readers: SegmentReaders
@@ -535,7 +467,7 @@ class Journal(JournalReads, JournalWritePath, JournalRecovery):
         second rename; a crash before it leaves the segment missing here, which the
         syncer fills from a peer."""
         with self._lock:
-            self._check_formatted()
+            self._checks.check_formatted()
             if readers.in_use(path):
                 return RepairOutcome.IN_USE
             if not path.exists():
@@ -550,13 +482,14 @@ class Journal(JournalReads, JournalWritePath, JournalRecovery):
     def close(self) -> None:
         """Release the segment, the committed-txid file and the storage lock."""
         with self._lock:
-            self._abort_cur_segment()
-            self._drop_kept()
-            with self._written:
-                self._closed = True
-                self._written.notify_all()
+            self._checks.abort_cur_segment()
+            state = self._state
+            state.drop_kept()
+            with state.written:
+                state.closed = True
+                state.written.notify_all()
             try:
-                self.committed_txn_id.close()
+                state.committed_txn_id.close()
             finally:
                 self.storage.close()
                 self.metrics.node.forget(self.journal_id)

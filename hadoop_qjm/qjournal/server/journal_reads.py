@@ -15,6 +15,9 @@ from hadoop_qjm.common.remote_edit_log import RemoteEditLog, RemoteEditLogManife
 from hadoop_qjm.qjournal.protocol import journal_read_rules
 from hadoop_qjm.qjournal.protocol.exceptions import CacheMissException, NewerTxnIdException
 from hadoop_qjm.qjournal.protocol.messages import GetJournaledEditsResponse
+from hadoop_qjm.qjournal.server.journal_checks import JournalCore
+from hadoop_qjm.qjournal.server.journal_metrics import JournalMetrics
+from hadoop_qjm.qjournal.server.journal_scrubber import SegmentReaders
 
 __all__ = ["MAX_JOURNALED_EDITS_WAIT_S", "JournalReads"]
 
@@ -23,12 +26,22 @@ MAX_JOURNALED_EDITS_WAIT_S = 60.0
 
 
 class JournalReads:
-    """Mixin holding the reads of :class:`~hadoop_qjm.qjournal.server.journal.Journal`.
+    """The reads of one journal: the manifest, the edits cache and its long poll, and
+    ``/getJournal``'s open.
 
-    It has no state of its own: it uses Journal's lock, file journal manager, epochs,
-    committed txid, highest written txid, edits cache (and the condition its long poll
-    waits on), metrics and segment readers.
+    Built with the journal's ``core`` (lock, file journal manager, the state: epochs,
+    committed and highest written txid, the edits cache and the long poll's condition),
+    its ``metrics`` and the ``segment_readers`` that keep the scrubber off a file being
+    sent.
     """
+
+    def __init__(
+        self, core: JournalCore, metrics: JournalMetrics, segment_readers: SegmentReaders
+    ) -> None:
+        self._lock, self._state, self._checks = core.lock, core.state, core.checks
+        self._fjm = core.storage.fjm
+        self._metrics = metrics
+        self._segment_readers = segment_readers
 
     def open_segment_for_read(
         self, segment_txid: int, in_progress_ok: bool = True
@@ -43,7 +56,7 @@ class JournalReads:
         many bytes even while the writer appends. The caller closes the file.
         """
         with self._lock:
-            elf = self.fjm.get_log_file(segment_txid)
+            elf = self._fjm.get_log_file(segment_txid)
             if elf is None or (elf.is_in_progress and not in_progress_ok):
                 return None
             f = open(elf.path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
@@ -52,29 +65,31 @@ class JournalReads:
             except BaseException:
                 f.close()
                 raise
-            return self.segment_readers.track(f, elf.path), elf.name, size
+            return self._segment_readers.track(f, elf.path), elf.name, size
 
     def get_edit_log_manifest(
         self, since_txid: int, in_progress_ok: bool = False
     ) -> RemoteEditLogManifest:
         """The segments from ``since_txid`` on; the in-progress one ends at the highest written txid."""
         with self._lock:
-            self._check_formatted()
-            logs = self.fjm.get_remote_edit_logs(since_txid, in_progress_ok)
+            self._checks.check_formatted()
+            logs = self._fjm.get_remote_edit_logs(since_txid, in_progress_ok)
             if in_progress_ok:
                 # Not a superseded writer's (journal_read_rules.in_progress_listed).
                 listed = journal_read_rules.in_progress_listed(
-                    self.last_writer_epoch.get(), self.last_promised_epoch.get()
+                    self._state.last_writer_epoch.get(), self._state.last_promised_epoch.get()
                 )
                 for i, log in enumerate(logs):
                     if log.is_in_progress:
                         del logs[i]
                         if listed:
                             logs.append(
-                                RemoteEditLog(log.start_txid, self.highest_written_txid, True)
+                                RemoteEditLog(
+                                    log.start_txid, self._state.highest_written_txid, True
+                                )
                             )
                         break
-            return RemoteEditLogManifest(tuple(logs), self.committed_txn_id.get())
+            return RemoteEditLogManifest(tuple(logs), self._state.committed_txn_id.get())
 
     def await_journaled_edits(self, since_txid: int, wait_s: float) -> bool:
         """Wait until this node has written ``since_txid`` (True) or ``wait_s`` passes (False).
@@ -85,29 +100,36 @@ class JournalReads:
         at once when the edits cache is off (the call that follows then fails as usual).
         """
         wait_s = min(max(wait_s, 0.0), MAX_JOURNALED_EDITS_WAIT_S)
-        if self.cache is None or self.highest_written_txid >= since_txid or wait_s <= 0:
-            return self.highest_written_txid >= since_txid
-        with self._written:
+        if (
+            self._state.cache is None
+            or self._state.highest_written_txid >= since_txid
+            or wait_s <= 0
+        ):
+            return self._state.highest_written_txid >= since_txid
+        with self._state.written:
             # Counted before the check inside wait_for: a writer that saw no waiter had
             # already moved the highest txid, which that check then sees.
-            self._edit_waiters += 1
+            self._state.edit_waiters += 1
             try:
                 return (
-                    self._written.wait_for(
-                        lambda: self._closed or self.highest_written_txid >= since_txid, wait_s
+                    self._state.written.wait_for(
+                        lambda: (
+                            self._state.closed or self._state.highest_written_txid >= since_txid
+                        ),
+                        wait_s,
                     )
-                    and not self._closed
+                    and not self._state.closed
                 )
             finally:
-                self._edit_waiters -= 1
+                self._state.edit_waiters -= 1
 
     def get_journaled_edits(self, since_txid: int, max_txns: int) -> GetJournaledEditsResponse:
         """Edits from the in-memory cache (``dfs.ha.tail-edits.in-progress``), header included."""
         # The highest txid first: a cache emptied (and replaced) in between then only
         # misses, where the other order could pair a fenced writer's cache with a newer
         # highest txid.
-        highest = self.highest_written_txid
-        cache = self.cache
+        highest = self._state.highest_written_txid
+        cache = self._state.cache
         if cache is None:
             raise IOException(
                 "The journal edits cache is not enabled, which is a requirement to fetch journaled "
@@ -116,16 +138,16 @@ class JournalReads:
         try:
             window = journal_read_rules.journaled_edits_window(since_txid, highest, max_txns)
         except NewerTxnIdException:
-            self.metrics.rpc_empty_response()
+            self._metrics.rpc_empty_response()
             raise
         if window is None:
-            self.metrics.rpc_empty_response()
+            self._metrics.rpc_empty_response()
             return GetJournaledEditsResponse(0, b"", cache.writer_epoch)
         max_txns = window
         try:
             data, count = cache.retrieve_edits(since_txid, max_txns)
         except CacheMissException as e:
-            self.metrics.cache_miss(e.cache_miss_amount)
+            self._metrics.cache_miss(e.cache_miss_amount)
             raise
-        self.metrics.rpc_served(count, len(data))
+        self._metrics.rpc_served(count, len(data))
         return GetJournaledEditsResponse(count, data, cache.writer_epoch)

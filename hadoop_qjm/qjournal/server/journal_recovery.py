@@ -9,7 +9,9 @@ rename is rolled forward by the next prepareRecovery (HDFS-3955).
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from hadoop_qjm.common.constants import INVALID_TXID
@@ -17,6 +19,7 @@ from hadoop_qjm.common.durable import fsync_dir
 from hadoop_qjm.common.exceptions import (
     HadoopException,
     IllegalArgumentException,
+    IllegalStateException,
     IOException,
     always_assert,
 )
@@ -29,10 +32,24 @@ from hadoop_qjm.qjournal.protocol.messages import (
     RequestInfo,
     SegmentState,
 )
+from hadoop_qjm.qjournal.server.jn_storage import JNStorage
+from hadoop_qjm.qjournal.server.journal_checks import JournalCore
+from hadoop_qjm.qjournal.server.journal_faults import JournalFaultInjector
+from hadoop_qjm.qjournal.server.journal_state import JournalState
 from hadoop_qjm.qjournal.server.kept_segment_state import KeptSegmentState
-from hadoop_qjm.qjournal.server.paxos_record import write_paxos_record
+from hadoop_qjm.qjournal.server.paxos_record import read_paxos_record, write_paxos_record
 
-__all__ = ["JournalRecovery", "scan_segment_state", "segment_md5"]
+__all__ = [
+    "JournalRecovery",
+    "SegmentScanner",
+    "persisted_paxos_data",
+    "purge_paxos_decision",
+    "scan_segment_state",
+    "segment_md5",
+]
+
+#: Writes a paxos record durably: ``(path, data)`` (``paxos_record.write_paxos_record``).
+PaxosRecordWriter = Callable[[Path, PersistedRecoveryPaxosData], None]
 
 
 def segment_md5(path: Path, length: int | None = None) -> str:
@@ -86,32 +103,126 @@ def _still_describes(kept: KeptSegmentState, path: Path) -> bool:
     return st.st_ino == kept.file_id and st.st_size >= kept.valid_length
 
 
-class JournalRecovery:
-    """Mixin holding the recovery methods of :class:`~hadoop_qjm.qjournal.server.journal.Journal`.
+def persisted_paxos_data(
+    storage: JNStorage, segment_txid: int
+) -> PersistedRecoveryPaxosData | None:
+    """The paxos record of ``segment_txid`` (Hadoop's getPersistedPaxosData), None if none."""
+    data = read_paxos_record(storage.paxos_file(segment_txid))
+    if data is not None and data.segment_state.start_txid != segment_txid:
+        raise IllegalStateException(f"Bad persisted data for segment {segment_txid}: {data}")
+    return data
 
-    It has no state of its own. It uses these attributes of Journal: ``_lock``,
-    ``storage``, ``fjm``, ``conf``, ``journal_id``, ``log``, ``_fault`` (the
-    JournalFaultInjector), ``_fetch``, ``committed_txn_id``, ``last_writer_epoch``,
-    ``highest_written_txid``, ``cur_segment_txid``; and these methods:
-    ``_check_formatted``, ``_check_writable``, ``_check_request``,
-    ``_abort_cur_segment``, ``_drop_edits_cache``, ``_update_highest_written_txid``,
-    ``_get_persisted_paxos_data`` (the last two are shared with the write path).
-    It also keeps, in ``_kept`` (a :class:`KeptSegmentState` or None), what a scan of
-    the open segment would find (``dfs.journalnode.kept-segment-state.enabled``,
-    ``_kept_enabled``; ``_kept_verify`` compares it with a fresh scan at every use).
+
+def purge_paxos_decision(storage: JNStorage, segment_txid: int) -> None:
+    """Delete the paxos record of ``segment_txid`` durably (a new segment or a finalize
+    supersedes any recovery decided for it)."""
+    path = storage.paxos_file(segment_txid)
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise IOException(f"Unable to delete paxos file {path}: {e}") from e
+    fsync_dir(path.parent)
+
+
+class SegmentScanner:
+    """Scans of in-progress segments, answered from the kept state when it describes the
+    file (issue 25): ``state.kept``, a :class:`KeptSegmentState` or None.
+
+    ``enabled``: ``dfs.journalnode.kept-segment-state.enabled`` (else every use scans);
+    ``verify``: compare the kept state with a fresh scan at every use (tests, fault runs).
     """
+
+    def __init__(
+        self, state: JournalState, log: logging.LoggerAdapter, *, enabled: bool, verify: bool
+    ) -> None:
+        self._state = state
+        self._log = log
+        self.enabled = enabled
+        self.verify = verify and enabled
+
+    def scan_in_progress(self, elf: EditLogFile) -> KeptSegmentState | None:
+        """Scan the in-progress ``elf`` (sets its ``last_txid``, ``valid_length``, …).
+
+        From the kept state when it describes this very file (same inode, not shorter
+        than its valid length); otherwise the file is scanned and hashed, and that is
+        kept. None when the kept state is off or the header is unusable: the caller
+        then hashes the file itself if it needs the md5.
+        """
+        kept = self._state.kept
+        if kept is not None and kept.start_txid == elf.first_txid:
+            if _still_describes(kept, elf.path):
+                if self.verify:
+                    self._verify(kept, elf.path)
+                elf.last_txid = kept.last_txid
+                elf.valid_length = kept.valid_length
+                elf.has_corrupt_header = elf.unscannable_layout = False
+                return kept
+            self._log.warning("%s changed behind the journal's back: scanning it", elf.path)
+            self._state.kept = None
+        if not self.enabled:
+            elf.scan_log()
+            return None
+        state = scan_segment_state(elf.path, elf.first_txid)
+        if state is None:
+            elf.scan_log()  # a bad header: sets the fields (cheaply) as before
+            return None
+        elf.last_txid = state.last_txid
+        elf.valid_length = state.valid_length
+        elf.has_corrupt_header = elf.unscannable_layout = False
+        self._state.kept = state
+        return state
+
+    def _verify(self, kept: KeptSegmentState, path: Path) -> None:
+        """``dfs.journalnode.kept-segment-state.verify``: the kept state is the scan's."""
+        fresh = scan_segment_state(path, kept.start_txid)
+        always_assert(
+            fresh is not None and fresh.facts() == kept.facts(),
+            f"kept state of {path} {kept.facts()} != a fresh scan "
+            f"{fresh.facts() if fresh is not None else None}",
+        )
+
+
+class JournalRecovery:
+    """prepareRecovery and acceptRecovery of one journal, and the syncer's install.
+
+    Built with the journal's ``core`` (lock, storage, state, checks), ``conf`` (the
+    transfer timeout), the ``scanner`` of in-progress segments, the ``fault`` hooks on
+    both sides of the commit point, ``fetch`` (downloads the accepted copy; None: over
+    HTTP) and ``write_record`` (persists the paxos record).
+    """
+
+    def __init__(
+        self,
+        core: JournalCore,
+        conf,  # noqa: ANN001 - a Configuration or None
+        scanner: SegmentScanner,
+        fault: JournalFaultInjector,
+        *,
+        fetch: Callable[[str, Path, float], object] | None = None,
+        write_record: PaxosRecordWriter = write_paxos_record,
+    ) -> None:
+        self._conf = conf
+        self._fault = fault
+        self._scanner = scanner
+        self._fetch = fetch
+        self._write_record = write_record
+        self._lock, self._state, self._checks = core.lock, core.state, core.checks
+        self._storage, self._fjm, self._log = core.storage, core.storage.fjm, core.log
+        self._journal_id = core.journal_id
 
     def prepare_recovery(self, req: RequestInfo, segment_txid: int) -> PrepareRecoveryResponse:
         """Paxos phase 1: what this node has, or has accepted, for ``segment_txid``."""
         with self._lock:
-            self._check_formatted()
-            self._check_request(req)
-            self._abort_cur_segment()
-            previously_accepted = self._get_persisted_paxos_data(segment_txid)
+            self._checks.check_formatted()
+            self._checks.check_request(req)
+            self._checks.abort_cur_segment()
+            previously_accepted = persisted_paxos_data(self._storage, segment_txid)
             self._complete_half_done_accept_recovery(previously_accepted)
             seg_info = self._get_segment_info(segment_txid)
             has_finalized = seg_info is not None and not seg_info.is_in_progress
-            committed = self.committed_txn_id.get()
+            committed = self._state.committed_txn_id.get()
             last_committed = committed if committed != INVALID_TXID else None
             if previously_accepted is not None and not has_finalized:
                 accepted = previously_accepted.segment_state
@@ -124,14 +235,14 @@ class JournalRecovery:
                 response = PrepareRecoveryResponse(
                     rules.accepted_state_to_report(accepted, seg_info),
                     previously_accepted.accepted_in_epoch,
-                    self.last_writer_epoch.get(),
+                    self._state.last_writer_epoch.get(),
                     last_committed,
                 )
             else:
                 response = PrepareRecoveryResponse(
-                    seg_info, None, self.last_writer_epoch.get(), last_committed
+                    seg_info, None, self._state.last_writer_epoch.get(), last_committed
                 )
-            self.log.info("Prepared recovery for segment %d: %s", segment_txid, response)
+            self._log.info("Prepared recovery for segment %d: %s", segment_txid, response)
             return response
 
     def accept_recovery(self, req: RequestInfo, segment: SegmentState, from_url: str) -> None:
@@ -141,16 +252,16 @@ class JournalRecovery:
         forward by the next prepareRecovery (HDFS-3955).
         """
         with self._lock:
-            self._check_formatted()
-            self._check_writable()
-            self._check_request(req)
-            self._abort_cur_segment()
+            self._checks.check_formatted()
+            self._checks.check_writable()
+            self._checks.check_request(req)
+            self._checks.abort_cur_segment()
             seg_txid = segment.start_txid
             if not (segment.end_txid > 0 and segment.end_txid >= seg_txid):
                 raise IllegalArgumentException(
-                    f"bad recovery state for segment {seg_txid}: {segment} ; journal id: {self.journal_id}"
+                    f"bad recovery state for segment {seg_txid}: {segment} ; journal id: {self._journal_id}"
                 )
-            old = self._get_persisted_paxos_data(seg_txid)
+            old = persisted_paxos_data(self._storage, seg_txid)
             new = PersistedRecoveryPaxosData(segment, req.epoch)
             always_assert(
                 old is None or old.accepted_in_epoch <= req.epoch,
@@ -163,17 +274,17 @@ class JournalRecovery:
             same_content = recovery_rules.is_same_content(current, segment)
             if not same_content:
                 if current is None:
-                    self.log.info("Synchronizing log %s: no current segment in place", segment)
-                    self._update_highest_written_txid(
-                        max(segment.end_txid, self.highest_written_txid)
+                    self._log.info("Synchronizing log %s: no current segment in place", segment)
+                    self._checks.update_highest_written_txid(
+                        max(segment.end_txid, self._state.highest_written_txid)
                     )
                 else:
-                    self.log.info(
+                    self._log.info(
                         "Synchronizing log %s: old segment %s is not the right length or content",
                         segment,
                         current,
                     )
-                    committed = self.committed_txn_id.get()
+                    committed = self._state.committed_txn_id.get()
                     if recovery_rules.discards_committed(current, segment, committed):
                         always_assert(
                             False,
@@ -185,11 +296,11 @@ class JournalRecovery:
                         "Should never be asked to synchronize a different log on top of an "
                         "already-finalized segment",
                     )
-                    if recovery_rules.txn_range_contains(current, self.highest_written_txid):
-                        self._update_highest_written_txid(segment.end_txid)
+                    if recovery_rules.txn_range_contains(current, self._state.highest_written_txid):
+                        self._checks.update_highest_written_txid(segment.end_txid)
                 synced_file, synced_state = self._sync_log(req, segment, from_url)
             else:
-                self.log.info("Skipping download of log %s: already have up-to-date logs", segment)
+                self._log.info("Skipping download of log %s: already have up-to-date logs", segment)
             # The commit point (design paper §2.8): once the record is durable this node has
             # accepted the value, even if it crashes before the rename below.
             self._fault.before_persist_paxos_data()
@@ -198,16 +309,16 @@ class JournalRecovery:
             if synced_file is not None:
                 # The cache may hold this segment as another writer wrote it (the promise
                 # before this accept emptied it already; the install does not rely on that).
-                self._drop_edits_cache()
-                self._drop_kept(seg_txid)
-                dst = self.storage.in_progress_edit_log(seg_txid)
+                self._checks.drop_edits_cache()
+                self._state.drop_kept(seg_txid)
+                dst = self._storage.in_progress_edit_log(seg_txid)
                 self._install(synced_file, dst)
-                if self._kept_enabled and synced_state is not None:
+                if self._scanner.enabled and synced_state is not None:
                     # The download was scanned and hashed to check it: that scan is the
                     # installed file's (it was fsynced before the rename).
                     synced_state.file_id = _file_id(dst)
-                    self._kept = synced_state
-            self.log.info("Accepted recovery for segment %d: %s", seg_txid, new)
+                    self._state.kept = synced_state
+            self._log.info("Accepted recovery for segment %d: %s", seg_txid, new)
 
     def move_tmp_segment_to_current(
         self,
@@ -229,41 +340,41 @@ class JournalRecovery:
         learn one from); it raises the bound for this call only, never the stored txid.
         """
         with self._lock:
-            self._check_formatted()
-            self._check_writable()
-            bound = self.committed_txn_id.get()
+            self._checks.check_formatted()
+            self._checks.check_writable()
+            bound = self._state.committed_txn_id.get()
             if committed_bound is not None:
                 bound = max(bound, committed_bound)
-            if end_txid > bound or not self.storage.current_dir.is_dir():
+            if end_txid > bound or not self._storage.current_dir.is_dir():
                 return False
-            if start_txid == self.cur_segment_txid:
+            if start_txid == self._state.cur_segment_txid:
                 return False
-            stale = self.fjm.get_log_file(start_txid)
+            stale = self._fjm.get_log_file(start_txid)
             if stale is not None and stale.is_in_progress:
                 # A committed, finalized copy supersedes this node's leftover in-progress one
                 # (it missed the finalize); keep the old bytes aside, never two segments at S.
                 stale.move_aside_stale_inprogress_file()
-                self._drop_kept(start_txid)
+                self._state.drop_kept(start_txid)
             self._install(tmp, final)
             return True
 
     def _persist_paxos_data(self, segment_txid: int, data: PersistedRecoveryPaxosData) -> None:
         """Hadoop's persistPaxosData: the record in Hadoop's format, written durably."""
-        write_paxos_record(self.storage.paxos_file(segment_txid), data)
+        self._write_record(self._storage.paxos_file(segment_txid), data)
 
     def _complete_half_done_accept_recovery(self, paxos: PersistedRecoveryPaxosData | None) -> None:
         """Roll forward an accept that crashed after its commit point (HDFS-3955)."""
         if paxos is None:
             return
         seg_txid = paxos.segment_state.start_txid
-        tmp = self.storage.temporary_edits_file(seg_txid, paxos.accepted_in_epoch)
+        tmp = self._storage.temporary_edits_file(seg_txid, paxos.accepted_in_epoch)
         if tmp.exists():
-            dst = self.storage.in_progress_edit_log(seg_txid)
-            self.log.info(
+            dst = self._storage.in_progress_edit_log(seg_txid)
+            self._log.info(
                 "Rolling forward previously half-completed synchronization: %s -> %s", tmp, dst
             )
-            self._drop_edits_cache()
-            self._drop_kept(seg_txid)
+            self._checks.drop_edits_cache()
+            self._state.drop_kept(seg_txid)
             self._install(tmp, dst)
 
     def _install(self, tmp: Path, dst: Path) -> None:
@@ -274,13 +385,13 @@ class JournalRecovery:
             raise IOException(f"Unable to rename synced edit log {tmp} to {dst}: {e}") from e
 
     def _get_segment_info(self, segment_txid: int) -> SegmentState | None:
-        elf = self.fjm.get_log_file(segment_txid)
+        elf = self._fjm.get_log_file(segment_txid)
         if elf is None:
             return None
-        kept = self._scan_in_progress(elf) if elf.is_in_progress else None
+        kept = self._scanner.scan_in_progress(elf) if elf.is_in_progress else None
         if elf.last_txid == INVALID_TXID:
-            self.log.info("Edit log file %s appears to be empty. Moving it aside...", elf)
-            self._drop_kept(segment_txid)
+            self._log.info("Edit log file %s appears to be empty. Moving it aside...", elf)
+            self._state.drop_kept(segment_txid)
             elf.move_aside_empty_file()
             return None
         if kept is not None:
@@ -289,62 +400,15 @@ class JournalRecovery:
             md5 = segment_md5(elf.path, elf.valid_length if elf.is_in_progress else None)
         return SegmentState(segment_txid, elf.last_txid, elf.is_in_progress, md5)
 
-    # ---- the kept scan state of an open segment (issue 25) ---------------------------------------
-    def _scan_in_progress(self, elf: EditLogFile) -> KeptSegmentState | None:
-        """Scan the in-progress ``elf`` (sets its ``last_txid``, ``valid_length``, …).
-
-        From the kept state when it describes this very file (same inode, not shorter
-        than its valid length); otherwise the file is scanned and hashed, and that is
-        kept. None when the kept state is off or the header is unusable: the caller
-        then hashes the file itself if it needs the md5.
-        """
-        kept = self._kept
-        if kept is not None and kept.start_txid == elf.first_txid:
-            if _still_describes(kept, elf.path):
-                if self._kept_verify:
-                    self._verify_kept(kept, elf.path)
-                elf.last_txid = kept.last_txid
-                elf.valid_length = kept.valid_length
-                elf.has_corrupt_header = elf.unscannable_layout = False
-                return kept
-            self.log.warning("%s changed behind the journal's back: scanning it", elf.path)
-            self._kept = None
-        if not self._kept_enabled:
-            elf.scan_log()
-            return None
-        state = scan_segment_state(elf.path, elf.first_txid)
-        if state is None:
-            elf.scan_log()  # a bad header: sets the fields (cheaply) as before
-            return None
-        elf.last_txid = state.last_txid
-        elf.valid_length = state.valid_length
-        elf.has_corrupt_header = elf.unscannable_layout = False
-        self._kept = state
-        return state
-
-    def _verify_kept(self, kept: KeptSegmentState, path: Path) -> None:
-        """``dfs.journalnode.kept-segment-state.verify``: the kept state is the scan's."""
-        fresh = scan_segment_state(path, kept.start_txid)
-        always_assert(
-            fresh is not None and fresh.facts() == kept.facts(),
-            f"kept state of {path} {kept.facts()} != a fresh scan "
-            f"{fresh.facts() if fresh is not None else None}",
-        )
-
-    def _drop_kept(self, segment_txid: int | None = None) -> None:
-        """Forget the kept state (of ``segment_txid`` only, when given): its file changed."""
-        if self._kept is not None and segment_txid in (None, self._kept.start_txid):
-            self._kept = None
-
     def _sync_log(
         self, req: RequestInfo, segment: SegmentState, url: str
     ) -> tuple[Path, KeptSegmentState | None]:
         """Download the accepted segment into ``edits_inprogress_<start>.epoch=<E>`` (fsynced)."""
-        tmp = self.storage.temporary_edits_file(segment.start_txid, req.epoch)
-        self.log.info("Synchronizing log %s from %s", segment, url)
+        tmp = self._storage.temporary_edits_file(segment.start_txid, req.epoch)
+        self._log.info("Synchronizing log %s from %s", segment, url)
         timeout_ms = (
-            self.conf.get_time_duration("dfs.image.transfer.timeout", 60000, "ms")
-            if self.conf
+            self._conf.get_time_duration("dfs.image.transfer.timeout", 60000, "ms")
+            if self._conf
             else 60000
         )
         fetch = self._fetch
@@ -373,7 +437,7 @@ class JournalRecovery:
             raise IOException(
                 f"downloaded copy ends at txid {validation.last_txid}, expected {segment}"
             )
-        if segment.md5 is None and not self._kept_enabled:
+        if segment.md5 is None and not self._scanner.enabled:
             return None
         digest = _md5_of(tmp, validation.valid_length)
         if segment.md5 is not None and digest.hexdigest() != segment.md5:

@@ -3,9 +3,11 @@
 Every batch, whichever call brings it, is written by one path,
 :meth:`JournalWritePath._write_group_locked`: write → fsync → publish → acknowledge, a
 single call being a group of one (etcd-io/raft's ``Ready``: state persisted before the
-acknowledgement goes out). The writer's next batch is decided by the pure
-``journal_step.step``; any other call by ``journal()`` with every check of digest §2.
-A failed write or fsync stops the journal (see ``journal.py``'s module doc).
+acknowledgement goes out). Every ``journal`` call is decided by the pure
+``journal_step.step``: the writer's next batch (a ``Ready``), or any other call (a
+``Decision``: a newer epoch to promise, a rejection with Hadoop's exception and message,
+every check of digest §2). A failed write or fsync stops the journal (see
+``journal.py``'s module doc).
 """
 
 from __future__ import annotations
@@ -19,14 +21,22 @@ from hadoop_qjm.common.exceptions import (
     IllegalStateException,
     IOException,
 )
+from hadoop_qjm.ipc.call_context import remote_ip
 from hadoop_qjm.qjournal.protocol import journal_step, recovery_rules, rules
-from hadoop_qjm.qjournal.protocol.exceptions import (
-    JournalOutOfSyncException,
-    SegmentMismatchException,
-)
+from hadoop_qjm.qjournal.protocol.exceptions import JournalOutOfSyncException
 from hadoop_qjm.qjournal.protocol.journal_call import JournalCall
 from hadoop_qjm.qjournal.protocol.messages import RequestInfo
-from hadoop_qjm.qjournal.server.journal_recovery import scan_segment_state, segment_md5
+from hadoop_qjm.qjournal.server.journal_checks import JournalCore
+from hadoop_qjm.qjournal.server.journal_faults import JournalFaultInjector
+from hadoop_qjm.qjournal.server.journal_format_guard import WriterWatch
+from hadoop_qjm.qjournal.server.journal_metrics import JournalMetrics
+from hadoop_qjm.qjournal.server.journal_recovery import (
+    SegmentScanner,
+    persisted_paxos_data,
+    purge_paxos_decision,
+    scan_segment_state,
+    segment_md5,
+)
 from hadoop_qjm.qjournal.server.kept_segment_state import after_append
 
 __all__ = ["WARN_SYNC_MILLIS_THRESHOLD", "JournalWritePath"]
@@ -36,50 +46,83 @@ WARN_SYNC_MILLIS_THRESHOLD = 1000
 
 
 class JournalWritePath:
-    """Mixin holding the write path of :class:`~hadoop_qjm.qjournal.server.journal.Journal`.
+    """The write path of one journal: ``journal`` and the writer's next batches,
+    startLogSegment, finalizeLogSegment.
 
-    It has no state of its own: it uses Journal's lock, storage, epochs, committed txid,
-    open segment (``_cur_segment``, ``cur_segment_txid``, ``next_txid``), edits cache,
-    metrics, kept segment state and fault hooks, and its checks (``_check_formatted``,
-    ``_check_writable``, ``_check_request``, ``_take_request_effects``).
+    Built with the journal's ``core`` (lock, storage, state, checks), the ``scanner`` of
+    in-progress segments (and the kept state it keeps), the journal's ``metrics``, the
+    ``fault`` hooks, the ``writer_watch`` (told of a started segment) and the ``clock``
+    (LastJournalTimestamp).
     """
+
+    def __init__(
+        self,
+        core: JournalCore,
+        scanner: SegmentScanner,
+        metrics: JournalMetrics,
+        fault: JournalFaultInjector,
+        writer_watch: WriterWatch,
+        clock: Callable[[], float],
+    ) -> None:
+        self._lock, self._state, self._checks = core.lock, core.state, core.checks
+        self._storage, self._fjm, self._log = core.storage, core.storage.fjm, core.log
+        self._journal_id = core.journal_id
+        self._metrics = metrics
+        self._scanner = scanner
+        self._writer_watch = writer_watch
+        self._fault = fault
+        self._clock = clock
 
     def journal(
         self, req: RequestInfo, segment_txid: int, first_txid: int, num_txns: int, records: bytes
     ) -> None:
         """Append a batch of serialized ops to the open segment; durable on return.
 
-        The general path: any call, decided by ``rules``' step functions (a newer
-        writer's promise, a rejection). The writer's next batch usually comes through
-        :meth:`journal_in_order_group` instead; both write by :meth:`_write_group_locked`.
+        The general path: any call, decided by ``journal_step.step`` (the writer's next
+        batch, a newer writer's promise, a rejection), its effects applied, then its
+        batch written by :meth:`_write_group_locked`, a group of one. The writer's next
+        batch usually comes through :meth:`journal_in_order_group` instead.
         """
         with self._lock:
-            self._check_formatted()
-            self._check_writable()
-            rules.check_num_txns(num_txns, self.journal_id)
-            self._check_write_request(req)
-            if num_txns == 0:
-                return  # the legacy "only update the committed txid" call
-            try:
-                rules.check_journal_batch(
-                    self.cur_segment_txid if self._cur_segment is not None else None,
-                    self.next_txid,
-                    segment_txid,
-                    first_txid,
-                    num_txns=num_txns,
-                    journal_id=self.journal_id,
-                )
-            except SegmentMismatchException:
-                # The writer missed a finalize and a start: stop writing this segment.
-                self._abort_cur_segment()
-                raise
-            last_txid = first_txid + num_txns - 1
-            # A batch the quorum already committed (we are catching up) need not be fsynced.
-            lagging = last_txid <= self.committed_txn_id.get()
+            self._checks.check_formatted()
+            self._checks.check_writable()
+            call = journal_step.BatchCall(
+                *rules.request_numbers(req), segment_txid, first_txid, num_txns
+            )
+            outcome = journal_step.step(
+                self._state.writer_state(),
+                call,
+                self._journal_id,
+                client=remote_ip(),
+                request_journal_id=req.journal_id,
+            )
+            batch = self._apply_step(outcome, req.epoch)
+            if batch is None:
+                return
             self._fault.before_write_edits()
-            _, error = self._write_group_locked(((first_txid, last_txid, records, lagging),), None)
+            first, last, must_sync = batch
+            _, error = self._write_group_locked(((first, last, records, not must_sync),), None)
             if error is not None:
                 raise error
+
+    def _apply_step(
+        self, outcome: journal_step.Ready | journal_step.Decision, epoch: int
+    ) -> journal_step.Batch | None:
+        """Apply a ``journal`` call's step (lock held) in checkRequest's and journal()'s
+        order, raising its rejection; the batch to write, None if none."""
+        checks = self._checks
+        if isinstance(outcome, journal_step.Ready):
+            checks.take_request_effects(outcome.state.ipc_serial, outcome.committed_txid)
+            self._writer_watch.saw_writer(epoch)
+            return journal_step.Batch(outcome.first_txid, outcome.last_txid, outcome.must_sync)
+        if outcome.request is not None:
+            checks.apply_request(outcome.request, epoch)
+        if outcome.abort_segment:
+            # The writer missed a finalize and a start: stop writing this segment.
+            checks.abort_cur_segment()
+        if outcome.error is not None:
+            raise outcome.error
+        return outcome.batch
 
     def journal_in_order(
         self,
@@ -112,7 +155,7 @@ class JournalWritePath:
         """
         failed: list[Exception] = []
         with self._lock:
-            if self._storage_failure is not None or not self.storage.is_formatted():
+            if self._state.storage_failure is not None or not self._storage.is_formatted():
                 return False
             call = journal_step.BatchCall(
                 epoch, ipc_serial, committed_txid, segment_txid, first_txid, num_txns
@@ -148,11 +191,11 @@ class JournalWritePath:
         fault hook ends the group with that call's error (its checkRequest effects
         applied, as :meth:`journal` leaves them) after the calls before it are synced. A
         failed write or fsync fails every call of the group and stops the journal
-        (:meth:`_fail_storage`): none of them is acknowledged.
+        (:meth:`JournalChecks.fail_storage`): none of them is acknowledged.
         """
         failed: list[Exception] = []
         with self._lock:
-            if self._storage_failure is not None or not self.storage.is_formatted():
+            if self._state.storage_failure is not None or not self._storage.is_formatted():
                 return []
             numbers = (
                 (
@@ -184,21 +227,14 @@ class JournalWritePath:
         (lock held), stepped one by one as the writer takes them, each call's effects
         applied before its batch is handed on; a call whose effects or write hook fail
         ends them, its exception appended to ``failed``."""
-        state = journal_step.WriterState(
-            self.last_promised_epoch.get(),
-            self.current_epoch_ipc_serial,
-            self.committed_txn_id.get(),
-            self.last_writer_epoch.get(),
-            self.cur_segment_txid if self._cur_segment is not None else None,
-            self.next_txid,
-        )
+        state = self._state.writer_state()
         for call, records in calls:
             ready = journal_step.step(state, call)
-            if ready is None:
-                return
+            if not isinstance(ready, journal_step.Ready):
+                return  # not the writer's next batch: the caller serves it by journal()
             try:
                 # checkRequest's effects, in its order, then the write hook (as journal()).
-                self._take_request_effects(ready.state.ipc_serial, ready.committed_txid)
+                self._checks.take_request_effects(ready.state.ipc_serial, ready.committed_txid)
                 self._fault.before_write_edits()
             except Exception as e:  # noqa: BLE001 - that call's error reply
                 failed.append(e)
@@ -220,9 +256,10 @@ class JournalWritePath:
         then publishes them (:meth:`_publish_locked`) and acknowledges them.
         Returns how many batches were taken, and None; or, when a write or the fsync
         failed, that count and the IOException every one of them fails with: nothing of
-        the group is durable, and the journal stops (:meth:`_fail_storage`).
+        the group is durable, and the journal stops (:meth:`JournalChecks.fail_storage`).
         """
-        segment = self._cur_segment
+        state = self._state
+        segment = state.cur_segment
         written: list[tuple[int, int, bytes | memoryview, int, bool]] = []
         must_sync = False
         started = time.perf_counter()
@@ -232,13 +269,13 @@ class JournalWritePath:
                 # learn of the batch only once it is durable (below).
                 written.append((first_txid, last_txid, records, segment.position, lagging))
                 segment.write_batch(records, False)
-                self.next_txid = last_txid + 1
+                state.next_txid = last_txid + 1
                 must_sync = must_sync or not lagging
             if must_sync:
                 segment.sync()
         except OSError as e:  # a write or the fsync: nothing of the group is durable
             first, last = written[0][0], written[-1][1]
-            self._fail_storage(f"writing txns {first}-{last}: {e}")
+            self._checks.fail_storage(f"writing txns {first}-{last}: {e}")
             error = IOException(f"Failed to write txns {first}-{last}: {e}")
             error.__cause__ = e
             return len(written), error
@@ -255,14 +292,15 @@ class JournalWritePath:
     ) -> None:
         """A group's batches are on disk (``fsynced``: by one fsync): tell readers,
         acknowledge them all, count each batch with the group's write+fsync time."""
-        cache = self.cache
+        state = self._state
+        cache = state.cache
         if cache is not None:
             # In the cache before the highest txid says it is there (getJournaledEdits
             # reads that first, without the lock).
             for first_txid, last_txid, records, _, _ in written:
-                cache.store_edits(records, first_txid, last_txid, self.cur_segment_layout_version)
-        self._update_highest_written_txid(self.next_txid - 1)
-        metrics = self.metrics
+                cache.store_edits(records, first_txid, last_txid, state.cur_segment_layout_version)
+        self._checks.update_highest_written_txid(state.next_txid - 1)
+        metrics = self._metrics
         sync_micros = seconds * 1e6
         with metrics.batch_lock:
             try:
@@ -274,26 +312,26 @@ class JournalWritePath:
                     metrics.batch_written(num_txns, len(records), lagging, sync_micros, False)
                 if fsynced:
                     metrics.batches_fsynced()
-                self.last_journal_timestamp_ms = int(self._clock() * 1000)
+                state.last_journal_timestamp_ms = int(self._clock() * 1000)
         # After the acknowledgement (the writer does not wait for it), under the lock (no
         # reader sees the state between the write and this).
-        kept = self._kept
-        if kept is not None and kept.start_txid == self.cur_segment_txid:
+        kept = state.kept
+        if kept is not None and kept.start_txid == state.cur_segment_txid:
             for _, _, records, position, _ in written:
                 kept = after_append(kept, position, records)
-            self._kept = kept
-        if self._edit_waiters:
-            with self._written:
-                self._written.notify_all()
+            state.kept = kept
+        if state.edit_waiters:
+            with state.written:
+                state.written.notify_all()
         if sync_micros > WARN_SYNC_MILLIS_THRESHOLD * 1000:
             if len(written) == 1:
                 how = ""
             else:
                 how = f" ({len(written)} batches)"
-            self.log.warning(
+            self._log.warning(
                 "Sync of transaction range %d-%d%s took %dms",
                 written[0][0],
-                self.next_txid - 1,
+                state.next_txid - 1,
                 how,
                 sync_micros / 1000,
             )
@@ -304,19 +342,20 @@ class JournalWritePath:
         """Open ``edits_inprogress_<txid>``; the caller becomes the writer of its epoch."""
         if layout_version is None:
             layout_version = CURRENT_LAYOUT_VERSION
+        state = self._state
         with self._lock:
-            self._check_formatted()
-            self._check_writable()
-            self._check_request(req)
-            if self._cur_segment is not None:
-                self.log.warning(
+            self._checks.check_formatted()
+            self._checks.check_writable()
+            self._checks.check_request(req)
+            if state.cur_segment is not None:
+                self._log.warning(
                     "Client is requesting a new log segment %d though we are already writing %s. "
                     "Aborting the current segment in order to begin the new one.",
                     txid,
-                    self._cur_segment,
+                    state.cur_segment,
                 )
-                self._abort_cur_segment()
-            existing = self.fjm.get_log_file(txid)
+                self._checks.abort_cur_segment()
+            existing = self._fjm.get_log_file(txid)
             if existing is not None:
                 if not existing.is_in_progress:
                     raise IllegalStateException(
@@ -329,75 +368,79 @@ class JournalWritePath:
                     raise IllegalStateException(
                         f"The log file {existing} seems to contain valid transactions"
                     )
-            if self.last_writer_epoch.get() != req.epoch:
-                self.log.info(
+            if state.last_writer_epoch.get() != req.epoch:
+                self._log.info(
                     "Updating lastWriterEpoch from %d to %d",
-                    self.last_writer_epoch.get(),
+                    state.last_writer_epoch.get(),
                     req.epoch,
                 )
-                self.last_writer_epoch.set(req.epoch)
+                state.last_writer_epoch.set(req.epoch)
             # A new segment at this txid supersedes any recovery decided for it.
-            self._purge_paxos_decision(txid)
-            self._drop_kept(txid)
+            purge_paxos_decision(self._storage, txid)
+            state.drop_kept(txid)
             try:
-                self._cur_segment = self.fjm.start_log_segment(txid, layout_version)
+                state.cur_segment = self._fjm.start_log_segment(txid, layout_version)
             except OSError as e:
-                self._fail_storage(f"creating segment {txid}: {e}")
+                self._checks.fail_storage(f"creating segment {txid}: {e}")
                 raise
-            if self._kept_enabled:
+            if self._scanner.enabled:
                 # A new file holds only its header: its scan costs nothing.
-                self._kept = scan_segment_state(self.storage.in_progress_edit_log(txid), txid)
-            self.cur_segment_txid = txid
-            self.cur_segment_layout_version = layout_version
-            self.next_txid = txid
-            self.writer_watch.segment_started()
+                state.kept = scan_segment_state(self._storage.in_progress_edit_log(txid), txid)
+            state.cur_segment_txid = txid
+            state.cur_segment_layout_version = layout_version
+            state.next_txid = txid
+            self._writer_watch.segment_started()
 
     def finalize_log_segment(self, req: RequestInfo, start_txid: int, end_txid: int) -> None:
         """Make ``[start_txid, end_txid]`` a finalized segment (exactly its txns, no padding)."""
+        state = self._state
         with self._lock:
-            self._check_formatted()
-            self._check_writable()
-            self._check_request(req)
+            self._checks.check_formatted()
+            self._checks.check_writable()
+            self._checks.check_request(req)
             needs_validation = True
-            if start_txid == self.cur_segment_txid:
+            if start_txid == state.cur_segment_txid:
                 # Check before closing (Hadoop closes first): a rejected finalize must leave
                 # the file byte-identical, so it only drops the open segment, as Hadoop does.
                 try:
                     rules.check_finalize_current(
-                        self.next_txid, end_txid, start_txid=start_txid, journal_id=self.journal_id
+                        state.next_txid,
+                        end_txid,
+                        start_txid=start_txid,
+                        journal_id=self._journal_id,
                     )
                 except JournalOutOfSyncException:
-                    self._abort_cur_segment()
+                    self._checks.abort_cur_segment()
                     raise
-                if self._cur_segment is not None:
+                if state.cur_segment is not None:
                     try:
-                        self._cur_segment.close()  # truncates the padding, fsyncs
+                        state.cur_segment.close()  # truncates the padding, fsyncs
                     except OSError as e:
-                        self._fail_storage(f"closing segment {start_txid}: {e}")
+                        self._checks.fail_storage(f"closing segment {start_txid}: {e}")
                         raise
-                    self._cur_segment = None
-                    self.cur_segment_txid = INVALID_TXID
-                    self.cur_segment_layout_version = 0
+                    state.cur_segment = None
+                    state.cur_segment_txid = INVALID_TXID
+                    state.cur_segment_layout_version = 0
                 needs_validation = False
-            elf = self.fjm.get_log_file(start_txid)
+            elf = self._fjm.get_log_file(start_txid)
             if elf is None:
                 raise JournalOutOfSyncException(
-                    f"No log file to finalize at transaction ID {start_txid} ; journal id: {self.journal_id}"
+                    f"No log file to finalize at transaction ID {start_txid} ; journal id: {self._journal_id}"
                 )
             if elf.is_in_progress:
                 truncate_to = None
                 if needs_validation:
-                    self.log.info("Validating log segment %s about to be finalized", elf.path)
-                    kept = self._scan_in_progress(elf)
+                    self._log.info("Validating log segment %s about to be finalized", elf.path)
+                    kept = self._scanner.scan_in_progress(elf)
                     if elf.last_txid != end_txid:
                         raise JournalOutOfSyncException(
                             f"Trying to finalize in-progress log segment {start_txid} to end at txid "
                             f"{end_txid} but log {elf.path} on disk only contains up to txid "
-                            f"{elf.last_txid} ; journal id: {self.journal_id}"
+                            f"{elf.last_txid} ; journal id: {self._journal_id}"
                         )
                     # A copy that differs from the one this node accepted in recovery must
                     # never be finalized (the finalized copies must agree everywhere).
-                    accepted = self._get_persisted_paxos_data(start_txid)
+                    accepted = persisted_paxos_data(self._storage, start_txid)
                     if accepted is not None and accepted.segment_state.md5 is not None:
                         digest = (
                             kept.md5_hex
@@ -409,23 +452,23 @@ class JournalWritePath:
                                 f"Trying to finalize log segment {start_txid} but the copy on "
                                 f"disk (md5 {digest}) is not the one accepted in epoch "
                                 f"{accepted.accepted_in_epoch} ({accepted.segment_state}) ; "
-                                f"journal id: {self.journal_id}"
+                                f"journal id: {self._journal_id}"
                             )
                     # A segment installed by recovery still carries its source's padding; the
                     # finalized copies of one segment must be byte-identical everywhere.
                     truncate_to = elf.valid_length
-                self._drop_kept(start_txid)  # renamed (and cut) below: no longer open
+                state.drop_kept(start_txid)  # renamed (and cut) below: no longer open
                 try:
-                    self.fjm.finalize_log_segment(start_txid, end_txid, truncate_to=truncate_to)
+                    self._fjm.finalize_log_segment(start_txid, end_txid, truncate_to=truncate_to)
                 except IllegalStateException as e:
                     if isinstance(e.__cause__, OSError):  # the disk failed, not the request
-                        self._fail_storage(f"finalizing segment {start_txid}: {e}")
+                        self._checks.fail_storage(f"finalizing segment {start_txid}: {e}")
                     raise
             elif end_txid != elf.last_txid:
                 raise IllegalArgumentException(
                     f"Trying to re-finalize already finalized log {elf} with different endTxId {end_txid}"
                 )
             # Once finalized, no other length can be decided: the paxos record is no longer needed.
-            self._purge_paxos_decision(elf.first_txid)
+            purge_paxos_decision(self._storage, elf.first_txid)
             # The writer pauses here (it rolls): the file catches up with the committed txid.
-            self.committed_txn_id.flush()
+            state.committed_txn_id.flush()
