@@ -65,6 +65,8 @@ PURE_MODULES = {
     "hadoop_qjm.ipc.frames": set(),
     "hadoop_qjm.common.fs_permission": set(),
     "hadoop_qjm.namenode.fs_permission_checker": set(),
+    "hadoop_qjm.namenode.fs_dir_rename_op": set(),
+    "hadoop_qjm.namenode.fs_limits": set(),
 }
 
 
