@@ -47,7 +47,7 @@ class FsAction(enum.IntEnum):
     @property
     def symbol(self) -> str:
         """``rwx``, ``r-x``, ... (FsAction.SYMBOL)."""
-        return "".join(c if self & bit else "-" for c, bit in (("r", 4), ("w", 2), ("x", 1)))
+        return _SYMBOLS[self]
 
     def __str__(self) -> str:  # Java's enum toString: the name ("access=WRITE")
         return self.name
@@ -91,10 +91,24 @@ class FsPermission:
         return FsPermission(self.mode & ~umask & 0o777)
 
     def __str__(self) -> str:
-        text = self.user_action.symbol + self.group_action.symbol + self.other_action.symbol
-        if self.sticky_bit:
-            text = text[:-1] + ("t" if self.other_action & FsAction.EXECUTE else "T")
-        return text
+        return _STRINGS[self.mode]
+
+
+_SYMBOLS = tuple(
+    "".join(c if action & bit else "-" for c, bit in (("r", 4), ("w", 2), ("x", 1)))
+    for action in range(8)
+)
+
+
+def _string(mode: int) -> str:
+    text = _SYMBOLS[(mode >> 6) & 7] + _SYMBOLS[(mode >> 3) & 7] + _SYMBOLS[mode & 7]
+    if mode & 0o1000:
+        text = text[:-1] + ("t" if mode & 1 else "T")
+    return text
+
+
+#: Every permission's string (an audit line prints one per call).
+_STRINGS = tuple(_string(mode) for mode in range(0o2000))
 
 
 def parse_umask(text: str) -> int:

@@ -133,6 +133,11 @@ class AuditedCall:
     def status(self, node: INode | None) -> None:
         self.perm = self._access.audit.perm_of(node)
 
+    def status_at(self, fs_dir: FSDirectory, path: str) -> None:
+        """:meth:`status` of the inode at ``path``, looked up only if a line is wanted."""
+        if self._access.audit.enabled:
+            self.perm = self._access.audit.perm_of(fs_dir.get_inode(path))
+
     def __enter__(self) -> AuditedCall:
         return self
 
