@@ -341,35 +341,28 @@ class FSNamesystem:
                     # The new file inherits the group of its (possibly just-created) parent.
                     group = parent.group if parent is not None else ops[-1].permissions.group  # type: ignore[attr-defined]
                 self._check_component_length(iip.last_name, iip.parent_path)
-                file_perm = self._permission_status(perm.user, group, perm.mode)
+                # What OP_ADD and OP_CLOSE both carry.
+                file_fields = dict(
+                    path=iip.path,
+                    replication=replication,
+                    mtime=now,
+                    atime=now,
+                    block_size=block_size,
+                    permissions=self._permission_status(perm.user, group, perm.mode),
+                )
+                inode_id = self.dir.peek_next_inode_id(len(ops) + 1)
                 ops.append(
                     AddOp(
                         0,
-                        inode_id=self.dir.peek_next_inode_id(len(ops) + 1),
-                        path=iip.path,
-                        replication=replication,
-                        mtime=now,
-                        atime=now,
-                        block_size=block_size,
-                        permissions=file_perm,
+                        inode_id=inode_id,
                         client_name=client_name,
                         client_machine=client_machine,
                         overwrite=last is not None,
+                        **file_fields,
                     )
                 )
                 # logCloseFile leaves the inode id at 0 (Hadoop's editsStored shows it so).
-                ops.append(
-                    CloseOp(
-                        0,
-                        inode_id=0,
-                        path=iip.path,
-                        replication=replication,
-                        mtime=now,
-                        atime=now,
-                        block_size=block_size,
-                        permissions=file_perm,
-                    )
-                )
+                ops.append(CloseOp(0, inode_id=0, **file_fields))
                 txid = self._log_and_apply(ops)
                 node = self.dir.get_inode(iip.path)
                 status = self.dir.file_status(node, iip.path)  # type: ignore[arg-type]
