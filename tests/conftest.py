@@ -153,3 +153,39 @@ def zk_ensemble(tmp_path: Path):
     """A 3-server ZooKeeper ensemble (3 JVMs on 127.0.0.1) with a leader, shut down after."""
     with _mini_zk_cluster(tmp_path / "zk", 3) as cluster:
         yield cluster
+
+
+#: FSNamesystemAuditLogger's fields, in its order.
+AUDIT_FIELDS = ("allowed", "ugi", "ip", "cmd", "src", "dst", "perm", "proto")
+
+
+class AuditLines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+    def parsed(self) -> list[dict[str, str]]:
+        """Each line as a Hadoop audit-log parser reads it: tab-separated key=value."""
+        rows = []
+        for line in self.lines:
+            pairs = [field.split("=", 1) for field in line.split("\t")]
+            assert tuple(key for key, _ in pairs) == AUDIT_FIELDS, line
+            rows.append(dict(pairs))
+        return rows
+
+
+@pytest.fixture
+def audit():
+    """The NameNode's audit lines (logger FSNamesystem.audit at INFO) while the test runs."""
+    from hadoop_qjm.namenode.fs_namesystem_audit_logger import AUDIT_LOG
+
+    handler = AuditLines()
+    level = AUDIT_LOG.level
+    AUDIT_LOG.addHandler(handler)
+    AUDIT_LOG.setLevel(logging.INFO)
+    yield handler
+    AUDIT_LOG.removeHandler(handler)
+    AUDIT_LOG.setLevel(level)

@@ -23,9 +23,16 @@ LOG = logging.getLogger("hadoop_qjm.namenode.name_node")  # the daemon's log, as
 
 def run_daemon(conf: Configuration) -> int:
     """Run a NameNode in the foreground until SIGTERM or SIGINT."""
-    from hadoop_qjm.common.daemon_logging import configure_logging, daemon_log_file
+    from hadoop_qjm.common.daemon_logging import (
+        configure_audit_logging,
+        configure_logging,
+        daemon_log_file,
+    )
+    from hadoop_qjm.namenode.fs_namesystem_audit_logger import AUDIT_LOGGER_NAME
 
-    configure_logging(log_file=daemon_log_file("namenode"), default_level="INFO")
+    log_file = daemon_log_file("namenode")
+    configure_logging(log_file=log_file, default_level="INFO")
+    configure_audit_logging(AUDIT_LOGGER_NAME, log_file)  # hdfs-audit.log beside it
     node = NameNode(conf)
     stop = threading.Event()
 

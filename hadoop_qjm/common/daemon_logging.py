@@ -3,10 +3,12 @@ and appenders come from ``$HADOOP_ROOT_LOGGER``, else ``hadoop.root.logger`` of 
 configuration directory's ``log4j.properties``, else the command's default; per-logger
 levels and the rolling file's size and count come from that file
 (:mod:`hadoop_qjm.common.log4j_properties`). A daemon's log file is Hadoop's
-``$HADOOP_LOG_DIR/hadoop-<ident>-<daemon>-<host>.log``."""
+``$HADOOP_LOG_DIR/hadoop-<ident>-<daemon>-<host>.log``; the NameNode's audit log is
+``hdfs-audit.log`` beside it (``hdfs.audit.logger``, ``$HDFS_AUDIT_LOGGER``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import socket
@@ -14,13 +16,16 @@ import sys
 from logging.handlers import RotatingFileHandler
 
 from hadoop_qjm.common.log4j_properties import (
+    AUDIT_APPENDERS,
     LoggingSettings,
     parse_log4j_properties,
     parse_root_logger,
 )
 
 __all__ = [
+    "AUDIT_LOG_FILE",
     "LOG4J_PROPERTIES",
+    "configure_audit_logging",
     "configure_logging",
     "daemon_log_file",
     "default_log_dir",
@@ -29,6 +34,10 @@ __all__ = [
 ]
 
 LOG4J_PROPERTIES = "log4j.properties"
+#: log4j.appender.RFAAUDIT.File of Hadoop's log4j.properties, in the daemon's log directory.
+AUDIT_LOG_FILE = "hdfs-audit.log"
+#: The NameNode's hdfs.audit.logger when neither log4j.properties nor $HDFS_AUDIT_LOGGER sets it.
+DEFAULT_AUDIT_LOGGER = (logging.INFO, ("RFAAUDIT",))
 FILE_APPENDERS = ("RFA", "DRFA")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -71,13 +80,15 @@ def logging_settings(conf_dir: str | None = None) -> LoggingSettings:
     env = os.environ.get("HADOOP_ROOT_LOGGER", "").strip()
     if env:
         level, appenders = parse_root_logger(env, "HADOOP_ROOT_LOGGER")
-        settings = LoggingSettings(
-            level if level is not None else settings.root_level,
-            appenders,
-            settings.max_bytes,
-            settings.backups,
-            settings.logger_levels,
+        settings = dataclasses.replace(
+            settings,
+            root_level=level if level is not None else settings.root_level,
+            appenders=appenders,
         )
+    env = os.environ.get("HDFS_AUDIT_LOGGER", "").strip()
+    if env:
+        audit = parse_root_logger(env, "HDFS_AUDIT_LOGGER", AUDIT_APPENDERS)
+        settings = dataclasses.replace(settings, audit_logger=audit)
     return settings
 
 
@@ -125,6 +136,46 @@ def configure_logging(
     root.setLevel(root_level)
     for name, logger_level in settings.logger_levels.items():
         logging.getLogger(name).setLevel(logger_level)
+
+
+def configure_audit_logging(
+    logger_name: str, daemon_log: str | None, settings: LoggingSettings | None = None
+) -> str | None:
+    """Send ``logger_name``'s lines (the NameNode's ``FSNamesystem.audit``) where
+    ``hdfs.audit.logger`` says, never into the daemon's own log (log4j's additivity=false):
+    ``RFAAUDIT`` (the default) is ``hdfs-audit.log`` beside ``daemon_log``, rolled at
+    ``hdfs.audit.log.maxfilesize``; ``console`` is stderr; ``NullAppender`` nowhere. Without
+    a daemon log file the default writes nowhere and a named ``RFAAUDIT`` writes into the
+    default log directory. Returns the audit file's path, None when there is none."""
+    settings = settings or logging_settings()
+    level, appenders = settings.audit_logger or DEFAULT_AUDIT_LOGGER
+    logger = logging.getLogger(logger_name)
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+        handler.close()
+    logger.propagate = False
+    path = None
+    handlers: list[logging.Handler] = []
+    if "RFAAUDIT" in appenders and (daemon_log or settings.audit_logger is not None):
+        log_dir = os.path.dirname(daemon_log) if daemon_log else default_log_dir()
+        os.makedirs(log_dir, exist_ok=True)
+        path = os.path.join(log_dir, AUDIT_LOG_FILE)
+        handlers.append(
+            RotatingFileHandler(
+                path, maxBytes=settings.audit_max_bytes, backupCount=settings.audit_backups
+            )
+        )
+    if "console" in appenders:
+        handlers.append(_StderrHandler())
+    fmt = logging.Formatter(LOG_FORMAT)  # Hadoop's RFAAUDIT layout: %d{ISO8601} %p %c{2}: %m
+    for handler in handlers:
+        handler.setFormatter(fmt)
+        logger.addHandler(handler)
+    # Nowhere to write: a level above every record, so that no audit line is even formatted.
+    logger.setLevel(
+        (logging.INFO if level is None else level) if handlers else logging.CRITICAL + 10
+    )
+    return path
 
 
 def _user_name() -> str:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 from hadoop_qjm.common.exceptions import IllegalArgumentException
 
-__all__ = ["load_properties", "store_properties", "java_date_string"]
+__all__ = ["load_properties", "store_properties", "java_date_string", "unicode_escape"]
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -53,11 +53,15 @@ def _escape(text: str, *, is_key: bool) -> str:
         elif " " < ch <= "~":
             out.append(ch)
         else:
-            # Java escapes UTF-16 code units: a character beyond the BMP becomes a surrogate pair.
-            units = ch.encode("utf-16-be")
-            for i in range(0, len(units), 2):
-                out.append(f"\\u{units[i]:02X}{units[i + 1]:02X}")
+            out.append(unicode_escape(ch))
     return "".join(out)
+
+
+def unicode_escape(ch: str) -> str:
+    """``\\uXXXX`` per UTF-16 code unit of ``ch``, as Java writes them: a character beyond
+    the BMP becomes a surrogate pair (``\\uD83D\\uDE00``)."""
+    units = ch.encode("utf-16-be")
+    return "".join(f"\\u{units[i]:02X}{units[i + 1]:02X}" for i in range(0, len(units), 2))
 
 
 def store_properties(properties: Mapping[str, str], *, timestamp: float) -> str:

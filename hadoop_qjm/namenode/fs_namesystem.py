@@ -14,8 +14,9 @@ fresh namesystem rebuilds exactly this namespace. ``log_sync`` runs after the lo
 released, so while one handler thread waits for its flush others keep logging into the
 other half of the double buffer, and one flush makes many of them durable.
 
-There are no permission checks (every caller is the superuser) and no safe mode; files
-have no blocks. ``rename`` is ClientProtocol.rename (logged as OP_RENAME_OLD, a
+Each call checks the caller's permissions as Hadoop's FSDir*Op do, then is audited
+(:mod:`~hadoop_qjm.namenode.namespace_access`); a refusal is an AccessControlException
+raised before anything is logged or changed. There is no safe mode; files have no blocks. ``rename`` is ClientProtocol.rename (logged as OP_RENAME_OLD, a
 ``dst`` that is a directory receives ``src`` inside it, failures return False);
 ``rename2`` is ClientProtocol.rename2 (OP_RENAME, POSIX-like, failures raise).
 """
@@ -30,6 +31,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from hadoop_qjm.common.exceptions import (
+    AccessControlException,
     FileAlreadyExistsException,
     FileNotFoundException,
     HadoopAssertionError,
@@ -38,9 +40,10 @@ from hadoop_qjm.common.exceptions import (
     InvalidPathException,
     IOException,
     ParentNotDirectoryException,
-    PathComponentTooLongException,
     PathIsNotEmptyDirectoryException,
 )
+from hadoop_qjm.common.fs_permission import FsAction, FsPermission, get_umask
+from hadoop_qjm.common.security.user_group_information import UserGroupInformation
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.editlog.fs_edit_log_op import (
@@ -56,6 +59,8 @@ from hadoop_qjm.editlog.fs_edit_log_op import (
     SetPermissionsOp,
     TimesOp,
 )
+from hadoop_qjm.ipc import call_context
+from hadoop_qjm.namenode.fs_dir_rename_op import check_rename2, rename_old_refused
 from hadoop_qjm.namenode.fs_directory import (
     FileStatus,
     FSDirectory,
@@ -64,18 +69,23 @@ from hadoop_qjm.namenode.fs_directory import (
     is_valid_name,
 )
 from hadoop_qjm.namenode.fs_edit_log_loader import FSEditLogLoader, rename_old_target
+from hadoop_qjm.namenode.fs_limits import (
+    MAX_PATH_DEPTH,
+    MAX_PATH_LENGTH,
+    check_component_length,
+    check_mode,
+    check_path_length,
+    check_principal,
+)
+from hadoop_qjm.namenode.fs_permission_checker import FSPermissionChecker
+from hadoop_qjm.namenode.namespace_access import NamespaceAccess
 
 __all__ = ["FSNamesystem", "EditLogWriter", "MAX_PATH_LENGTH", "MAX_PATH_DEPTH"]
 
 LOG = logging.getLogger(__name__)
 
-#: HdfsServerConstants.MAX_PATH_LENGTH / MAX_PATH_DEPTH (NameNodeRpcServer.checkPathLength).
-MAX_PATH_LENGTH = 8000
-MAX_PATH_DEPTH = 1000
 _RENAME_NONE, _RENAME_OVERWRITE = 0, 1
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
-#: Longest user or group name accepted (the edit log's UTF8 strings truncate far above it).
-_MAX_PRINCIPAL_LENGTH = 1024
 
 
 class EditLogWriter(Protocol):
@@ -95,6 +105,9 @@ class FSNamesystem:
 
     ``edit_log`` is None while the namespace is being loaded (or in an offline tool):
     reads work, mutations raise IllegalStateException. ``clock`` returns milliseconds.
+    ``caller`` returns who is calling (default: the NameNode's own user, a superuser, as
+    Hadoop's internal calls run), ``remote_ip`` the client's address for the audit log
+    (default: the RPC call's, None inside the NameNode).
     """
 
     def __init__(
@@ -105,6 +118,8 @@ class FSNamesystem:
         clock: Callable[[], int] = _now_ms,
         fs_owner: str | None = None,
         supergroup: str | None = None,
+        caller: Callable[[], UserGroupInformation] | None = None,
+        remote_ip: Callable[[], str | None] = call_context.remote_ip,
     ) -> None:
         conf = conf if conf is not None else Configuration()
         self.fs_owner = fs_owner or getpass.getuser()
@@ -121,6 +136,11 @@ class FSNamesystem:
             keys.DFS_NAMENODE_MAX_COMPONENT_LENGTH_KEY,
             keys.DFS_NAMENODE_MAX_COMPONENT_LENGTH_DEFAULT,
         )
+        enabled = conf.get_bool(keys.DFS_PERMISSIONS_ENABLED_KEY, True)
+        #: Who is calling, what they may do (dfs.permissions.enabled), and the audit log.
+        self.access = NamespaceAccess(self.fs_owner, self.supergroup, enabled, caller, remote_ip)
+        #: Applied to the default modes (0777 directories, 0666 files) of a call given none.
+        self.umask = get_umask(conf)
         #: Held for every read and every mutation; also by save_namespace and rolls.
         self.lock = threading.RLock()
         self.edit_log = edit_log
@@ -158,43 +178,27 @@ class FSNamesystem:
         if txid > 0:
             self._writer().log_sync(txid)
 
-    def _resolve(self, src: str, invalid: Callable[[str], Exception] | None = None) -> INodesInPath:
-        """Resolve ``src``; an invalid name raises ``invalid(src)`` (InvalidPathException)."""
-        if not isinstance(src, str) or not is_valid_name(src):
-            raise (invalid or InvalidPathException)(src)
-        iip = self.dir.resolve(src)
-        iip.check_traverse()
-        return iip
-
-    @staticmethod
-    def _check_path_length(src: str, operation: str) -> None:
-        if not isinstance(src, str):
-            raise InvalidPathException(repr(src))
-        if len(src) > MAX_PATH_LENGTH or src.count("/") > MAX_PATH_DEPTH:
-            raise IOException(
-                f"{operation}: Pathname too long.  Limit {MAX_PATH_LENGTH} characters, "
-                f"{MAX_PATH_DEPTH} levels."
-            )
+    def _resolve(
+        self, src: str, pc: FSPermissionChecker, invalid: Callable[[str], Exception] | None = None
+    ) -> INodesInPath:
+        return self.access.resolve(self.dir, src, pc, invalid)
 
     def _check_component_length(self, name: str, parent_path: str) -> None:
-        length = len(name.encode("utf-8"))
-        if 0 < self.max_component_length < length:
-            raise PathComponentTooLongException(
-                f"The maximum path component name limit of {name} in directory {parent_path} "
-                f"is exceeded: limit={self.max_component_length} length={length}"
-            )
+        check_component_length(name, parent_path, self.max_component_length)
 
     def _permission(
-        self, permission: PermissionStatus | int | None, default_mode: int
+        self, permission: PermissionStatus | int | None, default_mode: int, owner: str
     ) -> PermissionStatus:
+        """A PermissionStatus as given, or a mode (None: ``default_mode`` with the umask
+        applied) owned by ``owner`` (NameNodeRpcServer: the caller's short name)."""
         if permission is None:
-            permission = default_mode
+            permission = FsPermission(default_mode).apply_umask(self.umask).mode
         if isinstance(permission, int):
-            permission = PermissionStatus(self.fs_owner, None, permission)  # type: ignore[arg-type]
-        _check_principal(permission.user, "user")
+            permission = PermissionStatus(owner, None, permission)  # type: ignore[arg-type]
+        check_principal(permission.user, "user")
         if permission.group is not None:
-            _check_principal(permission.group, "group")
-        _check_mode(permission.mode)
+            check_principal(permission.group, "group")
+        check_mode(permission.mode)
         return permission
 
     def _permission_status(self, user: str, group: str, mode: int) -> PermissionStatus:
@@ -221,23 +225,28 @@ class FSNamesystem:
 
         One OP_MKDIR per directory created; an existing directory is success without an
         op. ``permission``: a PermissionStatus (a None group inherits the parent's), a mode
-        (owner: the NameNode's user), or None for 0755. Ancestors created on the way get
-        the mode plus u+wx (FSDirMkdirOp.addImplicitUwx).
+        (owner: the caller), or None for 0777 less the umask. Ancestors created on the way
+        get the mode plus u+wx (FSDirMkdirOp.addImplicitUwx). The caller needs WRITE on
+        the closest existing ancestor.
         """
-        self._check_path_length(src, "mkdirs")
-        with self.lock:
-            perm = self._permission(permission, 0o755)
-            iip = self._resolve(src)
-            last = iip.last
-            if last is not None:
-                if last.is_dir:
-                    return True
-                raise FileAlreadyExistsException(f"Path is not a directory: {iip.path}")
-            if not create_parent:
-                self._verify_parent_dir(iip)
-            ops = self._mkdir_ops(iip, perm, len(iip.components), self._now())
-            txid = self._log_and_apply(ops)
-        self._sync(txid)
+        check_path_length(src, "mkdirs")
+        with self.access.call("mkdirs", src) as call:
+            with self.lock:
+                iip = self._resolve(src, call.pc)
+                last = iip.last
+                if last is not None:
+                    if last.is_dir:
+                        call.status(last)
+                        return True
+                    raise FileAlreadyExistsException(f"Path is not a directory: {iip.path}")
+                self.access.check(call.pc, iip, ancestor_access=FsAction.WRITE)
+                perm = self._permission(permission, 0o777, call.pc.user)
+                if not create_parent:
+                    self._verify_parent_dir(iip)
+                ops = self._mkdir_ops(iip, perm, len(iip.components), self._now())
+                txid = self._log_and_apply(ops)
+                call.status_at(self.dir, iip.path)
+            self._sync(txid)
         return True
 
     def _verify_parent_dir(self, iip: INodesInPath) -> None:
@@ -290,89 +299,108 @@ class FSNamesystem:
 
         Missing ancestors are created first (OP_MKDIR each) unless ``create_parent`` is
         False. An existing file is replaced only with ``overwrite`` (the ADD op carries the
-        flag; replaying it deletes the old file).
+        flag; replaying it deletes the old file). The caller needs WRITE on the closest
+        existing ancestor, and on the file it replaces (FSDirWriteFileOp.startFile).
         """
-        self._check_path_length(src, "create")
+        check_path_length(src, "create")
         replication = self.default_replication if replication is None else replication
         block_size = self.default_block_size if block_size is None else block_size
         if not 1 <= replication <= 32767:
             raise IllegalArgumentException(f"Invalid replication factor {replication} for {src}")
         if not 0 < block_size <= _I64_MAX:
             raise IllegalArgumentException(f"Invalid block size {block_size} for {src}")
-        _check_principal(client_name, "client")
-        _check_principal(client_machine, "client machine")
-        with self.lock:
-            perm = self._permission(permission, 0o644)
-            iip = self._resolve(src)
-            last = iip.last
-            if last is not None:
-                if last.is_dir:
-                    raise FileAlreadyExistsException(f"{iip.path} already exists as a directory")
-                if not overwrite:
-                    raise FileAlreadyExistsException(
-                        f"{iip.path} for client {client_machine} already exists"
+        check_principal(client_name, "client")
+        check_principal(client_machine, "client machine")
+        with self.access.call("create", src) as call:
+            with self.lock:
+                pc = call.pc
+                iip = self._resolve(src, pc)
+                self.access.check(pc, iip, ancestor_access=FsAction.WRITE)
+                last = iip.last
+                if last is not None:
+                    if last.is_dir:
+                        raise FileAlreadyExistsException(
+                            f"{iip.path} already exists as a directory"
+                        )
+                    if overwrite:
+                        self.access.check(pc, iip, access=FsAction.WRITE)
+                    else:
+                        raise FileAlreadyExistsException(
+                            f"{iip.path} for client {client_machine} already exists"
+                        )
+                if not iip.components:
+                    raise InvalidPathException(src)
+                if not create_parent:
+                    self._verify_parent_dir(iip)
+                perm = self._permission(permission, 0o666, pc.user)
+                now = self._now()
+                ops = self._mkdir_ops(iip, perm, len(iip.components) - 1, now)
+                parent = iip.parent
+                group = perm.group
+                if group is None:
+                    # The new file inherits the group of its (possibly just-created) parent.
+                    group = parent.group if parent is not None else ops[-1].permissions.group  # type: ignore[attr-defined]
+                self._check_component_length(iip.last_name, iip.parent_path)
+                # What OP_ADD and OP_CLOSE both carry.
+                file_fields = dict(
+                    path=iip.path,
+                    replication=replication,
+                    mtime=now,
+                    atime=now,
+                    block_size=block_size,
+                    permissions=self._permission_status(perm.user, group, perm.mode),
+                )
+                inode_id = self.dir.peek_next_inode_id(len(ops) + 1)
+                ops.append(
+                    AddOp(
+                        0,
+                        inode_id=inode_id,
+                        client_name=client_name,
+                        client_machine=client_machine,
+                        overwrite=last is not None,
+                        **file_fields,
                     )
-            if not iip.components:
-                raise InvalidPathException(src)
-            if not create_parent:
-                self._verify_parent_dir(iip)
-            now = self._now()
-            ops = self._mkdir_ops(iip, perm, len(iip.components) - 1, now)
-            parent = iip.parent
-            group = perm.group
-            if group is None:
-                # The new file inherits the group of its (possibly just-created) parent.
-                group = parent.group if parent is not None else ops[-1].permissions.group  # type: ignore[attr-defined]
-            self._check_component_length(iip.last_name, iip.parent_path)
-            file_perm = self._permission_status(perm.user, group, perm.mode)
-            ops.append(
-                AddOp(
-                    0,
-                    inode_id=self.dir.peek_next_inode_id(len(ops) + 1),
-                    path=iip.path,
-                    replication=replication,
-                    mtime=now,
-                    atime=now,
-                    block_size=block_size,
-                    permissions=file_perm,
-                    client_name=client_name,
-                    client_machine=client_machine,
-                    overwrite=last is not None,
                 )
-            )
-            # logCloseFile leaves the inode id at 0 (Hadoop's editsStored shows it so).
-            ops.append(
-                CloseOp(
-                    0,
-                    inode_id=0,
-                    path=iip.path,
-                    replication=replication,
-                    mtime=now,
-                    atime=now,
-                    block_size=block_size,
-                    permissions=file_perm,
-                )
-            )
-            txid = self._log_and_apply(ops)
-            status = self.dir.file_status(self.dir.get_inode(iip.path), iip.path)  # type: ignore[arg-type]
-        self._sync(txid)
+                # logCloseFile leaves the inode id at 0 (Hadoop's editsStored shows it so).
+                ops.append(CloseOp(0, inode_id=0, **file_fields))
+                txid = self._log_and_apply(ops)
+                node = self.dir.get_inode(iip.path)
+                status = self.dir.file_status(node, iip.path)  # type: ignore[arg-type]
+                call.status(node)
+            self._sync(txid)
         return status
 
     def delete(self, src: str, recursive: bool) -> bool:
-        """Delete ``src``; False if it does not exist (or is the root). OP_DELETE."""
-        with self.lock:
-            iip = self._resolve(src)
-            node = iip.last
-            if node is None:
-                LOG.debug("failed to remove %s because it does not exist", src)
-                return False
-            if not recursive and node.is_dir and node.children:  # type: ignore[attr-defined]
-                raise PathIsNotEmptyDirectoryException(f"{iip.path} is non empty")
-            if node is self.dir.root:
-                LOG.warning("failed to remove / because the root is not allowed to be deleted")
-                return False
-            txid = self._log_and_apply([DeleteOp(0, path=iip.path, timestamp=self._now())])
-        self._sync(txid)
+        """Delete ``src``; False if it does not exist (or is the root). OP_DELETE.
+
+        The caller needs WRITE on the parent (and to own the node or the parent if the
+        parent is sticky) and ALL on every non-empty directory of the subtree
+        (FSDirDeleteOp.delete). As Hadoop, a delete that finds nothing is audited as
+        ``allowed=false``.
+        """
+        with self.access.call("delete", src) as call:
+            with self.lock:
+                iip = self._resolve(src, call.pc)
+                self.access.check(
+                    call.pc,
+                    iip,
+                    parent_access=FsAction.WRITE,
+                    sub_access=FsAction.ALL,
+                    ignore_empty_dir=True,
+                )
+                node = iip.last
+                if node is None:
+                    LOG.debug("failed to remove %s because it does not exist", src)
+                    call.succeeded = False
+                    return False
+                if not recursive and node.is_dir and node.children:  # type: ignore[attr-defined]
+                    raise PathIsNotEmptyDirectoryException(f"{iip.path} is non empty")
+                if node is self.dir.root:
+                    LOG.warning("failed to remove / because the root is not allowed to be deleted")
+                    call.succeeded = False
+                    return False
+                txid = self._log_and_apply([DeleteOp(0, path=iip.path, timestamp=self._now())])
+            self._sync(txid)
         return True
 
     def rename(self, src: str, dst: str) -> bool:
@@ -380,135 +408,147 @@ class FSNamesystem:
 
         Returns False (nothing logged) when the source is missing or the root, the target
         exists, its parent is missing, or it lies under the source. Logged as
-        OP_RENAME_OLD with the real target path.
+        OP_RENAME_OLD with the real target path. The caller needs WRITE on the source's
+        parent (and the sticky bit's ownership) and on the target's closest existing
+        ancestor (FSDirRenameOp.renameTo).
         """
         if not isinstance(dst, str) or not is_valid_name(dst):
             raise IOException(f"Invalid name: {dst}")
-        self._check_path_length(dst, "rename")
-        with self.lock:
-            if not isinstance(src, str) or not is_valid_name(src):
-                return False
-            src_iip = self._resolve(src)
-            dst_iip = self._resolve(dst)
-            node = src_iip.last
-            if node is None or node is self.dir.root:
-                return False
-            actual = rename_old_target(self.dir, src_iip.path, dst_iip.path)
-            if actual != src_iip.path:
-                if actual.startswith(src_iip.path + "/"):
+        check_path_length(dst, "rename")
+        with self.access.call("rename", src, dst) as call:
+            call.succeeded = None  # Hadoop audits a rename that returns False not at all
+            with self.lock:
+                if not isinstance(src, str) or not is_valid_name(src):
                     return False
-                target = self.dir.resolve(actual)
-                parent = target.parent
-                if target.last is not None or parent is None or not parent.is_dir:
+                src_iip = self._resolve(src, call.pc)
+                dst_iip = self._resolve(dst, call.pc)
+                actual = rename_old_target(self.dir, src_iip.path, dst_iip.path)
+                target = dst_iip if actual == dst_iip.path else self.dir.resolve(actual)
+                self.access.check(call.pc, src_iip, parent_access=FsAction.WRITE)
+                self.access.check(call.pc, target, ancestor_access=FsAction.WRITE)
+                if rename_old_refused(self.dir.root, src_iip, target):
                     return False
-                self._check_component_length(target.last_name, target.parent_path)
-            op = RenameOldOp(0, src=src_iip.path, dst=actual, timestamp=self._now())
-            txid = self._log_and_apply([op])
-        self._sync(txid)
+                if actual != src_iip.path:
+                    self._check_component_length(target.last_name, target.parent_path)
+                op = RenameOldOp(0, src=src_iip.path, dst=actual, timestamp=self._now())
+                txid = self._log_and_apply([op])
+                call.succeeded = True
+                call.status(src_iip.last)
+            self._sync(txid)
         return True
 
     def rename2(self, src: str, dst: str, overwrite: bool = False) -> None:
-        """ClientProtocol.rename2: POSIX-like rename; every refusal raises. OP_RENAME."""
+        """ClientProtocol.rename2: POSIX-like rename; every refusal raises. OP_RENAME.
+        Permissions as :meth:`rename`'s, on ``dst`` itself."""
         if not isinstance(dst, str) or not is_valid_name(dst):
             raise InvalidPathException(f"Invalid name: {dst}")
-        self._check_path_length(dst, "rename")
-        with self.lock:
-            src_iip = self._resolve(src)
-            dst_iip = self._resolve(dst)
-            src_path, dst_path = src_iip.path, dst_iip.path
-            node = src_iip.last
-            if node is None:
-                raise FileNotFoundException(f"rename source {src_path} is not found.")
-            if node is self.dir.root:
-                raise IOException("rename source cannot be the root")
-            if dst_path == src_path:
-                raise FileAlreadyExistsException(
-                    f"The source {src_path} and destination {dst_path} are the same"
-                )
-            if dst_path.startswith(src_path + "/"):
-                raise IOException(
-                    f"Rename destination {dst_path} is a directory or file under source {src_path}"
-                )
-            if not dst_iip.components:
-                raise IOException("rename destination cannot be the root")
-            existing = dst_iip.last
-            if existing is not None:
-                if existing.is_dir != node.is_dir:
-                    raise IOException(
-                        f"Source {src_path} and destination {dst_path} must both be directories"
-                    )
-                if not overwrite:
-                    raise FileAlreadyExistsException(
-                        f"rename destination {dst_path} already exists"
-                    )
-                if existing.is_dir and existing.children:  # type: ignore[attr-defined]
-                    raise IOException(f"rename destination directory is not empty: {dst_path}")
-            parent = dst_iip.parent
-            if parent is None:
-                raise FileNotFoundException(f"rename destination parent {dst_path} not found.")
-            if not parent.is_dir:
-                raise ParentNotDirectoryException(
-                    f"rename destination parent {dst_path} is a file."
-                )
-            self._check_component_length(dst_iip.last_name, dst_iip.parent_path)
-            option = _RENAME_OVERWRITE if overwrite else _RENAME_NONE
-            op = RenameOp(0, src=src_path, dst=dst_path, timestamp=self._now(), options=(option,))
-            txid = self._log_and_apply([op])
-        self._sync(txid)
+        check_path_length(dst, "rename")
+        # FSNamesystem.renameTo's command: "rename (options=[NONE])" (the Options.Rename list).
+        cmd = f"rename (options=[{'OVERWRITE' if overwrite else 'NONE'}])"
+        with self.access.call(cmd, src, dst) as call:
+            with self.lock:
+                src_iip = self._resolve(src, call.pc)
+                dst_iip = self._resolve(dst, call.pc)
+                self.access.check(call.pc, src_iip, parent_access=FsAction.WRITE)
+                self.access.check(call.pc, dst_iip, ancestor_access=FsAction.WRITE)
+                txid = self._rename2_op(src_iip, dst_iip, overwrite)
+                call.status(src_iip.last)
+            self._sync(txid)
+
+    def _rename2_op(self, src_iip: INodesInPath, dst_iip: INodesInPath, overwrite: bool) -> int:
+        """FSDirRenameOp.unprotectedRenameTo's checks, then OP_RENAME; returns its txid."""
+        check_rename2(self.dir.root, src_iip, dst_iip, overwrite)
+        self._check_component_length(dst_iip.last_name, dst_iip.parent_path)
+        option = _RENAME_OVERWRITE if overwrite else _RENAME_NONE
+        op = RenameOp(
+            0, src=src_iip.path, dst=dst_iip.path, timestamp=self._now(), options=(option,)
+        )
+        return self._log_and_apply([op])
 
     def set_permission(self, src: str, mode: int) -> None:
-        """Set the mode bits of ``src`` (sticky + rwx are kept). OP_SET_PERMISSIONS."""
-        _check_mode(mode)
-        with self.lock:
-            iip = self._existing(src)
-            txid = self._log_and_apply([SetPermissionsOp(0, src=iip.path, permission=mode)])
-        self._sync(txid)
+        """Set the mode bits of ``src`` (sticky + rwx are kept). OP_SET_PERMISSIONS.
+        Only the owner or a superuser may."""
+        check_mode(mode)
+        with self.access.call("setPermission", src) as call:
+            with self.lock:
+                iip = self._existing(src, call.pc)
+                self.access.check_owner(call.pc, iip)
+                txid = self._log_and_apply([SetPermissionsOp(0, src=iip.path, permission=mode)])
+                call.status(iip.last)
+            self._sync(txid)
 
     def set_owner(self, src: str, username: str | None, groupname: str | None) -> None:
-        """Set the owner and/or group of ``src``; None (or "") leaves one as it is."""
+        """Set the owner and/or group of ``src``; None (or "") leaves one as it is.
+
+        A superuser may set any; the owner may only set a group they belong to (and
+        "change" the owner to themselves), as FSDirAttrOp.setOwner.
+        """
         username = username or None  # the edit log reads "" back as "unchanged"
         groupname = groupname or None
         for name, what in ((username, "user"), (groupname, "group")):
             if name is not None:
-                _check_principal(name, what)
-        with self.lock:
-            iip = self._existing(src)
-            op = SetOwnerOp(0, src=iip.path, username=username, groupname=groupname)
-            txid = self._log_and_apply([op])
-        self._sync(txid)
+                check_principal(name, what)
+        with self.access.call("setOwner", src) as call:
+            pc = call.pc
+            with self.lock:
+                iip = self._existing(src, pc)
+                self.access.check_owner(pc, iip)
+                if not pc.is_super:
+                    if username is not None and username != pc.user:
+                        raise AccessControlException(
+                            f"User {pc.user} is not a super user "
+                            "(non-super user cannot change owner)."
+                        )
+                    if groupname is not None and not pc.is_member_of_group(groupname):
+                        raise AccessControlException(
+                            f"User {pc.user} does not belong to {groupname}"
+                        )
+                op = SetOwnerOp(0, src=iip.path, username=username, groupname=groupname)
+                txid = self._log_and_apply([op])
+                call.status(iip.last)
+            self._sync(txid)
 
     def set_times(self, src: str, mtime: int, atime: int) -> None:
-        """Set mtime and/or atime of ``src`` (-1 leaves one unchanged). OP_TIMES."""
+        """Set mtime and/or atime of ``src`` (-1 leaves one unchanged). OP_TIMES.
+        The caller needs WRITE on ``src``."""
         for value in (mtime, atime):
             if not isinstance(value, int) or not _I64_MIN <= value <= _I64_MAX:
                 raise IllegalArgumentException(f"Invalid time {value!r}")
-        with self.lock:
-            iip = self._resolve(src)
-            if iip.last is None:
-                raise FileNotFoundException(f"File/Directory {iip.path} does not exist.")
-            txid = self._log_and_apply([TimesOp(0, path=iip.path, mtime=mtime, atime=atime)])
-        self._sync(txid)
+        with self.access.call("setTimes", src) as call:
+            with self.lock:
+                iip = self._resolve(src, call.pc)
+                self.access.check(call.pc, iip, access=FsAction.WRITE)
+                if iip.last is None:
+                    raise FileNotFoundException(f"File/Directory {iip.path} does not exist.")
+                op = TimesOp(0, path=iip.path, mtime=mtime, atime=atime)
+                txid = self._log_and_apply([op])
+                call.status(iip.last)
+            self._sync(txid)
 
-    def _existing(self, src: str) -> INodesInPath:
-        iip = self._resolve(src)
+    def _existing(self, src: str, pc: FSPermissionChecker) -> INodesInPath:
+        iip = self._resolve(src, pc)
         if iip.last is None:
             raise FileNotFoundException(f"File does not exist: {src}")
         return iip
 
     # ---- reads -----------------------------------------------------------------------------------
     def get_file_info(self, src: str) -> FileStatus | None:
-        """The status of ``src``, or None if it does not exist."""
-        with self.lock:
-            iip = self._resolve(src, lambda s: InvalidPathException(f"Invalid file name: {s}"))
+        """The status of ``src``, or None if it does not exist (the caller needs to
+        traverse its ancestors)."""
+        with self.access.call("getfileinfo", src) as call, self.lock:
+            iip = self._resolve(src, call.pc, _invalid_file_name)
             node = iip.last
             return None if node is None else self.dir.file_status(node, iip.path)
 
     def get_listing(self, src: str, start_after: str = "") -> list[FileStatus]:
         """The children of directory ``src`` in name order (after ``start_after``);
-        a file lists as itself. FileNotFoundException if ``src`` does not exist."""
-        with self.lock:
-            iip = self._resolve(src, lambda s: InvalidPathException(f"Invalid file name: {s}"))
+        a file lists as itself. FileNotFoundException if ``src`` does not exist.
+        Listing a directory takes READ_EXECUTE on it."""
+        with self.access.call("listStatus", src) as call, self.lock:
+            iip = self._resolve(src, call.pc, _invalid_file_name)
             node = iip.last
+            if node is not None and node.is_dir:
+                self.access.check(call.pc, iip, access=FsAction.READ_EXECUTE)
             if node is None:
                 raise FileNotFoundException(f"File {src} does not exist.")
             if not node.is_dir:
@@ -546,13 +586,5 @@ class FSNamesystem:
         return self.dir.root
 
 
-def _check_mode(mode: object) -> None:
-    if isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode <= 0o7777:
-        raise IllegalArgumentException(f"Invalid permission mode {mode!r}")
-
-
-def _check_principal(name: object, what: str) -> None:
-    if not isinstance(name, str) or len(name) > _MAX_PRINCIPAL_LENGTH:
-        raise IllegalArgumentException(f"Invalid {what} name {name!r}")
-    if any("\ud800" <= c <= "\udfff" for c in name):
-        raise IllegalArgumentException(f"Invalid {what} name {name!r}: it has surrogates")
+def _invalid_file_name(src: str) -> InvalidPathException:
+    return InvalidPathException(f"Invalid file name: {src}")

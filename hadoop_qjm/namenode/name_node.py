@@ -112,6 +112,7 @@ class NameNode:
         socket_factory: Any = None,
         http_socket_factory: Callable[[str, int], socket.socket] | None = None,
         fs_owner: str | None = None,
+        caller: Callable[[], Any] | None = None,
     ) -> None:
         self.conf = conf
         self.version = f"{__version__}, r0"
@@ -132,6 +133,8 @@ class NameNode:
         self._socket_factory = socket_factory
         self._http_socket_factory = http_socket_factory
         self._fs_owner = fs_owner
+        #: Who calls the namesystem (None: the NameNode's own user; issue 35, item 1).
+        self._caller = caller
         self._lock = threading.Lock()
         self._stopped = False
         self._serving = False
@@ -201,6 +204,7 @@ class NameNode:
                 journal_factory=self._journal_factory,
                 fs_owner=self._fs_owner,
                 ha_enabled=self.ha_enabled,
+                caller=self._caller,
             )
             self.resource_checker = NameNodeResourceChecker(
                 self.conf, NameNodeDirs.from_conf(self.conf)

@@ -23,8 +23,10 @@ import secrets
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
+from hadoop_qjm.common.security.user_group_information import UserGroupInformation
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
@@ -253,7 +255,8 @@ class NameNodeCore:
 
     ``terminate`` is called if the journals fail (default: exit the process);
     ``journal_factory`` builds non-file journals (default: QuorumJournalManager);
-    ``fault_injector`` has save_namespace's hooks; ``clock`` (ms) stamps the namespace.
+    ``fault_injector`` has save_namespace's hooks; ``clock`` (ms) stamps the namespace;
+    ``caller`` tells the namesystem who calls (FSNamesystem's; default its own user).
     """
 
     def __init__(
@@ -268,6 +271,7 @@ class NameNodeCore:
         fsync=os.fsync,
         start: bool = True,
         ha_enabled: bool = False,
+        caller: Callable[[], UserGroupInformation] | None = None,
     ) -> None:
         self.conf = conf
         #: With HA the NameNode starts as a standby (start() loads but does not write);
@@ -277,7 +281,9 @@ class NameNodeCore:
         self._terminate = terminate
         self._journal_factory = journal_factory
         self._fault_injector = fault_injector
-        self._ns_kwargs = {"clock": clock} if clock is not None else {}
+        self._ns_kwargs: dict[str, Any] = {"clock": clock} if clock is not None else {}
+        if caller is not None:
+            self._ns_kwargs["caller"] = caller
         self._fs_owner = fs_owner
         self._fsync = fsync
         self.storage: NNStorage | None = None

@@ -218,6 +218,16 @@ class NameNodeMetrics:
                 "Inodes in the namespace (root included)",
                 value=core.namesystem.files_total,
             )
+        namesystem = getattr(core, "namesystem", None)
+        if namesystem is not None:
+            denied = CounterMetricFamily(
+                "namenode_permission_denied",
+                "Namespace calls refused with an AccessControlException, by operation",
+                labels=["operation"],
+            )
+            for operation, count in sorted(namesystem.access.audit.denied_calls().items()):
+                denied.add_metric([operation], count)
+            yield denied
         disabled = GaugeMetricFamily(
             "namenode_journal_disabled",
             "1 if the journal failed and is skipped until the next segment",

@@ -29,6 +29,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, TextIO
 
 from hadoop_qjm.common.exceptions import (
+    AccessControlException,
     FileAlreadyExistsException,
     FileNotFoundException,
     HadoopException,
@@ -37,7 +38,7 @@ from hadoop_qjm.common.exceptions import (
     PathIsNotEmptyDirectoryException,
     UsageError,
 )
-from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.common.fs_permission import FsPermission, get_umask
 from hadoop_qjm.namenode.fs_directory import FileStatus
 from hadoop_qjm.namenode.ha.failover_proxy import (
     namenode_proxy_for_uri,
@@ -74,10 +75,7 @@ def _not_found(path: str) -> PathError:
 
 def permission_string(mode: int) -> str:
     """FsPermission.toString: ``rwxr-xr-x``; the sticky bit shows as t (or T without o+x)."""
-    text = "".join(ch if mode & (1 << (8 - i)) else "-" for i, ch in enumerate("rwxrwxrwx"))
-    if mode & 0o1000:
-        text = text[:-1] + ("t" if mode & 0o001 else "T")
-    return text
+    return str(FsPermission(mode))
 
 
 _BINARY_PREFIXES = "KMGTPE"
@@ -180,11 +178,10 @@ class FsShell:
         self.err = err or sys.stderr
         self.user = getpass.getuser()
         self._proxies: dict[str, Any] = {}  # by authority; "" is fs.defaultFS
-        umask = conf.get_trimmed(keys.FS_PERMISSIONS_UMASK_KEY, keys.FS_PERMISSIONS_UMASK_DEFAULT)
-        try:
-            self.umask = int(umask or "022", 8) & 0o777
-        except ValueError:
-            raise UsageError(f"Invalid {keys.FS_PERMISSIONS_UMASK_KEY}: {umask}") from None
+        try:  # the client applies fs.permissions.umask-mode, as DFSClient does
+            self.umask = get_umask(conf)
+        except IllegalArgumentException as e:
+            raise UsageError(str(e)) from None
 
     def close(self) -> None:
         for proxy in self._proxies.values():
@@ -475,6 +472,7 @@ def _run_one(shell: FsShell, cmd: str, action: Callable[[], None]) -> int:
         shell._error(cmd, e)
         return 1
     except (
+        AccessControlException,  # "mkdir: Permission denied: user=alice, ...", then the next path
         FileNotFoundException,
         FileAlreadyExistsException,
         ParentNotDirectoryException,

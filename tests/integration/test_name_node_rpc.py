@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from hadoop_qjm.common.exceptions import (
+    AccessControlException,
     ExitException,
     FileAlreadyExistsException,
     FileNotFoundException,
@@ -23,6 +24,7 @@ from hadoop_qjm.common.exceptions import (
     ParentNotDirectoryException,
     PathIsNotEmptyDirectoryException,
 )
+from hadoop_qjm.common.security.user_group_information import UserGroupInformation
 from hadoop_qjm.editlog.fs_edit_log_op import MkdirOp
 from hadoop_qjm.namenode.name_node import NameNode
 from hadoop_qjm.namenode.name_node_core import format_namenode
@@ -58,10 +60,10 @@ def daemon_conf(base: Path, mjc: MiniJournalCluster, **extra: object):
 class Daemon:
     """A started NameNode, its termination record and a proxy to it."""
 
-    def __init__(self, conf) -> None:
+    def __init__(self, conf, **name_node_kwargs) -> None:
         self.conf = conf
         self.terminations = Terminations()
-        self.nn = NameNode(conf, terminate=self.terminations, fs_owner="hdfs")
+        self.nn = NameNode(conf, terminate=self.terminations, fs_owner="hdfs", **name_node_kwargs)
         self.nn.start()
         self.proxy = NameNodeProxy(*self.nn.rpc_address, timeout_s=30)
 
@@ -443,3 +445,40 @@ def test_imagetransfer_serves_images_with_md5(daemon: Daemon) -> None:
     assert status == 410 and b"Could not find image with txid 12345" in body
     assert daemon.http_get("/imagetransfer?txid=1")[0] == 400
     assert daemon.http_get("/imagetransfer?getimage=1&txid=abc")[0] == 400
+
+
+def test_a_refusal_reaches_the_client_as_hadoops_exception_and_is_audited(
+    mjc, tmp_path, audit
+) -> None:
+    conf = daemon_conf(tmp_path, mjc)
+    format_namenode(conf, fs_owner="hdfs")
+    who = [UserGroupInformation("hdfs")]
+    daemon = Daemon(conf, caller=lambda: who[0])
+    try:
+        p = daemon.proxy
+        p.mkdirs("/home/bob", 0o755)
+        p.set_owner("/home/bob", "bob", "staff")
+        who[0] = UserGroupInformation("alice", ("staff",))
+        with pytest.raises(AccessControlException) as info:
+            p.mkdirs("/home/bob/x", 0o755)
+        assert str(info.value) == (
+            'Permission denied: user=alice, access=WRITE, inode="/home/bob":bob:staff:drwxr-xr-x'
+        )
+        assert p.get_file_info("/home/bob/x") is None
+        denied = [row for row in audit.parsed() if row["allowed"] == "false"]
+        assert denied == [
+            {
+                "allowed": "false",
+                "ugi": "alice (auth:SIMPLE)",
+                "ip": "/127.0.0.1",
+                "cmd": "mkdirs",
+                "src": "/home/bob/x",
+                "dst": "null",
+                "perm": "null",
+                "proto": "rpc",
+            }
+        ]
+        _, _, body = daemon.http_get("/prom")
+        assert 'namenode_permission_denied_total{operation="mkdirs"} 1.0' in body.decode()
+    finally:
+        daemon.stop()

@@ -273,6 +273,17 @@ def test_daemon_script_starts_and_stops_a_namenode(tmp_path, mjc) -> None:
         assert start.returncode == 0, start.stderr
         assert "NameNode started pid=" in start.stdout
         pid = int(pid_file.read_text())
+        # Its namespace calls are audited into hdfs-audit.log beside its log (RFAAUDIT).
+        rpc = re.search(r" rpc=(\S+)", start.stdout).group(1)  # type: ignore[union-attr]
+        assert (
+            hdfs(conf_dir, "-D", f"fs.defaultFS=hdfs://{rpc}", "dfs", "-mkdir", "/a").returncode
+            == 0
+        )
+        audit = (tmp_path / "logs" / "hdfs-audit.log").read_text().splitlines()
+        mkdirs = [line for line in audit if "\tcmd=mkdirs\t" in line]
+        assert len(mkdirs) == 1 and " INFO FSNamesystem.audit: allowed=true\tugi=" in mkdirs[0]
+        assert "\tip=/127.0.0.1\tcmd=mkdirs\tsrc=/a\tdst=null\tperm=" in mkdirs[0]
+        assert not [line for line in audit if "cmd=" not in line]
         stop = subprocess.run(
             [script, "stop", "namenode"], capture_output=True, text=True, env=env, timeout=120
         )

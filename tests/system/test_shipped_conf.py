@@ -287,8 +287,10 @@ def run_cluster_from_templates(conf: Path, data: Path, env: dict[str, str]) -> N
         assert stop.stdout.count("stopping journalnode") == 3
         assert pids_in(pid_dir) == {}
         assert not [p for p in started if alive(p)]
-        # The logs went to HADOOP_LOG_DIR of hadoop-env-py.sh, none into the project.
-        assert len(list((data / "logs").glob("*.log"))) == 5
+        # The logs went to HADOOP_LOG_DIR of hadoop-env-py.sh, none into the project; the
+        # NameNodes' audit lines to hdfs-audit.log beside them (Hadoop's RFAAUDIT).
+        assert len(list((data / "logs").glob("hadoop-*.log"))) == 5
+        assert (data / "logs" / "hdfs-audit.log").is_file()
     finally:
         kill_all(set(pids_in(pid_dir).values()) | started)
 

@@ -146,3 +146,46 @@ def test_human_sizes_are_hadoops(n, text) -> None:
     from hadoop_qjm.tools.dfs_shell import human_size
 
     assert human_size(n) == text
+
+
+class RefusingNameNode(FakeNameNode):
+    """A NameNode whose mkdirs refuses, as FSPermissionChecker words it."""
+
+    def mkdirs(self, path, mode, create_parent=True):
+        from hadoop_qjm.common.exceptions import AccessControlException
+
+        raise AccessControlException(
+            'Permission denied: user=alice, access=WRITE, inode="/a":hdfs:supergroup:drwxr-xr-x'
+        )
+
+
+def test_a_refusal_is_one_line_per_path_and_the_others_go_on() -> None:
+    from hadoop_qjm.conf import Configuration
+    from hadoop_qjm.tools import dfs_shell
+
+    out, err = io.StringIO(), io.StringIO()
+    shell = dfs_shell.FsShell(Configuration(), out=out, err=err)
+    shell._proxies[""] = RefusingNameNode(TREE)
+    assert dfs_shell._dispatch(shell, "mkdir", ["/a/x", "/a/y"]) == 1
+    assert (
+        err.getvalue().splitlines()
+        == [
+            'mkdir: Permission denied: user=alice, access=WRITE, inode="/a":hdfs:supergroup:drwxr-xr-x'
+        ]
+        * 2
+    )
+
+
+def test_a_symbolic_umask_is_read_and_a_bad_one_is_a_usage_error() -> None:
+    from hadoop_qjm.common.exceptions import UsageError
+    from hadoop_qjm.conf import Configuration
+    from hadoop_qjm.tools import dfs_shell
+
+    conf = Configuration()
+    conf.set("fs.permissions.umask-mode", "u=rwx,g=rx,o=")
+    assert dfs_shell.FsShell(conf).umask == 0o027
+    conf.set("fs.permissions.umask-mode", "22")
+    with pytest.raises(
+        UsageError, match="^Unable to parse configuration fs.permissions.umask-mode"
+    ):
+        dfs_shell.FsShell(conf)
