@@ -38,6 +38,28 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["TMPDIR"] = root
 
 
+#: Test files run by one xdist worker together, as if they were one file: each of them needs
+#: the worker's SparkSession (tests/spark/conftest.py), a JVM that costs 20-50 s to start and
+#: warm up on a loaded 2-core machine; spread over both workers, it was started twice.
+ONE_WORKER_DIRS = ("tests/spark/",)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadfile`` (pyproject's addopts), with each of :data:`ONE_WORKER_DIRS` one
+    unit of work instead of one per file; other modes are xdist's own."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LoadFileAndDirScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return next((d for d in ONE_WORKER_DIRS if scope.startswith(d)), scope)
+
+    return LoadFileAndDirScheduling(config, log)
+
+
 @pytest.fixture(autouse=True)
 def _root_logging_restored():
     """Each test leaves the root logger as it found it: a command or daemon run in-process

@@ -123,8 +123,13 @@ def test_a_standby_started_later_loads_the_finalized_edits_at_start_up(mjc, tmp_
 def test_a_standby_never_writes_to_the_shared_journal(mjc, tmp_path):
     """Two standbys tail (and checkpoint) for a while: no epoch is taken, no segment
     started. Then nn1 writes; nn2 keeps tailing and checkpointing: the journal holds nn1's
-    epoch and segments only."""
-    pair = make_pair(mjc, tmp_path, **{"dfs.namenode.checkpoint.txns": "5"})
+    epoch and segments only. The long poll of an idle round waits 100 ms, not the default 1 s
+    (each of its 30 rounds sat out a whole wait)."""
+    pair = make_pair(
+        mjc,
+        tmp_path,
+        **{"dfs.namenode.checkpoint.txns": "5", "dfs.ha.tail-edits.in-progress.wait": "100ms"},
+    )
     try:
         before = journal_files(mjc)
         assert before == [set()] * 3, before

@@ -144,7 +144,8 @@ def _jn_conf(tmp_path: Path) -> Path:
 def test_hdfs_py_daemon_out_holds_stdout_only_and_rotates(tmp_path):
     """``hdfs-py --daemon start`` (Hadoop 3's form, no sbin needed): the log lines go to the
     ``.log`` file only, ``.out`` has what the daemon printed, and each start keeps the previous
-    ``.out`` files as ``.out.1`` … ``.out.5``."""
+    ``.out`` files as ``.out.1`` … ``.out.5``. Six generations written beforehand stand in
+    for earlier starts: two starts shift them and drop the oldest two."""
     conf = _jn_conf(tmp_path)
     env = _env(tmp_path)
     del env["PYTHON"]
@@ -152,10 +153,14 @@ def test_hdfs_py_daemon_out_holds_stdout_only_and_rotates(tmp_path):
     host = socket.gethostname()
     out = logs / f"hadoop-qjmtest-journalnode-{host}.out"
     log = logs / f"hadoop-qjmtest-journalnode-{host}.log"
+    logs.mkdir()
+    earlier = {n: f"earlier start {n}\n" for n in range(6)}  # 0: the newest
+    for n, text in earlier.items():
+        Path(f"{out}.{n}" if n else out).write_text(text)
     hdfs_py = [sys.executable, "-m", "hadoop_qjm.cli", "--config", conf, "--daemon"]
     started_pids = []
     try:
-        for _ in range(7):
+        for _ in range(2):
             start = run([*hdfs_py, "start", "journalnode"], env)
             assert start.returncode == 0, start.stdout + start.stderr
             started_pids.append(int(pids_in(tmp_path / "pids")["hadoop-qjmtest-journalnode.pid"]))
@@ -169,9 +174,11 @@ def test_hdfs_py_daemon_out_holds_stdout_only_and_rotates(tmp_path):
             assert "RPC server is binding" in log.read_text()
         generations = sorted(p.name for p in logs.glob("*.out*"))
         assert generations == [out.name] + [f"{out.name}.{n}" for n in range(1, 6)]
-        # .out.1 is the previous start, .out.5 the oldest kept (the 2nd of 7).
-        assert f"pid={started_pids[-2]}" in Path(f"{out}.1").read_text()
-        assert f"pid={started_pids[1]}" in Path(f"{out}.5").read_text()
+        # .out.1 is the previous start, .out.5 the oldest kept: earlier start 3 (4, 5 fell off).
+        assert f"pid={started_pids[0]}" in Path(f"{out}.1").read_text()
+        assert [Path(f"{out}.{n}").read_text() for n in range(2, 6)] == [
+            earlier[n] for n in range(4)
+        ]
         status = run([*hdfs_py, "status", "journalnode"], env)
         assert status.returncode == 1 and "journalnode is not running" in status.stdout
     finally:
