@@ -63,6 +63,8 @@ PURE_MODULES = {
     "hadoop_qjm.qjournal.server.kept_segment_state": set(),
     "hadoop_qjm.qjournal.protocol.membership": set(),
     "hadoop_qjm.ipc.frames": set(),
+    "hadoop_qjm.common.fs_permission": set(),
+    "hadoop_qjm.namenode.fs_permission_checker": set(),
 }
 
 
