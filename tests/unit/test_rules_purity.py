@@ -65,6 +65,8 @@ PURE_MODULES = {
     "hadoop_qjm.ipc.frames": set(),
     "hadoop_qjm.common.fs_permission": set(),
     "hadoop_qjm.namenode.fs_permission_checker": set(),
+    "hadoop_qjm.common.auth_to_local": set(),
+    "hadoop_qjm.ipc.connection_context": set(),
 }
 
 
