@@ -46,6 +46,7 @@ from hadoop_qjm.namenode.ha.ha_util import (
 )
 from hadoop_qjm.namenode.ha.standby_checkpointer import StandbyCheckpointer
 from hadoop_qjm.namenode.ha.standby_services import StandbyServices
+from hadoop_qjm.namenode.name_node_callers import NameNodeCallers
 from hadoop_qjm.namenode.name_node_core import JournalFactory, NameNodeCore
 from hadoop_qjm.namenode.name_node_metrics import NameNodeMetrics
 from hadoop_qjm.namenode.name_node_resource_checker import NameNodeResourceChecker
@@ -132,6 +133,10 @@ class NameNode:
         self._socket_factory = socket_factory
         self._http_socket_factory = http_socket_factory
         self._fs_owner = fs_owner
+        #: Who calls, and the superuser check of the admin calls; ``callers.caller`` is the
+        #: namesystem's ``caller``. Refuses a bad auth_to_local or group mapping here. Its
+        #: superuser is the OS user this process runs as (``fs_owner`` only names /'s owner).
+        self.callers = NameNodeCallers(conf)
         self._lock = threading.Lock()
         self._stopped = False
         self._serving = False

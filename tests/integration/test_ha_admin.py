@@ -11,7 +11,9 @@ from types import SimpleNamespace
 import pytest
 
 from hadoop_qjm.cli import main
+from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.ha.failover_proxy import FailoverNameNodeProxy, namenode_proxy_from_conf
+from hadoop_qjm.namenode.name_node_callers import NameNodeCallers
 from hadoop_qjm.namenode.name_node_rpc_server import NameNodeRpcServer
 from hadoop_qjm.namenode.protocol.exceptions import (
     HealthCheckFailedException,
@@ -26,6 +28,8 @@ from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 pytestmark = pytest.mark.timeout(60)
 
 NS = "mycluster"
+ADMIN_CONF = Configuration(load_defaults=False)
+ADMIN_CONF.set("hadoop.user.group.static.mapping.overrides", "ops=supergroup;dr.who=;")
 ACTIVE, STANDBY = HAServiceState.ACTIVE, HAServiceState.STANDBY
 
 
@@ -34,6 +38,9 @@ class FakeHANameNode:
 
     def __init__(self, state: HAServiceState) -> None:
         self.metrics = SimpleNamespace(observe_rpc=lambda name, ok: None)
+        # Who calls (the real one): this OS user and "ops" (via the static mapping) are
+        # superusers, HADOOP_USER_NAME=alice is a tenant.
+        self.callers = NameNodeCallers(ADMIN_CONF)
         self.state = state
         self.healthy = True
         self.ready = True
@@ -331,8 +338,49 @@ def test_roll_edits_of_a_nameservice_goes_to_the_active_only(cluster, capsys) ->
     assert (nn1.rolls, nn2.rolls) == (0, 1)
 
 
-# ---- a real pair --------------------------------------------------------------------------------
 NEW_SET = "qjournal://a:1;b:1;c:1;d:1;e:1/ha"
+
+
+# ---- administrators only (issue 35): without TLS, HADOOP_USER_NAME is the caller ----------------
+DENIED = "Access denied for user alice. Superuser privilege is required"
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "says"),
+    [
+        # haadmin's words are Hadoop's HAAdmin's: "Operation failed: <the refusal>".
+        (haadmin, ("-transitionToActive", "nn2"), "transitionToActive: "),
+        (haadmin, ("-transitionToStandby", "nn1"), "Operation failed: "),
+        (haadmin, ("-failover", "nn1", "nn2"), "Failover failed: "),
+        (haadmin, ("-reconfigureSharedEdits", NEW_SET), "Operation failed: "),
+        (haadmin, ("-getServiceState", "nn1"), "Operation failed: "),
+        (dfsadmin, ("-rollEdits",), "rollEdits: "),
+        (dfsadmin, ("-saveNamespace",), "saveNamespace: "),
+    ],
+)
+def test_a_tenant_cannot_make_admin_calls(cluster, capsys, monkeypatch, command, args, says):
+    monkeypatch.setenv("HADOOP_USER_NAME", "alice")
+    nn1, nn2 = cluster.nodes["nn1"], cluster.nodes["nn2"]
+    status, out, err = command(cluster, capsys, *args)
+    line = one_line(err)
+    assert status != 0 and DENIED in line and says in line, line
+    assert (nn1.state, nn2.state) == (ACTIVE, STANDBY)
+    for node in (nn1, nn2):
+        assert (node.transitions, node.saves, node.rolls, node.switches) == ([], [], 0, [])
+
+
+def test_a_member_of_supergroup_can(cluster, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("HADOOP_USER_NAME", "ops")
+    nn1, nn2 = cluster.nodes["nn1"], cluster.nodes["nn2"]
+    status, out, err = haadmin(cluster, capsys, "-failover", "nn1", "nn2")
+    assert (status, out) == (0, "Failover from nn1 to nn2 successful\n"), err
+    assert dfsadmin(cluster, capsys, "-rollEdits")[0] == 0
+    assert dfsadmin(cluster, capsys, "-saveNamespace")[0] == 0
+    assert (nn1.state, nn2.state, nn2.rolls) == (STANDBY, ACTIVE, 1)
+    assert nn1.saves == nn2.saves == [(0, 0)]
+
+
+# ---- a real pair --------------------------------------------------------------------------------
 
 
 def test_reconfigure_waits_for_the_new_journal_nodes_to_catch_up(cluster, capsys) -> None:

@@ -26,6 +26,7 @@ from hadoop_qjm.conf.errors import ConfigurationError
 
 __all__ = [
     "DEFAULT_GROUP_MAPPING",
+    "DEFAULT_STATIC_MAPPING_OVERRIDES",
     "GROUP_MAPPING_KEY",
     "GROUPS_CACHE_SECS_KEY",
     "STATIC_MAPPING_OVERRIDES_KEY",
