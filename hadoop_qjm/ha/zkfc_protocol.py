@@ -20,6 +20,7 @@ from typing import Any
 import thriftpy2
 
 from hadoop_qjm.common.net import ClientSocketFactoryLike, ServerSocketFactoryLike
+from hadoop_qjm.common.security.caller_identity import CallerIdentity
 from hadoop_qjm.ipc.client import ThriftServiceCaller
 from hadoop_qjm.ipc.dispatcher import ThriftServiceDispatcher
 from hadoop_qjm.ipc.frames import DEFAULT_MAX_FRAME_SIZE
@@ -84,6 +85,7 @@ def ZKFCRpcServer(
     port: int,
     socket_factory: ServerSocketFactoryLike | None = None,
     handler_count: int = 3,
+    caller_identity: CallerIdentity | None = None,
 ) -> Server:
     """The controller's RPC server (Hadoop's ZKFCRpcServer): the IPC server configured with
     a ZKFCProtocol dispatcher. ``zkfc`` provides ``cede_active(millis)`` and
@@ -100,5 +102,11 @@ def ZKFCRpcServer(
         threading.BoundedSemaphore(handler_count if handler_count > 0 else DEFAULT_HANDLER_COUNT),
     )
     return Server(
-        dispatcher, bind_host, port, handler_count, DEFAULT_MAX_FRAME_SIZE, socket_factory
+        dispatcher,
+        bind_host,
+        port,
+        handler_count,
+        DEFAULT_MAX_FRAME_SIZE,
+        socket_factory,
+        caller_identity=caller_identity,
     )

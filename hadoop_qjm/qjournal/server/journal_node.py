@@ -29,6 +29,7 @@ from hadoop_qjm.common.exceptions import (
     UsageError,
 )
 from hadoop_qjm.common.security import ServiceAuthorizer, SSLFactory
+from hadoop_qjm.common.security.caller_identity import caller_identity_from_conf
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.server.journal import Journal
@@ -63,6 +64,8 @@ class JournalNode:
         self.conf = conf
         self.ssl_factory = SSLFactory(conf)
         self.settings = JournalNodeSettings.from_conf(conf)
+        # Who calls (auth_to_local, groups): a malformed rule or mapping refuses to start.
+        self.caller_identity = caller_identity_from_conf(conf)
         #: Who may write and download (None: security off, everyone).
         self.authorizer: ServiceAuthorizer | None = None
         self.metrics = JournalNodeMetrics()
@@ -207,6 +210,7 @@ class JournalNode:
                 max_frame_size=settings.max_frame_size,
                 socket_factory=self._socket_factory,
                 authorizer=self.authorize_rpc if ssl_factory.rpc_tls else None,
+                caller_identity=self.caller_identity,
             )
             self.rpc_server.start()
         except BaseException as e:
