@@ -17,12 +17,14 @@ from collections.abc import Callable
 from typing import Any
 
 from hadoop_qjm.common.security.caller_identity import caller_identity_from_conf
+from hadoop_qjm.common.security.service_authorization import service_authorization_from_conf
 from hadoop_qjm.common.security.user_group_information import (
     UserGroupInformation,
     is_superuser,
 )
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.ipc import call_context
+from hadoop_qjm.ipc.dispatcher import Rpc
 from hadoop_qjm.namenode.fs_permission_checker import FSPermissionChecker
 
 __all__ = ["DFS_PERMISSIONS_ENABLED_KEY", "NameNodeCallers"]
@@ -49,6 +51,13 @@ class NameNodeCallers:
             or keys.DFS_PERMISSIONS_SUPERUSERGROUP_DEFAULT
         )
         self.permissions_enabled = conf.get_bool(DFS_PERMISSIONS_ENABLED_KEY, True)
+        #: hadoop-policy.xml's ACLs with hadoop.security.authorization=true, else None.
+        self.service_authorization = service_authorization_from_conf(conf)
+
+    def authorize_service(self, rpc: Rpc) -> None:
+        """Service-level authorization of one call (the RPC server's ``authorize``)."""
+        if self.service_authorization is not None:
+            self.service_authorization.authorize(self.caller(), rpc.service_name)
 
     def caller(self) -> UserGroupInformation:
         """The caller of the call this thread runs: its connection's user, or (in-process)

@@ -238,6 +238,11 @@ class NameNodeRpcServer:
             _t.RemoteException,
             threading.BoundedSemaphore(self.handler_count) if tls else None,
             observer=name_node.metrics.observe_rpc,
+            authorize=(
+                name_node.callers.authorize_service
+                if name_node.callers.service_authorization is not None
+                else None
+            ),
         )
         if tls:
             # TLS sockets cannot be read from the selector server's one listener thread.

@@ -4,6 +4,7 @@ demand), and once against a real in-process HA pair, with the failover client on
 
 from __future__ import annotations
 
+import getpass
 import socket
 from collections.abc import Iterator
 from types import SimpleNamespace
@@ -470,3 +471,43 @@ def test_haadmin_and_the_failover_client_on_a_real_pair(tmp_path, capsys, monkey
                 assert pair[nnid].core.storage.inspect_images()[0].txid > 0, nnid
         finally:
             pair.stop()
+
+
+def test_service_level_authorization_refuses_who_the_acl_does_not_list(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    """hadoop.security.authorization=true, security.ha.service.protocol.acl=" ops": even the
+    NameNode's own user is refused HAServiceProtocol (a call must pass the ACL and the
+    superuser check both); ClientProtocol's ACL stays *."""
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    (tmp_path / "hadoop-policy.xml").write_text(
+        "<configuration><property><name>security.ha.service.protocol.acl</name>"
+        "<value> supergroup</value></property></configuration>"
+    )
+    conf = Configuration(load_defaults=False)
+    conf.conf_dir = str(tmp_path)
+    conf.set("hadoop.security.authorization", "true")
+    conf.set("hadoop.user.group.static.mapping.overrides", "ops=supergroup;dr.who=;")
+    node = FakeHANameNode(ACTIVE)
+    node.callers = NameNodeCallers(conf)
+    server = NameNodeRpcServer(node, "127.0.0.1", 0, handler_count=2)
+    server.start()
+    try:
+        fs = ["-fs", f"hdfs://127.0.0.1:{server.port}"]
+        props = ["-D", "ha.failover-controller.cli-check.rpc-timeout.ms=5000"]
+        props += ["-D", f"dfs.nameservices={NS}", "-D", f"dfs.ha.namenodes.{NS}=nn1"]
+        props += ["-D", f"dfs.namenode.rpc-address.{NS}.nn1=127.0.0.1:{server.port}"]
+        status = main([*props, "haadmin", "-getServiceState", "nn1"])
+        err = capsys.readouterr().err
+        user = getpass.getuser()
+        assert status == 1 and one_line(err) == (
+            f"Operation failed: User {user} (auth:SIMPLE) is not authorized for protocol "
+            "interface org.apache.hadoop.ha.HAServiceProtocol: denied by configured ACL"
+        )
+        monkeypatch.setenv("HADOOP_USER_NAME", "ops")
+        assert main([*props, "haadmin", "-getServiceState", "nn1"]) == 0
+        assert capsys.readouterr().out == "active\n"
+        assert main(["dfsadmin", *fs, "-saveNamespace"]) == 0  # ClientProtocol: *
+        assert node.saves == [(0, 0)]
+    finally:
+        server.stop()

@@ -263,3 +263,20 @@ def test_a_bad_identity_setting_refuses_to_start_the_daemon(
     assert main(["-D", setting, *dirs, daemon]) == 1
     assert expected in one_line(capsys)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("daemon", ["journalnode", "namenode"])
+def test_a_policy_file_that_is_not_well_formed_refuses_to_start_the_daemon(
+    daemon: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    (conf_dir / "hadoop-policy.xml").write_text("<configuration><property>")
+    args = ["--config", str(conf_dir), "-D", "hadoop.security.authorization=true"]
+    args += ["-D", f"dfs.journalnode.edits.dir={tmp_path / 'jn'}"]
+    args += ["-D", f"dfs.namenode.name.dir={tmp_path / 'nn'}"]
+    assert main([*args, daemon]) == 1
+    assert f"Malformed configuration file {conf_dir / 'hadoop-policy.xml'}, line" in one_line(
+        capsys
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["conf"]
