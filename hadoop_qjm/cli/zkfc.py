@@ -14,6 +14,8 @@ import threading
 from collections.abc import Sequence
 
 from hadoop_qjm.common.exceptions import HadoopException, IOException, UsageError, one_line_message
+from hadoop_qjm.common.security.caller_identity import caller_identity_from_conf
+from hadoop_qjm.common.security.service_authorization import service_authorization_from_conf
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.ha.active_standby_elector import ZooKeeperConnectionException
@@ -147,6 +149,8 @@ def _run_daemon(controller: ZKFailoverController, conf: Configuration) -> int:
             bind_host,
             local.zkfc_address[1],
             socket_factory=SSLFactory(conf).rpc_server_socket_factory(),
+            caller_identity=caller_identity_from_conf(conf),
+            service_authorization=service_authorization_from_conf(conf),
         )
     except (HadoopException, OSError) as e:
         controller.elector.terminate()

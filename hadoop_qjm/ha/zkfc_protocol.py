@@ -13,6 +13,7 @@ name, message).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from importlib import resources
 from types import ModuleType
 from typing import Any
@@ -20,8 +21,11 @@ from typing import Any
 import thriftpy2
 
 from hadoop_qjm.common.net import ClientSocketFactoryLike, ServerSocketFactoryLike
+from hadoop_qjm.common.security.caller_identity import CallerIdentity
+from hadoop_qjm.common.security.service_authorization import ServiceAuthorizationManager
+from hadoop_qjm.ipc import call_context
 from hadoop_qjm.ipc.client import ThriftServiceCaller
-from hadoop_qjm.ipc.dispatcher import ThriftServiceDispatcher
+from hadoop_qjm.ipc.dispatcher import Rpc, ThriftServiceDispatcher
 from hadoop_qjm.ipc.frames import DEFAULT_MAX_FRAME_SIZE
 from hadoop_qjm.ipc.server import DEFAULT_HANDLER_COUNT, Server
 from hadoop_qjm.ipc.socket_channel import DEFAULT_CONNECT_TIMEOUT_S, SocketChannel
@@ -78,12 +82,26 @@ class ZKFCProxy:
         return f"ZKFCProxy({self.host}:{self.port})"
 
 
+def _authorizer(manager: ServiceAuthorizationManager) -> Callable[[Rpc], None]:
+    """``security.zkfc.protocol.acl`` for each remote call (an in-process one is the
+    controller's own)."""
+
+    def authorize(rpc: Rpc) -> None:
+        ugi = call_context.remote_ugi()
+        if ugi is not None:
+            manager.authorize(ugi, rpc.service_name)
+
+    return authorize
+
+
 def ZKFCRpcServer(
     zkfc: Any,
     bind_host: str,
     port: int,
     socket_factory: ServerSocketFactoryLike | None = None,
     handler_count: int = 3,
+    caller_identity: CallerIdentity | None = None,
+    service_authorization: ServiceAuthorizationManager | None = None,
 ) -> Server:
     """The controller's RPC server (Hadoop's ZKFCRpcServer): the IPC server configured with
     a ZKFCProtocol dispatcher. ``zkfc`` provides ``cede_active(millis)`` and
@@ -98,7 +116,14 @@ def ZKFCRpcServer(
         {"cedeActive": zkfc.cede_active, "gracefulFailover": zkfc.graceful_failover},
         zkfc_thrift.RemoteException,
         threading.BoundedSemaphore(handler_count if handler_count > 0 else DEFAULT_HANDLER_COUNT),
+        authorize=None if service_authorization is None else _authorizer(service_authorization),
     )
     return Server(
-        dispatcher, bind_host, port, handler_count, DEFAULT_MAX_FRAME_SIZE, socket_factory
+        dispatcher,
+        bind_host,
+        port,
+        handler_count,
+        DEFAULT_MAX_FRAME_SIZE,
+        socket_factory,
+        caller_identity=caller_identity,
     )

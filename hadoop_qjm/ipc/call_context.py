@@ -9,7 +9,11 @@ for as long as it serves the connection, a dispatcher the call's part
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hadoop_qjm.common.security.caller_identity import ConnectionUser
+    from hadoop_qjm.common.security.user_group_information import UserGroupInformation
 
 __all__ = [
     "current_call",
@@ -20,8 +24,10 @@ __all__ = [
     "release_handler_slot",
     "remote_connection",
     "remote_ip",
+    "remote_ugi",
     "remote_user",
     "set_current_call",
+    "set_connection_user",
 ]
 
 _context = threading.local()
@@ -45,6 +51,26 @@ def remote_user() -> str | None:
     return getattr(_context, "remote_user", None)
 
 
+def remote_ugi() -> UserGroupInformation | None:
+    """The caller whose call this thread is executing, with its groups (Hadoop's
+    ``Server.getRemoteUser()`` as a UserGroupInformation), else ``None`` (an in-process
+    call: the daemon's own user).
+
+    From its certificate over TLS, else from its connection context (simple
+    authentication), else ``dr.who`` (see
+    :mod:`hadoop_qjm.common.security.caller_identity`). AuthorizationException for a
+    certificate no ``hadoop.security.auth_to_local`` rule maps to a user.
+    """
+    connection_user = getattr(_context, "connection_user", None)
+    return None if connection_user is None else connection_user.ugi()
+
+
+def set_connection_user(connection_user: ConnectionUser | None) -> None:
+    """The calls this thread runs next are ``connection_user``'s (a server whose handler
+    threads serve many connections sets it per call)."""
+    _context.connection_user = connection_user
+
+
 def remote_connection() -> Any:
     """The connection whose call this thread is executing (its ``peer`` "ip:port", and
     ``open`` until it closes), else ``None`` (an in-process call). The Journal keeps its
@@ -53,14 +79,18 @@ def remote_connection() -> Any:
     return getattr(_context, "connection", None)
 
 
-def enter_connection(connection: Any, user: str | None) -> None:
-    """This thread now serves ``connection``, whose client is ``user`` (None: unverified)."""
+def enter_connection(
+    connection: Any, user: str | None, connection_user: ConnectionUser | None = None
+) -> None:
+    """This thread now serves ``connection``, whose client's certificate names ``user``
+    (None: unverified) and whose user (and groups) ``connection_user`` resolves."""
     _context.connection = connection
     _context.remote_user = user
+    _context.connection_user = connection_user
 
 
 def leave_connection() -> None:
-    _context.connection = _context.remote_user = None
+    _context.connection = _context.remote_user = _context.connection_user = None
 
 
 def enter_call(ip: str | None, slots: Any = None) -> None:

@@ -191,7 +191,8 @@ class ThriftServiceDispatcher(RpcDispatcher):
     IDL's error struct (``className``, ``message``). At most ``handler_slots`` handler
     calls run at once (``None``: no limit); a handler may give its slot back early
     (:func:`~hadoop_qjm.ipc.call_context.release_handler_slot`). ``observer(rpc_name,
-    ok)`` sees every call.
+    ok)`` sees every call; ``authorize(rpc)``, when given, runs before each handler and
+    raises (AuthorizationException) to refuse the call (service-level authorization).
     """
 
     def __init__(
@@ -202,10 +203,12 @@ class ThriftServiceDispatcher(RpcDispatcher):
         handler_slots: threading.Semaphore | None = None,
         observer: RpcObserver | None = None,
         log: logging.Logger = LOG,
+        authorize: Callable[[Rpc], None] | None = None,
     ) -> None:
         super().__init__(rpc_table(services, handlers), handler_slots, log)
         self._exception_cls = exception_cls
         self._observer = observer
+        self._authorize = authorize
 
     def process(self, payload: bytes, remote_ip: str | None = None) -> bytes:
         """The reply payload for the request ``payload``.
@@ -247,6 +250,8 @@ class ThriftServiceDispatcher(RpcDispatcher):
         return encode_message(name, TMessageType.REPLY, seqid, result)
 
     def _call(self, rpc: Rpc, args: Any, remote_ip: str | None) -> Any:
+        if self._authorize is not None:  # Hadoop's Server.authorize, before the handler
+            self._authorize(rpc)
         check_required(args)
         values = [getattr(args, name) for name in rpc.arg_names]
         slots = self._slots

@@ -42,7 +42,9 @@ from typing import Any
 
 from hadoop_qjm.common.exceptions import IllegalStateException
 from hadoop_qjm.common.net import ServerSocketFactory
+from hadoop_qjm.common.security.caller_identity import CallerIdentity, ConnectionUser
 from hadoop_qjm.ipc import call_context
+from hadoop_qjm.ipc.connection_context import decode_connection_context, is_connection_context
 from hadoop_qjm.ipc.exceptions import ProtocolError
 from hadoop_qjm.ipc.frames import FRAME_HEADER, FrameDecoder
 
@@ -71,10 +73,26 @@ def current_call() -> Call | None:
 
 
 class _Connection:
-    __slots__ = ("sock", "peer", "ip", "decoder", "frames", "busy", "out", "closed", "lock")
+    __slots__ = (
+        "sock",
+        "peer",
+        "ip",
+        "decoder",
+        "frames",
+        "busy",
+        "out",
+        "closed",
+        "lock",
+        "user",
+        "context_due",
+    )
 
-    def __init__(self, sock: socket.socket, peer: str, ip: str, max_frame_size: int) -> None:
+    def __init__(
+        self, sock: socket.socket, peer: str, ip: str, max_frame_size: int, user: ConnectionUser
+    ) -> None:
         self.sock = sock
+        self.user = user  # who the client is (its connection context may name it)
+        self.context_due = True  # its first frame may be a connection context
         self.peer = peer
         self.ip = ip
         self.decoder = FrameDecoder(max_frame_size)
@@ -158,11 +176,13 @@ class IpcServer:
         handler_count: int,
         max_frame_size: int,
         handler_queue_size: int = DEFAULT_HANDLER_QUEUE_SIZE,
+        caller_identity: CallerIdentity | None = None,
     ) -> None:
         if handler_count <= 0:
             raise ValueError(f"handler count must be positive: {handler_count}")
         self._process = process
         self._error_reply = error_reply
+        self.caller_identity = caller_identity or CallerIdentity()
         self.handler_count = handler_count
         self.max_frame_size = max_frame_size
         queue_size = handler_count * (
@@ -323,7 +343,13 @@ class IpcServer:
         sock.setblocking(False)
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn = _Connection(sock, f"{addr[0]}:{addr[1]}", addr[0], self.max_frame_size)
+        conn = _Connection(
+            sock,
+            f"{addr[0]}:{addr[1]}",
+            addr[0],
+            self.max_frame_size,
+            self.caller_identity.connection_user(None),
+        )
         with self._lock:
             self._connections[id(conn)] = conn
         self._selector.register(sock, selectors.EVENT_READ, conn)
@@ -366,7 +392,12 @@ class IpcServer:
     @staticmethod
     def _split_frames(conn: _Connection, data: bytes) -> list[bytes]:
         conn.decoder.feed(data)
-        return conn.decoder.frames()
+        frames = conn.decoder.frames()
+        if conn.context_due and frames:
+            conn.context_due = False
+            if is_connection_context(frames[0]):
+                conn.user.claim(decode_connection_context(frames.pop(0)))
+        return frames
 
     def _enqueue(self, call: Call) -> None:
         # A full queue holds the listener here (Hadoop's blocking put); stop() ends the wait.
@@ -393,6 +424,7 @@ class IpcServer:
                 continue
             conn = call._conn
             call_context.set_current_call(call)
+            call_context.set_connection_user(conn.user)
             try:
                 reply = process(call.payload, conn.ip)
             except ProtocolError as e:
@@ -405,6 +437,7 @@ class IpcServer:
                 continue
             finally:
                 call_context.set_current_call(None)
+                call_context.set_connection_user(None)
             call._reply = reply
             call._release()
 

@@ -25,6 +25,7 @@ from hadoop_qjm.common.net import (
     ServerSocketFactoryLike,
     as_server_socket_factory,
 )
+from hadoop_qjm.common.security.caller_identity import CallerIdentity
 from hadoop_qjm.ipc import call_context
 from hadoop_qjm.ipc.exceptions import ProtocolError
 from hadoop_qjm.ipc.frames import DEFAULT_MAX_FRAME_SIZE
@@ -81,7 +82,10 @@ class Server:
     ``socket_factory`` makes the sockets: a :class:`~hadoop_qjm.common.net.ServerSocketFactory`,
     or a plain ``(host, port) -> listening socket`` callable (as the HTTP server takes);
     ``None`` is plain TCP. A factory that authenticates its peers (mutual TLS) names each
-    connection's client, which the calls see as ``call_context.remote_user()``.
+    connection's client, which the calls see as ``call_context.remote_user()``; the
+    caller's user and groups (``call_context.remote_ugi()``) come from ``caller_identity``
+    (default: the CN, groups of this host) over TLS, else from the connection context the
+    client sends before its first call.
     ``handler_count`` (≤ 0: :data:`DEFAULT_HANDLER_COUNT`) is what the dispatcher's handler
     slots were made for; the server itself runs every connection's calls in its reader.
     """
@@ -96,9 +100,11 @@ class Server:
         socket_factory: ServerSocketFactoryLike | None = None,
         *,
         serve_connection: ConnectionServer | None = None,
+        caller_identity: CallerIdentity | None = None,
         log: logging.Logger = LOG,
     ) -> None:
         self.dispatcher = dispatcher
+        self.caller_identity = caller_identity or CallerIdentity()
         self._serve_connection: ConnectionServer = serve_connection or self._serve_frames
         self.handler_count = handler_count if handler_count > 0 else DEFAULT_HANDLER_COUNT
         self.max_frame_size = max_frame_size
@@ -234,8 +240,13 @@ class Server:
             # This thread runs every call of the connection: its identity is the
             # connection's (Hadoop's Server.getRemoteUser()).
             identify = getattr(self._socket_factory, "peer_identity", None)
-            call_context.enter_connection(conn, identify(wrapped) if identify is not None else None)
-            self._serve_connection(wrapped, FrameReader(wrapped, self.max_frame_size), client_ip)
+            getpeercert = getattr(wrapped, "getpeercert", None)
+            user = self.caller_identity.connection_user(getpeercert() if getpeercert else None)
+            call_context.enter_connection(
+                conn, identify(wrapped) if identify is not None else None, user
+            )
+            reader = FrameReader(wrapped, self.max_frame_size, on_context=user.claim)
+            self._serve_connection(wrapped, reader, client_ip)
         except ProtocolError as e:
             self._log.warning("Dropping connection from %s: %s", conn.peer, e)
         except OSError as e:

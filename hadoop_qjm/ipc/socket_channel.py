@@ -14,6 +14,8 @@ re-exports it).
 from __future__ import annotations
 
 import contextlib
+import getpass
+import os
 import socket
 import ssl
 import struct
@@ -22,8 +24,9 @@ from typing import Protocol
 
 from hadoop_qjm.common.exceptions import IOException
 from hadoop_qjm.common.net_exceptions import ConnectException, SocketTimeoutException
+from hadoop_qjm.ipc.connection_context import connection_context_frame
 from hadoop_qjm.ipc.exceptions import ProtocolError
-from hadoop_qjm.ipc.frames import DEFAULT_MAX_FRAME_SIZE
+from hadoop_qjm.ipc.frames import DEFAULT_MAX_FRAME_SIZE, frame
 from hadoop_qjm.ipc.sockets import (
     ClientSocketFactory,
     ClientSocketFactoryLike,
@@ -39,11 +42,23 @@ from hadoop_qjm.ipc.tls_session import TlsSession
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_S",
     "DEFAULT_TIMEOUT_S",
+    "HADOOP_USER_NAME",
     "RpcChannel",
     "SocketChannel",
     "close_socket",
     "connect",
+    "login_user_name",
 ]
+
+#: The environment variable that names the user a client claims without TLS (Hadoop's).
+HADOOP_USER_NAME = "HADOOP_USER_NAME"
+
+
+def login_user_name() -> str:
+    """The user this process claims over plain TCP (Hadoop's simple authentication):
+    ``HADOOP_USER_NAME`` if set, else the OS user it runs as."""
+    return os.environ.get(HADOOP_USER_NAME, "").strip() or getpass.getuser()
+
 
 #: ``ipc.client.connect.timeout`` (20 s).
 DEFAULT_CONNECT_TIMEOUT_S = 20.0
@@ -150,8 +165,12 @@ class SocketChannel:
         connect_timeout_s: float | None = DEFAULT_CONNECT_TIMEOUT_S,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         socket_factory: ClientSocketFactoryLike | None = None,
+        user: str | None = None,
     ) -> None:
         self.host = host
+        #: Who this client says it is in each connection's context (None: the login user,
+        #: :func:`login_user_name`, read when a connection is made).
+        self.user = user
         self.port = port
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
@@ -161,6 +180,7 @@ class SocketChannel:
         self._sock: socket.socket | None = None
         self._reader: FrameReader | None = None  # reads _sock's replies
         self._answered = False  # whether _sock brought a reply yet
+        self._context: bytes | None = None  # the connection context, due before a call
         self._plain = getattr(self._socket_factory, "context", None) is None
         self._closed = False
 
@@ -179,6 +199,7 @@ class SocketChannel:
                 raise IOException(f"Connection to {self.host}:{self.port} is closed")
             self._sock, self._reader = sock, reader
             self._answered = False
+            self._context = connection_context_frame(self.user or login_user_name())
         return sock, reader
 
     def call(self, payload: bytes, *, resend_if_dropped: bool = False) -> bytes:
@@ -189,7 +210,11 @@ class SocketChannel:
             kept = resend_if_dropped and self._sock is not None and self._answered
         sock, reader = self._connect()
         try:
-            write_frame(sock, payload)
+            context, self._context = self._context, None
+            if context is None:
+                write_frame(sock, payload)
+            else:  # the new connection's context, in the same send as its first call
+                sock.sendall(context + frame(payload))
             reply = reader.read_frame()
         except (TimeoutError, BlockingIOError) as e:  # BlockingIOError: SO_RCVTIMEO passed
             self.reset()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import ssl
+from collections.abc import Callable
 
 from hadoop_qjm.common.exceptions import AccessControlException, IOException
 from hadoop_qjm.common.net import (
@@ -24,6 +25,7 @@ from hadoop_qjm.common.net import (
     as_client_socket_factory,
     as_server_socket_factory,
 )
+from hadoop_qjm.ipc.connection_context import decode_connection_context, is_connection_context
 from hadoop_qjm.ipc.exceptions import ProtocolError
 from hadoop_qjm.ipc.frames import (
     FRAME_HEADER,
@@ -176,6 +178,10 @@ class FrameReader:
     arrives, like :func:`read_frame`: memory follows the bytes received,
     never the length claimed. Not thread-safe: one reader per connection,
     used by one thread at a time.
+
+    ``on_context``: the connection's first frame may be a connection context
+    (:mod:`hadoop_qjm.ipc.connection_context`); ``on_context`` gets the user it claims,
+    and :meth:`read_frame` returns the frame after it.
     """
 
     def __init__(
@@ -183,6 +189,7 @@ class FrameReader:
         sock: socket.socket,
         max_frame_size: int,
         buffer_size: int = FRAME_READER_BUFFER_SIZE,
+        on_context: Callable[[str], None] | None = None,
     ) -> None:
         if buffer_size < FRAME_HEADER.size:
             raise ValueError(f"buffer_size {buffer_size} cannot hold a frame length")
@@ -192,6 +199,19 @@ class FrameReader:
         self._view = memoryview(self._buf)
         self._start = 0  # the first byte not yet returned
         self._end = 0  # the end of the bytes received
+        if on_context is not None:
+            # Only the first frame may be a connection context: the check replaces
+            # read_frame until then, and costs the calls after it nothing.
+            self._on_context = on_context
+            self.read_frame = self._read_first_frame  # type: ignore[method-assign]
+
+    def _read_first_frame(self) -> bytes | None:
+        self.__dict__.pop("read_frame", None)  # the class's read_frame from now on
+        payload = FrameReader.read_frame(self)
+        if payload is not None and is_connection_context(payload):
+            self._on_context(decode_connection_context(payload))
+            payload = FrameReader.read_frame(self)
+        return payload
 
     @property
     def buffered(self) -> int:

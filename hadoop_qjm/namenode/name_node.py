@@ -46,6 +46,7 @@ from hadoop_qjm.namenode.ha.ha_util import (
 )
 from hadoop_qjm.namenode.ha.standby_checkpointer import StandbyCheckpointer
 from hadoop_qjm.namenode.ha.standby_services import StandbyServices
+from hadoop_qjm.namenode.name_node_callers import NameNodeCallers
 from hadoop_qjm.namenode.name_node_core import JournalFactory, NameNodeCore
 from hadoop_qjm.namenode.name_node_metrics import NameNodeMetrics
 from hadoop_qjm.namenode.name_node_resource_checker import NameNodeResourceChecker
@@ -133,8 +134,12 @@ class NameNode:
         self._socket_factory = socket_factory
         self._http_socket_factory = http_socket_factory
         self._fs_owner = fs_owner
-        #: Who calls the namesystem (None: the NameNode's own user; issue 35, item 1).
-        self._caller = caller
+        #: Who calls, and the superuser check of the admin calls. Refuses a bad auth_to_local
+        #: or group mapping here. Its superuser is the NameNode's own user (``fs_owner``,
+        #: default the OS user it runs as: Hadoop's fsOwner), as the namesystem's.
+        self.callers = NameNodeCallers(conf, fs_owner)
+        #: Who calls the namesystem: the RPC call's user (``callers.caller``) unless given.
+        self._caller = caller or self.callers.caller
         self._lock = threading.Lock()
         self._stopped = False
         self._serving = False

@@ -110,13 +110,17 @@ class ClientProtocolHandler:
         listing = m.listing_to_thrift(statuses, src, self.name_node.list_limit)
         return _t.GetListingResponse(dirList=listing)
 
+    # The admin calls: a superuser only (FSNamesystem.checkSuperuserPrivilege).
     def roll_edits(self) -> int:
+        self.name_node.callers.check_superuser_privilege()
         return self.name_node.roll_edit_log().cur_segment_txid
 
     def reconfigure_shared_edits(self, uri: str) -> str:
+        self.name_node.callers.check_superuser_privilege()
         return self.name_node.reconfigure_shared_edits(uri)
 
     def save_namespace(self, time_window: int | None, tx_gap: int | None) -> bool:
+        self.name_node.callers.check_superuser_privilege()
         return self.name_node.save_namespace(time_window or 0, tx_gap or 0)
 
 
@@ -140,21 +144,27 @@ class NamenodeProtocolHandler:
 
 
 class HAServiceProtocolHandler:
-    """HAServiceProtocol: delegated to the daemon's HA methods."""
+    """HAServiceProtocol: delegated to the daemon's HA methods, each for a superuser only
+    (Hadoop's NameNode.monitorHealth, transitionTo*, getServiceStatus check it)."""
 
     def __init__(self, name_node: Any) -> None:
         self.name_node = name_node
+        self._check = name_node.callers.check_superuser_privilege
 
     def monitor_health(self) -> None:
+        self._check()
         self.name_node.monitor_health()
 
     def transition_to_active(self, req_info: Any) -> None:
+        self._check()
         self.name_node.transition_to_active(req_info.reqSource)
 
     def transition_to_standby(self, req_info: Any) -> None:
+        self._check()
         self.name_node.transition_to_standby(req_info.reqSource)
 
     def get_service_status(self) -> Any:
+        self._check()
         return m.service_status_to_thrift(self.name_node.service_status())
 
 
@@ -213,6 +223,8 @@ class NameNodeRpcServer:
         handler_queue_size: int = DEFAULT_HANDLER_QUEUE_SIZE,
     ) -> None:
         self.name_node = name_node
+        # Who calls: the NameNode's (auth_to_local, groups), which its checks use too.
+        caller_identity = name_node.callers.identity
         self.handler_count = handler_count if handler_count > 0 else 10
         factory = as_server_socket_factory(socket_factory)
         self.ipc: IpcServer | None = None
@@ -226,11 +238,22 @@ class NameNodeRpcServer:
             _t.RemoteException,
             threading.BoundedSemaphore(self.handler_count) if tls else None,
             observer=name_node.metrics.observe_rpc,
+            authorize=(
+                name_node.callers.authorize_service
+                if name_node.callers.service_authorization is not None
+                else None
+            ),
         )
         if tls:
             # TLS sockets cannot be read from the selector server's one listener thread.
             self._legacy = Server(
-                self.dispatcher, bind_host, port, self.handler_count, max_frame_size, factory
+                self.dispatcher,
+                bind_host,
+                port,
+                self.handler_count,
+                max_frame_size,
+                factory,
+                caller_identity=caller_identity,
             )
         else:
             LOG.info("RPC server is binding to %s:%d", bind_host, port)
@@ -243,6 +266,7 @@ class NameNodeRpcServer:
                 self.handler_count,
                 max_frame_size,
                 handler_queue_size,
+                caller_identity,
             )
 
     @property

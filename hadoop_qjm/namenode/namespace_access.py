@@ -19,6 +19,7 @@ wraps each call in :meth:`NamespaceAccess.call`::
 
 from __future__ import annotations
 
+import getpass
 from collections.abc import Callable
 
 from hadoop_qjm.common.exceptions import AccessControlException, InvalidPathException
@@ -51,6 +52,9 @@ class NamespaceAccess:
         audit_logger: FSNamesystemAuditLogger | None = None,
     ) -> None:
         self.fs_owner = fs_owner
+        #: Superusers by name: the NameNode's own user, and the OS user running it where
+        #: a test named another owner of / (``fs_owner``): in a deployment they are one.
+        self.superusers = frozenset({fs_owner, getpass.getuser()})
         self.supergroup = supergroup
         self.permissions_enabled = permissions_enabled
         #: The NameNode's own user: the superuser its internal calls run as (Hadoop's
@@ -65,7 +69,7 @@ class NamespaceAccess:
         name), which audits the call when it ends."""
         ugi = self._caller()
         checker = FSPermissionChecker(
-            ugi.short_user_name, ugi.groups, is_superuser(ugi, self.fs_owner, self.supergroup)
+            ugi.short_user_name, ugi.groups, is_superuser(ugi, self.superusers, self.supergroup)
         )
         return AuditedCall(self, ugi, checker, cmd, src, dst)
 

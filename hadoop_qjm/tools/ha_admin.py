@@ -50,6 +50,7 @@ from functools import partial
 from typing import Any, TextIO
 
 from hadoop_qjm.common.exceptions import (
+    AccessControlException,
     HadoopException,
     IllegalArgumentException,
     UsageError,
@@ -381,6 +382,8 @@ class HAAdmin:
         for target in self.targets():
             try:
                 status = self._call(target, self.check_timeout_s, "get_service_status")
+            except AccessControlException:
+                raise  # not "no active NameNode": this caller may not ask (a superuser only)
             except (HadoopException, OSError):
                 continue
             if status.state is HAServiceState.ACTIVE:

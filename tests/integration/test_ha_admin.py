@@ -4,6 +4,7 @@ demand), and once against a real in-process HA pair, with the failover client on
 
 from __future__ import annotations
 
+import getpass
 import socket
 from collections.abc import Iterator
 from types import SimpleNamespace
@@ -11,7 +12,9 @@ from types import SimpleNamespace
 import pytest
 
 from hadoop_qjm.cli import main
+from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.ha.failover_proxy import FailoverNameNodeProxy, namenode_proxy_from_conf
+from hadoop_qjm.namenode.name_node_callers import NameNodeCallers
 from hadoop_qjm.namenode.name_node_rpc_server import NameNodeRpcServer
 from hadoop_qjm.namenode.protocol.exceptions import (
     HealthCheckFailedException,
@@ -26,6 +29,8 @@ from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 pytestmark = pytest.mark.timeout(60)
 
 NS = "mycluster"
+ADMIN_CONF = Configuration(load_defaults=False)
+ADMIN_CONF.set("hadoop.user.group.static.mapping.overrides", "ops=supergroup;dr.who=;")
 ACTIVE, STANDBY = HAServiceState.ACTIVE, HAServiceState.STANDBY
 
 
@@ -34,6 +39,9 @@ class FakeHANameNode:
 
     def __init__(self, state: HAServiceState) -> None:
         self.metrics = SimpleNamespace(observe_rpc=lambda name, ok: None)
+        # Who calls (the real one): this OS user and "ops" (via the static mapping) are
+        # superusers, HADOOP_USER_NAME=alice is a tenant.
+        self.callers = NameNodeCallers(ADMIN_CONF)
         self.state = state
         self.healthy = True
         self.ready = True
@@ -331,8 +339,49 @@ def test_roll_edits_of_a_nameservice_goes_to_the_active_only(cluster, capsys) ->
     assert (nn1.rolls, nn2.rolls) == (0, 1)
 
 
-# ---- a real pair --------------------------------------------------------------------------------
 NEW_SET = "qjournal://a:1;b:1;c:1;d:1;e:1/ha"
+
+
+# ---- administrators only (issue 35): without TLS, HADOOP_USER_NAME is the caller ----------------
+DENIED = "Access denied for user alice. Superuser privilege is required"
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "says"),
+    [
+        # haadmin's words are Hadoop's HAAdmin's: "Operation failed: <the refusal>".
+        (haadmin, ("-transitionToActive", "nn2"), "transitionToActive: "),
+        (haadmin, ("-transitionToStandby", "nn1"), "Operation failed: "),
+        (haadmin, ("-failover", "nn1", "nn2"), "Failover failed: "),
+        (haadmin, ("-reconfigureSharedEdits", NEW_SET), "Operation failed: "),
+        (haadmin, ("-getServiceState", "nn1"), "Operation failed: "),
+        (dfsadmin, ("-rollEdits",), "rollEdits: "),
+        (dfsadmin, ("-saveNamespace",), "saveNamespace: "),
+    ],
+)
+def test_a_tenant_cannot_make_admin_calls(cluster, capsys, monkeypatch, command, args, says):
+    monkeypatch.setenv("HADOOP_USER_NAME", "alice")
+    nn1, nn2 = cluster.nodes["nn1"], cluster.nodes["nn2"]
+    status, out, err = command(cluster, capsys, *args)
+    line = one_line(err)
+    assert status != 0 and DENIED in line and says in line, line
+    assert (nn1.state, nn2.state) == (ACTIVE, STANDBY)
+    for node in (nn1, nn2):
+        assert (node.transitions, node.saves, node.rolls, node.switches) == ([], [], 0, [])
+
+
+def test_a_member_of_supergroup_can(cluster, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("HADOOP_USER_NAME", "ops")
+    nn1, nn2 = cluster.nodes["nn1"], cluster.nodes["nn2"]
+    status, out, err = haadmin(cluster, capsys, "-failover", "nn1", "nn2")
+    assert (status, out) == (0, "Failover from nn1 to nn2 successful\n"), err
+    assert dfsadmin(cluster, capsys, "-rollEdits")[0] == 0
+    assert dfsadmin(cluster, capsys, "-saveNamespace")[0] == 0
+    assert (nn1.state, nn2.state, nn2.rolls) == (STANDBY, ACTIVE, 1)
+    assert nn1.saves == nn2.saves == [(0, 0)]
+
+
+# ---- a real pair --------------------------------------------------------------------------------
 
 
 def test_reconfigure_waits_for_the_new_journal_nodes_to_catch_up(cluster, capsys) -> None:
@@ -422,3 +471,43 @@ def test_haadmin_and_the_failover_client_on_a_real_pair(tmp_path, capsys, monkey
                 assert pair[nnid].core.storage.inspect_images()[0].txid > 0, nnid
         finally:
             pair.stop()
+
+
+def test_service_level_authorization_refuses_who_the_acl_does_not_list(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    """hadoop.security.authorization=true, security.ha.service.protocol.acl=" ops": even the
+    NameNode's own user is refused HAServiceProtocol (a call must pass the ACL and the
+    superuser check both); ClientProtocol's ACL stays *."""
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    (tmp_path / "hadoop-policy.xml").write_text(
+        "<configuration><property><name>security.ha.service.protocol.acl</name>"
+        "<value> supergroup</value></property></configuration>"
+    )
+    conf = Configuration(load_defaults=False)
+    conf.conf_dir = str(tmp_path)
+    conf.set("hadoop.security.authorization", "true")
+    conf.set("hadoop.user.group.static.mapping.overrides", "ops=supergroup;dr.who=;")
+    node = FakeHANameNode(ACTIVE)
+    node.callers = NameNodeCallers(conf)
+    server = NameNodeRpcServer(node, "127.0.0.1", 0, handler_count=2)
+    server.start()
+    try:
+        fs = ["-fs", f"hdfs://127.0.0.1:{server.port}"]
+        props = ["-D", "ha.failover-controller.cli-check.rpc-timeout.ms=5000"]
+        props += ["-D", f"dfs.nameservices={NS}", "-D", f"dfs.ha.namenodes.{NS}=nn1"]
+        props += ["-D", f"dfs.namenode.rpc-address.{NS}.nn1=127.0.0.1:{server.port}"]
+        status = main([*props, "haadmin", "-getServiceState", "nn1"])
+        err = capsys.readouterr().err
+        user = getpass.getuser()
+        assert status == 1 and one_line(err) == (
+            f"Operation failed: User {user} (auth:SIMPLE) is not authorized for protocol "
+            "interface org.apache.hadoop.ha.HAServiceProtocol: denied by configured ACL"
+        )
+        monkeypatch.setenv("HADOOP_USER_NAME", "ops")
+        assert main([*props, "haadmin", "-getServiceState", "nn1"]) == 0
+        assert capsys.readouterr().out == "active\n"
+        assert main(["dfsadmin", *fs, "-saveNamespace"]) == 0  # ClientProtocol: *
+        assert node.saves == [(0, 0)]
+    finally:
+        server.stop()

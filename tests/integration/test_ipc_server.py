@@ -1,6 +1,7 @@
 """IpcServer (the NameNode's Hadoop-shaped RPC server) over real loopback sockets.
 
-Behind it a hand-written ``process``: ``echo:X`` answers ``X``, ``wait:X`` waits for the
+Behind it a hand-written ``process``: ``echo:X`` answers ``X``, ``who:`` the caller's
+user (both servers: the ``Server`` of ipc/server.py too), ``wait:X`` waits for the
 test's gate first, ``post:X`` postpones its reply to the test, ``bad`` is not a call.
 Only 127.0.0.1 and port 0; waits have deadlines.
 """
@@ -12,10 +13,15 @@ import socket
 import struct
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
+from hadoop_qjm.ipc import call_context
+from hadoop_qjm.ipc.connection_context import CONTEXT_MAGIC
 from hadoop_qjm.ipc.selector_server import Call, IpcServer, current_call
+from hadoop_qjm.ipc.server import Server
+from hadoop_qjm.ipc.socket_channel import SocketChannel
 from hadoop_qjm.qjournal.protocol.sockets import PlainSocketFactory
 from hadoop_qjm.qjournal.protocol.wire import ProtocolError
 from hadoop_qjm.testing.in_process_ha import wait_until
@@ -40,6 +46,8 @@ class Backend:
         if kind == b"wait":
             assert self.gate.wait(DEADLINE_S)
             return rest
+        if kind == b"who":
+            return str(call_context.remote_ugi()).encode()
         if kind == b"post":
             call = current_call()
             assert call is not None
@@ -286,3 +294,53 @@ def test_stop_closes_every_connection_and_joins_every_thread(backend: Backend) -
     finally:
         for sock in socks:
             sock.close()
+
+
+# ------------------------------------------------------------ who the caller is
+
+
+class _Dispatcher:
+    def __init__(self, backend: Backend) -> None:
+        self.process = backend.process
+
+
+@pytest.fixture(params=["selector", "threaded"])
+def any_server(request: pytest.FixtureRequest, backend: Backend) -> Iterator[Any]:
+    """The NameNode's plain server, and the one the JournalNode, the ZKFC and TLS use."""
+    if request.param == "selector":
+        srv: Any = make_server(backend)
+    else:
+        srv = Server(_Dispatcher(backend), "127.0.0.1", 0, 2, 1024)
+        srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop(10)
+
+
+def test_the_user_a_client_claims_in_its_connection_context_is_the_callers(
+    any_server: Any,
+) -> None:
+    channel = SocketChannel("127.0.0.1", any_server.address[1], DEADLINE_S, user="alice")
+    try:
+        assert channel.call(b"who:") == b"alice (auth:SIMPLE)"
+        assert channel.call(b"echo:again") == b"again"  # the context went once
+    finally:
+        channel.close()
+
+
+def test_a_connection_without_a_context_is_served_as_dr_who(any_server: Any) -> None:
+    with socket.create_connection(any_server.address, timeout=DEADLINE_S) as sock:
+        send(sock, b"who:")
+        assert reply(sock) == b"dr.who (auth:SIMPLE)"
+
+
+def test_a_malformed_context_drops_that_connection_and_the_server_serves_on(
+    any_server: Any,
+) -> None:
+    with socket.create_connection(any_server.address, timeout=DEADLINE_S) as bad:
+        send(bad, CONTEXT_MAGIC + b"al ice", b"who:")
+        assert bad.recv(10) == b""
+    with socket.create_connection(any_server.address, timeout=DEADLINE_S) as good:
+        send(good, CONTEXT_MAGIC + b"bob", b"who:")
+        assert reply(good) == b"bob (auth:SIMPLE)"

@@ -16,7 +16,11 @@ from concurrent.futures import Future
 import pytest
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
-from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
+from hadoop_qjm.common.exceptions import (
+    AuthorizationException,
+    IllegalArgumentException,
+    IOException,
+)
 from hadoop_qjm.common.progress import format_bytes
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
@@ -628,3 +632,31 @@ def test_a_format_all_three_nodes_refuse_counts_and_names_each(tmp_path, monkeyp
     for i in range(3):
         host, port = cluster.rpc_address(i)
         assert f"{host}:{port}: Can't format the storage directory" in message
+
+
+def test_service_level_authorization_of_qjournal_protocol(tmp_path, monkeypatch):
+    """hadoop.security.authorization=true: only security.qjournal.service.protocol.acl's
+    users may call QJournalProtocol (here over plain TCP: the user the client claims);
+    the refusal is Hadoop's AuthorizationException and the journal is untouched."""
+    conf = node_conf(tmp_path / "jn")
+    conf.set("hadoop.security.authorization", "true")
+    conf.set("security.qjournal.service.protocol.acl", "hdfs")
+    node = JournalNode(conf)
+    node.start()
+    try:
+        port = node.rpc_address[1]
+        monkeypatch.setenv("HADOOP_USER_NAME", "alice")
+        with QJournalProtocolProxy("127.0.0.1", port, timeout_s=30) as alice:
+            with pytest.raises(AuthorizationException) as e:
+                alice.format(JID, FAKE_NSINFO)
+        assert str(e.value) == (
+            "User alice (auth:SIMPLE) is not authorized for protocol interface "
+            "org.apache.hadoop.hdfs.qjournal.protocol.QJournalProtocol: denied by configured ACL"
+        )
+        assert not (tmp_path / "jn" / JID).exists()
+        monkeypatch.setenv("HADOOP_USER_NAME", "hdfs")
+        with QJournalProtocolProxy("127.0.0.1", port, timeout_s=30) as hdfs:
+            hdfs.format(JID, FAKE_NSINFO)
+            assert hdfs.is_formatted(JID)
+    finally:
+        node.stop()

@@ -21,6 +21,7 @@ from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import ConfigurationError, IllegalArgumentException, IOException
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.ipc.frames import FrameDecoder
+from hadoop_qjm.ipc.socket_channel import login_user_name
 from hadoop_qjm.qjournal.client.executors import DirectExecutor
 from hadoop_qjm.qjournal.client.ipc_logger_channel import IPCLoggerChannel
 from hadoop_qjm.qjournal.client.pipelined_channel import (
@@ -50,7 +51,8 @@ MAX_FRAME = 64 * 1024 * 1024
 
 
 class ScriptedPeer:
-    """A one-connection server: echoes each frame back (``b"re:" + payload``) unless
+    """A one-connection server: echoes each frame back (``b"re:" + payload``; the connection
+    context is kept apart, as a real server does) unless
     ``paused`` (then it neither reads nor answers) or ``silent`` (reads, never answers)."""
 
     def __init__(self) -> None:
@@ -60,6 +62,7 @@ class ScriptedPeer:
         self.resume = threading.Event()
         self.silent = False
         self.received: list[bytes] = []
+        self.claimed_users: list[str] = []  # what the connection contexts said
         self.conn: socket.socket | None = None
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
@@ -67,7 +70,7 @@ class ScriptedPeer:
     def _serve(self) -> None:
         conn, _ = self.listener.accept()
         self.conn = conn
-        reader = FrameReader(conn, MAX_FRAME)
+        reader = FrameReader(conn, MAX_FRAME, on_context=self.claimed_users.append)
         try:
             while True:
                 if self.paused.is_set():
@@ -121,6 +124,21 @@ def test_replies_are_matched_to_calls_in_order(peer: ScriptedPeer) -> None:
         channel.close()
 
 
+def test_the_connection_context_goes_once_before_the_first_call(
+    peer: ScriptedPeer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Simple authentication: the user (HADOOP_USER_NAME) once per connection, not per call."""
+    monkeypatch.setenv("HADOOP_USER_NAME", "alice")
+    channel = PipelinedChannel("127.0.0.1", peer.port, None, 5.0, MAX_FRAME)
+    try:
+        for i in range(3):
+            assert channel.call(b"call %d" % i) == b"re:call %d" % i
+        assert peer.claimed_users == ["alice"]
+        assert peer.received == [b"call 0", b"call 1", b"call 2"]
+    finally:
+        channel.close()
+
+
 def test_a_peer_that_stops_reading_blocks_no_sender(peer: ScriptedPeer) -> None:
     """Frozen node: the sends that do not fit in the socket wait on the channel; the
     caller returns at once; everything arrives, in order, once the peer reads again."""
@@ -158,8 +176,10 @@ def test_a_lost_connection_fails_every_call_in_flight_then_reconnects() -> None:
         replies: list = []
         channel.send_async([b"y"], lambda r, e: replies.append((r, e)))
         conn, _ = listener.accept()
-        reader = FrameReader(conn, MAX_FRAME)
+        users: list[str] = []
+        reader = FrameReader(conn, MAX_FRAME, on_context=users.append)
         assert reader.read_frame() == b"y"
+        assert users == [login_user_name()]  # the new connection's context came first
         write_frame(conn, b"ok")
         wait_until(lambda: replies == [(b"ok", None)])
         conn.close()

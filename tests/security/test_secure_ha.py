@@ -1,6 +1,7 @@
 """A secured HA pair (processes): format, bootstrapStandby (image download over HTTPS),
 failover, standby tailing and the standby's checkpoint upload (PUT over HTTPS), all over
-mutual TLS; a plain-TCP client of a NameNode gets nothing."""
+mutual TLS; a plain-TCP client of a NameNode gets nothing; a tenant's certificate may not
+make the administrators' calls (issue 35)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from hadoop_qjm.common.security.certs import CertificateAuthority, write_pem, write_ssl_xml
 from hadoop_qjm.testing.in_process_ha import wait_until
 from hadoop_qjm.testing.mini_ha_cluster import MiniHACluster
 
@@ -56,3 +58,52 @@ def test_secure_ha_pair_fails_over_and_uploads_checkpoints(tmp_path: Path) -> No
             except OSError:
                 data = b""
             assert b"mkdirs" not in data and not data.startswith(b"\x00\x00")
+
+
+def tenant_client_conf(cluster: MiniHACluster, user: str) -> Path:
+    """An ssl-client.xml presenting a certificate ``CN=<user>`` of the cluster's CA."""
+    pki = cluster.base_dir / "pki"
+    ca = CertificateAuthority.load(pki / "ca.pem", pki / "ca-key.pem")
+    cert, key = ca.issue(user, ["127.0.0.1", "localhost"])
+    write_pem(pki / f"{user}.pem", cert=cert)
+    write_pem(pki / f"{user}-key.pem", key=key)
+    return write_ssl_xml(
+        pki / f"ssl-client-{user}.xml", "client", pki / f"{user}.pem", pki / f"{user}-key.pem",
+        pki / "ca.pem",
+    )  # fmt: skip
+
+
+def test_a_tenant_certificate_cannot_make_admin_calls_and_the_operator_can(
+    tmp_path: Path,
+) -> None:
+    with MiniHACluster(tmp_path / "cluster", secure=True) as cluster:
+        cluster.transition_to_active("nn1")
+        as_alice = ("-D", f"hadoop.ssl.client.conf={tenant_client_conf(cluster, 'alice')}")
+        with cluster.proxy("nn1") as active:
+            txid = active.get_transaction_id()
+        denied = "Access denied for user alice. Superuser privilege is required"
+        new_set = cluster.client_conf().get("dfs.namenode.shared.edits.dir")
+        for command in (
+            ("haadmin", "-transitionToActive", "nn2"),
+            ("haadmin", "-failover", "nn1", "nn2"),
+            ("haadmin", "-reconfigureSharedEdits", new_set),
+            ("dfsadmin", "-rollEdits"),
+            ("dfsadmin", "-saveNamespace"),
+        ):
+            result = cluster.run_hdfs(*as_alice, *command)
+            lines = result.stderr.strip().splitlines()
+            assert result.returncode != 0 and len(lines) == 1, (command, result.stderr)
+            assert denied in lines[0] and "Traceback" not in result.stderr, (command, lines)
+        # Nothing changed: the states, and the journal (no roll, no save, no switch).
+        assert (cluster.service_state("nn1"), cluster.service_state("nn2")) == (
+            "active",
+            "standby",
+        )
+        with cluster.proxy("nn1") as active:
+            assert active.get_transaction_id() == txid
+        # The operator's certificate (CN=namenode, in supergroup) may.
+        result = cluster.run_hdfs("dfsadmin", "-rollEdits")
+        assert result.returncode == 0 and "Successfully rolled edit logs." in result.stdout
+        result = cluster.run_hdfs("haadmin", "-failover", "nn1", "nn2")
+        assert result.returncode == 0, result.stderr
+        assert cluster.service_state("nn2") == "active"

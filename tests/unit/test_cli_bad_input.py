@@ -236,3 +236,47 @@ def test_a_closed_pipe_on_stdout_exits_quietly(args: list[str]) -> None:
         os.close(write_end)
     assert result.stderr == ""
     assert result.returncode == 1
+
+
+@pytest.mark.parametrize("daemon", ["journalnode", "namenode"])
+@pytest.mark.parametrize(
+    "setting,expected",
+    [
+        (
+            r"hadoop.security.auth_to_local=RULE:[$CN](.*\.example\.com",
+            r"Invalid rule in hadoop.security.auth_to_local: RULE:[$CN](.*\.example\.com "
+            "(unbalanced parentheses)",
+        ),
+        (
+            "hadoop.security.group.mapping=org.apache.hadoop.security.LdapGroupsMapping",
+            "Invalid value for hadoop.security.group.mapping: unknown group mapping class "
+            "org.apache.hadoop.security.LdapGroupsMapping",
+        ),
+    ],
+)
+def test_a_bad_identity_setting_refuses_to_start_the_daemon(
+    daemon: str, setting: str, expected: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Issue 35: who the callers are is read before anything binds or is written."""
+    dirs = ["-D", f"dfs.journalnode.edits.dir={tmp_path / 'jn'}"]
+    dirs += ["-D", f"dfs.namenode.name.dir={tmp_path / 'nn'}"]
+    assert main(["-D", setting, *dirs, daemon]) == 1
+    assert expected in one_line(capsys)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("daemon", ["journalnode", "namenode"])
+def test_a_policy_file_that_is_not_well_formed_refuses_to_start_the_daemon(
+    daemon: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    (conf_dir / "hadoop-policy.xml").write_text("<configuration><property>")
+    args = ["--config", str(conf_dir), "-D", "hadoop.security.authorization=true"]
+    args += ["-D", f"dfs.journalnode.edits.dir={tmp_path / 'jn'}"]
+    args += ["-D", f"dfs.namenode.name.dir={tmp_path / 'nn'}"]
+    assert main([*args, daemon]) == 1
+    assert f"Malformed configuration file {conf_dir / 'hadoop-policy.xml'}, line" in one_line(
+        capsys
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["conf"]

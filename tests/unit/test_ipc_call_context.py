@@ -6,6 +6,10 @@ import threading
 
 import pytest
 
+from hadoop_qjm.common.auth_to_local import parse_auth_to_local
+from hadoop_qjm.common.exceptions import AuthorizationException
+from hadoop_qjm.common.security.caller_identity import CallerIdentity
+from hadoop_qjm.common.security.groups import Groups
 from hadoop_qjm.ipc import call_context
 
 pytestmark = pytest.mark.timeout(30)
@@ -35,3 +39,38 @@ def test_a_handler_gives_its_slot_back_once() -> None:
     call_context.release_handler_slot()  # nothing held any more: no second release
     assert call_context.leave_call() is None  # the dispatcher has nothing to give back
     assert slots.acquire(blocking=False)
+
+
+def _cert(*rdns: tuple[str, str]) -> dict:
+    return {"subject": tuple(((name, value),) for name, value in rdns)}
+
+
+def test_the_callers_ugi_comes_from_the_certificate_or_the_claim() -> None:
+    identity = CallerIdentity(
+        parse_auth_to_local(r"RULE:[$CN](.*\.example\.com)s/\..*//"),
+        Groups(lambda user: [], {"nn1": ("supergroup",)}, 300, lambda: 0.0),
+    )
+    assert call_context.remote_ugi() is None  # in-process: the daemon's own user
+    tls = identity.connection_user(
+        _cert(("organizationName", "Ex"), ("commonName", "nn1.example.com"))
+    )
+    tls.claim("root")  # over TLS the certificate names the user, not the context
+    call_context.enter_connection(object(), "nn1.example.com", tls)
+    try:
+        ugi = call_context.remote_ugi()
+        assert ugi is not None and (str(ugi), ugi.groups) == (
+            "nn1 (auth:CERTIFICATE)",
+            ("supergroup",),
+        )
+    finally:
+        call_context.leave_connection()
+    plain = identity.connection_user(None)
+    assert plain.ugi().short_user_name == "dr.who"
+    plain.claim("alice")
+    assert str(plain.ugi()) == "alice (auth:SIMPLE)"
+    unmapped = identity.connection_user(_cert(("commonName", "intruder")))
+    with pytest.raises(AuthorizationException) as e:
+        unmapped.ugi()
+    assert str(e.value) == (
+        "No rules applied to CN=intruder in hadoop.security.auth_to_local: the caller has no user name"
+    )

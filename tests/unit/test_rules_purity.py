@@ -67,6 +67,8 @@ PURE_MODULES = {
     "hadoop_qjm.namenode.fs_permission_checker": set(),
     "hadoop_qjm.namenode.fs_dir_rename_op": set(),
     "hadoop_qjm.namenode.fs_limits": set(),
+    "hadoop_qjm.common.auth_to_local": set(),
+    "hadoop_qjm.ipc.connection_context": set(),
 }
 
 

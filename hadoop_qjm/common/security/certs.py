@@ -29,6 +29,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
+from hadoop_qjm.common.security.groups import (
+    DEFAULT_STATIC_MAPPING_OVERRIDES,
+    STATIC_MAPPING_OVERRIDES_KEY,
+)
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
 
@@ -283,7 +287,10 @@ def secure_conf_properties(
     Makes the PKI first if ``directory`` has no ``ca.pem`` (then ``ssl-server.xml`` and
     ``ssl-client.xml`` are written there too). Every process of the cluster may use the
     same properties: the servers present the first host's certificate, the clients the
-    ``client`` one, and both identities are allowed to write.
+    ``client`` one, and both identities are allowed to write; the identities of the PKI
+    (the daemons and the administrator's client) are in ``supergroup``
+    (``hadoop.user.group.static.mapping.overrides``): they may make the NameNode's admin
+    and HA calls.
     """
     directory = Path(directory).absolute()
     if not (directory / "ca.pem").exists():
@@ -296,4 +303,8 @@ def secure_conf_properties(
         keys.HADOOP_SSL_SERVER_CONF_KEY: str(directory / "ssl-server.xml"),
         keys.HADOOP_SSL_CLIENT_CONF_KEY: str(directory / "ssl-client.xml"),
         keys.DFS_JOURNALNODE_ALLOWED_PRINCIPALS_KEY: ",".join(dict.fromkeys([client, *names])),
+        STATIC_MAPPING_OVERRIDES_KEY: "".join(
+            f"{name}=supergroup;" for name in dict.fromkeys([client, *names])
+        )
+        + DEFAULT_STATIC_MAPPING_OVERRIDES,
     }

@@ -47,8 +47,12 @@ class UserGroupInformation:
         return text
 
 
-def is_superuser(ugi: UserGroupInformation, fs_owner: str, supergroup: str) -> bool:
+def is_superuser(
+    ugi: UserGroupInformation, fs_owner: str | frozenset[str], supergroup: str
+) -> bool:
     """Hadoop's superuser rule (FSPermissionChecker's ``isSuper``): the NameNode's own user
-    (``fs_owner``, the user the NameNode runs as) or a member of ``supergroup``
-    (``dfs.permissions.superusergroup``, default ``supergroup``)."""
-    return ugi.short_user_name == fs_owner or supergroup in ugi.groups
+    (``fs_owner``, the user the NameNode runs as; a set of names where the owner of ``/``
+    is not the OS user running the NameNode, which only tests do) or a member of
+    ``supergroup`` (``dfs.permissions.superusergroup``, default ``supergroup``)."""
+    owners = {fs_owner} if isinstance(fs_owner, str) else fs_owner
+    return ugi.short_user_name in owners or supergroup in ugi.groups

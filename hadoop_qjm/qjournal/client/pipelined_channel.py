@@ -51,9 +51,10 @@ import time
 from collections.abc import Callable, Sequence
 
 from hadoop_qjm.common.exceptions import IOException, always_assert
+from hadoop_qjm.ipc.connection_context import connection_context_frame
 from hadoop_qjm.ipc.exceptions import ProtocolError
 from hadoop_qjm.ipc.frames import FRAME_HEADER, FrameDecoder
-from hadoop_qjm.ipc.socket_channel import close_socket, connect
+from hadoop_qjm.ipc.socket_channel import close_socket, connect, login_user_name
 from hadoop_qjm.ipc.tls_session import TlsSession
 from hadoop_qjm.qjournal.client.reply_reactor import (
     LEASE_S,
@@ -128,6 +129,7 @@ class PipelinedChannel:
         self._pending: collections.deque[ReplyCallback] = collections.deque()
         self._last_progress = 0.0  # when a call was sent to an idle connection, or bytes came
         self._heard = False  # whether the connection brought a byte yet
+        self._context: bytes | None = None  # the connection context, due before a call
         # (error, cause) of the calls failed when the server dropped a plain connection
         # before it sent a byte: their caller asks why (call_failure).
         self._unanswered_drop: tuple[BaseException, OSError | None] | None = None
@@ -169,6 +171,7 @@ class PipelinedChannel:
                     self._sock = sock
                     self._tls = tls
                     self._heard = False
+                    self._context = connection_context_frame(login_user_name())
             if self._reactor is None:
                 self._reactor = ReplyReactor.shared()
             reactor = self._reactor
@@ -202,6 +205,9 @@ class PipelinedChannel:
                     self._pending.append(callback)
                     queued = True
             if queued:
+                if self._context is not None:  # a new connection's first call
+                    data.insert(0, self._context)
+                    self._context = None
                 tls = self._tls
                 if tls is not None:
                     try:

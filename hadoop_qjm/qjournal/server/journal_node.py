@@ -29,7 +29,10 @@ from hadoop_qjm.common.exceptions import (
     UsageError,
 )
 from hadoop_qjm.common.security import ServiceAuthorizer, SSLFactory
+from hadoop_qjm.common.security.caller_identity import caller_identity_from_conf
+from hadoop_qjm.common.security.service_authorization import service_authorization_from_conf
 from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.ipc import call_context
 from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.server.journal import Journal
 from hadoop_qjm.qjournal.server.journal_dirs import check_journal_dir, create_journal_dir
@@ -42,6 +45,9 @@ from hadoop_qjm.qjournal.server.journal_scrubber import (
 )
 
 __all__ = ["JournalNode", "run"]
+
+#: The RPCs of InterQJournalProtocol (security.interqjournal.service.protocol.acl).
+INTER_QJOURNAL_RPCS = frozenset({"getEditLogManifestFromJournal", "getStorageInfo"})
 
 LOG = logging.getLogger(__name__)
 
@@ -63,6 +69,12 @@ class JournalNode:
         self.conf = conf
         self.ssl_factory = SSLFactory(conf)
         self.settings = JournalNodeSettings.from_conf(conf)
+        # Who calls (auth_to_local, groups): a malformed rule or mapping refuses to start.
+        self.caller_identity = caller_identity_from_conf(conf)
+        #: hadoop-policy.xml's QJournalProtocol / InterQJournalProtocol ACLs, when
+        #: hadoop.security.authorization=true; a call must pass them and
+        #: dfs.journalnode.allowed.principals (with TLS) both.
+        self.service_authorization = service_authorization_from_conf(conf)
         #: Who may write and download (None: security off, everyone).
         self.authorizer: ServiceAuthorizer | None = None
         self.metrics = JournalNodeMetrics()
@@ -141,7 +153,14 @@ class JournalNode:
         """The RPC server's authorizer: refuse (log, count, raise) a call ``identity`` may
         not make (see :mod:`~hadoop_qjm.common.security.authorization`)."""
         try:
-            self.authorizer.check_rpc(rpc, identity)  # type: ignore[union-attr]
+            if self.authorizer is not None:
+                self.authorizer.check_rpc(rpc, identity)
+            ugi = call_context.remote_ugi()
+            if self.service_authorization is not None and ugi is not None:
+                protocol = (
+                    "InterQJournalProtocol" if rpc in INTER_QJOURNAL_RPCS else "QJournalProtocol"
+                )
+                self.service_authorization.authorize(ugi, protocol)
         except AuthorizationException as e:
             LOG.warning("Authorization failed for %s from %s: %s", identity, remote_ip, e)
             self.metrics.rpc_authorization_failures.labels(rpc).inc()
@@ -206,7 +225,12 @@ class JournalNode:
                 handler_count=settings.handler_count,
                 max_frame_size=settings.max_frame_size,
                 socket_factory=self._socket_factory,
-                authorizer=self.authorize_rpc if ssl_factory.rpc_tls else None,
+                authorizer=(
+                    self.authorize_rpc
+                    if ssl_factory.rpc_tls or self.service_authorization is not None
+                    else None
+                ),
+                caller_identity=self.caller_identity,
             )
             self.rpc_server.start()
         except BaseException as e:

@@ -39,6 +39,7 @@ from typing import Any
 from hadoop_qjm.common.exceptions import (
     AuthorizationException,
 )
+from hadoop_qjm.common.security.caller_identity import CallerIdentity
 from hadoop_qjm.ipc import call_context
 from hadoop_qjm.ipc.call_context import remote_connection, remote_ip, remote_user
 from hadoop_qjm.ipc.dispatcher import HandlerSlots, Rpc, RpcDispatcher, rpc_table
@@ -386,6 +387,7 @@ def JournalNodeRpcServer(
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
     socket_factory: ServerSocketFactoryLike | None = None,
     authorizer: RpcAuthorizer | None = None,
+    caller_identity: CallerIdentity | None = None,
 ) -> Server:
     """The JournalNode's RPC server (Hadoop's JournalNodeRpcServer): the IPC server
     (:class:`~hadoop_qjm.ipc.server.Server`, which says how it binds, serves and stops)
@@ -395,7 +397,8 @@ def JournalNodeRpcServer(
 
     A ``socket_factory`` that authenticates its peers (mutual TLS) names each connection's
     client, which the calls see as :func:`remote_user` and ``authorizer`` checks (see
-    :class:`QJournalProtocolDispatcher`).
+    :class:`QJournalProtocolDispatcher`); ``caller_identity`` names the callers
+    (``call_context.remote_ugi()``).
 
     Hadoop's class name on a factory: callers construct one as in Hadoop, and get the generic
     server configured, not a subclass.
@@ -412,5 +415,6 @@ def JournalNodeRpcServer(
         max_frame_size,
         socket_factory,
         serve_connection=PipelinedBatchReader(dispatcher),
+        caller_identity=caller_identity,
         log=LOG,
     )
