@@ -75,12 +75,22 @@ def audit_line(
     dst: str | None,
     perm: str | None,
 ) -> str:
-    """One audit line, as FSNamesystemAuditLogger.logAuditEvent builds it."""
-    return (
-        f"allowed={'true' if succeeded else 'false'}\tugi={ugi}\t"
-        f"ip={'null' if ip is None else '/' + ip}\tcmd={cmd}\t"
-        f"src={escape_java(src)}\tdst={escape_java(dst)}\t"
-        f"perm={'null' if perm is None else perm}\tproto=rpc"
+    """One audit line, as FSNamesystemAuditLogger.logAuditEvent builds it (one join, as
+    Hadoop's one StringBuilder)."""
+    return "".join(
+        (
+            "allowed=true\tugi=" if succeeded else "allowed=false\tugi=",
+            str(ugi),
+            "\tip=null\tcmd=" if ip is None else "\tip=/" + ip + "\tcmd=",
+            cmd,
+            "\tsrc=",
+            escape_java(src),
+            "\tdst=",
+            escape_java(dst),
+            "\tperm=",
+            "null" if perm is None else perm,
+            "\tproto=rpc",
+        )
     )
 
 
@@ -114,8 +124,12 @@ class FSNamesystemAuditLogger:
         dst: str | None = None,
         perm: str | None = None,
     ) -> None:
-        if self.enabled:
-            self.logger.info(audit_line(succeeded, ugi, ip, cmd, src, dst, perm))
+        logger = self.logger
+        if logger.isEnabledFor(logging.INFO):
+            # Logger.info would look up the caller's frame (findCaller) for a file name and
+            # line the RFAAUDIT layout never prints: a fifth of a line's cost.
+            line = audit_line(succeeded, ugi, ip, cmd, src, dst, perm)
+            logger.handle(logger.makeRecord(logger.name, logging.INFO, __file__, 0, line, (), None))
 
     def count_denied(self, operation: str) -> None:
         with self._lock:

@@ -59,15 +59,28 @@ class NamespaceAccess:
         self._caller = caller or (lambda: self.login_user)
         self.remote_ip = remote_ip
         self.audit = audit_logger or FSNamesystemAuditLogger()
+        self._checkers: dict[UserGroupInformation, FSPermissionChecker] = {}
 
     def call(self, cmd: str, src: str | None, dst: str | None = None) -> AuditedCall:
         """The current caller's checker for one call of ``cmd`` (Hadoop's audit command
         name), which audits the call when it ends."""
         ugi = self._caller()
+        checker = self._checkers.get(ugi)
+        if checker is None:
+            checker = self._checker(ugi)
+        return AuditedCall(self, ugi, checker, cmd, src, dst)
+
+    def _checker(self, ugi: UserGroupInformation) -> FSPermissionChecker:
+        """A new checker for ``ugi``, kept for its next calls: a checker is immutable and a
+        UserGroupInformation a frozen value, so one checker serves every call of one
+        identity (Hadoop builds one per call; its group lookup is cached instead)."""
         checker = FSPermissionChecker(
             ugi.short_user_name, ugi.groups, is_superuser(ugi, self.fs_owner, self.supergroup)
         )
-        return AuditedCall(self, ugi, checker, cmd, src, dst)
+        if len(self._checkers) >= 1024:
+            self._checkers.clear()
+        self._checkers[ugi] = checker
+        return checker
 
     def resolve(
         self,
