@@ -146,10 +146,16 @@ class AuditedCall:
     def status(self, node: INode | None) -> None:
         self.perm = self._access.audit.perm_of(node)
 
-    def status_at(self, fs_dir: FSDirectory, path: str) -> None:
-        """:meth:`status` of the inode at ``path``, looked up only if a line is wanted."""
+    def status_created(self, iip: INodesInPath) -> None:
+        """:meth:`status` of the inode the call created at ``iip``'s path (resolved before
+        it was created), looked up only if a line is wanted: down from the deepest node
+        that existed, without resolving the path again."""
         if self._access.audit.enabled:
-            self.perm = self._access.audit.perm_of(fs_dir.get_inode(path))
+            depth = iip.existing_depth()
+            node = iip.inodes[depth - 1]
+            for name in iip.components[depth - 1 :]:
+                node = node.children[name]  # type: ignore[union-attr]
+            self.perm = self._access.audit.perm_of(node)
 
     def __enter__(self) -> AuditedCall:
         return self
