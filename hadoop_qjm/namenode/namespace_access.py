@@ -96,6 +96,7 @@ class NamespaceAccess:
         iip = fs_dir.resolve(src)
         if self.permissions_enabled:
             pc.check_traverse(iip)
+            iip.traversed = True
         else:
             iip.check_traverse()
         return iip
