@@ -188,12 +188,15 @@ class INodesInPath:
     ``inodes[0]`` is the root; ``inodes[i]`` is the node of ``components[:i]``.
     """
 
-    __slots__ = ("path", "components", "inodes")
+    __slots__ = ("path", "components", "inodes", "traversed")
 
     def __init__(self, path: str, components: list[str], inodes: list[INode | None]) -> None:
         self.path = path
         self.components = components
         self.inodes = inodes
+        #: The caller's traverse (x on every existing ancestor) was checked when the path
+        #: was resolved, so a later check of the same path need not walk it again.
+        self.traversed = False
 
     @property
     def last(self) -> INode | None:

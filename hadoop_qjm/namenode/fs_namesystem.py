@@ -245,7 +245,7 @@ class FSNamesystem:
                     self._verify_parent_dir(iip)
                 ops = self._mkdir_ops(iip, perm, len(iip.components), self._now())
                 txid = self._log_and_apply(ops)
-                call.status_at(self.dir, iip.path)
+                call.status_created(iip)
             self._sync(txid)
         return True
 

@@ -95,19 +95,22 @@ class FSPermissionChecker:
         sub_access: FsAction | None = None,
         ignore_empty_dir: bool = False,
     ) -> None:
-        """Hadoop's checkPermission (see the module docstring for the order)."""
+        """Hadoop's checkPermission (see the module docstring for the order). The traverse
+        is skipped for a path whose resolution already checked it (``iip.traversed``):
+        the same nodes, the same caller, under the same lock, so the same outcome."""
         inodes = iip.inodes
         length = len(inodes)
         ancestor = length - 2
         while ancestor >= 0 and inodes[ancestor] is None:
             ancestor -= 1
-        for i in range(ancestor + 1):
-            node = inodes[i]
-            if not node.is_dir:  # type: ignore[union-attr]
-                raise ParentNotDirectoryException(
-                    f"{join_path(iip.components[:i])} (is not a directory)"
-                )
-            self._check(iip, i, FsAction.EXECUTE)
+        if not iip.traversed:
+            for i in range(ancestor + 1):
+                node = inodes[i]
+                if not node.is_dir:  # type: ignore[union-attr]
+                    raise ParentNotDirectoryException(
+                        f"{join_path(iip.components[:i])} (is not a directory)"
+                    )
+                self._check(iip, i, FsAction.EXECUTE)
         last = inodes[-1]
         if (
             parent_access is not None

@@ -36,6 +36,7 @@ from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.fs_edit_log import TerminateCallback, terminate_process
 from hadoop_qjm.namenode.fs_edit_log_async import AsyncLoggingEditLog, EditLogSyncer
 from hadoop_qjm.namenode.fs_edit_log_loader import EditLogApplyException
+from hadoop_qjm.namenode.fs_namesystem_audit_logger import AsyncAuditLog
 from hadoop_qjm.namenode.ha.edit_log_tailer import EditLogTailer
 from hadoop_qjm.namenode.ha.ha_state_change import HAStateChangeVerdict
 from hadoop_qjm.namenode.ha.ha_state_change import check_ha_state_change as ha_state_change_verdict
@@ -142,6 +143,8 @@ class NameNode:
         self._caller = caller or self.callers.caller
         self._lock = threading.Lock()
         self._stopped = False
+        #: dfs.namenode.audit.log.async: the audit lines' writer thread, while serving.
+        self._async_audit: AsyncAuditLog | None = None
         self._serving = False
         # HA (HAUtil): a NameNode of a nameservice with two or more NameNodes starts in
         # standby; haadmin (or a test) makes it active.
@@ -191,6 +194,11 @@ class NameNode:
             keys.DFS_NAMENODE_HTTP_PORT_DEFAULT,
             bind_host_key=keys.DFS_NAMENODE_HTTP_BIND_HOST_KEY,
         )
+        if self.conf.get_bool(
+            keys.DFS_NAMENODE_AUDIT_LOG_ASYNC_KEY, keys.DFS_NAMENODE_AUDIT_LOG_ASYNC_DEFAULT
+        ):
+            self._async_audit = AsyncAuditLog()
+            self._async_audit.start()
         try:
             # Ports first: a port in use fails before the storage is touched.
             self.rpc_server = NameNodeRpcServer(
@@ -304,6 +312,8 @@ class NameNode:
         self.state = HAServiceState.INITIALIZING
         if core is not None:
             core.close()
+        if self._async_audit is not None:
+            self._async_audit.stop()  # after the last call: every queued line written
         LOG.info("NameNode stopped")
 
     @property

@@ -63,15 +63,28 @@ class NamespaceAccess:
         self._caller = caller or (lambda: self.login_user)
         self.remote_ip = remote_ip
         self.audit = audit_logger or FSNamesystemAuditLogger()
+        self._checkers: dict[UserGroupInformation, FSPermissionChecker] = {}
 
     def call(self, cmd: str, src: str | None, dst: str | None = None) -> AuditedCall:
         """The current caller's checker for one call of ``cmd`` (Hadoop's audit command
         name), which audits the call when it ends."""
         ugi = self._caller()
+        checker = self._checkers.get(ugi)
+        if checker is None:
+            checker = self._checker(ugi)
+        return AuditedCall(self, ugi, checker, cmd, src, dst)
+
+    def _checker(self, ugi: UserGroupInformation) -> FSPermissionChecker:
+        """A new checker for ``ugi``, kept for its next calls: a checker is immutable and a
+        UserGroupInformation a frozen value, so one checker serves every call of one
+        identity (Hadoop builds one per call; its group lookup is cached instead)."""
         checker = FSPermissionChecker(
             ugi.short_user_name, ugi.groups, is_superuser(ugi, self.superusers, self.supergroup)
         )
-        return AuditedCall(self, ugi, checker, cmd, src, dst)
+        if len(self._checkers) >= 1024:
+            self._checkers.clear()
+        self._checkers[ugi] = checker
+        return checker
 
     def resolve(
         self,
@@ -87,6 +100,7 @@ class NamespaceAccess:
         iip = fs_dir.resolve(src)
         if self.permissions_enabled:
             pc.check_traverse(iip)
+            iip.traversed = True
         else:
             iip.check_traverse()
         return iip
@@ -137,10 +151,16 @@ class AuditedCall:
     def status(self, node: INode | None) -> None:
         self.perm = self._access.audit.perm_of(node)
 
-    def status_at(self, fs_dir: FSDirectory, path: str) -> None:
-        """:meth:`status` of the inode at ``path``, looked up only if a line is wanted."""
+    def status_created(self, iip: INodesInPath) -> None:
+        """:meth:`status` of the inode the call created at ``iip``'s path (resolved before
+        it was created), looked up only if a line is wanted: down from the deepest node
+        that existed, without resolving the path again."""
         if self._access.audit.enabled:
-            self.perm = self._access.audit.perm_of(fs_dir.get_inode(path))
+            depth = iip.existing_depth()
+            node = iip.inodes[depth - 1]
+            for name in iip.components[depth - 1 :]:
+                node = node.children[name]  # type: ignore[union-attr]
+            self.perm = self._access.audit.perm_of(node)
 
     def __enter__(self) -> AuditedCall:
         return self

@@ -37,6 +37,11 @@ def test_bench_namenode_reports_every_phase_and_stops_every_process(
     assert "NameNode CPU per mkdir at 4 clients:" in out and "(goal <= 100 µs:" in out
     assert "4 clients, NameNode / RPC floor:" in out and "(goal >= 0.5x:" in out
     assert "4 clients / 1 client:" in out and "(goal >= 10x:" in out
+    assert "off (dfs.permissions.enabled=false, no audit log):" in out
+    assert "checks only (as alice, no audit log):" in out
+    assert "on  (checks as alice, every call in hdfs-audit.log):" in out
+    ratio = next(line for line in lines if line.startswith("Permissions and audit on / off:"))
+    assert "x mkdirs/s" in ratio and "µs CPU per mkdir" in ratio and "(goal >= 0.85x:" in ratio
     assert _daemons() == []
     assert list(work.iterdir()) == []
 

@@ -483,3 +483,37 @@ def test_a_refusal_reaches_the_client_as_hadoops_exception_and_is_audited(
         assert 'namenode_permission_denied_total{operation="mkdirs"} 1.0' in body.decode()
     finally:
         daemon.stop()
+
+
+def test_async_audit_lines_are_written_by_one_thread_and_all_written_at_stop(
+    mjc, tmp_path, audit
+) -> None:
+    """dfs.namenode.audit.log.async: calls return while the audit's handler is stuck, and
+    the NameNode's stop writes every queued line before it returns."""
+    from logging.handlers import QueueHandler
+
+    from hadoop_qjm.namenode.fs_namesystem_audit_logger import AUDIT_LOG
+
+    gate, stuck = threading.Event(), threading.Event()
+    emit = audit.emit
+
+    def gated_emit(record) -> None:
+        stuck.set()
+        gate.wait(30)  # the handler is slow; with synchronous lines every call would wait
+        emit(record)
+
+    audit.emit = gated_emit
+    conf = daemon_conf(tmp_path, mjc, **{"dfs.namenode.audit.log.async": "true"})
+    format_namenode(conf, fs_owner="hdfs")
+    daemon = Daemon(conf)
+    try:
+        assert any(isinstance(h, QueueHandler) for h in AUDIT_LOG.handlers)
+        for i in range(20):
+            daemon.proxy.mkdirs(f"/async/d{i}")
+        assert stuck.is_set() and audit.lines == []  # all 20 acknowledged, none written yet
+    finally:
+        gate.set()
+        daemon.stop()
+    assert [row["src"] for row in audit.parsed()] == [f"/async/d{i}" for i in range(20)]
+    assert audit in AUDIT_LOG.handlers
+    assert not any(isinstance(h, QueueHandler) for h in AUDIT_LOG.handlers)

@@ -15,7 +15,9 @@ at once — and its calls/s and CPU per call.
 
 Goals (printed as same-run ratios, never asserted): at 64 clients (or the count nearest
 it) the NameNode spends ≤ 100 µs of CPU per mkdir, does ≥ 0.5x the floor's calls/s, and
-≥ 10x the 1-client mkdirs/s. Every phase is bounded in time and in calls (``--max-ops``);
+≥ 10x the 1-client mkdirs/s. Last, the cost of permission checks and the audit log: mkdirs
+on an in-process namesystem as a tenant with both on, against both off
+(:mod:`~hadoop_qjm.tools.bench._nn_permissions`; goal ≥ 0.85x the mkdirs/s). Every phase is bounded in time and in calls (``--max-ops``);
 every process is stopped by its pid, also on errors.
 """
 
@@ -40,6 +42,7 @@ from hadoop_qjm.namenode.protocol.client import NameNodeProxy
 from hadoop_qjm.testing.daemon_process import child_env
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.name_node_process import NameNodeProcess, write_conf_dir
+from hadoop_qjm.tools.bench._nn_permissions import permissions_lines
 
 __all__ = [
     "CPU_GOAL_US",
@@ -378,6 +381,8 @@ def run(argv: Sequence[str], conf) -> int:
             with _FloorServer(handlers) as server:
                 print(f"RPC floor: pid {server.pid} on 127.0.0.1:{server.port}", flush=True)
                 floor = _phases(server.port, server.pid, counts, args, "f", "calls")
+        for line in permissions_lines(args.seconds, min(args.max_ops, 200_000), base):
+            print(line, flush=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     _goals(results, floor)
