@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
@@ -10,12 +11,14 @@ from hadoop_qjm.common.exceptions import IOException
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.editlog.file_journal_manager import FileJournalManager
 from hadoop_qjm.editlog.journal_manager import JournalManager
-from hadoop_qjm.namenode.name_node_core import NameNodeCore
+from hadoop_qjm.namenode.name_node import NameNode
+from hadoop_qjm.namenode.name_node_core import NameNodeCore, format_namenode
 
 __all__ = [
     "Terminations",
     "nn_conf",
     "start_nn",
+    "started_name_node",
     "read_ops",
     "FakeJournal",
     "wait_for_journal_nodes",
@@ -64,6 +67,19 @@ def start_nn(
     conf: Configuration, terminations: Terminations | None = None, **kwargs
 ) -> NameNodeCore:
     return NameNodeCore(conf, terminate=terminations or Terminations(), fs_owner="hdfs", **kwargs)
+
+
+@contextmanager
+def started_name_node(conf: Configuration) -> Iterator[NameNode]:
+    """A NameNode daemon of ``conf`` in this process, run by ``hdfs``: formatted, started,
+    and stopped after."""
+    format_namenode(conf, fs_owner="hdfs")
+    nn = NameNode(conf, terminate=Terminations(), fs_owner="hdfs")
+    nn.start()
+    try:
+        yield nn
+    finally:
+        nn.stop()
 
 
 def wait_for_journal_nodes(nn: NameNodeCore) -> None:

@@ -12,12 +12,11 @@ import pytest
 from hadoop_qjm.cli import main
 from hadoop_qjm.common.exceptions import AccessControlException
 from hadoop_qjm.namenode.name_node import NameNode
-from hadoop_qjm.namenode.name_node_core import format_namenode
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy, client_socket_factory
 from hadoop_qjm.qjournal.protocol.sockets import CLIENT_NOT_CONFIGURED_FOR_TLS
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.tools.dfs_shell import run
-from tests.integration.namenode_support import Terminations, nn_conf
+from tests.integration.namenode_support import nn_conf, started_name_node
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -35,13 +34,8 @@ def secure_nn(pki, tmp_path) -> Iterator[NameNode]:
                 "dfs.namenode.https-address": "127.0.0.1:0",
             },
         )
-        format_namenode(conf, fs_owner="hdfs")  # through the secured quorum
-        nn = NameNode(conf, terminate=Terminations(), fs_owner="hdfs")
-        nn.start()
-        try:
+        with started_name_node(conf) as nn:  # formatted through the secured quorum
             yield nn
-        finally:
-            nn.stop()
 
 
 def test_rpc_and_dfs_over_mutual_tls(secure_nn: NameNode, pki) -> None:
