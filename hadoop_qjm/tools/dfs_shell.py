@@ -19,7 +19,6 @@ reached stops it at once (exit 1). A malformed command line exits 2.
 
 from __future__ import annotations
 
-import getpass
 import re
 import sys
 import time
@@ -39,6 +38,7 @@ from hadoop_qjm.common.exceptions import (
     UsageError,
 )
 from hadoop_qjm.common.fs_permission import FsPermission, get_umask
+from hadoop_qjm.ipc.socket_channel import login_user_name
 from hadoop_qjm.namenode.fs_directory import FileStatus
 from hadoop_qjm.namenode.ha.failover_proxy import (
     namenode_proxy_for_uri,
@@ -176,7 +176,9 @@ class FsShell:
         self.conf = conf
         self.out = out or sys.stdout
         self.err = err or sys.stderr
-        self.user = getpass.getuser()
+        # A relative path is under /user/<user> (Hadoop's home directory, from the UGI):
+        # the user this client claims, HADOOP_USER_NAME before the OS user.
+        self.user = login_user_name()
         self._proxies: dict[str, Any] = {}  # by authority; "" is fs.defaultFS
         try:  # the client applies fs.permissions.umask-mode, as DFSClient does
             self.umask = get_umask(conf)
