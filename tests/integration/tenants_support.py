@@ -66,18 +66,19 @@ def run_tenants_scenario(dfs: Dfs, file_info: Callable[[str], object], audit, au
     RPC it makes, with ``ugi=<user> (auth:<auth>)`` and ``ip=/127.0.0.1``.
     ``file_info(path)`` looks at the namespace outside the audited commands."""
 
-    def step(user: str, command: str, audited: str, status: int = 0, err: str | None = None):
-        """``dfs`` as ``user``; ``audited``: one ``allowed cmd src [perm]`` per line."""
+    def step(user: str, command: str, audited: str, status: int = 0, err: str = "", out=""):
+        """``dfs`` as ``user``: its exit status, its whole stderr (``err``) and stdout
+        (``out``); ``audited``: one ``allowed cmd src [perm]`` per line."""
         start = len(audit.lines)
         result = dfs(user, *command.split())
-        assert (result.status, result.err) == (status, [err] if err else []), (user, command)
+        lines = ([err] if err else [], [out] if out else [])
+        assert (result.status, result.err, result.out) == (status, *lines), (user, command)
         parsed = audit.parsed()[start:]  # parsed(): every line's keys in Hadoop's order
         expected = [(*line.split(), "null")[:4] for line in audited.strip().splitlines()]
         assert [(r["allowed"], r["cmd"], r["src"], r["perm"]) for r in parsed] == expected
         for row in parsed:
             assert row["ugi"] == f"{user} (auth:{auth})" and row["ip"] == "/127.0.0.1", row
             assert (row["dst"], row["proto"]) == ("null", "rpc"), row
-        return result
 
     # The operator makes bob's home (0755 after the umask 022) and a sticky /tmp.
     step(OPERATOR, "-mkdir -p /home/bob /tmp", """
@@ -142,9 +143,8 @@ def run_tenants_scenario(dfs: Dfs, file_info: Callable[[str], object], audit, au
         false delete /tmp/f
     """, 1, sticky)  # fmt: skip
     assert file_info("/tmp/f") is not None
-    result = step("bob", "-rm /tmp/f", """
+    step("bob", "-rm /tmp/f", """
         true getfileinfo /tmp/f
         true delete /tmp/f
-    """)  # fmt: skip
-    assert result.out == ["Deleted /tmp/f"]
+    """, out="Deleted /tmp/f")  # fmt: skip
     assert file_info("/tmp/f") is None
