@@ -134,6 +134,9 @@ class NamenodeProtocolHandler:
         return m.namespace_info_to_thrift(self.name_node.namespace_info, self.name_node.state)
 
     def roll_edit_log(self) -> Any:
+        # A superuser only, as Hadoop's NameNodeRpcServer.rollEditLog (the standby's tailer
+        # calls it as the NameNode's own user).
+        self.name_node.callers.check_superuser_privilege()
         return m.checkpoint_signature_to_thrift(self.name_node.roll_edit_log())
 
     def get_most_recent_checkpoint_txid(self) -> int:

@@ -191,6 +191,21 @@ def test_listing_in_batches_with_local_names(daemon: Daemon) -> None:
         p.get_listing("/nope")
 
 
+def test_a_tenant_cannot_roll_the_edit_log(daemon: Daemon, monkeypatch) -> None:
+    """NamenodeProtocol.rollEditLog (a standby's tailer asks the active for it) is for a
+    superuser only, as Hadoop's NameNodeRpcServer.rollEditLog: a tenant's call changes
+    nothing; the NameNode's own user (the standby's) may."""
+    txid = daemon.proxy.get_transaction_id()
+    monkeypatch.setenv("HADOOP_USER_NAME", "alice")
+    with NameNodeProxy(*daemon.nn.rpc_address, timeout_s=30) as alice:
+        with pytest.raises(AccessControlException) as refused:
+            alice.roll_edit_log()
+    assert str(refused.value) == "Access denied for user alice. Superuser privilege is required"
+    assert daemon.proxy.get_transaction_id() == txid
+    monkeypatch.delenv("HADOOP_USER_NAME")
+    assert daemon.proxy.roll_edit_log().cur_segment_txid == txid + 2
+
+
 def test_namenode_protocol(daemon: Daemon, mjc: MiniJournalCluster) -> None:
     p = daemon.proxy
     ns = p.version_request()
