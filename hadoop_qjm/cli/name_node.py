@@ -7,11 +7,11 @@
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import threading
 from collections.abc import Sequence
 
+from hadoop_qjm.common.command_line import print_daemon_started
 from hadoop_qjm.common.exceptions import HadoopException
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.name_node import NameNode
@@ -48,14 +48,7 @@ def run_daemon(conf: Configuration) -> int:
         from hadoop_qjm.namenode.name_node_commands import one_line
 
         raise one_line(e) from e  # the log has the details; the command line gets one line
-    rpc_host, rpc_port = node.rpc_address
-    http_host, http_port = node.http_address
-    https = "" if node.https_server is None else " https={}:{}".format(*node.https_address)
-    print(
-        f"NameNode started pid={os.getpid()} rpc={rpc_host}:{rpc_port} "
-        f"http={http_host}:{http_port}{https}",
-        flush=True,
-    )
+    print_daemon_started("NameNode", node)
     try:
         # The wait is interrupted by the signal handler; the timeout only bounds each wait.
         while not stop.wait(3600):

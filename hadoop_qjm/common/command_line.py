@@ -29,6 +29,7 @@ __all__ = [
     "installation_conf_dir",
     "load_configuration",
     "parse_hdfs_py_options",
+    "print_daemon_started",
     "run_command",
     "run_main",
 ]
@@ -244,3 +245,18 @@ def _stdout_to_devnull() -> None:
         os.dup2(devnull, fd)
     finally:
         os.close(devnull)
+
+
+def print_daemon_started(daemon: str, node) -> None:
+    """The line a daemon prints once it serves, ``NameNode started pid=… rpc=HOST:PORT
+    http=HOST:PORT[ https=HOST:PORT]``, which the scripts and tests wait for
+    (``tools.daemon_control.STARTED_MARK``): ``node`` has ``rpc_address``,
+    ``http_address``, ``https_server`` and ``https_address``."""
+    rpc_host, rpc_port = node.rpc_address
+    http_host, http_port = node.http_address
+    https = "" if node.https_server is None else " https={}:{}".format(*node.https_address)
+    print(
+        f"{daemon} started pid={os.getpid()} rpc={rpc_host}:{rpc_port} "
+        f"http={http_host}:{http_port}{https}",
+        flush=True,
+    )

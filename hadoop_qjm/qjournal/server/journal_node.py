@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from hadoop_qjm import __version__
+from hadoop_qjm.common.command_line import print_daemon_started
 from hadoop_qjm.common.exceptions import (
     AuthorizationException,
     ConfigurationError,
@@ -490,14 +491,7 @@ def run(argv: list[str], conf) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     node.start()
-    rpc_host, rpc_port = node.rpc_address
-    http_host, http_port = node.http_address
-    https = "" if node.https_server is None else " https={}:{}".format(*node.https_address)
-    print(
-        f"JournalNode started pid={os.getpid()} rpc={rpc_host}:{rpc_port} "
-        f"http={http_host}:{http_port}{https}",
-        flush=True,
-    )
+    print_daemon_started("JournalNode", node)
     try:
         while not stop.wait(1.0):
             pass
