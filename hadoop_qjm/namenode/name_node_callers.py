@@ -26,6 +26,7 @@ from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.ipc import call_context
 from hadoop_qjm.ipc.dispatcher import Rpc
 from hadoop_qjm.namenode.fs_permission_checker import FSPermissionChecker
+from hadoop_qjm.namenode.namespace_access import superuser_names
 
 __all__ = ["NameNodeCallers"]
 
@@ -44,8 +45,7 @@ class NameNodeCallers:
     ) -> None:
         self.identity = caller_identity_from_conf(conf, clock)
         self.fs_owner = fs_owner or getpass.getuser()
-        #: As the namesystem's (NamespaceAccess.superusers).
-        self.superusers = frozenset({self.fs_owner, getpass.getuser()})
+        self.superusers = superuser_names(self.fs_owner)
         self.supergroup = (
             conf.get_trimmed(keys.DFS_PERMISSIONS_SUPERUSERGROUP_KEY)
             or keys.DFS_PERMISSIONS_SUPERUSERGROUP_DEFAULT

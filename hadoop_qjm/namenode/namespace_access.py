@@ -31,7 +31,14 @@ from hadoop_qjm.namenode.fs_directory import FSDirectory, INode, INodesInPath, i
 from hadoop_qjm.namenode.fs_namesystem_audit_logger import FSNamesystemAuditLogger
 from hadoop_qjm.namenode.fs_permission_checker import FSPermissionChecker
 
-__all__ = ["AuditedCall", "NamespaceAccess"]
+__all__ = ["AuditedCall", "NamespaceAccess", "superuser_names"]
+
+
+def superuser_names(fs_owner: str) -> frozenset[str]:
+    """The superusers by name (``is_superuser``'s owners): the NameNode's own user, and the
+    OS user running it where a test named another owner of / (``fs_owner``): in a
+    deployment they are one. The namespace's checks and the admin calls' use the same."""
+    return frozenset({fs_owner, getpass.getuser()})
 
 
 class NamespaceAccess:
@@ -52,9 +59,7 @@ class NamespaceAccess:
         audit_logger: FSNamesystemAuditLogger | None = None,
     ) -> None:
         self.fs_owner = fs_owner
-        #: Superusers by name: the NameNode's own user, and the OS user running it where
-        #: a test named another owner of / (``fs_owner``): in a deployment they are one.
-        self.superusers = frozenset({fs_owner, getpass.getuser()})
+        self.superusers = superuser_names(fs_owner)
         self.supergroup = supergroup
         self.permissions_enabled = permissions_enabled
         #: The NameNode's own user: the superuser its internal calls run as (Hadoop's
