@@ -21,6 +21,7 @@ from hadoop_qjm.common.log4j_properties import (
     parse_log4j_properties,
     parse_root_logger,
 )
+from hadoop_qjm.common.rolling_audit_file_handler import RollingAuditFileHandler
 
 __all__ = [
     "AUDIT_LOG_FILE",
@@ -161,8 +162,8 @@ def configure_audit_logging(
         os.makedirs(log_dir, exist_ok=True)
         path = os.path.join(log_dir, AUDIT_LOG_FILE)
         handlers.append(
-            RotatingFileHandler(
-                path, maxBytes=settings.audit_max_bytes, backupCount=settings.audit_backups
+            RollingAuditFileHandler(
+                path, settings.audit_max_bytes, settings.audit_backups, logger_name
             )
         )
     if "console" in appenders:

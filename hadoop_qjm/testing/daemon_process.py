@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 __all__ = ["DaemonProcess", "child_env", "running_children"]
@@ -52,6 +52,7 @@ class DaemonProcess:
         args: Sequence[str],
         started: re.Pattern[str],
         start_timeout_s: float,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.log_path = log_path
         self._log = open(log_path, "ab")  # noqa: SIM115 - closed in _finish()
@@ -59,7 +60,7 @@ class DaemonProcess:
             [sys.executable, "-m", "hadoop_qjm.cli", "--config", str(conf_dir), *args],
             stdout=subprocess.PIPE,
             stderr=self._log,
-            env=child_env(),
+            env={**child_env(), **(env or {})},
             start_new_session=True,
         )
         self.pid = self.popen.pid

@@ -49,9 +49,10 @@ class NameNodeProcess(DaemonProcess):
         generic_args: Sequence[str] = (),
         namenode_args: Sequence[str] = (),
         start_timeout_s: float = 60.0,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         args = [*generic_args, "namenode", *namenode_args]
-        super().__init__(conf_dir, log_path, args, _STARTED, start_timeout_s)
+        super().__init__(conf_dir, log_path, args, _STARTED, start_timeout_s, env)
         self.rpc_port = int(self.started_match.group(3))
         self.http_port = int(self.started_match.group(5))
 

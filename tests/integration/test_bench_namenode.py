@@ -37,11 +37,20 @@ def test_bench_namenode_reports_every_phase_and_stops_every_process(
     assert "NameNode CPU per mkdir at 4 clients:" in out and "(goal <= 100 µs:" in out
     assert "4 clients, NameNode / RPC floor:" in out and "(goal >= 0.5x:" in out
     assert "4 clients / 1 client:" in out and "(goal >= 10x:" in out
+    # the permissions comparison: three NameNode processes at the count nearest 64
+    for side in ("off", "on", "on-async"):
+        at = next(i for i, line in enumerate(lines) if line.startswith(f"permissions {side} ("))
+        assert lines[at + 1].strip().startswith("4 clients:") and "µs/call" in lines[at + 1]
+    for side in ("on", "on-async"):
+        audited = next(line for line in lines if f"hdfs-audit.log of the '{side}'" in line)
+        assert int(audited.split(": ")[1].split()[0].replace(",", "")) > 0
+        ratio = next(line for line in lines if f"permissions and audit {side} / off:" in line)
+        assert "x mkdirs/s" in ratio and "µs per mkdir" in ratio and "(goal >= 0.85x:" in ratio
+    # and where its CPU goes, in process
     assert "off (dfs.permissions.enabled=false, no audit log):" in out
     assert "checks only (as alice, no audit log):" in out
     assert "on  (checks as alice, every call in hdfs-audit.log):" in out
-    ratio = next(line for line in lines if line.startswith("Permissions and audit on / off:"))
-    assert "x mkdirs/s" in ratio and "µs CPU per mkdir" in ratio and "(goal >= 0.85x:" in ratio
+    assert any(line.startswith("  the checks: ") and "the audit line:" in line for line in lines)
     assert _daemons() == []
     assert list(work.iterdir()) == []
 

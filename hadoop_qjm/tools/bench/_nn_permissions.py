@@ -1,13 +1,14 @@
-"""The cost of permission checks and the audit log, for ``bench namenode`` (issue 35).
+"""Where the cost of permission checks and the audit log goes, for ``bench namenode``.
 
-Three runs of the same loop of mkdirs on an in-process FSNamesystem whose edit log only
-counts (no edit-log I/O, so what differs between them is the checks and the audit line):
-one with ``dfs.permissions.enabled=false`` and no audit log, one with the checks alone,
-one with the checks and every call audited into an ``hdfs-audit.log`` in Hadoop's
-RFAAUDIT layout. The caller is a tenant (``alice``, not a superuser, so every check really
-runs: traverse of ``/`` and ``/user``, WRITE on ``/user/alice``). The caller is chosen here because the
-NameNode's RPC server does not carry one yet. CPU per mkdir is this process's CPU time
-over the loop.
+``bench namenode`` measures the goal (issue 35: with checks and audit on, ≥ 0.85x the
+mkdirs/s of the same load with both off) on NameNode processes; these lines break the
+cost down. Three runs of the same loop of mkdirs on an in-process FSNamesystem whose edit
+log only counts (no RPC, no edit-log I/O, so what differs between them is the checks and
+the audit line alone): one with ``dfs.permissions.enabled=false`` and no audit log, one
+with the checks alone, one with the checks and every call audited into an
+``hdfs-audit.log`` by the daemon's RFAAUDIT appender. The caller is a tenant (``alice``,
+not a superuser, so every check really runs: traverse of ``/`` and ``/user``, WRITE on
+``/user/alice``). CPU per mkdir is this process's CPU time over the loop.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from hadoop_qjm.common.daemon_logging import LOG_FORMAT
+from hadoop_qjm.common.rolling_audit_file_handler import RollingAuditFileHandler
 from hadoop_qjm.common.security.user_group_information import UserGroupInformation
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.fs_namesystem import FSNamesystem
@@ -76,9 +77,10 @@ def run_loop(
     logger.propagate = False
     handler: logging.Handler | None = None
     if audited:
-        handler = logging.FileHandler(audit_dir / "hdfs-audit.log", encoding="utf-8")
-        # Hadoop's RFAAUDIT layout, with the NameNode's logger name
-        handler.setFormatter(logging.Formatter(LOG_FORMAT.replace("%(name)s", AUDIT_LOGGER_NAME)))
+        # the daemon's RFAAUDIT appender (Hadoop's layout, the NameNode's logger name)
+        handler = RollingAuditFileHandler(
+            str(audit_dir / "hdfs-audit.log"), 256 * 1024 * 1024, 20, AUDIT_LOGGER_NAME
+        )
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
     else:
@@ -109,27 +111,23 @@ def run_loop(
 
 
 def permissions_lines(seconds: float, max_ops: int, audit_dir: Path) -> list[str]:
-    """The benchmark's lines: the runs (off, the checks alone, the checks and the audit
-    log), then the ratio of the last to the first against the goal."""
+    """The breakdown's lines: the runs (off, the checks alone, the checks and the audit
+    log), then what the checks and the audit line each cost per mkdir."""
     off = run_loop(False, False, seconds, max_ops, audit_dir)
     checks = run_loop(True, False, seconds, max_ops, audit_dir)
     on = run_loop(True, True, seconds, max_ops, audit_dir)
-    ratio = on.ops_per_s / off.ops_per_s if off.ops_per_s else 0.0
-    met = "met" if ratio >= PERMISSIONS_GOAL_RATIO else "NOT met"
     runs = (
         ("off (dfs.permissions.enabled=false, no audit log):", off),
         ("checks only (as alice, no audit log):", checks),
         ("on  (checks as alice, every call in hdfs-audit.log):", on),
     )
     return [
-        "Permission checks and audit log (in-process FSNamesystem, no edit-log I/O; caller "
-        "alice, a tenant, not a superuser):",
+        "Where it goes (in-process FSNamesystem: no RPC, no edit-log I/O; caller alice):",
         *(
             f"  {label:<54}{run.ops_per_s:>9,.0f} mkdirs/s  "
             f"CPU {run.cpu_us_per_op:6.0f} µs/mkdir  ({run.ops} ops)"
             for label, run in runs
         ),
-        f"Permissions and audit on / off: {ratio:.2f}x mkdirs/s, "
-        f"{on.cpu_us_per_op - off.cpu_us_per_op:+.0f} µs CPU per mkdir "
-        f"(goal >= {PERMISSIONS_GOAL_RATIO:g}x: {met})",
+        f"  the checks: {checks.cpu_us_per_op - off.cpu_us_per_op:+.0f} µs CPU per mkdir, "
+        f"the audit line: {on.cpu_us_per_op - checks.cpu_us_per_op:+.0f} µs",
     ]

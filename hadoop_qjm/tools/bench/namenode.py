@@ -15,15 +15,19 @@ at once — and its calls/s and CPU per call.
 
 Goals (printed as same-run ratios, never asserted): at 64 clients (or the count nearest
 it) the NameNode spends ≤ 100 µs of CPU per mkdir, does ≥ 0.5x the floor's calls/s, and
-≥ 10x the 1-client mkdirs/s. Last, the cost of permission checks and the audit log: mkdirs
-on an in-process namesystem as a tenant with both on, against both off
-(:mod:`~hadoop_qjm.tools.bench._nn_permissions`; goal ≥ 0.85x the mkdirs/s). Every phase is bounded in time and in calls (``--max-ops``);
+≥ 10x the 1-client mkdirs/s. Last, the cost of permission checks and the audit log: the
+phase nearest 64 clients on a NameNode process of its own with ``dfs.permissions.enabled``
+off and no audit log, then on another with the checks on, the clients calling as a tenant
+(``HADOOP_USER_NAME=alice``), and every call in ``hdfs-audit.log`` (goal ≥ 0.85x the
+mkdirs/s), and where its CPU goes, from an in-process namesystem
+(:mod:`~hadoop_qjm.tools.bench._nn_permissions`). Every phase is bounded in time and in calls (``--max-ops``);
 every process is stopped by its pid, also on errors.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import shutil
@@ -32,17 +36,18 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
+from hadoop_qjm.common.daemon_logging import AUDIT_LOG_FILE
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy
 from hadoop_qjm.testing.daemon_process import child_env
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.name_node_process import NameNodeProcess, write_conf_dir
-from hadoop_qjm.tools.bench._nn_permissions import permissions_lines
+from hadoop_qjm.tools.bench._nn_permissions import PERMISSIONS_GOAL_RATIO, permissions_lines
 
 __all__ = [
     "CPU_GOAL_US",
@@ -131,10 +136,12 @@ def run_phase(
     *,
     processes: int = 2,
     counters: Callable[[], tuple[int, int, float]] | None = None,
+    client_env: Mapping[str, str] | None = None,
 ) -> PhaseResult:
     """``clients`` threads in up to ``processes`` client processes doing mkdirs until
     ``seconds`` pass or ``max_ops`` calls are made; ``server_pid``'s CPU is measured and
-    ``counters()`` read before and after (txns, syncs, syncs in flight)."""
+    ``counters()`` read before and after (txns, syncs, syncs in flight). ``client_env``
+    is added to the client processes' environment (``HADOOP_USER_NAME``, say)."""
     threads = [n for n in _split(clients, max(1, min(processes, clients))) if n > 0]
     ops = _split(max_ops, len(threads))
     procs: list[subprocess.Popen] = []
@@ -147,7 +154,7 @@ def run_phase(
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     text=True,
-                    env=child_env(),
+                    env={**child_env(), **(client_env or {})},
                 )
             )
         for proc in procs:
@@ -302,6 +309,121 @@ def _goals(results: list[PhaseResult], floor: list[PhaseResult]) -> None:
         )
 
 
+#: The sides of the permissions comparison: (label, checks and audit on, audit async).
+_PERMISSION_SIDES = (("off", False, False), ("on", True, False), ("on-async", True, True))
+
+
+def _permission_runs(
+    cluster: MiniJournalCluster,
+    base: Path,
+    counts: Sequence[int],
+    args: argparse.Namespace,
+    handlers: int,
+) -> dict[str, PhaseResult]:
+    """The cost of permission checks and the audit log on NameNode processes: three
+    NameNodes, each freshly formatted on a journal of its own
+    (``bench-namenode-perm-<side>``), all running: ``off`` with
+    ``dfs.permissions.enabled=false`` and the audit log nowhere
+    (``HDFS_AUDIT_LOGGER=INFO,NullAppender``); ``on`` with the checks on and every call
+    in ``hdfs-audit.log`` (``INFO,RFAAUDIT``, whose lines are counted), written by the
+    calls' own threads (the default); ``on-async`` the same with
+    ``dfs.namenode.audit.log.async=true``. The clients call as ``alice``
+    (``HADOOP_USER_NAME``), a tenant whose ``/bench`` the NameNode's user gave her. The
+    phase of the count nearest 64 clients runs six times, off, on, on-async, on-async,
+    on, off, so that a machine slowing down or speeding up during the runs weighs on every
+    side alike; each side's figures are its two phases together."""
+    clients = min(counts, key=lambda c: abs(c - 64))
+    log_dir = base / "perm-logs"
+    phases: dict[str, list[PhaseResult]] = {label: [] for label, _, _ in _PERMISSION_SIDES}
+    with contextlib.ExitStack() as stack:
+        nodes = {}
+        for label, checked, asynchronous in _PERMISSION_SIDES:
+            props = {
+                "dfs.namenode.name.dir": str(base / f"name-perm-{label}"),
+                "dfs.namenode.shared.edits.dir": cluster.quorum_journal_uri(f"{JID}-perm-{label}"),
+                "dfs.namenode.rpc-address": "127.0.0.1:0",
+                "dfs.namenode.http-address": "127.0.0.1:0",
+                "dfs.namenode.handler.count": handlers,
+                "dfs.permissions.enabled": "true" if checked else "false",
+                "dfs.namenode.audit.log.async": "true" if asynchronous else "false",
+            }
+            if args.pipeline_depth is not None:
+                props["dfs.namenode.edits.sync.pipeline.depth"] = args.pipeline_depth
+            conf_dir = write_conf_dir(base / f"conf-perm-{label}", props)
+            _format_namenode(conf_dir)
+            env = {
+                "HADOOP_LOG_DIR": str(log_dir / label),
+                "HDFS_AUDIT_LOGGER": "INFO,RFAAUDIT" if checked else "INFO,NullAppender",
+            }
+            log = base / f"namenode-perm-{label}.log"
+            nodes[label] = nn = stack.enter_context(NameNodeProcess(conf_dir, log, env=env))
+            with NameNodeProxy("127.0.0.1", nn.rpc_port) as proxy:
+                proxy.mkdirs("/bench")
+                proxy.set_owner("/bench", "alice", None)
+        order = [label for label, _, _ in _PERMISSION_SIDES]
+        for i, label in enumerate(order + order[::-1]):
+            nn = nodes[label]
+            phases[label].append(
+                run_phase(
+                    nn.rpc_port,
+                    nn.pid,
+                    clients,
+                    args.seconds,
+                    args.max_ops,
+                    f"perm-{label}{i}",
+                    processes=args.client_processes,
+                    counters=lambda nn=nn: _edit_log_counters(nn.http_port),
+                    client_env={"HADOOP_USER_NAME": "alice"},
+                )
+            )
+    sides = {label: _combined(runs) for label, runs in phases.items()}
+    what = {
+        "off": "dfs.permissions.enabled=false, no audit log",
+        "on": "checks on as alice, every call in hdfs-audit.log",
+        "on-async": "the same, dfs.namenode.audit.log.async=true",
+    }
+    for label, result in sides.items():
+        print(f"permissions {label} ({what[label]}), 2 phases:")
+        print("  " + _line(result, "mkdirs"))
+    for label in ("on", "on-async"):
+        audit = log_dir / label / AUDIT_LOG_FILE
+        lines = sum(1 for _ in audit.open(encoding="utf-8")) if audit.exists() else 0
+        print(f"  hdfs-audit.log of the '{label}' NameNode: {lines:,} lines", flush=True)
+    return sides
+
+
+def _combined(phases: list[PhaseResult]) -> PhaseResult:
+    """Phases of one client count as one: their calls, time and CPU summed (latency
+    percentiles: the worse of theirs; the group-commit figures: summed, the most)."""
+    return PhaseResult(
+        clients=phases[0].clients,
+        ops=sum(p.ops for p in phases),
+        errors=sum(p.errors for p in phases),
+        seconds=sum(p.seconds for p in phases),
+        p50_ms=max(p.p50_ms for p in phases),
+        p99_ms=max(p.p99_ms for p in phases),
+        txns=sum(p.txns for p in phases),
+        syncs=sum(p.syncs for p in phases),
+        cpu_s=sum(p.cpu_s for p in phases),
+        syncs_in_flight=max(p.syncs_in_flight for p in phases),
+    )
+
+
+def _permissions_goal(sides: dict[str, PhaseResult] | None) -> None:
+    if not sides:
+        return
+    off = sides["off"]
+    for label in ("on", "on-async"):
+        on = sides[label]
+        ratio = on.ops_per_s / off.ops_per_s if off.ops_per_s else 0.0
+        met = "met" if ratio >= PERMISSIONS_GOAL_RATIO else "NOT met"
+        print(
+            f"{on.clients} clients, permissions and audit {label} / off: {ratio:.2f}x "
+            f"mkdirs/s, NameNode CPU {on.cpu_us_per_op:.0f} vs {off.cpu_us_per_op:.0f} µs "
+            f"per mkdir (goal >= {PERMISSIONS_GOAL_RATIO:g}x: {met})"
+        )
+
+
 def run(argv: Sequence[str], conf) -> int:
     from hadoop_qjm.common.command_line import CommandParser, finite_float
 
@@ -345,6 +467,7 @@ def run(argv: Sequence[str], conf) -> int:
     base = Path(tempfile.mkdtemp(prefix="bench-nn-", dir=args.dir))
     results: list[PhaseResult] = []
     floor: list[PhaseResult] = []
+    permissions: dict[str, PhaseResult] | None = None
     handlers = args.handlers or 10
     try:
         with MiniJournalCluster(3, base_dir=base / "jn", processes=True) as cluster:
@@ -377,6 +500,7 @@ def run(argv: Sequence[str], conf) -> int:
                     "mkdirs",
                     counters=lambda: _edit_log_counters(nn.http_port),
                 )
+            permissions = _permission_runs(cluster, base, counts, args, handlers)
         if not args.no_floor:
             with _FloorServer(handlers) as server:
                 print(f"RPC floor: pid {server.pid} on 127.0.0.1:{server.port}", flush=True)
@@ -386,4 +510,5 @@ def run(argv: Sequence[str], conf) -> int:
     finally:
         shutil.rmtree(base, ignore_errors=True)
     _goals(results, floor)
+    _permissions_goal(permissions)
     return 0
