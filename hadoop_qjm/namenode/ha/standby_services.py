@@ -14,7 +14,7 @@ from typing import Any
 from hadoop_qjm.common.exceptions import HadoopException, IOException
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode.ha.edit_log_tailer import EditLogTailer
-from hadoop_qjm.namenode.ha.ha_util import NameNodeAddress, ha_namenodes, image_transfer_base
+from hadoop_qjm.namenode.ha.ha_util import NameNodeAddress, image_transfer_base, other_namenodes
 from hadoop_qjm.namenode.ha.standby_checkpointer import StandbyCheckpointer
 from hadoop_qjm.namenode.name_node_settings import NameNodeSettings
 
@@ -69,7 +69,7 @@ class StandbyServices:
             tailer.stop()
 
     def _other_namenodes(self) -> list[NameNodeAddress]:
-        return [nn for nn in ha_namenodes(self.conf, self.nameservice) if nn.nnid != self.nnid]
+        return other_namenodes(self.conf, self.nameservice, self.nnid)
 
     def roll_active(self) -> None:
         """rollEditLog on the other NameNodes in turn, until one (the active) does it."""
