@@ -116,3 +116,25 @@ def test_more_than_five_namenodes_is_a_warning_in_the_log(mjc, tmp_path, caplog)
     conf, _, _ = resolve_ha_conf(ha_conf(tmp_path, mjc, "five", nnids=six[:5]), "nn1")
     NameNode(conf, terminate=lambda status, message: None, fs_owner="hdfs")
     assert not [r for r in caplog.records if "NameNodes" in r.getMessage()]
+
+
+def test_a_standby_checkpoint_goes_to_every_other_namenode(mjc, tmp_path) -> None:
+    """nn1 and nn3 standby, nn2 active (HDFS-12979): nn1's checkpoint is sent to nn2, which
+    stores it, and to nn3, which refuses it (417: a standby); nn1 records both answers, so
+    it keeps sending to nn2 and leaves nn3 alone once it ever took one and then refused."""
+    nodes = three(mjc, tmp_path, "ckpt3", **{"dfs.namenode.checkpoint.txns": "5"})
+    try:
+        nodes["nn2"].transition_to_active()
+        with nodes.proxy("nn2") as active:
+            for i in range(8):
+                active.mkdirs(f"/d{i}")
+        checkpointer = nodes["nn1"].checkpointer
+        wait_until(lambda: checkpointer.uploads >= 1, what="nn1's checkpoint upload")
+        entries = checkpointer.receivers.entries
+        wait_until(lambda: not entries["nn3"].is_primary, what="nn3's refusal recorded")
+        assert entries["nn2"].is_primary and entries["nn2"].last_upload is not None
+        assert entries["nn3"].last_upload is None
+        # The active holds a standby's image past the first 5 txns (it saves none itself).
+        assert nodes["nn2"].core.fs_image.most_recent_checkpoint_txid >= 5
+    finally:
+        nodes.stop()
