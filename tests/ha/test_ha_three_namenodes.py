@@ -24,6 +24,7 @@ from hadoop_qjm.namenode.name_node import NameNode
 from hadoop_qjm.namenode.protocol.messages import HAServiceState
 from hadoop_qjm.testing.in_process_ha import NS, HAPair, ha_conf, wait_until
 from hadoop_qjm.tools import ha_admin
+from tests.ha.test_ha_pair import ha_peers
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -91,6 +92,12 @@ def test_failover_from_nn1_to_nn3_and_all_three_states(mjc, tmp_path, capsys) ->
         for nnid, row, state in zip(THREE, rows, ("standby", "standby", "active")):
             address = f"127.0.0.1:{nodes[nnid].rpc_address[1]}"
             assert row == f"{address:<50} {state}"
+        # nn3's /jmx (and status page) knows both others and their states.
+        wait_until(
+            lambda: ha_peers(nodes["nn3"]) == {"nn1": "standby", "nn2": "standby"},
+            what="nn3's HAPeers",
+        )
+        assert ha_peers(nodes["nn1"]).keys() == {"nn2", "nn3"}
         for nnid in ("nn1", "nn2"):  # both standbys tail what nn3 writes
             wait_until(
                 lambda n=nnid: nodes[n].core.namesystem.dir.get_inode("/on-nn3") is not None,
