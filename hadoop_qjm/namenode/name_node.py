@@ -44,6 +44,7 @@ from hadoop_qjm.namenode.ha.ha_util import (
     get_nameservice_id,
     is_automatic_failover_enabled,
     is_ha_enabled,
+    namenode_count_warning,
 )
 from hadoop_qjm.namenode.ha.standby_checkpointer import StandbyCheckpointer
 from hadoop_qjm.namenode.ha.standby_services import StandbyServices
@@ -153,6 +154,8 @@ class NameNode:
         self.list_limit = self.settings.list_limit
         self.ha_enabled = is_ha_enabled(conf, self.nameservice)
         self.nnid = conf.get_trimmed(keys.DFS_HA_NAMENODE_ID_KEY) if self.ha_enabled else None
+        if (many := namenode_count_warning(conf, self.nameservice)) is not None:
+            LOG.warning(many)
         self._ha_lock = threading.RLock()
         self.resource_checker: NameNodeResourceChecker | None = None
         self.standby_services = StandbyServices(
