@@ -39,6 +39,7 @@ from hadoop_qjm.common.storage_info import StorageInfo
 __all__ = [
     "can_roll_back",
     "check_consistent",
+    "check_upgrade",
     "do_finalize",
     "do_pre_upgrade",
     "do_recover",
@@ -114,6 +115,12 @@ def do_pre_upgrade(sd: StorageDirectory, *, fsync: FsyncFunction = os.fsync) -> 
     fsync_dir(current, fsync=fsync)
 
 
+def check_upgrade(sd: StorageDirectory) -> None:
+    """doUpgrade's preconditions: no ``previous/``, a ``previous.tmp/`` (IllegalStateException)."""
+    _check_state(not sd.previous.exists(), "previous directory must not exist for upgrade.")
+    _check_state(sd.previous_tmp.exists(), "previous.tmp directory must exist for upgrade.")
+
+
 def do_upgrade(
     sd: StorageDirectory, storage_info: StorageInfo, *, fsync: FsyncFunction = os.fsync
 ) -> None:
@@ -121,8 +128,7 @@ def do_upgrade(
     point), then rename ``previous.tmp/`` to ``previous/``. The checks come first (Hadoop
     writes VERSION before them), so a refused call changes nothing."""
     LOG.info("Performing upgrade of storage directory %s", sd.root)
-    _check_state(not sd.previous.exists(), "previous directory must not exist for upgrade.")
-    _check_state(sd.previous_tmp.exists(), "previous.tmp directory must exist for upgrade.")
+    check_upgrade(sd)
     sd.write_properties(storage_info)
     _rename(sd.previous_tmp, sd.previous, fsync=fsync)
 

@@ -338,12 +338,19 @@ class FileJournalManager(JournalManager):
                     LOG.warning("Unable to purge %s: %s", log.path, e)
 
     def discard_segments(self, start_txid: int) -> None:
-        """Rename every segment starting at or after ``start_txid`` to ``<name>.trash``."""
+        """Rename every segment starting at or after ``start_txid`` to ``<name>.trash``
+        (each rename fsynced); IllegalStateException, with nothing renamed, if a segment
+        holds txns on both sides of ``start_txid``. Hadoop checks only finalized segments
+        (an in-progress one's end is unknown until scanned); an in-progress one is scanned
+        here, since its txns past ``start_txid`` would come back when it is recovered."""
         to_trash: list[EditLogFile] = []
         for log in match_edit_logs(self.current_dir):
             if log.first_txid >= start_txid:
                 to_trash.append(log)
-            elif log.last_txid >= start_txid:
+                continue
+            if log.is_in_progress:
+                log.scan_log()
+            if log.last_txid >= start_txid:
                 raise IllegalStateException(
                     f"Segment {log} crosses the discard point {start_txid}: "
                     "cannot discard part of a segment"
