@@ -82,7 +82,8 @@ class AllJournalNodesCalls:
             if lg not in answers
         ]
         if missing:
-            raise QuorumException(f"{failure_message}: {'; '.join(missing)}; {tail}")
+            joint = " " if failure_message.endswith(" from") else ": "
+            raise QuorumException(f"{failure_message}{joint}{'; '.join(missing)}; {tail}")
         return answers
 
     def _check_every_node(self, operation: str) -> None:
@@ -91,7 +92,7 @@ class AllJournalNodesCalls:
         answers = self._answers_of_every_node(
             self.loggers.call("is_formatted"),
             "isFormatted",
-            f"Not starting {operation}: every JournalNode must take part, and",
+            f"Not starting {operation}: every JournalNode must answer first; no answer from",
             NOTHING_CHANGED,
         )
         unformatted = [str(lg) for lg in self.loggers.loggers if not answers[lg]]
@@ -181,7 +182,7 @@ class AllJournalNodesCalls:
         held = self._answers_of_every_node(
             self.loggers.call("can_roll_back", me, me, me.layout_version),
             "canRollBack",
-            "Not starting doPreUpgrade: every JournalNode must take part, and",
+            "Not starting doPreUpgrade: every JournalNode must answer first; no answer from",
             NOTHING_CHANGED,
         )
         unfinalized = [str(lg) for lg in self.loggers.loggers if held[lg]]
