@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -67,12 +68,8 @@ class Upgrade:
 
 @pytest.fixture
 def upgrade(tmp_path) -> Iterator[Upgrade]:
-    with MiniJournalCluster(3, base_dir=tmp_path) as cluster:
-        u = Upgrade(cluster)
-        try:
-            yield u
-        finally:
-            u.close()
+    with MiniJournalCluster(3, base_dir=tmp_path) as cluster, closing(Upgrade(cluster)) as u:
+        yield u
 
 
 def _layout(d: Path) -> str:

@@ -160,18 +160,26 @@ class AllJournalNodesCalls:
             start_txid,
         )
 
-    def get_journal_ctime(self) -> int:
-        """The journal's cTime; every node must answer the same."""
+    def _same_answer_of_every_node(
+        self, call: QuorumCall[AsyncLogger, Any], operation: str, failure_message: str
+    ) -> Any:
+        """The one answer every node gave (DFSUtil.assertAllResultsEqual): IOException
+        "Results differed for <operation>" if they differ."""
         results = self._answers_of_every_node(
-            self.loggers.call("get_journal_ctime"),
-            "getJournalCTime",
-            "Could not journal CTime for one more JournalNodes",
-            "nothing was changed",
+            call, operation, failure_message, "nothing was changed"
         )
         values = set(results.values())
         if len(values) != 1:
-            raise IOException(f"Results differed for getJournalCTime: {map_to_string(results)}")
+            raise IOException(f"Results differed for {operation}: {map_to_string(results)}")
         return values.pop()
+
+    def get_journal_ctime(self) -> int:
+        """The journal's cTime; every node must answer the same."""
+        return self._same_answer_of_every_node(
+            self.loggers.call("get_journal_ctime"),
+            "getJournalCTime",
+            "Could not journal CTime for one more JournalNodes",
+        )
 
     # ---- the HA upgrade of the layout (HDFS-5138) -----------------------------------------------
     def do_pre_upgrade(self) -> None:
@@ -215,18 +223,15 @@ class AllJournalNodesCalls:
     ) -> bool:
         """Whether every node can roll back to ``target_layout_version``; the nodes must
         agree (IOException "Results differed for canRollBack" otherwise)."""
-        results = self._answers_of_every_node(
-            self.loggers.call(
-                "can_roll_back", _plain(storage), _plain(prev_storage), target_layout_version
-            ),
-            "canRollBack",
-            "Could not check if roll back possible for one or more JournalNodes",
-            "nothing was changed",
+        return bool(
+            self._same_answer_of_every_node(
+                self.loggers.call(
+                    "can_roll_back", _plain(storage), _plain(prev_storage), target_layout_version
+                ),
+                "canRollBack",
+                "Could not check if roll back possible for one or more JournalNodes",
+            )
         )
-        values = set(results.values())
-        if len(values) != 1:
-            raise IOException(f"Results differed for canRollBack: {map_to_string(results)}")
-        return bool(values.pop())
 
     def do_rollback(self) -> None:
         """Every node puts ``previous/`` back as ``current/`` (a node without one changes
