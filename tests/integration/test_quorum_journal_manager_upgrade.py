@@ -2,7 +2,8 @@
 Thrift: QuorumJournalManager.do_pre_upgrade … do_rollback against three in-process
 JournalNodes (MiniJournalCluster on 127.0.0.1, ports from the OS).
 
-Each test starts from: a first writer wrote segments 1-3 and 4-6 (finalized) and stopped;
+Each test starts from: a first writer wrote segments 1-3 and 4-6 (finalized on every node)
+and stopped;
 the JournalNodes were restarted (what they hold is on disk); the upgrading NameNode's QJM
 then won epoch 2 (recover_unfinalized_segments), as Hadoop's does before doPreUpgrade.
 """
@@ -44,11 +45,13 @@ class Upgrade:
         first.recover_unfinalized_segments()
         write_segment(first, 1, 3, True)
         write_segment(first, 4, 3, True)
+        first.loggers.wait_for_all_pending_calls()  # every node finalized both
         first.close()
         for i in range(cluster.num_journal_nodes):
             cluster.restart_journal_node(i)  # on disk, as after a cluster stop
         self.qjm = self.new_qjm()
         self.qjm.recover_unfinalized_segments()
+        self.qjm.loggers.wait_for_all_pending_calls()  # recovery's last finalize landed too
 
     def new_qjm(self) -> QuorumJournalManager:
         qjm = QuorumJournalManager(self.conf, self.cluster.quorum_journal_uri(JID), FAKE_NSINFO)
