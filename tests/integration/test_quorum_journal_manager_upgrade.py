@@ -24,7 +24,13 @@ from hadoop_qjm.conf import Configuration
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.qjournal.protocol.exceptions import QuorumException
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
-from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, JID, snapshot_files, write_segment
+from hadoop_qjm.testing.qjm_test_util import (
+    FAKE_NSINFO,
+    JID,
+    lay_out_as_hadoop_upgraded,
+    snapshot_files,
+    write_segment,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -186,3 +192,27 @@ def test_pre_upgrade_refuses_while_a_node_holds_an_unfinalized_upgrade(upgrade):
     message = _refused(upgrade.qjm.do_pre_upgrade, f"127.0.0.1:{upgrade.cluster.rpc_ports[1]}")
     assert "still hold the previous upgrade" in message
     assert upgrade.snapshot() == before
+
+
+def test_journal_nodes_started_on_hadoops_mid_upgrade_directories(upgrade):
+    """Issue 36: directories Hadoop's JournalNodes left mid-upgrade: previous/ beside the
+    upgraded current/ on nodes 0 and 1, and on node 2 a crash after VERSION was written but
+    before previous.tmp/ was renamed (COMPLETE_UPGRADE). Each node starts on it, reads it,
+    and the journal rolls back."""
+    cluster = upgrade.cluster
+    upgrade.qjm.close()
+    before = upgrade.snapshot()
+    for i, d in enumerate(upgrade.dirs()):
+        cluster.stop_journal_node(i)
+        lay_out_as_hadoop_upgraded(d, UPGRADED.layout_version, UPGRADED.ctime)
+    crashed = upgrade.dirs()[2]
+    (crashed / "previous").rename(crashed / "previous.tmp")
+    for i in range(cluster.num_journal_nodes):
+        cluster.restart_journal_node(i)
+    qjm = upgrade.new_qjm()
+    assert qjm.get_journal_ctime() == UPGRADED.ctime  # each node opens its journal here
+    assert (crashed / "previous").is_dir() and not (crashed / "previous.tmp").exists()
+    assert qjm.can_roll_back(UPGRADED, ME, LV) is True
+    qjm.do_rollback()
+    for was, now in zip(before, upgrade.snapshot(), strict=True):
+        assert now == was

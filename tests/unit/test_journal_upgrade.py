@@ -276,31 +276,9 @@ def test_a_crash_after_the_new_version_completes_the_upgrade(
 # ---- a directory as Hadoop's JournalNode leaves it mid-upgrade ---------------------------------
 
 
-def _hadoop_version(directory: Path, lv: int, ctime: int) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "VERSION").write_text(
-        "#Thu Dec 01 12:00:00 UTC 2026\n"
-        f"namespaceID={FAKE_NSINFO.namespace_id}\nclusterID={FAKE_NSINFO.cluster_id}\n"
-        f"cTime={ctime}\nstorageType=JOURNAL_NODE\nlayoutVersion={lv}\n"
-    )
-
-
-def _hadoop_upgraded_dir(root: Path, journal: Journal) -> None:
-    """What Hadoop's doUpgrade leaves: previous/ (the old current/) beside the new current/."""
-    old = root / "current"
-    journal.close()
-    os.rename(old, root / "previous")
-    _hadoop_version(old, NEW_LV, UPGRADED.ctime)
-    (old / "paxos").mkdir()
-    for name in os.listdir(root / "previous"):
-        if name.startswith("edits"):
-            os.link(root / "previous" / name, old / name)
-    for name in ("last-promised-epoch", "last-writer-epoch", "committed-txid"):
-        (old / name).write_bytes((root / "previous" / name).read_bytes())
-
-
 def test_a_hadoop_directory_with_previous_is_read_and_can_roll_back(journal, journal_dir, conf):
-    _hadoop_upgraded_dir(journal_dir, journal)
+    journal.close()
+    qjm_test_util.lay_out_as_hadoop_upgraded(journal_dir, NEW_LV, UPGRADED.ctime)
     again = Journal(conf, journal_dir, JID)
     try:
         assert again.is_formatted()
@@ -347,7 +325,7 @@ def test_a_step_a_crash_interrupted_is_finished_or_undone_at_start_up(
             (root / name).mkdir(parents=True)
             (root / name / "edits_0000000000000000001-0000000000000000001").write_bytes(b"x")
         else:
-            _hadoop_version(root / name, lv, 0 if lv == LV else UPGRADED.ctime)
+            qjm_test_util.write_hadoop_version(root / name, lv, 0 if lv == LV else UPGRADED.ctime)
     journal = Journal(conf, root, JID)
     try:
         found = {p.name: int(_version(p)["layoutVersion"]) for p in root.iterdir() if p.is_dir()}
@@ -359,9 +337,9 @@ def test_a_step_a_crash_interrupted_is_finished_or_undone_at_start_up(
 
 def test_two_temporary_directories_are_refused_and_changed_nothing(tmp_path, conf):
     root = tmp_path / JID
-    _hadoop_version(root / "current", LV, 0)
-    _hadoop_version(root / "previous.tmp", LV, 0)
-    _hadoop_version(root / "removed.tmp", LV, 0)
+    qjm_test_util.write_hadoop_version(root / "current", LV, 0)
+    qjm_test_util.write_hadoop_version(root / "previous.tmp", LV, 0)
+    qjm_test_util.write_hadoop_version(root / "removed.tmp", LV, 0)
     before = qjm_test_util.snapshot_files(root)
     with pytest.raises(InconsistentFSStateException, match="too many temporary directories"):
         Journal(conf, root, JID)
