@@ -540,7 +540,7 @@ def test_an_upgrade_call_is_not_sent_unless_every_node_answers_first(loggers) ->
     with pytest.raises(QuorumException) as e:
         qjm.do_upgrade(storage)
     assert str(e.value) == (
-        f"Not starting doUpgrade: every JournalNode must answer first; no answer from "
+        f"Not starting doUpgrade: every JournalNode must answer a check first; failed on "
         f"{loggers[2]}: Connection refused; nothing was changed on any JournalNode"
     )
     assert all(lg.calls_to("do_upgrade") == [] for lg in loggers)

@@ -82,7 +82,7 @@ class AllJournalNodesCalls:
             if lg not in answers
         ]
         if missing:
-            joint = " " if failure_message.endswith(" from") else ": "
+            joint = " " if failure_message.endswith(" on") else ": "
             raise QuorumException(f"{failure_message}{joint}{'; '.join(missing)}; {tail}")
         return answers
 
@@ -92,7 +92,7 @@ class AllJournalNodesCalls:
         answers = self._answers_of_every_node(
             self.loggers.call("is_formatted"),
             "isFormatted",
-            f"Not starting {operation}: every JournalNode must answer first; no answer from",
+            f"Not starting {operation}: every JournalNode must answer a check first; failed on",
             NOTHING_CHANGED,
         )
         unformatted = [str(lg) for lg in self.loggers.loggers if not answers[lg]]
@@ -190,7 +190,7 @@ class AllJournalNodesCalls:
         held = self._answers_of_every_node(
             self.loggers.call("can_roll_back", me, me, me.layout_version),
             "canRollBack",
-            "Not starting doPreUpgrade: every JournalNode must answer first; no answer from",
+            "Not starting doPreUpgrade: every JournalNode must answer a check first; failed on",
             NOTHING_CHANGED,
         )
         unfinalized = [str(lg) for lg in self.loggers.loggers if held[lg]]
