@@ -374,3 +374,14 @@ def test_discard_fsyncs_the_lowered_committed_txid(journal, journal_dir, monkeyp
     monkeypatch.setattr(durable.os, "fsync", recording_fsync)
     journal.discard_segments(4)
     assert str((journal_dir / "current" / "committed-txid").resolve()) in synced
+
+
+def test_a_bad_previous_version_is_named_as_such(journal, journal_dir):
+    journal.do_pre_upgrade()
+    journal.do_upgrade(UPGRADED)
+    version = journal_dir / "previous" / "VERSION"
+    version.write_text(version.read_text().replace("layoutVersion", "layout"))
+    with pytest.raises(
+        InconsistentFSStateException, match=r"previous/VERSION has layoutVersion missing"
+    ):
+        journal.can_roll_back(UPGRADED, FAKE_NSINFO.storage_info(), LV)
