@@ -438,7 +438,7 @@ def _keys_table() -> list[str]:
         name = f"`{entry.name}`"
         if entry.suffixes:
             name += ", also " + ", ".join(f"`{suffix}`" for suffix in entry.suffixes)
-        default = "unset" if entry.default is None else f"`{entry.default}`" or "(empty)"
+        default = f"`{entry.default}`" if entry.default else "unset"
         if entry.default == "":
             default = "(empty)"
         cells = (name, default, kind_text(entry), entry.description)
