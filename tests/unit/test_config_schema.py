@@ -289,3 +289,25 @@ def test_every_key_the_code_reads_is_declared_and_every_declared_key_is_read() -
     assert not unread, f"declared in conf/*-default.xml but read nowhere: {unread}"
     assert set(NOT_READ) <= {entry.name for entry in SCHEMA}
     assert not (set(NOT_KEYS) - read), "an exclusion no longer needed: take it off"
+
+
+def test_the_scan_sees_literals_f_strings_and_constants_but_not_docstrings(tmp_path) -> None:
+    module = tmp_path / "reader.py"
+    module.write_text(
+        '"""Reads dfs.journalnode.sync.interval."""\n'
+        "from hadoop_qjm.conf import dfs_config_keys as keys\n"
+        'a = conf.get_int("dfs.journalnode.sync.intervall")\n'
+        'b = conf.get(f"dfs.namenode.rpc-address.{ns}.{nn}")\n'
+        'c = conf.get(f"{keys.DFS_HA_NAMENODES_KEY_PREFIX}.{ns}")\n'
+        "d = conf.get_bool(keys.DFS_HA_STANDBY_CHECKPOINTS_KEY)\n"
+    )
+    found = _strings_read(module, _constants())
+    assert found == {
+        "dfs.journalnode.sync.intervall",
+        "dfs.namenode.rpc-address.{}.{}",
+        "dfs.ha.namenodes.{}",
+        "dfs.ha.namenodes",  # the constant itself, a stem of dfs.ha.namenodes.{nameservice}
+        "dfs.ha.standby.checkpoints",
+    }
+    declared = {text for text in found if any(_declares(entry, text) for entry in SCHEMA)}
+    assert found - declared == {"dfs.journalnode.sync.intervall"}
