@@ -228,9 +228,9 @@ def validate(conf: Configuration, daemon: str) -> None:
 def _read(conf: Configuration, key: str, entry: ConfigKey) -> Any:
     text = conf.get_trimmed(key)
     if text is None:
-        if entry.default is None or entry.default == "" and entry.kind not in _AS_WRITTEN:
+        if entry.default is None or (entry.default == "" and entry.kind not in _AS_WRITTEN):
             return None
-        conf = Configuration(load_defaults=False)
+        conf = Configuration(load_defaults=False)  # the schema's default, read the same way
         conf.set(key, entry.default, source="defaults")
     try:
         return _READERS[entry.kind](conf, key, entry)
