@@ -337,7 +337,7 @@ class Configuration:
         naming the key, the value and where it was set."""
         if isinstance(default, str):
             default = parse_time_duration(default, unit)
-        expected = _duration_expected(unit, minimum)
+        expected = duration_expected(unit, minimum)
         value = self._typed(key, default, lambda v: parse_time_duration(v, unit), expected)
         if minimum is not None and value is not None and value < minimum:
             raise self.invalid_value(key, expected)
@@ -461,7 +461,7 @@ _UNIT_NAMES = {
 }
 
 
-def _duration_expected(unit: str, minimum: int | None) -> str:
+def duration_expected(unit: str, minimum: int | None) -> str:
     """What :meth:`Configuration.get_time_duration` expects, for its error."""
     if minimum == 1:
         bound = "a positive time duration"

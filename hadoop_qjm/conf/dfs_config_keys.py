@@ -2,7 +2,9 @@
 
 The defaults are those of Hadoop's ``core-default.xml`` / ``hdfs-default.xml``
 (HADOOP-QJM-DIGEST.md §6); ``Configuration(load_defaults=True)`` starts from
-:data:`DEFAULTS`. A key that Hadoop leaves unset has no entry here (its
+:data:`DEFAULTS`. Each key's kind, range and meaning are declared in the schema,
+``conf/core-default.xml`` / ``conf/hdfs-default.xml`` (:mod:`hadoop_qjm.conf.config_schema`);
+tests/unit/test_config_schema.py checks every default here equals the schema's ``<value>``. A key that Hadoop leaves unset has no entry here (its
 constant still exists so that code names it one way).
 """
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hadoop_qjm.common.exceptions import HadoopException, one_line_message
+from hadoop_qjm.conf import config_schema
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.ha.active_standby_elector import ActiveStandbyElector, ElectorState
 from hadoop_qjm.ha.election_rules import (
@@ -114,6 +115,9 @@ class ZKFCSettings:
         )
         parse_acls(acl_text)  # errors now, one line naming the key
         parse_auths(auth_text)
+        # Every other key the schema says a ZKFC reads (conf/*-default.xml), so a typo
+        # stops the start, not the first failover.
+        config_schema.validate(conf, "zkfc")
         return cls(
             quorum=quorum,
             session_timeout_s=positive_ms(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hadoop_qjm.conf import Configuration
+from hadoop_qjm.conf import Configuration, config_schema
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.ha.edit_log_tailer import TailerSettings
 from hadoop_qjm.namenode.ha.ha_util import is_automatic_failover_enabled
@@ -83,4 +83,6 @@ class NameNodeSettings:
         TailerSettings(conf)
         CheckpointConf.from_conf(conf)
         QuorumJournalTimeouts.from_conf(conf)
+        # Every other key the schema says a NameNode reads (conf/hdfs-default.xml).
+        config_schema.validate(conf, "namenode")
         return settings

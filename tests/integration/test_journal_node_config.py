@@ -68,6 +68,9 @@ BAD_VALUES = [
     ("dfs.journalnode.enable.sync", "maybe", "'maybe' is not true or false"),
     ("dfs.journalnode.enable.sync", "1", "'1' is not true or false"),
     ("dfs.ha.tail-edits.in-progress", "yes", "'yes' is not true or false"),
+    # Read when a journal is first made: checked at start since the schema (issue 38).
+    ("dfs.journalnode.kept-segment-state.enabled", "on", "'on' is not true or false"),
+    ("dfs.journalnode.kept-segment-state.verify", "off", "'off' is not true or false"),
     *[
         (
             "dfs.journalnode.edit-cache-size.fraction",

@@ -281,6 +281,13 @@ BAD_INPUT = [
         ["dfs.ha.automatic-failover.enabled"],
         id="format-auto-failover-off",
     ),
+    pytest.param(
+        [],
+        {"dfs.ha.fencing.ssh.connect-timeout": "2 fortnights"},
+        1,
+        ["dfs.ha.fencing.ssh.connect-timeout", "'2 fortnights'", "hdfs-site.xml:"],
+        id="garbage-in-hdfs-site",  # issue 38: read at the first sshfence, checked at start
+    ),
     pytest.param(["-bogus"], {}, 2, ["-bogus"], id="unknown-option"),
     pytest.param(["-formatZK", "-bogus"], {}, 2, ["-bogus"], id="unknown-format-option"),
     pytest.param(

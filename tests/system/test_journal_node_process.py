@@ -130,6 +130,35 @@ def test_malformed_config_file_is_one_line(tmp_path):
     )
 
 
+def test_garbage_for_a_key_read_late_refuses_to_start_in_one_line(tmp_path):
+    """Issue 38: a key a journal reads when it is first created (the kept segment state)
+    stopped nothing at start; the schema (conf/hdfs-default.xml) checks every key a
+    JournalNode reads before it makes a directory or binds a port."""
+    edits = tmp_path / "jn"
+    site = tmp_path / "hdfs-site.xml"
+    site.write_text(
+        "<configuration>\n"
+        f"<property><name>dfs.journalnode.edits.dir</name><value>{edits}</value></property>\n"
+        "<property><name>dfs.journalnode.rpc-address</name><value>127.0.0.1:0</value></property>\n"
+        "<property><name>dfs.journalnode.http-address</name><value>127.0.0.1:0</value></property>\n"
+        "<property><name>dfs.journalnode.kept-segment-state.enabled</name><value>yes please"
+        "</value></property>\n"
+        "</configuration>\n"
+    )
+    result = subprocess.run(
+        HDFS_PY + ["--config", str(tmp_path), "journalnode"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "hdfs-py: Invalid value for dfs.journalnode.kept-segment-state.enabled: 'yes please' is "
+        f"not true or false (set at {site}:5)"
+    ]
+    assert not edits.exists()
+
+
 @pytest.mark.timeout(120)
 def test_daemon_script_start_status_stop(tmp_path):
     conf_dir = tmp_path / "conf"

@@ -467,6 +467,24 @@ def test_namenode_with_a_bad_boolean_refuses_to_start_in_one_line(tmp_path) -> N
     assert not (tmp_path / "name").exists()
 
 
+def test_namenode_with_garbage_in_hdfs_site_refuses_to_start_in_one_line(tmp_path) -> None:
+    """Issue 38: a key read only at the first checkpoint (the images kept) stopped nothing
+    at start; the schema (conf/hdfs-default.xml) checks every key a NameNode reads."""
+    props = {**nn_props(tmp_path, None), "dfs.namenode.num.checkpoints.retained": "two"}
+    conf_dir = write_conf_dir(tmp_path / "conf", props)
+    line = next(
+        number
+        for number, text in enumerate((conf_dir / "hdfs-site.xml").read_text().splitlines(), 1)
+        if "dfs.namenode.num.checkpoints.retained" in text
+    )
+    result = hdfs(conf_dir, "namenode")
+    assert one_line_error(result) == (
+        "hdfs-py: Invalid value for dfs.namenode.num.checkpoints.retained: 'two' is not an "
+        f"integer (set at {conf_dir / 'hdfs-site.xml'}:{line - 1})"
+    )
+    assert not (tmp_path / "name").exists()
+
+
 def test_losing_the_journal_quorum_exits_the_daemon_with_status_1(tmp_path, mjc) -> None:
     conf_dir = write_conf_dir(tmp_path / "conf", nn_props(tmp_path, mjc.quorum_journal_uri(JID)))
     assert hdfs(conf_dir, "namenode", "-format", "-nonInteractive").returncode == 0

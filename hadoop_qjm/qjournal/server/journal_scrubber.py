@@ -38,9 +38,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from hadoop_qjm.common.exceptions import HadoopException
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog
+from hadoop_qjm.conf import config_schema
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.editlog.fs_edit_log_op import DEFAULT_MAX_OP_SIZE
-from hadoop_qjm.qjournal.server.journal_node_settings import int_at_least
 from hadoop_qjm.qjournal.server.scrub_rules import (
     RepairOutcome,
     ScrubFinding,
@@ -72,19 +72,9 @@ class ScrubSettings:
     @classmethod
     def from_conf(cls, conf) -> ScrubSettings:
         """Read and check the ``dfs.journalnode.scrub.*`` keys (ConfigurationError names a bad one)."""
-        enabled = conf.get_bool(
-            keys.DFS_JOURNALNODE_SCRUB_ENABLED_KEY, keys.DFS_JOURNALNODE_SCRUB_ENABLED_DEFAULT
-        )
-        interval_ms = conf.get_time_duration(
-            keys.DFS_JOURNALNODE_SCRUB_INTERVAL_KEY, cls.interval_ms, "ms", minimum=1
-        )
-        bytes_per_second = int_at_least(
-            conf,
-            keys.DFS_JOURNALNODE_SCRUB_BYTES_PER_SECOND_KEY,
-            cls.bytes_per_second,
-            1,
-            "a positive number of bytes per second",
-        )
+        enabled = config_schema.read(conf, keys.DFS_JOURNALNODE_SCRUB_ENABLED_KEY)
+        interval_ms = config_schema.read(conf, keys.DFS_JOURNALNODE_SCRUB_INTERVAL_KEY)
+        bytes_per_second = config_schema.read(conf, keys.DFS_JOURNALNODE_SCRUB_BYTES_PER_SECOND_KEY)
         return cls(enabled=enabled, interval_ms=interval_ms, bytes_per_second=bytes_per_second)
 
 
