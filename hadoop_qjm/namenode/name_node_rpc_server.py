@@ -110,6 +110,12 @@ class ClientProtocolHandler:
         listing = m.listing_to_thrift(statuses, src, self.name_node.list_limit)
         return _t.GetListingResponse(dirList=listing)
 
+    def get_ha_service_state(self) -> int:
+        return int(self.name_node.state)
+
+    def msync(self) -> int:
+        return self.name_node.msync()
+
     # The admin calls: a superuser only (FSNamesystem.checkSuperuserPrivilege).
     def roll_edits(self) -> int:
         self.name_node.callers.check_superuser_privilege()
@@ -166,6 +172,10 @@ class HAServiceProtocolHandler:
         self._check()
         self.name_node.transition_to_standby(req_info.reqSource)
 
+    def transition_to_observer(self, req_info: Any) -> None:
+        self._check()
+        self.name_node.transition_to_observer(req_info.reqSource)
+
     def get_service_status(self) -> Any:
         self._check()
         return m.service_status_to_thrift(self.name_node.service_status())
@@ -190,6 +200,8 @@ def rpc_handlers(name_node: Any) -> dict[str, Callable[..., Any]]:
         "rollEdits": client.roll_edits,
         "reconfigureSharedEdits": client.reconfigure_shared_edits,
         "saveNamespace": client.save_namespace,
+        "getHAServiceState": client.get_ha_service_state,
+        "msync": client.msync,
         "versionRequest": namenode.version_request,
         "rollEditLog": namenode.roll_edit_log,
         "getMostRecentCheckpointTxId": namenode.get_most_recent_checkpoint_txid,
@@ -197,6 +209,7 @@ def rpc_handlers(name_node: Any) -> dict[str, Callable[..., Any]]:
         "monitorHealth": ha.monitor_health,
         "transitionToActive": ha.transition_to_active,
         "transitionToStandby": ha.transition_to_standby,
+        "transitionToObserver": ha.transition_to_observer,
         "getServiceStatus": ha.get_service_status,
     }
 

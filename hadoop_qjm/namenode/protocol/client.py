@@ -27,7 +27,9 @@ from urllib.parse import urlsplit
 from hadoop_qjm.common.exceptions import ConfigurationError, IllegalArgumentException
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.ipc.alignment_context import ClientGSIContext
 from hadoop_qjm.namenode.fs_directory import FileStatus
+from hadoop_qjm.namenode.protocol import exceptions as _exceptions  # noqa: F401 - registered
 from hadoop_qjm.namenode.protocol import messages as m
 from hadoop_qjm.namenode.protocol.rpc import ThriftServiceCaller
 from hadoop_qjm.namenode.protocol.thrift_idl import SERVICES
@@ -113,7 +115,9 @@ class NameNodeProxy:
     """Client of one NameNode's RPC port (see the module docstring).
 
     ``timeout_s`` bounds each call's wait for its reply; ``channel`` replaces the socket
-    transport (then host and port only name the peer in messages).
+    transport (then host and port only name the peer in messages); ``alignment`` (a
+    :class:`~hadoop_qjm.ipc.alignment_context.ClientGSIContext`, shared by the observer
+    read proxy's proxies) makes every call carry the client's state id.
     """
 
     def __init__(
@@ -126,6 +130,7 @@ class NameNodeProxy:
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         socket_factory: ClientSocketFactoryLike | None = None,
         channel: RpcChannel | None = None,
+        alignment: ClientGSIContext | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -133,7 +138,7 @@ class NameNodeProxy:
         channel = channel or SocketChannel(
             host, port, timeout_s, connect_timeout_s, max_frame_size, socket_factory
         )
-        self._rpc = ThriftServiceCaller(channel, f"{host}:{port}", SERVICES)
+        self._rpc = ThriftServiceCaller(channel, f"{host}:{port}", SERVICES, alignment)
 
     @classmethod
     def from_conf(cls, conf, **kwargs) -> NameNodeProxy:
@@ -244,6 +249,15 @@ class NameNodeProxy:
         ``tx_gap`` txns old); whether one was saved."""
         return self._rpc.call("saveNamespace", timeWindow=time_window_s, txGap=tx_gap)
 
+    def get_ha_service_state(self) -> m.HAServiceState:
+        """This NameNode's HA state (ClientProtocol.getHAServiceState: any caller)."""
+        return m.HAServiceState(self._rpc.call("getHAServiceState"))
+
+    def msync(self) -> int:
+        """The active's current state id (FileSystem.msync(): what this client reads from
+        an observer next is at least that new); StandbyException from any other."""
+        return self._rpc.call("msync")
+
     # ---- NamenodeProtocol ------------------------------------------------------------------------
     def version_request(self) -> NamespaceInfo:
         return m.namespace_info_from_thrift(self._rpc.call("versionRequest"))
@@ -270,6 +284,10 @@ class NameNodeProxy:
     def transition_to_standby(self, forced: bool = False, *, by_zkfc: bool = False) -> None:
         """Ask the NameNode to become standby (the sources as for transition_to_active)."""
         self._rpc.call("transitionToStandby", reqInfo=_state_change_request(forced, by_zkfc))
+
+    def transition_to_observer(self, forced: bool = False, *, by_zkfc: bool = False) -> None:
+        """Ask a standby NameNode to become an observer (the sources as above)."""
+        self._rpc.call("transitionToObserver", reqInfo=_state_change_request(forced, by_zkfc))
 
     def get_service_status(self) -> m.HAServiceStatus:
         return m.service_status_from_thrift(self._rpc.call("getServiceStatus"))
