@@ -27,6 +27,7 @@ from hadoop_qjm.common.net import (
 from hadoop_qjm.ipc.frames import DEFAULT_MAX_FRAME_SIZE
 from hadoop_qjm.ipc.selector_server import DEFAULT_HANDLER_QUEUE_SIZE, IpcServer
 from hadoop_qjm.ipc.server import Server
+from hadoop_qjm.namenode.global_state_id_context import GlobalStateIdContext
 from hadoop_qjm.namenode.protocol import messages as m
 from hadoop_qjm.namenode.protocol.rpc import ThriftServiceDispatcher, remote_ip
 from hadoop_qjm.namenode.protocol.thrift_idl import SERVICES
@@ -260,10 +261,18 @@ class NameNodeRpcServer:
                 else None
             ),
         )
+        settings = getattr(name_node, "settings", None)
+        #: State alignment in front of the dispatcher (observer reads, HDFS-12943).
+        self.state_context = GlobalStateIdContext(
+            name_node,
+            self.dispatcher,
+            enabled=getattr(settings, "state_context_enabled", False),
+            client_wait_ms=getattr(settings, "client_wait_ms", 20000),
+        )
         if tls:
             # TLS sockets cannot be read from the selector server's one listener thread.
             self._legacy = Server(
-                self.dispatcher,
+                self.state_context,
                 bind_host,
                 port,
                 self.handler_count,
@@ -274,8 +283,8 @@ class NameNodeRpcServer:
         else:
             LOG.info("RPC server is binding to %s:%d", bind_host, port)
             self.ipc = IpcServer(
-                self.dispatcher.process,
-                self.dispatcher.error_reply,
+                self.state_context.process,
+                self.state_context.error_reply,
                 factory,
                 bind_host,
                 port,

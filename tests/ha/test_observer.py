@@ -10,9 +10,11 @@ import pytest
 
 from hadoop_qjm.cli import main
 from hadoop_qjm.common.exceptions import ConfigurationError
+from hadoop_qjm.ipc.alignment_context import ClientGSIContext
 from hadoop_qjm.namenode.ha.failover_proxy import FailoverNameNodeProxy
 from hadoop_qjm.namenode.ha.ha_util import resolve_ha_conf
 from hadoop_qjm.namenode.name_node import NameNode
+from hadoop_qjm.namenode.protocol.client import NameNodeProxy
 from hadoop_qjm.namenode.protocol.exceptions import (
     ObserverRetryOnActiveException,
     ServiceFailedException,
@@ -27,15 +29,6 @@ JID = "observer"
 ACTIVE, STANDBY, OBSERVER = HAServiceState.ACTIVE, HAServiceState.STANDBY, HAServiceState.OBSERVER
 
 
-@pytest.fixture
-def observed(pair):
-    """nn1 active, nn2 observer."""
-    pair["nn1"].transition_to_active()
-    with pair.proxy("nn2") as p2:
-        p2.transition_to_observer()
-    return pair
-
-
 def hdfs(pair, capsys, *args: str) -> tuple[int, str, str]:
     status = main([*pair.cli_props(), *args])
     out, err = capsys.readouterr()
@@ -45,10 +38,12 @@ def hdfs(pair, capsys, *args: str) -> tuple[int, str, str]:
 def test_an_observer_serves_reads_and_refuses_writes(observed) -> None:
     nn2 = observed["nn2"]
     assert nn2.state is OBSERVER and nn2.tailer.running and nn2.checkpointer is None
-    with observed.proxy("nn1") as p1, observed.proxy("nn2") as p2:
+    aligned = NameNodeProxy(*nn2.rpc_address, timeout_s=30, alignment=ClientGSIContext())
+    with observed.proxy("nn1") as p1, observed.proxy("nn2") as p2, aligned:
         assert p1.mkdirs("/seen")
-        wait_until(lambda: p2.get_file_info("/seen") is not None, what="the observer tails")
-        assert [s.path for s in p2.list_status("/")] == ["/seen"]
+        # A read carries a state id (tests/ha/test_observer_reads.py has the rest).
+        wait_until(lambda: aligned.get_file_info("/seen") is not None, what="it tails")
+        assert [s.path for s in aligned.list_status("/")] == ["/seen"]
         assert p2.get_ha_service_state() is OBSERVER
         assert p2.get_service_status().not_ready_reason == "State is observer"
         with pytest.raises(ObserverRetryOnActiveException, match="category WRITE .* observer"):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit
 
 from hadoop_qjm.common.exceptions import ConfigurationError, IllegalArgumentException
@@ -46,6 +46,7 @@ __all__ = [
     "DEFAULT_TIMEOUT_S",
     "NameNodeProxy",
     "client_socket_factory",
+    "list_status",
     "namenode_address",
     "parse_hdfs_uri",
 ]
@@ -102,6 +103,20 @@ def client_socket_factory(conf) -> ClientSocketFactoryLike | None:
     from hadoop_qjm.common.security import SSLFactory
 
     return SSLFactory(conf).rpc_client_socket_factory()
+
+
+def list_status(
+    get_listing: Callable[[str, str], m.DirectoryListing], src: str, max_batches: int = 1 << 20
+) -> Iterator[FileStatus]:
+    """Every entry of the listing of ``src``, asking ``get_listing(src, start_after)`` for
+    batch after batch (each from whichever NameNode a proxy sends it to)."""
+    start_after = ""
+    for _ in range(max_batches):
+        listing = get_listing(src, start_after)
+        yield from listing.partial_listing
+        if not listing.has_more or not listing.partial_listing:
+            return
+        start_after = listing.last_name
 
 
 def _client_name() -> str:
@@ -227,13 +242,7 @@ class NameNodeProxy:
 
     def list_status(self, src: str, max_batches: int = 1 << 20) -> Iterator[FileStatus]:
         """Every entry of the listing of ``src``, batch after batch."""
-        start_after = ""
-        for _ in range(max_batches):
-            listing = self.get_listing(src, start_after)
-            yield from listing.partial_listing
-            if not listing.has_more or not listing.partial_listing:
-                return
-            start_after = listing.last_name
+        return list_status(self.get_listing, src, max_batches)
 
     def roll_edits(self) -> int:
         """Roll the edit log; returns the first txid of the new segment."""
