@@ -20,7 +20,10 @@ highest txid the client has seen. The NameNode's state id is its last txid writt
   - behind: the call is held until the tailer has applied it, at most the client's wait
     (twice ``ipc.client.connection.maxidletime``, Hadoop's Server.getMaxIdleTime()), then
     the same RetriableException. Hadoop re-queues such a call; here the handler thread
-    waits on the tailer's round (``NameNodeCore.applied``).
+    waits on the tailer's round (``NameNodeCore.applied``) — so at most half the handlers
+    (``max_held``) hold calls at once, and a call that would be one more is refused at
+    once with RetriableException ("Observer Node holds N calls for alignment already"):
+    a stalled observer keeps handlers for haadmin and for clients it can serve.
 
 The rule is a pure function; the waiting is :meth:`GlobalStateIdContext.receive_request_state`.
 """
@@ -91,7 +94,8 @@ class GlobalStateIdContext:
     """In front of ``dispatcher`` (its ``process`` and ``error_reply``) for ``name_node``
     (its ``state``, ``transaction_id`` and ``core.applied``); see the module docstring.
     ``enabled`` is ``dfs.namenode.state.context.enabled``; ``client_wait_ms`` bounds a
-    hold. ``held_calls`` and ``held_ms`` count the calls held and their time."""
+    hold, ``max_held`` how many are held at once. ``held_calls`` and ``held_ms`` count the
+    calls held and their time."""
 
     def __init__(
         self,
@@ -100,6 +104,7 @@ class GlobalStateIdContext:
         *,
         enabled: bool,
         client_wait_ms: int,
+        max_held: int = 5,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name_node = name_node
@@ -107,9 +112,13 @@ class GlobalStateIdContext:
         self.enabled = enabled
         self.client_wait_ms = client_wait_ms
         self._clock = clock
+        self.max_held = max(1, max_held)
+        self._held_slots = threading.BoundedSemaphore(self.max_held)
         self._stats_lock = threading.Lock()
         self.held_calls = 0
         self.held_ms = 0.0
+        #: Calls being held now.
+        self.holding = 0
 
     @property
     def call_queue_length(self) -> int:
@@ -171,6 +180,21 @@ class GlobalStateIdContext:
         self._hold(client_state_id)  # type: ignore[arg-type]
 
     def _hold(self, client_state_id: int) -> None:
+        if not self._held_slots.acquire(blocking=False):
+            raise RetriableException(
+                f"Observer Node holds {self.max_held} calls for alignment already: "
+                f"serverStateId = {self.last_seen_state_id} clientStateId = {client_state_id}"
+            )
+        with self._stats_lock:
+            self.holding += 1
+        try:
+            self._hold_slot_taken(client_state_id)
+        finally:
+            with self._stats_lock:
+                self.holding -= 1
+            self._held_slots.release()
+
+    def _hold_slot_taken(self, client_state_id: int) -> None:
         start = self._clock()
         deadline = start + self.client_wait_ms / 1000.0
         core = getattr(self.name_node, "core", None)

@@ -268,6 +268,7 @@ class NameNodeRpcServer:
             self.dispatcher,
             enabled=getattr(settings, "state_context_enabled", False),
             client_wait_ms=getattr(settings, "client_wait_ms", 20000),
+            max_held=self.handler_count // 2,
         )
         if tls:
             # TLS sockets cannot be read from the selector server's one listener thread.

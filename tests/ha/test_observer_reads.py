@@ -14,10 +14,12 @@ import pytest
 
 from hadoop_qjm.cli import main
 from hadoop_qjm.ipc.alignment_context import ClientGSIContext
+from hadoop_qjm.namenode.global_state_id_context import GlobalStateIdContext
 from hadoop_qjm.namenode.ha.failover_proxy import FailoverNameNodeProxy, namenode_proxy_from_conf
 from hadoop_qjm.namenode.ha.observer_read_proxy import ObserverReadProxy
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy
 from hadoop_qjm.namenode.protocol.exceptions import RetriableException, StandbyException
+from hadoop_qjm.testing.in_process_ha import wait_until
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -168,3 +170,28 @@ def test_auto_msync_period_zero_msyncs_before_every_read(observed) -> None:
             assert client.get_file_info(f"/auto/{i}") is not None
         assert client.observer_reads == 5
         assert nn1.metrics.calls().get("msync", 0) == 5  # the first read and each after
+
+
+def test_a_stalled_observer_holds_at_most_max_held_calls(observed) -> None:
+    """Held calls take handler threads: past max_held (half the handlers) a call is refused
+    at once, so a stalled observer keeps handlers for haadmin and the reads it can serve."""
+    nn1, nn2 = observed["nn1"], observed["nn2"]
+    context = GlobalStateIdContext(
+        nn2, nn2.rpc_server.dispatcher, enabled=True, client_wait_ms=20000, max_held=1
+    )
+    stop_tailing(nn2)
+    assert nn1.namesystem.mkdirs("/ahead")
+    outcome: list[object] = []
+    holder = threading.Thread(
+        target=lambda: outcome.append(context.receive_request_state(nn1.transaction_id))
+    )
+    holder.start()
+    try:
+        wait_until(lambda: context.holding == 1, what="the first call held")
+        with pytest.raises(RetriableException, match="holds 1 calls for alignment already"):
+            context.receive_request_state(nn1.transaction_id)
+        context.receive_request_state(nn2.transaction_id)  # not behind: served
+    finally:
+        start_tailing(nn2)
+        holder.join()
+    assert outcome == [None] and context.held_calls == 1  # served once the observer caught up
