@@ -84,6 +84,9 @@ def test_hadoops_transitions_through_haadmin(observed, capsys) -> None:
     status, _, err = hdfs(observed, capsys, "haadmin", "-transitionToObserver", "nn9")
     assert status == 1 and err.count("\n") == 1 and "nn9" in err
     assert hdfs(observed, capsys, "haadmin", "-getServiceState", "nn2") == (0, "observer\n", "")
+    status, _, err = hdfs(observed, capsys, "haadmin", "-failover", "nn1", "nn2")
+    assert (status, err) == (1, "Failover failed: Can't failover to an observer service\n")
+    assert nn1.state is ACTIVE and nn2.state is OBSERVER
     # Back to standby first (a checkpointer again), then active is allowed.
     assert hdfs(observed, capsys, "haadmin", "-transitionToStandby", "nn2")[0] == 0
     assert nn2.state is STANDBY and nn2.checkpointer is not None
