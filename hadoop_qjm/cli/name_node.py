@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from hadoop_qjm.common.command_line import print_daemon_started
 from hadoop_qjm.common.exceptions import HadoopException
 from hadoop_qjm.conf import Configuration
+from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.name_node import NameNode
 
 __all__ = ["run", "run_daemon"]
@@ -59,15 +60,26 @@ def run_daemon(conf: Configuration) -> int:
 
 
 def run(argv: Sequence[str], conf: Configuration | None) -> int:
-    """``hdfs-py namenode [-format ... | -initializeSharedEdits ... | -checkpointOffline DIR]``."""
+    """``hdfs-py namenode [-observer | -format ... | -initializeSharedEdits ... |
+    -checkpointOffline DIR]``."""
     from hadoop_qjm.namenode.name_node_commands import parse_startup_option, run_command
 
+    argv = list(argv)
+    observer = any(a.lower() == "-observer" for a in argv)
+    if observer:  # start as an observer: the same as dfs.namenode.observer.enabled (HDFS-17167)
+        argv = [a for a in argv if a.lower() != "-observer"]
     option = parse_startup_option(argv)
+    if observer and option.command != "daemon":
+        from hadoop_qjm.common.exceptions import UsageError
+
+        raise UsageError("-observer starts the NameNode daemon and takes no other command")
     if option.command == "help":
         return 0
     if option.command == "daemon":
         from hadoop_qjm.namenode.ha.ha_util import resolve_ha_conf
 
         conf, _, _ = resolve_ha_conf(conf, getattr(option, "nnid", None))  # type: ignore[arg-type]
+        if observer:
+            conf.set(keys.DFS_NAMENODE_OBSERVER_ENABLED_KEY, "true")
         return run_daemon(conf)
     return run_command(option, conf)  # type: ignore[arg-type]

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
+from hadoop_qjm.ipc.alignment_context import ClientGSIContext, split_state_id, with_state_id
 from hadoop_qjm.ipc.dispatcher import rpc_table
 from hadoop_qjm.ipc.exceptions import ProtocolError, exception_from_wire
 from hadoop_qjm.ipc.socket_channel import RpcChannel
@@ -20,12 +21,21 @@ __all__ = ["ThriftServiceCaller"]
 class ThriftServiceCaller:
     """The client half: one call at a time on ``channel`` (a SocketChannel or a fake).
 
-    ``peer`` names the server in error messages. Calls from several threads are
-    serialized; :meth:`close` may be called from any thread. A call is never retried.
+    ``peer`` names the server in error messages; ``alignment``, when given, is the
+    client's state id context. Calls from several threads are serialized; :meth:`close` may be called from any thread. A call is never retried.
     """
 
-    def __init__(self, channel: RpcChannel, peer: str, services: Iterable[Any]) -> None:
+    def __init__(
+        self,
+        channel: RpcChannel,
+        peer: str,
+        services: Iterable[Any],
+        alignment: ClientGSIContext | None = None,
+    ) -> None:
         self._channel = channel
+        #: With a context, every call carries its state id and every reply's updates it
+        #: (:mod:`hadoop_qjm.ipc.alignment_context`).
+        self.alignment = alignment
         self.peer = peer
         self._rpcs = rpc_table(services)
         self._lock = threading.Lock()
@@ -48,8 +58,14 @@ class ThriftServiceCaller:
                 payload = encode_message(name, TMessageType.CALL, seqid, request)
             except Exception as e:  # struct.error etc.: a value does not fit its field
                 raise IllegalArgumentException(f"Cannot encode {name} call: {e}") from e
+            alignment = self.alignment
+            if alignment is not None:
+                payload = with_state_id(payload, alignment.last_seen_state_id)
             reply = self._channel.call(payload)
             try:
+                state_id, reply = split_state_id(reply)
+                if state_id is not None and alignment is not None:
+                    alignment.receive_response_state(state_id)
                 result = decode_reply(reply, name, seqid, rpc.result_cls)
             except ProtocolError as e:
                 self._channel.reset()  # a reply we cannot match: the stream is suspect

@@ -24,7 +24,6 @@ from typing import Any
 
 from hadoop_qjm import __version__
 from hadoop_qjm.common.exceptions import (
-    AccessControlException,
     ExitException,
     IllegalArgumentException,
     IOException,
@@ -38,13 +37,17 @@ from hadoop_qjm.namenode.fs_edit_log_async import AsyncLoggingEditLog, EditLogSy
 from hadoop_qjm.namenode.fs_edit_log_loader import EditLogApplyException
 from hadoop_qjm.namenode.fs_namesystem_audit_logger import AsyncAuditLog
 from hadoop_qjm.namenode.ha.edit_log_tailer import EditLogTailer
-from hadoop_qjm.namenode.ha.ha_state_change import HAStateChangeVerdict
-from hadoop_qjm.namenode.ha.ha_state_change import check_ha_state_change as ha_state_change_verdict
+from hadoop_qjm.namenode.ha.ha_state_change import enforce_ha_state_change
 from hadoop_qjm.namenode.ha.ha_util import (
     get_nameservice_id,
     is_automatic_failover_enabled,
     is_ha_enabled,
     namenode_count_warning,
+)
+from hadoop_qjm.namenode.ha.observer_state import (
+    check_role_health,
+    operation_refusal,
+    transition_refusal,
 )
 from hadoop_qjm.namenode.ha.standby_checkpointer import StandbyCheckpointer
 from hadoop_qjm.namenode.ha.standby_services import StandbyServices
@@ -57,6 +60,7 @@ from hadoop_qjm.namenode.nn_storage import NameNodeDirs
 from hadoop_qjm.namenode.protocol.client import parse_hdfs_uri
 from hadoop_qjm.namenode.protocol.exceptions import (
     HealthCheckFailedException,
+    ObserverRetryOnActiveException,
     ServiceFailedException,
     StandbyException,
 )
@@ -225,7 +229,11 @@ class NameNode:
             self.resource_checker = NameNodeResourceChecker(
                 self.conf, NameNodeDirs.from_conf(self.conf)
             )
-            if self.ha_enabled:
+            if self.ha_enabled and self.settings.start_as_observer:
+                # namenode -observer, or dfs.namenode.observer.enabled (HDFS-17167)
+                self.state = HAServiceState.OBSERVER
+                self.standby_services.start(checkpoints=False)
+            elif self.ha_enabled:
                 self.state = HAServiceState.STANDBY
                 self._start_standby_threads()
             else:
@@ -242,11 +250,12 @@ class NameNode:
         LOG.info("NameNode RPC up at %s:%d, HTTP at %s:%d", *self.rpc_address, *self.http_address)
         if self.ha_enabled:
             LOG.info(
-                "NameNode %s of nameservice %s started in standby: no NameNode becomes active "
+                "NameNode %s of nameservice %s started in %s: no NameNode becomes active "
                 "by itself; run 'hdfs-py haadmin -transitionToActive <nnid>', or start the zkfc "
                 "failover controllers if automatic failover is enabled",
                 self.nnid,
                 self.nameservice,
+                self.state,
             )
             if self.core.shared_edits_error is not None:
                 LOG.warning(
@@ -383,12 +392,13 @@ class NameNode:
         return self._running().last_applied_txid
 
     def check_operation(self, category: str) -> None:
-        """Refuse a READ, WRITE or JOURNAL operation unless active (FSNamesystem.checkOperation;
-        the client's failover proxy then tries the other NameNode)."""
-        if self.ha_enabled and self.state is not HAServiceState.ACTIVE:
-            raise StandbyException(
-                f"Operation category {category} is not supported in state {self.state}"
-            )
+        """Refuse a READ, WRITE or JOURNAL operation unless active, or a READ on an observer
+        (FSNamesystem.checkOperation; the client's failover proxy then tries another
+        NameNode; an observer's write: ObserverRetryOnActiveException)."""
+        refusal = operation_refusal(self.state, category) if self.ha_enabled else None
+        if refusal is not None:
+            retry_on_active, message = refusal
+            raise (ObserverRetryOnActiveException if retry_on_active else StandbyException)(message)
 
     def checked_namesystem(self, category: str) -> Any:
         """The namesystem, for an operation of ``category`` (see check_operation)."""
@@ -450,52 +460,24 @@ class NameNode:
         if not self._ha_lock.acquire(blocking=False):
             return
         try:
-            self._check_role_health(core)
+            check_role_health(self.state, core.edit_log, self.tailer)
         finally:
             self._ha_lock.release()
-
-    def _check_role_health(self, core: NameNodeCore) -> None:
-        if self.state is HAServiceState.ACTIVE:
-            edit_log = core.edit_log
-            if edit_log is None or edit_log.failure is not None or not edit_log.is_open_for_write():
-                reason = edit_log.failure if edit_log is not None else None
-                raise HealthCheckFailedException(
-                    f"The edit log is no longer open for write: {reason or 'it is closed'}"
-                )
-        tailer = self.tailer
-        if self.state is HAServiceState.STANDBY:
-            if tailer is None or not tailer.running:
-                raise HealthCheckFailedException("The edit log tailer is not running")
-            if tailer.last_error is not None:
-                raise HealthCheckFailedException(
-                    f"The last tailing round could not read the shared edits: {tailer.last_error}"
-                )
 
     def _require_ha(self) -> None:
         if not self.ha_enabled:
             raise ServiceFailedException("HA for namenode is not enabled")
 
     def check_ha_state_change(self, source: int) -> None:
-        """May ``source`` change this NameNode's HA state? (NameNode.checkHaStateChange; the
-        rule is :func:`~hadoop_qjm.namenode.ha.ha_state_change.check_ha_state_change`)."""
+        """May ``source`` change this NameNode's HA state? (NameNode.checkHaStateChange;
+        :func:`~hadoop_qjm.namenode.ha.ha_state_change.enforce_ha_state_change`)."""
         automatic = is_automatic_failover_enabled(self.conf, self.nameservice)
-        verdict = ha_state_change_verdict(source, automatic)
-        if verdict is HAStateChangeVerdict.MANUAL_DISALLOWED:
-            raise AccessControlException(
-                "Manual HA control for this NameNode is disallowed, because automatic HA is "
-                "enabled."
-            )
-        if verdict is HAStateChangeVerdict.ALLOWED_FORCED:
-            LOG.warning(
-                "Allowing manual HA control from %s even though automatic HA is enabled, "
-                "because the user specified the force flag",
-                remote_ip() or "a local caller",
-            )
-        if verdict is HAStateChangeVerdict.ZKFC_DENIED:
-            raise AccessControlException(
-                f"Request from ZK failover controller at {remote_ip() or 'a local caller'} "
-                "denied since automatic HA is not enabled"
-            )
+        enforce_ha_state_change(source, automatic, remote_ip() or "a local caller")
+
+    def msync(self) -> int:
+        """ClientProtocol.msync: the active's state id (refused unless active)."""
+        self.check_operation("WRITE")
+        return self.transaction_id
 
     def transition_to_active(self, source: int = HARequestSource.REQUEST_BY_USER) -> None:
         """Become the writer (see NameNodeCore.start_active_services): the tailer stops, the
@@ -510,6 +492,7 @@ class NameNode:
             core = self._running()
             if self.state is HAServiceState.ACTIVE:
                 return
+            self._check_transition(HAServiceState.ACTIVE)
             LOG.info("Transitioning to active (%s)", self.nnid)
             self._stop_standby_threads()
             try:
@@ -547,19 +530,44 @@ class NameNode:
             LOG.info("Transitioning to standby (%s)", self.nnid)
             # Writes arriving meanwhile are refused by the standby edit log the transition
             # installs; the state says standby once the standby really runs.
+            self._stop_standby_threads()  # an observer's tailer: restarted with a checkpointer
             core.start_standby_services()
             self._start_standby_threads()
             self.state = HAServiceState.STANDBY
             self.last_ha_transition_time_ms = int(time.time() * 1000)
 
+    def transition_to_observer(self, source: int = HARequestSource.REQUEST_BY_USER) -> None:
+        """Standby → observer (HDFS-12943): go on tailing, stop checkpointing, serve reads.
+        Idempotent; refused (ServiceFailedException, one line) from active, in safe mode,
+        or without in-progress tailing (:mod:`~hadoop_qjm.namenode.ha.observer_state`)."""
+        self.check_ha_state_change(source)
+        self._require_ha()
+        with self._ha_lock:
+            self._running()
+            if self.state is HAServiceState.OBSERVER:
+                return
+            self._check_transition(HAServiceState.OBSERVER)
+            LOG.info("Transitioning to observer (%s)", self.nnid)
+            self._stop_standby_threads()
+            self.standby_services.start(checkpoints=False)
+            self.state = HAServiceState.OBSERVER
+            self.last_ha_transition_time_ms = int(time.time() * 1000)
+
+    def _check_transition(self, target: HAServiceState) -> None:
+        refusal = transition_refusal(
+            self.state, target, in_progress_tailing=self.settings.in_progress_tailing
+        )
+        if refusal is not None:
+            raise ServiceFailedException(refusal)
+
     def service_status(self) -> HAServiceStatus:
         self._require_ha()
         running = self.core is not None and not self._stopped
-        return HAServiceStatus(
-            self.state,
-            ready_to_become_active=running and self.state is not HAServiceState.INITIALIZING,
-            not_ready_reason=None if running else "The NameNode is not running",
-        )
+        ready = running and self.state in (HAServiceState.ACTIVE, HAServiceState.STANDBY)
+        reason = None if ready else "The NameNode is not running"
+        if running and not ready:
+            reason = f"State is {self.state}"  # an observer goes back to standby first
+        return HAServiceStatus(self.state, ready_to_become_active=ready, not_ready_reason=reason)
 
     # ---- the standby's threads (namenode/ha/standby_services.py) ------------------------------
     @property

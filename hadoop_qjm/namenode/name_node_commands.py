@@ -33,7 +33,8 @@ __all__ = [
 
 USAGE = """\
 Usage: hdfs-py [--config DIR] namenode [-nnid NNID]
-            [-format [-clusterid cid] [-force] [-nonInteractive]]
+            [-observer]
+          | [-format [-clusterid cid] [-force] [-nonInteractive]]
           | [-initializeSharedEdits [-force | -nonInteractive]]
           | [-bootstrapStandby [-force] [-nonInteractive] [-skipSharedEditsCheck]]
           | [-checkpointOffline DIR]
@@ -41,6 +42,7 @@ Usage: hdfs-py [--config DIR] namenode [-nnid NNID]
 With no option, run a NameNode in the foreground until SIGTERM.
   -nnid NNID               this NameNode's id in dfs.ha.namenodes.<nameservice> (else
                            dfs.ha.namenode.id, else the one whose RPC address is local)
+  -observer                start as an observer NameNode (as dfs.namenode.observer.enabled)
   -format                  format the local name directories and every JournalNode of the
                            edits dirs with a new namespace (asks before destroying data)
     -clusterid ID          the cluster id to use (default: a new CID-<uuid>)

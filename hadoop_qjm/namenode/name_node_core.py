@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -293,6 +294,8 @@ class NameNodeCore:
         self.ns_info: NamespaceInfo | None = None
         #: Why the shared edits could not be read when the standby loaded (None: they could).
         self.shared_edits_error: str | None = None
+        #: Notified after each tailing round: an observer's held calls wait on it.
+        self.applied = threading.Condition()
         if start:
             self.start()
 
@@ -443,6 +446,8 @@ class NameNodeCore:
                 for stream in streams:
                     stream.close()
                 self._follow_applied_txid(edit_log)
+                with self.applied:
+                    self.applied.notify_all()
             return image.last_applied_txid - first + 1
 
     def start_active_services(self, in_progress_tailed: bool = False) -> int:

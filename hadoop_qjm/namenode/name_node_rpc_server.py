@@ -27,6 +27,7 @@ from hadoop_qjm.common.net import (
 from hadoop_qjm.ipc.frames import DEFAULT_MAX_FRAME_SIZE
 from hadoop_qjm.ipc.selector_server import DEFAULT_HANDLER_QUEUE_SIZE, IpcServer
 from hadoop_qjm.ipc.server import Server
+from hadoop_qjm.namenode.global_state_id_context import GlobalStateIdContext
 from hadoop_qjm.namenode.protocol import messages as m
 from hadoop_qjm.namenode.protocol.rpc import ThriftServiceDispatcher, remote_ip
 from hadoop_qjm.namenode.protocol.thrift_idl import SERVICES
@@ -110,6 +111,12 @@ class ClientProtocolHandler:
         listing = m.listing_to_thrift(statuses, src, self.name_node.list_limit)
         return _t.GetListingResponse(dirList=listing)
 
+    def get_ha_service_state(self) -> int:
+        return int(self.name_node.state)
+
+    def msync(self) -> int:
+        return self.name_node.msync()
+
     # The admin calls: a superuser only (FSNamesystem.checkSuperuserPrivilege).
     def roll_edits(self) -> int:
         self.name_node.callers.check_superuser_privilege()
@@ -166,6 +173,10 @@ class HAServiceProtocolHandler:
         self._check()
         self.name_node.transition_to_standby(req_info.reqSource)
 
+    def transition_to_observer(self, req_info: Any) -> None:
+        self._check()
+        self.name_node.transition_to_observer(req_info.reqSource)
+
     def get_service_status(self) -> Any:
         self._check()
         return m.service_status_to_thrift(self.name_node.service_status())
@@ -190,6 +201,8 @@ def rpc_handlers(name_node: Any) -> dict[str, Callable[..., Any]]:
         "rollEdits": client.roll_edits,
         "reconfigureSharedEdits": client.reconfigure_shared_edits,
         "saveNamespace": client.save_namespace,
+        "getHAServiceState": client.get_ha_service_state,
+        "msync": client.msync,
         "versionRequest": namenode.version_request,
         "rollEditLog": namenode.roll_edit_log,
         "getMostRecentCheckpointTxId": namenode.get_most_recent_checkpoint_txid,
@@ -197,6 +210,7 @@ def rpc_handlers(name_node: Any) -> dict[str, Callable[..., Any]]:
         "monitorHealth": ha.monitor_health,
         "transitionToActive": ha.transition_to_active,
         "transitionToStandby": ha.transition_to_standby,
+        "transitionToObserver": ha.transition_to_observer,
         "getServiceStatus": ha.get_service_status,
     }
 
@@ -247,10 +261,19 @@ class NameNodeRpcServer:
                 else None
             ),
         )
+        settings = getattr(name_node, "settings", None)
+        #: State alignment in front of the dispatcher (observer reads, HDFS-12943).
+        self.state_context = GlobalStateIdContext(
+            name_node,
+            self.dispatcher,
+            enabled=getattr(settings, "state_context_enabled", False),
+            client_wait_ms=getattr(settings, "client_wait_ms", 20000),
+            max_held=self.handler_count // 2,
+        )
         if tls:
             # TLS sockets cannot be read from the selector server's one listener thread.
             self._legacy = Server(
-                self.dispatcher,
+                self.state_context,
                 bind_host,
                 port,
                 self.handler_count,
@@ -261,8 +284,8 @@ class NameNodeRpcServer:
         else:
             LOG.info("RPC server is binding to %s:%d", bind_host, port)
             self.ipc = IpcServer(
-                self.dispatcher.process,
-                self.dispatcher.error_reply,
+                self.state_context.process,
+                self.state_context.error_reply,
                 factory,
                 bind_host,
                 port,

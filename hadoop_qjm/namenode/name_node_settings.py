@@ -16,10 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hadoop_qjm.common.exceptions import ConfigurationError
 from hadoop_qjm.conf import Configuration, config_schema
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.ha.edit_log_tailer import TailerSettings
 from hadoop_qjm.namenode.ha.ha_util import is_automatic_failover_enabled
+from hadoop_qjm.namenode.ha.observer_state import observer_start_refusal
 from hadoop_qjm.namenode.ha.standby_checkpointer import CheckpointConf
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalTimeouts
 
@@ -39,6 +41,15 @@ class NameNodeSettings:
     #: ``dfs.ha.tail-edits.rolledits.timeout`` in seconds (0: 60).
     roll_edits_timeout_s: float
     image_transfer_timeout_s: float
+    #: ``dfs.ha.tail-edits.in-progress``: required of an observer.
+    in_progress_tailing: bool = False
+    #: ``namenode -observer`` or ``dfs.namenode.observer.enabled`` (HDFS-17167).
+    start_as_observer: bool = False
+    #: ``dfs.namenode.state.context.enabled``: replies carry the state id (AlignmentContext).
+    state_context_enabled: bool = False
+    #: How long an observer holds a call for alignment, ms: twice
+    #: ``ipc.client.connection.maxidletime`` (Hadoop's Server.getMaxIdleTime()).
+    client_wait_ms: int = 2 * keys.IPC_CLIENT_CONNECTION_MAXIDLETIME_DEFAULT
 
     @classmethod
     def from_conf(cls, conf: Configuration, nameservice: str | None) -> NameNodeSettings:
@@ -57,27 +68,54 @@ class NameNodeSettings:
             ),
             "list_limit": (keys.DFS_LIST_LIMIT_KEY, keys.DFS_LIST_LIMIT_DEFAULT),
         }
-        roll_s = conf.get_time_duration(
-            keys.DFS_HA_TAILEDITS_ROLLEDITS_TIMEOUT_KEY,
-            keys.DFS_HA_TAILEDITS_ROLLEDITS_TIMEOUT_DEFAULT,
-            "s",
-            minimum=0,
-        )
-        image_ms = conf.get_time_duration(
-            keys.DFS_IMAGE_TRANSFER_TIMEOUT_KEY,
-            keys.DFS_IMAGE_TRANSFER_TIMEOUT_DEFAULT,
-            "ms",
-            minimum=1,
-        )
+        durations = {  # name: (key, default, unit, minimum)
+            "roll_s": (
+                keys.DFS_HA_TAILEDITS_ROLLEDITS_TIMEOUT_KEY,
+                keys.DFS_HA_TAILEDITS_ROLLEDITS_TIMEOUT_DEFAULT,
+                "s",
+                0,
+            ),
+            "image_ms": (
+                keys.DFS_IMAGE_TRANSFER_TIMEOUT_KEY,
+                keys.DFS_IMAGE_TRANSFER_TIMEOUT_DEFAULT,
+                "ms",
+                1,
+            ),
+            "idle_ms": (
+                keys.IPC_CLIENT_CONNECTION_MAXIDLETIME_KEY,
+                keys.IPC_CLIENT_CONNECTION_MAXIDLETIME_DEFAULT,
+                "ms",
+                0,
+            ),
+        }
+        d = {
+            name: conf.get_time_duration(key, default, unit, minimum=minimum)
+            for name, (key, default, unit, minimum) in durations.items()
+        }
         settings = cls(
             handler_count=handlers if handlers > 0 else keys.DFS_NAMENODE_HANDLER_COUNT_DEFAULT,
             standby_checkpoints=conf.get_bool(
                 keys.DFS_HA_STANDBY_CHECKPOINTS_KEY, keys.DFS_HA_STANDBY_CHECKPOINTS_DEFAULT
             ),
-            roll_edits_timeout_s=roll_s or 60,
-            image_transfer_timeout_s=image_ms / 1000.0,
+            roll_edits_timeout_s=d["roll_s"] or 60,
+            image_transfer_timeout_s=d["image_ms"] / 1000.0,
+            in_progress_tailing=conf.get_bool(
+                keys.DFS_HA_TAILEDITS_INPROGRESS_KEY, keys.DFS_HA_TAILEDITS_INPROGRESS_DEFAULT
+            ),
+            start_as_observer=conf.get_bool(
+                keys.DFS_NAMENODE_OBSERVER_ENABLED_KEY, keys.DFS_NAMENODE_OBSERVER_ENABLED_DEFAULT
+            ),
+            client_wait_ms=2 * d["idle_ms"],
+            state_context_enabled=conf.get_bool(
+                keys.DFS_NAMENODE_STATE_CONTEXT_ENABLED_KEY,
+                keys.DFS_NAMENODE_STATE_CONTEXT_ENABLED_DEFAULT,
+            ),
             **{field: conf.get_int(key, default) for field, (key, default) in integers.items()},
         )
+        if settings.start_as_observer:
+            refusal = observer_start_refusal(settings.in_progress_tailing)
+            if refusal is not None:
+                raise ConfigurationError(refusal)
         # Read at each HA transition: a typo must stop the start, not the first failover.
         is_automatic_failover_enabled(conf, nameservice)
         TailerSettings(conf)

@@ -130,6 +130,14 @@ class HAPair:
         conf.set("fs.defaultFS", f"hdfs://{NS}")
         return conf
 
+    def cli_props(self) -> list[str]:
+        """``-D key=value`` arguments giving a command line (``hdfs-py haadmin``, ``dfs``)
+        the nameservice, its NameNodes' RPC addresses and ``fs.defaultFS=hdfs://<ns>``."""
+        conf = self.client_conf()
+        keys = ["dfs.nameservices", f"dfs.ha.namenodes.{NS}", "fs.defaultFS"]
+        keys += [rpc_key(nnid) for nnid in self.nodes]
+        return [arg for key in keys for arg in ("-D", f"{key}={conf.get(key)}")]
+
     def stop(self) -> None:
         for node in self.nodes.values():
             node.stop()

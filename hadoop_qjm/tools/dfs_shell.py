@@ -5,7 +5,7 @@
     hdfs-py dfs -mkdir [-p] PATH...        hdfs-py dfs -rm [-r|-R] [-f] PATH...
     hdfs-py dfs -ls [-d] [-h] [-R] [PATH...]   hdfs-py dfs -mv SRC... DST
     hdfs-py dfs -touchz PATH...            hdfs-py dfs -chmod [-R] MODE PATH...
-    hdfs-py dfs -chown [-R] [OWNER][:[GROUP]] PATH...
+    hdfs-py dfs -chown [-R] [OWNER][:[GROUP]] PATH...   hdfs-py dfs -msync [URI]
 
 The NameNode is ``fs.defaultFS`` (``hdfs://host:port``) or ``dfs.namenode.rpc-address``;
 a path may also be a full ``hdfs://host:port/path`` URI. ``hdfs://<nameservice>`` of an
@@ -56,6 +56,7 @@ Usage: hdfs-py [--config DIR] dfs [-fs URI] [-D key=value]
 	[-ls [-d] [-h] [-R] [<path> ...]]
 	[-mkdir [-p] <path> ...]
 	[-mv <src> ... <dst>]
+	[-msync [<uri>]]
 	[-rm [-f] [-r|-R] <src> ...]
 	[-touchz <path> ...]
 """
@@ -397,7 +398,7 @@ def run(argv: Sequence[str], conf) -> int:
     if not args:
         raise UsageError("dfs: no command after the generic options (see -help)")
     cmd = args.pop(0).lstrip("-")
-    if cmd not in ("mkdir", "ls", "rm", "mv", "touchz", "chmod", "chown"):
+    if cmd not in ("mkdir", "ls", "rm", "mv", "touchz", "chmod", "chown", "msync"):
         raise UsageError(f"-{cmd}: Unknown command (run 'hdfs-py dfs -help')")
     shell = FsShell(conf)
     try:
@@ -426,6 +427,12 @@ def _dispatch(shell: FsShell, cmd: str, args: list[str]) -> int:
     elif cmd == "touchz":
         flags, paths = _flags(args, "", cmd)
         action = shell.touchz
+    elif cmd == "msync":  # FileSystem.msync(): the active's state id, for the next reads
+        flags, uris = _flags(args, "", cmd)
+        if len(uris) > 1:
+            raise UsageError(f"-msync: Too many arguments: expected 1 but got {len(uris)}")
+        shell._proxy(uris[0] if uris else None).msync()
+        return 0
     elif cmd == "mv":
         flags, paths = _flags(args, "", cmd)
         if len(paths) < 2:

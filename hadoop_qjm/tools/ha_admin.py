@@ -5,6 +5,7 @@ HAAdmin, DFSHAAdmin and FailoverController).
 
     hdfs-py haadmin [-ns NS] -transitionToActive [--forceactive] [--forcemanual] NNID
     hdfs-py haadmin [-ns NS] -transitionToStandby [--forcemanual] NNID
+    hdfs-py haadmin [-ns NS] -transitionToObserver [--forcemanual] NNID
     hdfs-py haadmin [-ns NS] -failover [--forcefence] [--forceactive] [--forcemanual] FROM TO
     hdfs-py haadmin [-ns NS] -getServiceState NNID        prints active | standby | ...
     hdfs-py haadmin [-ns NS] -getAllServiceState          "host:port   state" per NameNode
@@ -71,60 +72,18 @@ from hadoop_qjm.namenode.protocol.exceptions import (
     ServiceFailedException,
 )
 from hadoop_qjm.namenode.protocol.messages import HARequestSource, HAServiceState
+from hadoop_qjm.tools.ha_admin_usage import (
+    _FORCE_MANUAL_WARNING,
+    _MUTATIVE,
+    USAGE,
+    _help,
+    _usage,
+)
 from hadoop_qjm.tools.reconfigure_shared_edits import switch_when_caught_up
 
 __all__ = ["USAGE", "FailoverFailedException", "HAAdmin", "HAServiceTarget", "run"]
 
 LOG = logging.getLogger(__name__)
-
-USAGE = """\
-Usage: hdfs-py [--config DIR] haadmin [-ns <nameserviceId>]
-    [-transitionToActive [--forceactive] [--forcemanual] <serviceId>]
-    [-transitionToStandby [--forcemanual] <serviceId>]
-    [-failover [--forcefence] [--forceactive] [--forcemanual] <serviceId> <serviceId>]
-    [-getServiceState <serviceId>]
-    [-getAllServiceState]
-    [-checkHealth <serviceId>]
-    [-reconfigureSharedEdits <qjournal URI>]
-    [-help <command>]
-"""
-
-_HELP = {
-    "-transitionToActive": (
-        "[--forceactive] [--forcemanual] <serviceId>",
-        "Transitions the service into Active state (refused while another NameNode is "
-        "active or cannot be asked, unless --forceactive). With automatic failover "
-        "enabled, refused unless --forcemanual (dangerous: asks for confirmation)",
-    ),
-    "-transitionToStandby": (
-        "[--forcemanual] <serviceId>",
-        "Transitions the service into Standby state. With automatic failover enabled, "
-        "refused unless --forcemanual (dangerous: asks for confirmation)",
-    ),
-    "-failover": (
-        "[--forcefence] [--forceactive] [--forcemanual] <serviceId> <serviceId>",
-        "Failover from the first service to the second. --forcefence: go on even if the "
-        "first cannot be made standby (the quorum journal's epoch fences it). "
-        "--forceactive: failover even if the second is not ready to become active. With "
-        "automatic failover enabled, the second's failover controller does a graceful "
-        "failover (neither flag is supported then).",
-    ),
-    "-getServiceState": ("<serviceId>", "Returns the state of the service"),
-    "-getAllServiceState": ("", "Returns the state of all the services"),
-    "-checkHealth": (
-        "<serviceId>",
-        "Requests that the service perform a health check; exits non-zero if it fails.",
-    ),
-    "-reconfigureSharedEdits": (
-        "<qjournal URI>",
-        "Not Hadoop's: moves the active NameNode's shared edits to the JournalNodes of the "
-        "URI, online, by joint consensus (docs/journalnode.md); bootstrap the new "
-        "JournalNodes first, and afterwards set dfs.namenode.shared.edits.dir to the URI on "
-        "every NameNode. Waits up to dfs.ha.reconfigure-shared-edits.catch-up.timeout.ms "
-        "(10 min) for the new JournalNodes to catch up. Run it again if it was interrupted.",
-    ),
-    "-help": ("<command>", "Displays help on the specified command"),
-}
 
 
 @register_exception
@@ -178,20 +137,6 @@ def _default_zkfc_proxy_factory(conf: Any) -> ProxyFactory:
         )
 
     return make
-
-
-_FORCE_MANUAL_WARNING = """\
-You have specified the --forcemanual flag. This flag is dangerous: the failover
-controllers manage the HA state of this nameservice, and a state changed behind their
-back can leave two NameNodes that each believe they are active (a split brain; the
-quorum journal's epochs stop the older one's writes, but its clients may read stale
-data), or be undone by a controller at once.
-
-It is recommended not to use this flag, but instead to shut down the cluster and
-disable automatic failover if you prefer to manage the HA state by hand.
-
-You may abort safely by answering 'n' or hitting ^C now.
-"""
 
 
 class HAAdmin:
@@ -273,6 +218,15 @@ class HAAdmin:
     def _transition(self, target: HAServiceTarget, timeout_s: float, to_active: bool) -> None:
         method = "transition_to_active" if to_active else "transition_to_standby"
         self._call(target, timeout_s, method, self._forced)
+
+    def transition_to_observer(self, nnid: str) -> int:
+        """Make a standby an observer (HAAdmin.transitionToObserver); the NameNode refuses
+        one that is active or lacks in-progress tailing, in one line."""
+        target = self.resolve_target(nnid)
+        if not self.check_manual_state_management_ok(target):
+            return 1
+        self._call(target, self.check_timeout_s, "transition_to_observer", self._forced)
+        return 0
 
     # ---- automatic failover ----------------------------------------------------------------------
     def automatic_failover(self) -> bool:
@@ -537,11 +491,14 @@ class HAAdmin:
             if len(ids) != 1 or any(a.startswith("-") for a in ids):
                 raise UsageError(f"{name}: incorrect number of arguments ({_usage(command)})")
             return self.transition_to_active(ids[0], force_active)
-        if command in ("-transitionToStandby", "-getServiceState", "-checkHealth"):
+        single = ("-transitionToStandby", "-transitionToObserver", "-getServiceState")
+        if command in (*single, "-checkHealth"):
             if len(rest) != 1 or rest[0].startswith("-"):
                 raise UsageError(f"{name}: incorrect number of arguments ({_usage(command)})")
             if command == "-transitionToStandby":
                 return self.transition_to_standby(rest[0])
+            if command == "-transitionToObserver":
+                return self.transition_to_observer(rest[0])
             if command == "-getServiceState":
                 return self.get_service_state(rest[0])
             return self.check_health(rest[0])
@@ -562,28 +519,6 @@ class HAAdmin:
         if command in ("-help", "-h", "--help"):
             return _help(rest, self.out)
         raise UsageError(f"{name}: Unknown command (run 'hdfs-py haadmin -help')")
-
-
-#: The commands that change a state, and so take --forcemanual (HAAdmin.runCmd).
-_MUTATIVE = ("-transitionToActive", "-transitionToStandby", "-failover")
-
-
-def _help(rest: list[str], out: TextIO) -> int:
-    """``-help [COMMAND]``: the usage, or one command's."""
-    if not rest:
-        print(USAGE, end="", file=out)
-        return 0
-    command = rest[0] if rest[0].startswith("-") else "-" + rest[0]
-    if command not in _HELP or len(rest) != 1:
-        raise UsageError(f"{command}: Unknown command (run 'hdfs-py haadmin -help')")
-    args, text = _HELP[command]
-    print(f"{command} [{args}]: {text}", file=out)
-    return 0
-
-
-def _usage(command: str) -> str:
-    args = _HELP[command][0]
-    return f"usage: hdfs-py haadmin [{command}{' ' + args if args else ''}]"
 
 
 def run(argv: Sequence[str], conf: Any) -> int:

@@ -27,3 +27,20 @@ def pair(request: pytest.FixtureRequest, mjc: MiniJournalCluster, tmp_path) -> I
         yield p
     finally:
         p.stop()
+
+
+@pytest.fixture
+def observed(request: pytest.FixtureRequest, mjc: MiniJournalCluster, tmp_path) -> Iterator[HAPair]:
+    """nn1 active and nn2 an observer over ``mjc`` (two NameNodes: the standby of a
+    three-NameNode nameservice is issue 37's item 1), with dfs.namenode.state.context.enabled
+    and the test module's ``OBSERVER_CONF`` keys; both stopped after the test."""
+    extra = {"dfs.namenode.state.context.enabled": "true"}
+    extra.update(getattr(request.module, "OBSERVER_CONF", {}))
+    p = HAPair(ha_conf(tmp_path, mjc, getattr(request.module, "JID", "ha"), **extra), tmp_path)
+    try:
+        p["nn1"].transition_to_active()
+        with p.proxy("nn2") as p2:
+            p2.transition_to_observer()
+        yield p
+    finally:
+        p.stop()

@@ -107,3 +107,54 @@ def test_a_tenant_certificate_cannot_make_admin_calls_and_the_operator_can(
         result = cluster.run_hdfs("haadmin", "-failover", "nn1", "nn2")
         assert result.returncode == 0, result.stderr
         assert cluster.service_state("nn2") == "active"
+
+
+def test_reads_from_an_observer_over_mutual_tls(tmp_path: Path) -> None:
+    """Issue 37, processes over mutual TLS (the per-connection server's path for the state
+    id): haadmin -transitionToObserver, read-your-writes through the observer read proxy,
+    a write sent straight to the observer, an observer frozen with SIGSTOP for 2 s (reads
+    go to the active, never older than the last write), dfs -msync."""
+    import signal
+    import threading
+
+    from hadoop_qjm.namenode.ha.observer_read_proxy import ObserverReadProxy
+    from hadoop_qjm.namenode.protocol.exceptions import ObserverRetryOnActiveException
+
+    provider = "org.apache.hadoop.hdfs.server.namenode.ha.ObserverReadProxyProvider"
+    properties = {
+        "dfs.namenode.state.context.enabled": "true",
+        "dfs.client.failover.proxy.provider.mycluster": provider,
+    }
+    with MiniHACluster(tmp_path / "cluster", secure=True, properties=properties) as cluster:
+        cluster.transition_to_active("nn1")
+        result = cluster.run_hdfs("haadmin", "-transitionToObserver", "nn2")
+        assert result.returncode == 0, result.stderr
+        assert cluster.service_state("nn2") == "observer"
+        result = cluster.run_hdfs("haadmin", "-transitionToActive", "--forceactive", "nn2")
+        assert result.returncode == 1
+        assert result.stderr.strip().splitlines()[-1] == (
+            "Operation failed: Cannot transition from 'observer' to 'active'"
+        )
+        with cluster.proxy("nn2") as observer:
+            with pytest.raises(ObserverRetryOnActiveException):
+                observer.mkdirs("/never")
+        with cluster.client(timeout_s=2) as fs:
+            assert isinstance(fs, ObserverReadProxy)
+            for i in range(100):
+                assert fs.mkdirs(f"/read-your-writes/{i}")
+                assert fs.get_file_info(f"/read-your-writes/{i}") is not None, i
+            assert (fs.observer_reads, fs.active_reads) == (100, 0)
+            nn2 = cluster.namenode("nn2")
+            nn2.kill(signal.SIGSTOP)
+            resume = threading.Timer(2.0, nn2.kill, (signal.SIGCONT,))
+            resume.start()
+            try:
+                for i in range(5):
+                    assert fs.mkdirs(f"/frozen/{i}")
+                    assert fs.get_file_info(f"/frozen/{i}") is not None, i
+            finally:
+                resume.cancel()
+                nn2.kill(signal.SIGCONT)
+            assert fs.observer_reads == 100 and fs.active_reads == 5
+        assert cluster.run_hdfs("dfs", "-msync").returncode == 0
+        assert cluster.service_state("nn2") == "observer"

@@ -61,6 +61,10 @@ def one_line(capsys: pytest.CaptureFixture) -> str:
             "--daemon status journalnode takes no arguments, got -nnid nn1",
         ),
         (["--config", "nope", "--daemon", "status", "namenode"], "directory nope does not exist"),
+        (
+            ["namenode", "-observer", "-format"],
+            "-observer starts the NameNode daemon and takes no other command",
+        ),
     ],
 )
 def test_a_malformed_command_line_is_one_line_and_exit_2(
@@ -280,3 +284,16 @@ def test_a_policy_file_that_is_not_well_formed_refuses_to_start_the_daemon(
         capsys
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["conf"]
+
+
+def test_an_observer_without_in_progress_tailing_refuses_to_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Issue 37: an observer serves reads from the open segment it tails."""
+    args = [*HA, "-D", f"dfs.namenode.name.dir={tmp_path / 'nn'}"]
+    assert main([*args, "namenode", "-nnid", "nn1", "-observer"]) == 1
+    assert one_line(capsys).endswith(
+        "An observer NameNode requires dfs.ha.tail-edits.in-progress=true (it serves reads "
+        "from the open segment it tails); set it on this NameNode and the JournalNodes"
+    )
+    assert list(tmp_path.iterdir()) == []

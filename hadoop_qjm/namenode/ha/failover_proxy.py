@@ -28,8 +28,10 @@ second failover; Hadoop also sleeps on later failovers inside a round. The NameN
 answered last is where the next call starts. The clock's ``sleep`` and the RNG are
 parameters.
 
-``dfs.client.failover.proxy.provider.<ns>`` names Hadoop's provider class; any value is
-accepted (and none is needed): this is the one provider, the configured one.
+``dfs.client.failover.proxy.provider.<ns>`` names Hadoop's provider class: Hadoop's
+ObserverReadProxyProvider gets the observer read proxy
+(:mod:`~hadoop_qjm.namenode.ha.observer_read_proxy`, on top of this one); any other value
+(or none) this configured provider.
 
 Threads: the proxy may be shared — the current NameNode is kept under a lock, and a
 failover by one thread is not repeated by another that saw the same failure — but each
@@ -59,10 +61,12 @@ from hadoop_qjm.common.exceptions import (
     IOException,
 )
 from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.ipc.alignment_context import ClientGSIContext
 from hadoop_qjm.namenode.ha.ha_util import NameNodeAddress, get_namenode_ids, ha_namenodes
 from hadoop_qjm.namenode.protocol.client import (
     NameNodeProxy,
     client_socket_factory,
+    list_status,
     parse_hdfs_uri,
 )
 from hadoop_qjm.namenode.protocol.exceptions import StandbyException
@@ -78,6 +82,7 @@ __all__ = [
     "ha_nameservice_of_uri",
     "namenode_proxy_for_uri",
     "namenode_proxy_from_conf",
+    "nameservice_proxy",
     "none_active_error",
 ]
 
@@ -95,6 +100,7 @@ IDEMPOTENT_METHODS = frozenset(
         "version_request",
         "get_most_recent_checkpoint_txid",
         "get_transaction_id",
+        "msync",
     }
 )
 #: Every method the failover proxy offers: ClientProtocol and NamenodeProtocol. The
@@ -310,13 +316,9 @@ class FailoverNameNodeProxy:
     def list_status(self, src: str, max_batches: int = 1 << 20) -> Iterator[Any]:
         """Every entry of the listing of ``src``, batch after batch (each batch may come
         from another NameNode after a failover)."""
-        start_after = ""
-        for _ in range(max_batches):
-            listing = self.invoke("get_listing", src, start_after)
-            yield from listing.partial_listing
-            if not listing.has_more or not listing.partial_listing:
-                return
-            start_after = listing.last_name
+        return list_status(
+            lambda path, start: self.invoke("get_listing", path, start), src, max_batches
+        )
 
     def close(self) -> None:
         """Close every NameNode's connection; later calls raise IOException."""
@@ -351,21 +353,40 @@ def ha_nameservice_of_uri(conf: Any, uri: str) -> str | None:
     return authority if len(get_namenode_ids(conf, authority)) > 1 else None
 
 
+def nameservice_proxy(conf: Any, nameservice: str, **kwargs: Any) -> Any:
+    """The client of an HA nameservice that ``dfs.client.failover.proxy.provider.<ns>``
+    asks for: an :class:`~hadoop_qjm.namenode.ha.observer_read_proxy.ObserverReadProxy`
+    for Hadoop's ObserverReadProxyProvider, else a :class:`FailoverNameNodeProxy`."""
+    from hadoop_qjm.namenode.ha.observer_read_proxy import (
+        ObserverReadProxy,
+        observer_read_enabled,
+    )
+
+    if not observer_read_enabled(conf, nameservice):
+        return FailoverNameNodeProxy(conf, nameservice, **kwargs)
+    alignment = ClientGSIContext()
+    kwargs.setdefault("socket_factory", client_socket_factory(conf))
+    active = FailoverNameNodeProxy(conf, nameservice, alignment=alignment, **kwargs)
+    return ObserverReadProxy(conf, nameservice, active, alignment, **kwargs)
+
+
 def namenode_proxy_for_uri(conf: Any, uri: str, **kwargs: Any) -> Any:
-    """A proxy for an ``hdfs://`` URI: failover for an HA nameservice, else one NameNode."""
+    """A proxy for an ``hdfs://`` URI: failover (or observer reads) for an HA nameservice,
+    else one NameNode."""
     nameservice = ha_nameservice_of_uri(conf, uri)
     if nameservice is not None:
-        return FailoverNameNodeProxy(conf, nameservice, **kwargs)
+        return nameservice_proxy(conf, nameservice, **kwargs)
     kwargs.setdefault("socket_factory", client_socket_factory(conf))
     return NameNodeProxy(*parse_hdfs_uri(uri), **kwargs)
 
 
 def namenode_proxy_from_conf(conf: Any, **kwargs: Any) -> Any:
-    """The client's NameNode: a :class:`FailoverNameNodeProxy` when ``fs.defaultFS`` is
-    ``hdfs://<ns>`` of an HA nameservice, else ``NameNodeProxy.from_conf(conf)``.
+    """The client's NameNode: :func:`nameservice_proxy` (a :class:`FailoverNameNodeProxy`,
+    or the observer read proxy) when ``fs.defaultFS`` is ``hdfs://<ns>`` of an HA
+    nameservice, else ``NameNodeProxy.from_conf(conf)``.
     ``kwargs`` go to each NameNodeProxy (``timeout_s``, ``socket_factory``, …)."""
     default_fs = conf.get_trimmed(keys.FS_DEFAULT_NAME_KEY, keys.FS_DEFAULT_NAME_DEFAULT) or ""
     nameservice = ha_nameservice_of_uri(conf, default_fs)
     if nameservice is not None:
-        return FailoverNameNodeProxy(conf, nameservice, **kwargs)
+        return nameservice_proxy(conf, nameservice, **kwargs)
     return NameNodeProxy.from_conf(conf, **kwargs)

@@ -3,17 +3,21 @@
 With automatic failover on, the failover controllers own the state: a plain user request is
 refused, a forced one (``haadmin --forcemanual``) is let through with a warning. With it
 off, a controller's request is refused: a stray ZKFC must not steer a manually managed
-pair. The NameNode turns the verdict into its exception or its warning (with the caller's
-address); this module does no I/O.
+pair. :func:`enforce_ha_state_change` turns the verdict into the NameNode's exception or
+warning (with the caller's address); :func:`check_ha_state_change` does no I/O.
 """
 
 from __future__ import annotations
 
 import enum
+import logging
 
+from hadoop_qjm.common.exceptions import AccessControlException
 from hadoop_qjm.ha.ha_service_protocol import HARequestSource
 
-__all__ = ["HAStateChangeVerdict", "check_ha_state_change"]
+__all__ = ["HAStateChangeVerdict", "check_ha_state_change", "enforce_ha_state_change"]
+
+LOG = logging.getLogger("hadoop_qjm.namenode.name_node")  # the NameNode's log, as before
 
 
 class HAStateChangeVerdict(enum.Enum):
@@ -38,3 +42,24 @@ def check_ha_state_change(source: int, automatic_failover: bool) -> HAStateChang
     if source == HARequestSource.REQUEST_BY_ZKFC and not automatic_failover:
         return HAStateChangeVerdict.ZKFC_DENIED
     return HAStateChangeVerdict.ALLOWED
+
+
+def enforce_ha_state_change(source: int, automatic_failover: bool, caller: str) -> None:
+    """Raise AccessControlException (Hadoop's words) unless the verdict allows the change;
+    log the warning of an allowed forced one. ``caller`` names who asks (an address)."""
+    verdict = check_ha_state_change(source, automatic_failover)
+    if verdict is HAStateChangeVerdict.MANUAL_DISALLOWED:
+        raise AccessControlException(
+            "Manual HA control for this NameNode is disallowed, because automatic HA is enabled."
+        )
+    if verdict is HAStateChangeVerdict.ALLOWED_FORCED:
+        LOG.warning(
+            "Allowing manual HA control from %s even though automatic HA is enabled, "
+            "because the user specified the force flag",
+            caller,
+        )
+    if verdict is HAStateChangeVerdict.ZKFC_DENIED:
+        raise AccessControlException(
+            f"Request from ZK failover controller at {caller} denied since automatic HA is "
+            "not enabled"
+        )

@@ -50,14 +50,15 @@ class StandbyServices:
         self.tailer: EditLogTailer | None = None
         self.checkpointer: StandbyCheckpointer | None = None
 
-    def start(self) -> None:
-        """Start tailing (and checkpointing) the running core's namespace."""
+    def start(self, *, checkpoints: bool = True) -> None:
+        """Start tailing (and, unless an observer's: not ``checkpoints``, checkpointing)
+        the running core's namespace."""
         core = self._running_core()
         self.tailer = EditLogTailer(
             core, self.conf, roll_active=self.roll_active, terminate=self._terminate
         )
         self.tailer.start()
-        if self.settings.standby_checkpoints:
+        if checkpoints and self.settings.standby_checkpoints:
             self.checkpointer = StandbyCheckpointer(
                 core,
                 self.conf,

@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit
 
 from hadoop_qjm.common.exceptions import ConfigurationError, IllegalArgumentException
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.ipc.alignment_context import ClientGSIContext
 from hadoop_qjm.namenode.fs_directory import FileStatus
+from hadoop_qjm.namenode.protocol import exceptions as _exceptions  # noqa: F401 - registered
 from hadoop_qjm.namenode.protocol import messages as m
 from hadoop_qjm.namenode.protocol.rpc import ThriftServiceCaller
 from hadoop_qjm.namenode.protocol.thrift_idl import SERVICES
@@ -44,6 +46,7 @@ __all__ = [
     "DEFAULT_TIMEOUT_S",
     "NameNodeProxy",
     "client_socket_factory",
+    "list_status",
     "namenode_address",
     "parse_hdfs_uri",
 ]
@@ -102,6 +105,20 @@ def client_socket_factory(conf) -> ClientSocketFactoryLike | None:
     return SSLFactory(conf).rpc_client_socket_factory()
 
 
+def list_status(
+    get_listing: Callable[[str, str], m.DirectoryListing], src: str, max_batches: int = 1 << 20
+) -> Iterator[FileStatus]:
+    """Every entry of the listing of ``src``, asking ``get_listing(src, start_after)`` for
+    batch after batch (each from whichever NameNode a proxy sends it to)."""
+    start_after = ""
+    for _ in range(max_batches):
+        listing = get_listing(src, start_after)
+        yield from listing.partial_listing
+        if not listing.has_more or not listing.partial_listing:
+            return
+        start_after = listing.last_name
+
+
 def _client_name() -> str:
     """``DFSClient_NONMAPREDUCE_<pid>_<n>``, as a Hadoop client names itself."""
     with _client_ids_lock:
@@ -113,7 +130,9 @@ class NameNodeProxy:
     """Client of one NameNode's RPC port (see the module docstring).
 
     ``timeout_s`` bounds each call's wait for its reply; ``channel`` replaces the socket
-    transport (then host and port only name the peer in messages).
+    transport (then host and port only name the peer in messages); ``alignment`` (a
+    :class:`~hadoop_qjm.ipc.alignment_context.ClientGSIContext`, shared by the observer
+    read proxy's proxies) makes every call carry the client's state id.
     """
 
     def __init__(
@@ -126,6 +145,7 @@ class NameNodeProxy:
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         socket_factory: ClientSocketFactoryLike | None = None,
         channel: RpcChannel | None = None,
+        alignment: ClientGSIContext | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -133,7 +153,7 @@ class NameNodeProxy:
         channel = channel or SocketChannel(
             host, port, timeout_s, connect_timeout_s, max_frame_size, socket_factory
         )
-        self._rpc = ThriftServiceCaller(channel, f"{host}:{port}", SERVICES)
+        self._rpc = ThriftServiceCaller(channel, f"{host}:{port}", SERVICES, alignment)
 
     @classmethod
     def from_conf(cls, conf, **kwargs) -> NameNodeProxy:
@@ -222,13 +242,7 @@ class NameNodeProxy:
 
     def list_status(self, src: str, max_batches: int = 1 << 20) -> Iterator[FileStatus]:
         """Every entry of the listing of ``src``, batch after batch."""
-        start_after = ""
-        for _ in range(max_batches):
-            listing = self.get_listing(src, start_after)
-            yield from listing.partial_listing
-            if not listing.has_more or not listing.partial_listing:
-                return
-            start_after = listing.last_name
+        return list_status(self.get_listing, src, max_batches)
 
     def roll_edits(self) -> int:
         """Roll the edit log; returns the first txid of the new segment."""
@@ -243,6 +257,15 @@ class NameNodeProxy:
         """Save an image now (unless one is newer than ``time_window_s`` or fewer than
         ``tx_gap`` txns old); whether one was saved."""
         return self._rpc.call("saveNamespace", timeWindow=time_window_s, txGap=tx_gap)
+
+    def get_ha_service_state(self) -> m.HAServiceState:
+        """This NameNode's HA state (ClientProtocol.getHAServiceState: any caller)."""
+        return m.HAServiceState(self._rpc.call("getHAServiceState"))
+
+    def msync(self) -> int:
+        """The active's current state id (FileSystem.msync(): what this client reads from
+        an observer next is at least that new); StandbyException from any other."""
+        return self._rpc.call("msync")
 
     # ---- NamenodeProtocol ------------------------------------------------------------------------
     def version_request(self) -> NamespaceInfo:
@@ -270,6 +293,10 @@ class NameNodeProxy:
     def transition_to_standby(self, forced: bool = False, *, by_zkfc: bool = False) -> None:
         """Ask the NameNode to become standby (the sources as for transition_to_active)."""
         self._rpc.call("transitionToStandby", reqInfo=_state_change_request(forced, by_zkfc))
+
+    def transition_to_observer(self, forced: bool = False, *, by_zkfc: bool = False) -> None:
+        """Ask a standby NameNode to become an observer (the sources as above)."""
+        self._rpc.call("transitionToObserver", reqInfo=_state_change_request(forced, by_zkfc))
 
     def get_service_status(self) -> m.HAServiceStatus:
         return m.service_status_from_thrift(self._rpc.call("getServiceStatus"))

@@ -13,7 +13,13 @@ from hadoop_qjm.ha.exceptions import (  # HAServiceProtocol's, kept below nameno
     ServiceFailedException,
 )
 
-__all__ = ["HealthCheckFailedException", "ServiceFailedException", "StandbyException"]
+__all__ = [
+    "HealthCheckFailedException",
+    "ObserverRetryOnActiveException",
+    "RetriableException",
+    "ServiceFailedException",
+    "StandbyException",
+]
 
 
 @register_exception
@@ -21,3 +27,19 @@ class StandbyException(IOException):
     """The operation is not supported in the NameNode's current HA state."""
 
     java_name = "org.apache.hadoop.ipc.StandbyException"
+
+
+@register_exception
+class ObserverRetryOnActiveException(StandbyException):
+    """A write sent to an observer: retry it on the active (a StandbyException, so any
+    failover client moves on)."""
+
+    java_name = "org.apache.hadoop.ipc.ObserverRetryOnActiveException"
+
+
+@register_exception
+class RetriableException(IOException):
+    """The call may succeed if retried, here or elsewhere (an observer too far behind
+    the client's state id)."""
+
+    java_name = "org.apache.hadoop.ipc.RetriableException"

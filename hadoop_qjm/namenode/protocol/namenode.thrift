@@ -207,6 +207,20 @@ service ClientProtocol {
    */
   string reconfigureSharedEdits(1: required string uri)
       throws (1: RemoteException e),
+
+  /**
+   * HDFS-13749: this NameNode's HA state, for any client (the observer read proxy
+   * probes it; HAServiceProtocol.getServiceStatus is for a superuser only).
+   */
+  HAServiceState getHAServiceState()
+      throws (1: RemoteException e),
+
+  /**
+   * HDFS-13688: the active's current state id (its last written txid); the reply's
+   * state context carries it too. A non-active NameNode refuses it.
+   */
+  i64 msync()
+      throws (1: RemoteException e),
 }
 
 /** NamenodeProtocol: other NameNodes (standby, bootstrapStandby) to this one. */
@@ -233,6 +247,10 @@ service HAServiceProtocol {
       throws (1: RemoteException e),
 
   void transitionToStandby(1: required HAStateChangeRequestInfo reqInfo)
+      throws (1: RemoteException e),
+
+  /** HDFS-12976: standby -> observer. */
+  void transitionToObserver(1: required HAStateChangeRequestInfo reqInfo)
       throws (1: RemoteException e),
 
   GetServiceStatusResponse getServiceStatus()
