@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping, Sequence
 
 from hadoop_qjm.common.domain_name_resolver import DomainNameResolver
@@ -13,7 +14,8 @@ __all__ = ["MockDomainNameResolver", "StaticDomainNameResolver"]
 
 class StaticDomainNameResolver(DomainNameResolver):
     """``names``: name -> its addresses; ``fqdns``: address -> its name (default: the
-    address itself). Any other name is an UnknownHostException; :meth:`add` adds one."""
+    address itself). An IP address resolves to itself, any other name is an
+    UnknownHostException; :meth:`add` adds one."""
 
     def __init__(
         self,
@@ -29,9 +31,12 @@ class StaticDomainNameResolver(DomainNameResolver):
 
     def get_all_by_domain_name(self, domain_name: str) -> list[str]:
         addresses = self.names.get(domain_name)
-        if not addresses:
-            raise UnknownHostException(domain_name)
-        return list(addresses)
+        if addresses:
+            return list(addresses)
+        try:
+            return [str(ipaddress.ip_address(domain_name))]  # an address stands for itself
+        except ValueError:
+            raise UnknownHostException(domain_name) from None
 
     def get_host_name_by_ip(self, address: str) -> str:
         return self.fqdns.get(address, address)
