@@ -79,7 +79,11 @@ def proxy(jn):
 
 
 def http_get(jn, path):
-    url = f"http://127.0.0.1:{jn.http_address[1]}{path}"
+    return http_get_port(jn.http_address[1], path)
+
+
+def http_get_port(port: int, path: str):
+    url = f"http://127.0.0.1:{port}{path}"
     try:
         with urllib.request.urlopen(url, timeout=30) as response:
             return response.status, response.read()
@@ -373,7 +377,18 @@ def wait_for(condition, timeout_s=30.0, what="condition"):
         time.sleep(0.05)
 
 
+def rpc_activity(http_port: int, rpc_port: int) -> dict:
+    """The JournalNode's ``RpcActivityForPort<rpc_port>`` bean."""
+    qry = f"Hadoop:service=JournalNode,name=RpcActivityForPort{rpc_port}"
+    url = f"http://127.0.0.1:{http_port}/jmx?qry={qry}"
+    with urllib.request.urlopen(url, timeout=30) as response:
+        (bean,) = json.loads(response.read())["beans"]
+    return bean
+
+
 def test_syncer_restores_a_deleted_finalized_segment(tmp_path):
+    """TestJournalNodeSync.testJournalNodeSync: a finalized segment deleted on one node
+    comes back from its peers, and each node's RPC server counted its requests."""
     conf = Configuration()
     conf.set("dfs.journalnode.sync.interval", "100")
     with MiniJournalCluster(3, base_dir=tmp_path, conf=conf) as cluster:
@@ -417,6 +432,23 @@ def test_syncer_restores_a_deleted_finalized_segment(tmp_path):
                 ).read()
             )["beans"][0]
             assert bean["NumEditLogsSynced"] >= 1
+            for i in range(3):
+                rpc_port = cluster.rpc_address(i)[1]
+                activity = rpc_activity(cluster.http_ports[i], rpc_port)
+                # 10 calls of the test's own, and node 0's syncer's manifest calls.
+                assert activity["RpcQueueTimeNumOps"] >= 10
+                assert activity["RpcProcessingTimeNumOps"] == activity["RpcQueueTimeNumOps"]
+                assert activity["TotalRequests"] == activity["RpcQueueTimeNumOps"]
+                assert activity["NumOpenConnections"] >= 1  # the test's proxy
+                assert activity["RpcProcessingTimeAvgTime"] > 0
+                assert activity["CallQueueLength"] == 0
+                status, prom = http_get_port(cluster.http_ports[i], "/prom")
+                assert status == 200
+                assert re.search(
+                    rf'^rpc_rpc_processing_time_num_ops{{port="{rpc_port}"}} [1-9]',
+                    prom.decode(),
+                    re.MULTILINE,
+                )
         finally:
             for p in proxies:
                 p.close()

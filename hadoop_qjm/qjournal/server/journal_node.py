@@ -35,6 +35,7 @@ from hadoop_qjm.common.security.caller_identity import caller_identity_from_conf
 from hadoop_qjm.common.security.service_authorization import service_authorization_from_conf
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.ipc import call_context
+from hadoop_qjm.ipc.rpc_metrics import RpcCollector
 from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.server.journal import Journal
 from hadoop_qjm.qjournal.server.journal_dirs import check_journal_dir, create_journal_dir
@@ -91,6 +92,7 @@ class JournalNode:
         #: Who may write and download (None: security off, everyone).
         self.authorizer: ServiceAuthorizer | None = None
         self.metrics = JournalNodeMetrics()
+        self.metrics.registry.register(RpcCollector(lambda: self.rpc_server))  # RpcActivity
         self.version = f"{__version__}, r0"
         self.start_time_ms = int(time.time() * 1000)
         self._fault_injector = fault_injector
