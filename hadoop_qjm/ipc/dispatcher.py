@@ -163,14 +163,14 @@ class RpcDispatcher:
             return
         with self._stats_lock:
             self._queued += 1
-        waited_from = time.monotonic_ns()
+        waited_from = time.perf_counter_ns()
         try:
             slots.acquire()
         finally:
             with self._stats_lock:
                 self._queued -= 1
             if self.rpc_metrics is not None:
-                self.rpc_metrics.add_queue_time(time.monotonic_ns() - waited_from)
+                self.rpc_metrics.add_queue_time(time.perf_counter_ns() - waited_from)
 
     def _unknown_method_reply(self, name: str, seqid: int, remote_ip: str | None) -> bytes:
         self._log.warning("Unknown RPC %r from %s", name, remote_ip)

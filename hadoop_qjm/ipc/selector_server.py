@@ -112,7 +112,7 @@ class Call:
     __slots__ = ("_server", "_conn", "payload", "_waits", "_reply", "_error", "_queued_at")
 
     def __init__(self, server: IpcServer, conn: _Connection, payload: bytes) -> None:
-        self._queued_at = time.monotonic_ns()  # RpcQueueTime runs from here
+        self._queued_at = time.perf_counter_ns()  # RpcQueueTime runs from here
         self._server = server
         self._conn = conn
         self.payload = payload
@@ -423,7 +423,7 @@ class IpcServer:
         free_place = self._places.put
         process = self._process
         counts = self.rpc_metrics.counts()  # this handler's: no lock per call
-        clock = time.monotonic_ns
+        clock = time.perf_counter_ns
         while True:
             call = get()
             if call is _STOP:
