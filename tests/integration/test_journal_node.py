@@ -18,6 +18,7 @@ import pytest
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import (
     AuthorizationException,
+    ConfigurationError,
     IllegalArgumentException,
     IOException,
 )
@@ -296,6 +297,13 @@ def test_fail_to_start_with_bad_config(tmp_path):
         with pytest.raises((IOException, IllegalArgumentException), match=message):
             node.start()
         node.stop()
+
+
+def test_a_resolver_that_is_no_domain_name_resolver_refuses_to_start(tmp_path):
+    conf = node_conf(tmp_path / "jn")
+    conf.set("dfs.namenode.edits.qjournals.resolver.impl", "no.such.Resolver")
+    with pytest.raises(ConfigurationError, match=r"^dfs.namenode.edits.qjournals.resolver.impl"):
+        JournalNode(conf)
 
 
 def test_startup_fails_cleanly_when_the_port_is_in_use(tmp_path):
