@@ -16,6 +16,7 @@ from hadoop_qjm.common.net_exceptions import (
     BindException,
     ConnectException,
     SocketTimeoutException,
+    UnknownHostException,
 )
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "ServerSocketFactory",
     "ServerSocketFactoryLike",
     "SocketTimeoutException",
+    "UnknownHostException",
     "as_client_socket_factory",
     "as_server_socket_factory",
 ]

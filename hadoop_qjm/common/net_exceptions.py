@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from hadoop_qjm.common.exceptions import IOException, register_exception
 
-__all__ = ["BindException", "ConnectException", "SocketTimeoutException"]
+__all__ = [
+    "BindException",
+    "ConnectException",
+    "SocketTimeoutException",
+    "UnknownHostException",
+]
 
 
 @register_exception
@@ -27,3 +32,10 @@ class SocketTimeoutException(IOException):
     """A call got no response within the client's timeout."""
 
     java_name = "java.net.SocketTimeoutException"
+
+
+@register_exception
+class UnknownHostException(IOException):
+    """A host or domain name does not resolve."""
+
+    java_name = "java.net.UnknownHostException"

@@ -151,6 +151,9 @@ DFS_HA_TAILEDITS_QJM_RPC_MAX_TXNS_DEFAULT = 5000
 DFS_NAMENODE_EDITS_QJOURNALS_RESOLUTION_ENABLED_KEY = (
     "dfs.namenode.edits.qjournals.resolution-enabled"
 )
+DFS_NAMENODE_EDITS_QJOURNALS_RESOLUTION_ENABLED_DEFAULT = False
+#: Unset in Hadoop (then org.apache.hadoop.net.DNSDomainNameResolver).
+DFS_NAMENODE_EDITS_QJOURNALS_RESOLUTION_RESOLVER_IMPL = "dfs.namenode.edits.qjournals.resolver.impl"
 
 # ---- NameNode and HA ---------------------------------------------------------------------------
 DFS_NAMENODE_NAME_DIR_KEY = "dfs.namenode.name.dir"

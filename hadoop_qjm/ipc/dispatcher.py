@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -146,6 +147,9 @@ class RpcDispatcher:
         self._log = log
         self._stats_lock = threading.Lock()
         self._queued = 0
+        #: The server's RpcMetrics (set by :class:`~hadoop_qjm.ipc.server.Server`): a
+        #: call's wait for a handler slot is its RpcQueueTime.
+        self.rpc_metrics: Any = None
 
     @property
     def call_queue_length(self) -> int:
@@ -159,11 +163,14 @@ class RpcDispatcher:
             return
         with self._stats_lock:
             self._queued += 1
+        waited_from = time.perf_counter_ns()
         try:
             slots.acquire()
         finally:
             with self._stats_lock:
                 self._queued -= 1
+            if self.rpc_metrics is not None:
+                self.rpc_metrics.add_queue_time(time.perf_counter_ns() - waited_from)
 
     def _unknown_method_reply(self, name: str, seqid: int, remote_ip: str | None) -> bytes:
         self._log.warning("Unknown RPC %r from %s", name, remote_ip)

@@ -37,6 +37,7 @@ import queue
 import selectors
 import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +48,7 @@ from hadoop_qjm.ipc import call_context
 from hadoop_qjm.ipc.connection_context import decode_connection_context, is_connection_context
 from hadoop_qjm.ipc.exceptions import ProtocolError
 from hadoop_qjm.ipc.frames import FRAME_HEADER, FrameDecoder
+from hadoop_qjm.ipc.rpc_metrics import RpcMetrics
 
 __all__ = [
     "Call",
@@ -107,9 +109,10 @@ class Call:
     """One request: its connection and payload. The reply goes out when the handler
     finished and every :meth:`postpone` was matched by a :meth:`send_response`."""
 
-    __slots__ = ("_server", "_conn", "payload", "_waits", "_reply", "_error")
+    __slots__ = ("_server", "_conn", "payload", "_waits", "_reply", "_error", "_queued_at")
 
     def __init__(self, server: IpcServer, conn: _Connection, payload: bytes) -> None:
+        self._queued_at = time.perf_counter_ns()  # RpcQueueTime runs from here
         self._server = server
         self._conn = conn
         self.payload = payload
@@ -215,6 +218,10 @@ class IpcServer:
         self._resp_wake_r, self._resp_wake_w = socket.socketpair()
         self._resp_wake_r.setblocking(False)
         self._resp_wake_w.setblocking(False)
+        #: Hadoop's RpcMetrics (the RpcActivityForPort<port> bean).
+        self.rpc_metrics = RpcMetrics(
+            lambda: self.num_open_connections, lambda: self.call_queue_length
+        )
 
     @property
     def address(self) -> tuple[str, int]:
@@ -415,9 +422,12 @@ class IpcServer:
         get = self.call_queue.get
         free_place = self._places.put
         process = self._process
+        counts = self.rpc_metrics.counts()  # this handler's: no lock per call
+        clock = time.perf_counter_ns
         while True:
             call = get()
             if call is _STOP:
+                self.rpc_metrics.retire(counts)
                 return
             free_place(None)
             if self._stopped.is_set():
@@ -425,6 +435,7 @@ class IpcServer:
             conn = call._conn
             call_context.set_current_call(call)
             call_context.set_connection_user(conn.user)
+            started = clock()
             try:
                 reply = process(call.payload, conn.ip)
             except ProtocolError as e:
@@ -438,6 +449,9 @@ class IpcServer:
             finally:
                 call_context.set_current_call(None)
                 call_context.set_connection_user(None)
+                counts.calls += 1
+                counts.queue_ns += started - call._queued_at
+                counts.processing_ns += clock() - started
             call._reply = reply
             call._release()
 

@@ -14,7 +14,9 @@ import contextlib
 import logging
 import selectors
 import socket
+import ssl
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +31,7 @@ from hadoop_qjm.common.security.caller_identity import CallerIdentity
 from hadoop_qjm.ipc import call_context
 from hadoop_qjm.ipc.exceptions import ProtocolError
 from hadoop_qjm.ipc.frames import DEFAULT_MAX_FRAME_SIZE
+from hadoop_qjm.ipc.rpc_metrics import CallCounts, RpcMetrics
 from hadoop_qjm.ipc.sockets import FrameReader, write_frame
 
 __all__ = ["DEFAULT_HANDLER_COUNT", "ConnectionServer", "Server", "serve_frames"]
@@ -55,6 +58,55 @@ def serve_frames(
         if payload is None:
             return
         write_frame(sock, process(payload, client_ip))
+
+
+#: The calls' clock: monotonic, and the cheapest of Python's ns clocks.
+_clock = time.perf_counter_ns
+
+
+class _CountingFrameReader:
+    """A connection's FrameReader that counts its calls into ``counts`` (RpcMetrics): a
+    call runs from its frame's read to the next blocking read, when its reply is out;
+    frames read together (``read_buffered_frame``) all count the group's time."""
+
+    __slots__ = ("_reader", "_counts", "_since", "_pending")
+
+    def __init__(self, reader: FrameReader, counts: CallCounts) -> None:
+        self._reader = reader
+        self._counts = counts
+        self._since = 0
+        self._pending = 0
+
+    def read_frame(self) -> bytes | None:
+        pending = self._pending
+        if pending:  # the calls read before are done (finish(), inlined: the hot path)
+            counts = self._counts
+            counts.calls += pending
+            counts.processing_ns += (_clock() - self._since) * pending
+            self._pending = 0
+        payload = self._reader.read_frame()
+        if payload is not None:
+            self._since = _clock()
+            self._pending = 1
+        return payload
+
+    def read_buffered_frame(self) -> bytes | None:
+        payload = self._reader.read_buffered_frame()
+        if payload is not None:
+            self._pending += 1
+        return payload
+
+    def finish(self) -> None:
+        """Count the calls read since the last blocking read."""
+        pending = self._pending
+        if pending:
+            counts = self._counts
+            counts.calls += pending
+            counts.processing_ns += (_clock() - self._since) * pending
+            self._pending = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._reader, name)
 
 
 @dataclass
@@ -123,6 +175,13 @@ class Server:
         # Wakes the accept loop on stop(): closing a socket another thread is
         # blocked on does not reliably wake it.
         self._wake_r, self._wake_w = socket.socketpair()
+        #: Hadoop's RpcMetrics (the RpcActivityForPort<port> bean).
+        self.rpc_metrics = RpcMetrics(
+            lambda: self.num_open_connections,
+            lambda: getattr(self.dispatcher, "call_queue_length", 0),
+        )
+        if hasattr(dispatcher, "rpc_metrics"):
+            dispatcher.rpc_metrics = self.rpc_metrics  # it counts the waits for a slot
 
     @property
     def port(self) -> int:
@@ -231,8 +290,10 @@ class Server:
             conn.thread.start()
 
     def _serve(self, conn: _Connection, client_ip: str) -> None:
+        counts = self.rpc_metrics.counts()
+        reader: _CountingFrameReader | None = None
         try:
-            wrapped = self._socket_factory.wrap_accepted(conn.sock)
+            wrapped = self._handshake(conn.sock)
             with self._lock:
                 conn.sock = wrapped
             if self._stopped.is_set():
@@ -245,8 +306,10 @@ class Server:
             call_context.enter_connection(
                 conn, identify(wrapped) if identify is not None else None, user
             )
-            reader = FrameReader(wrapped, self.max_frame_size, on_context=user.claim)
-            self._serve_connection(wrapped, reader, client_ip)
+            reader = _CountingFrameReader(
+                FrameReader(wrapped, self.max_frame_size, on_context=user.claim), counts
+            )
+            self._serve_connection(wrapped, reader, client_ip)  # type: ignore[arg-type]
         except ProtocolError as e:
             self._log.warning("Dropping connection from %s: %s", conn.peer, e)
         except OSError as e:
@@ -255,12 +318,28 @@ class Server:
         except Exception:  # one bad connection never kills the server
             self._log.exception("Unexpected error serving %s; dropping the connection", conn.peer)
         finally:
+            if reader is not None:
+                reader.finish()
+            self.rpc_metrics.retire(counts)
             conn.open = False
             call_context.leave_connection()
             with self._lock:
                 if conn in self._connections:
                     self._connections.remove(conn)
             conn.sock.close()
+
+    def _handshake(self, sock: socket.socket) -> socket.socket:
+        """The accepted socket as the factory wraps it; a TLS handshake's outcome counts
+        as an authentication (RpcAuthenticationSuccesses / Failures)."""
+        try:
+            wrapped = self._socket_factory.wrap_accepted(sock)
+        except OSError:
+            if hasattr(self._socket_factory, "on_handshake_failure"):  # a TLS factory
+                self.rpc_metrics.authenticated(False)
+            raise
+        if isinstance(wrapped, ssl.SSLSocket):
+            self.rpc_metrics.authenticated(True)
+        return wrapped
 
     def _serve_frames(self, sock: socket.socket, reader: FrameReader, client_ip: str) -> None:
         serve_frames(self.dispatcher.process, sock, reader, client_ip)

@@ -186,7 +186,15 @@ class NameNode:
         scheme = uri.split(":", 1)[0]
         if scheme != "qjournal":
             raise IllegalArgumentException(f"No class configured for {scheme}")
-        return QuorumJournalManager(conf, uri, ns_info, metrics_registry=self.metrics.registry)
+        # Its calls name the nameservice (Hadoop's FSEditLog.createJournal): a JournalNode
+        # configured per nameservice finds its edits dir and its syncer's peers by it.
+        return QuorumJournalManager(
+            conf,
+            uri,
+            ns_info,
+            name_service_id=self.nameservice,
+            metrics_registry=self.metrics.registry,
+        )
 
     # ---- lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:

@@ -51,6 +51,7 @@ from hadoop_qjm.common.http_server import (
     jvm_metrics_bean,
 )
 from hadoop_qjm.common.storage_info import StorageInfo
+from hadoop_qjm.ipc.rpc_metrics import rpc_activity_bean
 from hadoop_qjm.namenode.fs_image_format import read_stored_md5
 from hadoop_qjm.namenode.ha.checkpoint_receivers import CHECKPOINT_RECEIVING_STATES
 from hadoop_qjm.namenode.ha.ha_util import ha_namenodes
@@ -398,6 +399,9 @@ def name_node_beans(name_node: Any, ha_peers: HAPeerStatus | None) -> list[dict[
                     "SyncState": node["sync_state"],
                 }
             )
+    rpc_server = getattr(nn, "rpc_server", None)
+    if rpc_server is not None:
+        beans.append(rpc_activity_bean("NameNode", rpc_port, rpc_server.rpc_metrics))
     beans.append(jvm_metrics_bean("NameNode", hostname))
     return beans
 

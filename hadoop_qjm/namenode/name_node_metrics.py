@@ -19,6 +19,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from hadoop_qjm.ipc.rpc_metrics import RpcCollector
+
 __all__ = ["LAGGING_MS", "NameNodeMetrics", "journal_node_sync_state", "journal_states"]
 
 #: A JournalNode this far behind the last commit (and with unacknowledged txns) is shown
@@ -119,6 +121,8 @@ class NameNodeMetrics:
         self._calls: dict[str, int] = {}
         self._failures: dict[str, int] = {}
         self.registry.register(self)
+        # The RPC server's RpcActivity (Hadoop's RpcMetrics), once it is bound.
+        self.registry.register(RpcCollector(lambda: getattr(name_node, "rpc_server", None)))
 
     # ---- recording (the RPC dispatcher's observer) ----------------------------------------------
     def observe_rpc(self, method: str, ok: bool) -> None:

@@ -313,6 +313,11 @@ class NameNodeRpcServer:
         return self._server.num_open_connections
 
     @property
+    def rpc_metrics(self) -> Any:
+        """The serving server's RpcMetrics (the RpcActivityForPort<port> bean)."""
+        return self._server.rpc_metrics
+
+    @property
     def call_queue_length(self) -> int:
         """Calls waiting for a handler (Hadoop's CallQueueLength)."""
         if self.ipc is not None:

@@ -24,7 +24,7 @@ from hadoop_qjm.namenode.name_node import NameNode
 from hadoop_qjm.namenode.name_node_core import NameNodeCore, format_namenode
 from hadoop_qjm.namenode.protocol.exceptions import StandbyException
 from hadoop_qjm.namenode.protocol.messages import HAServiceState
-from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf, wait_until
+from hadoop_qjm.testing.in_process_ha import NS, HAPair, ha_conf, wait_until
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -273,3 +273,22 @@ def test_last_ha_transition_time_is_the_wall_clock_of_the_last_transition(pair):
     nn1.transition_to_standby()
     became_standby = jmx(nn1)["NameNodeStatus"]["LastHATransitionTime"]
     assert after < became_standby <= int(time.time() * 1000)
+
+
+def test_journal_nodes_configured_per_nameservice_sync_the_namenodes_journal(mjc, tmp_path):
+    """Issue 38 item 3 end to end: the JournalNodes know the shared edits only as
+    dfs.namenode.shared.edits.dir.<nsId>; the NameNodes' calls name their nameservice (as
+    Hadoop's FSEditLog.createJournal), so each JournalNode starts the journal's syncer with
+    the other two as its peers."""
+    uri = mjc.quorum_journal_uri("fed")
+    for i in range(3):
+        mjc.journal_node(i).conf.set(f"dfs.namenode.shared.edits.dir.{NS}", uri)
+    p = HAPair(ha_conf(tmp_path, mjc, "fed"), tmp_path)
+    try:
+        for i in range(3):
+            node = mjc.journal_node(i)
+            assert node.journal_syncer_started("fed")
+            assert node.tried_journal_syncer_with_ns_id("fed")
+            assert len(node.syncer_status("fed")["Peers"]) == 2
+    finally:
+        p.stop()

@@ -297,6 +297,33 @@ def test_prom_is_the_prometheus_text_of_metrics(mjc, pair):
         }
 
 
+def test_the_name_node_rpc_server_counts_its_calls_on_jmx_and_prom(pair):
+    """Hadoop's RpcMetrics on the NameNode (Hadoop:service=NameNode,name=RpcActivityForPort<port>)."""
+    nn = pair["nn1"]
+    nn.transition_to_active()
+    rpc_port, http_port = nn.rpc_address[1], nn.http_address[1]
+    qry = f"Hadoop:service=NameNode,name=RpcActivityForPort{rpc_port}"
+
+    def activity() -> dict:
+        status, _, body = request(http_port, f"/jmx?qry={qry}")
+        assert status == 200
+        (bean,) = json.loads(body)["beans"]
+        return bean
+
+    before = activity()["TotalRequests"]
+    with pair.proxy("nn1") as p1:
+        for i in range(3):
+            assert p1.mkdirs(f"/rpc-metrics-{i}")
+        wait_until(lambda: activity()["TotalRequests"] >= before + 3)
+        bean = activity()
+        assert bean["NumOpenConnections"] >= 1
+    assert bean["RpcQueueTimeNumOps"] == bean["RpcProcessingTimeNumOps"] == bean["TotalRequests"]
+    assert bean["RpcProcessingTimeAvgTime"] > 0 and bean["CallQueueLength"] >= 0
+    assert bean["tag.port"] == str(rpc_port)
+    _, _, prom = request(http_port, "/prom")
+    assert f'rpc_rpc_queue_time_num_ops{{port="{rpc_port}"}}' in prom
+
+
 # ---- the JournalNodes on a NameNode's page -------------------------------------------------------
 def test_a_standby_shows_its_journal_nodes_as_not_writing(pair):
     """Issue 33 item 12: a standby writes to no JournalNode, so its page must not list

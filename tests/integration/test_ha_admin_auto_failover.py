@@ -17,7 +17,7 @@ from hadoop_qjm.common.exceptions import AccessControlException, IOException
 from hadoop_qjm.ha.zkfc_protocol import ZKFCRpcServer
 from hadoop_qjm.namenode.protocol.exceptions import ServiceFailedException
 from hadoop_qjm.namenode.protocol.messages import HAServiceState
-from hadoop_qjm.testing.in_process_ha import NS, HAPair, ha_conf, journal_node_conf
+from hadoop_qjm.testing.in_process_ha import NS, HAPair, ha_conf, journal_node_conf, wait_until
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 
 pytestmark = pytest.mark.timeout(120)
@@ -45,10 +45,11 @@ class FakeController:
 class Setup:
     """The pair (automatic failover on), nn2's fake controller, and the haadmin command."""
 
-    def __init__(self, pair: HAPair, controller: FakeController, zkfc_port: int) -> None:
+    def __init__(self, pair: HAPair, controller: FakeController, zkfc_server) -> None:
         self.pair = pair
         self.controller = controller
-        self.zkfc_port = zkfc_port
+        self.zkfc_server = zkfc_server
+        self.zkfc_port = zkfc_port = zkfc_server.port
         conf = pair.client_conf()
         self.props: dict[str, str] = {
             key: conf.get(key)
@@ -83,7 +84,7 @@ def setup(tmp_path, monkeypatch) -> Iterator[Setup]:
         server = ZKFCRpcServer(controller, "127.0.0.1", 0)
         server.start()
         try:
-            yield Setup(pair, controller, server.port)
+            yield Setup(pair, controller, server)
         finally:
             server.stop()
             pair.stop()
@@ -169,6 +170,10 @@ def test_failover_goes_through_the_targets_controller(setup, capsys, monkeypatch
     assert setup.controller.calls == ["gracefulFailover"]
     # The NameNodes were not asked anything by haadmin: the controllers do the transitions.
     assert setup.pair["nn1"].state is STANDBY and setup.pair["nn2"].state is STANDBY
+    # The ZKFC's RPC server counted the call (Hadoop's RpcMetrics, issue 38).
+    metrics = setup.zkfc_server.rpc_metrics
+    wait_until(lambda: metrics.attributes()["TotalRequests"] == 1)
+    assert metrics.attributes()["RpcProcessingTimeNumOps"] == 1
 
 
 def test_failover_errors(setup, capsys, monkeypatch) -> None:

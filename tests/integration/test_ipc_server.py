@@ -344,3 +344,34 @@ def test_a_malformed_context_drops_that_connection_and_the_server_serves_on(
     with socket.create_connection(any_server.address, timeout=DEADLINE_S) as good:
         send(good, CONTEXT_MAGIC + b"bob", b"who:")
         assert reply(good) == b"bob (auth:SIMPLE)"
+
+
+def test_rpc_metrics_count_every_call_of_either_server(any_server: Any) -> None:
+    """Hadoop's RpcMetrics (TestJournalNodeSync checks the JournalNode's counted its
+    requests): every call once in RpcQueueTime, RpcProcessingTime and TotalRequests,
+    pipelined calls too, the connection context not; NumOpenConnections while connected;
+    the counts of a closed connection kept."""
+    metrics = any_server.rpc_metrics
+
+    def attributes() -> dict[str, Any]:
+        return metrics.attributes()
+
+    with connect(any_server) as sock:
+        send(sock, *(f"echo:{i}".encode() for i in range(5)))
+        assert [reply(sock) for _ in range(5)] == [str(i).encode() for i in range(5)]
+        send(sock, b"echo:last")
+        assert reply(sock) == b"last"
+        wait_until(lambda: attributes()["RpcProcessingTimeNumOps"] == 6, DEADLINE_S)
+        counted = attributes()
+        assert counted["NumOpenConnections"] == 1
+        assert counted["RpcQueueTimeNumOps"] == counted["TotalRequests"] == 6
+        assert counted["CallQueueLength"] == 0
+        assert counted["RpcAuthenticationFailures"] == counted["RpcAuthenticationSuccesses"] == 0
+        assert counted["RpcQueueTimeAvgTime"] >= 0 and counted["RpcProcessingTimeAvgTime"] > 0
+    channel = SocketChannel("127.0.0.1", any_server.address[1], DEADLINE_S, user="alice")
+    try:
+        assert channel.call(b"who:") == b"alice (auth:SIMPLE)"
+    finally:
+        channel.close()
+    wait_until(lambda: attributes()["NumOpenConnections"] == 0, DEADLINE_S)
+    assert attributes()["TotalRequests"] == 7  # the context is no call

@@ -18,6 +18,7 @@ import pytest
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import (
     AuthorizationException,
+    ConfigurationError,
     IllegalArgumentException,
     IOException,
 )
@@ -36,6 +37,7 @@ from hadoop_qjm.qjournal.protocol.exceptions import (
 )
 from hadoop_qjm.qjournal.protocol.messages import SegmentState
 from hadoop_qjm.qjournal.server.journal_node import JournalNode
+from hadoop_qjm.testing.domain_name_resolvers import StaticDomainNameResolver
 from hadoop_qjm.testing.in_process_ha import wait_until
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import (
@@ -78,7 +80,11 @@ def proxy(jn):
 
 
 def http_get(jn, path):
-    url = f"http://127.0.0.1:{jn.http_address[1]}{path}"
+    return http_get_port(jn.http_address[1], path)
+
+
+def http_get_port(port: int, path: str):
+    url = f"http://127.0.0.1:{port}{path}"
     try:
         with urllib.request.urlopen(url, timeout=30) as response:
             return response.status, response.read()
@@ -293,6 +299,13 @@ def test_fail_to_start_with_bad_config(tmp_path):
         node.stop()
 
 
+def test_a_resolver_that_is_no_domain_name_resolver_refuses_to_start(tmp_path):
+    conf = node_conf(tmp_path / "jn")
+    conf.set("dfs.namenode.edits.qjournals.resolver.impl", "no.such.Resolver")
+    with pytest.raises(ConfigurationError, match=r"^dfs.namenode.edits.qjournals.resolver.impl"):
+        JournalNode(conf)
+
+
 def test_startup_fails_cleanly_when_the_port_is_in_use(tmp_path):
     blocker = socket.socket()
     blocker.bind(("127.0.0.1", 0))
@@ -372,7 +385,18 @@ def wait_for(condition, timeout_s=30.0, what="condition"):
         time.sleep(0.05)
 
 
+def rpc_activity(http_port: int, rpc_port: int) -> dict:
+    """The JournalNode's ``RpcActivityForPort<rpc_port>`` bean."""
+    qry = f"Hadoop:service=JournalNode,name=RpcActivityForPort{rpc_port}"
+    url = f"http://127.0.0.1:{http_port}/jmx?qry={qry}"
+    with urllib.request.urlopen(url, timeout=30) as response:
+        (bean,) = json.loads(response.read())["beans"]
+    return bean
+
+
 def test_syncer_restores_a_deleted_finalized_segment(tmp_path):
+    """TestJournalNodeSync.testJournalNodeSync: a finalized segment deleted on one node
+    comes back from its peers, and each node's RPC server counted its requests."""
     conf = Configuration()
     conf.set("dfs.journalnode.sync.interval", "100")
     with MiniJournalCluster(3, base_dir=tmp_path, conf=conf) as cluster:
@@ -416,9 +440,141 @@ def test_syncer_restores_a_deleted_finalized_segment(tmp_path):
                 ).read()
             )["beans"][0]
             assert bean["NumEditLogsSynced"] >= 1
+            for i in range(3):
+                rpc_port = cluster.rpc_address(i)[1]
+                activity = rpc_activity(cluster.http_ports[i], rpc_port)
+                # 10 calls of the test's own, and node 0's syncer's manifest calls.
+                assert activity["RpcQueueTimeNumOps"] >= 10
+                assert activity["RpcProcessingTimeNumOps"] == activity["RpcQueueTimeNumOps"]
+                assert activity["TotalRequests"] == activity["RpcQueueTimeNumOps"]
+                assert activity["NumOpenConnections"] >= 1  # the test's proxy
+                assert activity["RpcProcessingTimeAvgTime"] > 0
+                assert activity["CallQueueLength"] == 0
+                status, prom = http_get_port(cluster.http_ports[i], "/prom")
+                assert status == 200
+                assert re.search(
+                    rf'^rpc_rpc_processing_time_num_ops{{port="{rpc_port}"}} [1-9]',
+                    prom.decode(),
+                    re.MULTILINE,
+                )
         finally:
             for p in proxies:
                 p.close()
+
+
+# ---- when a journal gets its syncer (TestJournalNode's testJournalNodeSyncer* cases) ---------
+
+SYNC_JID = "test-journalid-ns1"
+SHARED_EDITS = "dfs.namenode.shared.edits.dir"
+
+
+@contextlib.contextmanager
+def syncing_node(tmp_path, settings: dict[str, str], resolver=None):
+    """A started JournalNode with ``dfs.journalnode.enable.sync`` and ``settings``, whose
+    host names ``resolver`` (no DNS: a StaticDomainNameResolver; None: the system's)
+    resolves."""
+    conf = node_conf(tmp_path / "jn")
+    conf.set("dfs.journalnode.enable.sync", True)
+    for key, value in settings.items():
+        conf.set(key, value)
+    node = JournalNode(conf) if resolver is None else JournalNode(conf, resolver=resolver)
+    node.start()
+    try:
+        yield node
+    finally:
+        node.stop()
+
+
+def syncer_state(node, jid=SYNC_JID) -> tuple[bool, bool]:
+    """(syncer started, tried with a nameservice id): Hadoop's getJournalSyncerStatus and
+    getTriedJournalSyncerStartedwithnsId."""
+    return node.journal_syncer_started(jid), node.tried_journal_syncer_with_ns_id(jid)
+
+
+def resolving(*names: str) -> StaticDomainNameResolver:
+    """Hadoop's setupStaticHostResolution: each name resolves to an address of its own."""
+    return StaticDomainNameResolver({name: [f"10.0.0.{i + 1}"] for i, name in enumerate(names)})
+
+
+def test_journal_node_syncer_not_start_when_sync_disabled(tmp_path):
+    uri = f"qjournal://jn0:9900;jn1:9901/{SYNC_JID}"
+    settings = {SHARED_EDITS: uri, "dfs.journalnode.enable.sync": "false"}
+    with syncing_node(tmp_path, settings, resolving("jn0", "jn1")) as node:
+        node.get_or_create_journal(SYNC_JID)
+        assert syncer_state(node) == (False, False)
+        node.get_or_create_journal(SYNC_JID, "mycluster")
+        assert syncer_state(node) == (False, False)
+
+
+def test_journal_node_syncer_not_start_when_sync_enabled_incorrect_uri(tmp_path, caplog):
+    """The shared edits hosts do not resolve: no syncer, and the reason logged once."""
+    uri = f"qjournal://journalnode0:9900;journalnode1:9901/{SYNC_JID}"
+    with syncing_node(tmp_path, {SHARED_EDITS: uri}, StaticDomainNameResolver()) as node:
+        with caplog.at_level(logging.INFO, logger="hadoop_qjm.qjournal.server"):
+            node.get_or_create_journal(SYNC_JID)
+            assert syncer_state(node) == (False, False)
+            why = [r.getMessage() for r in caplog.records if "could not parse" in r.getMessage()]
+            assert len(why) == 1 and "UnknownHostException: journalnode0" in why[0]
+            node.get_or_create_journal(SYNC_JID, "mycluster")
+            assert syncer_state(node) == (False, True)
+            node.get_or_create_journal(SYNC_JID, "mycluster")  # tried: never again
+            why = [r.getMessage() for r in caplog.records if "could not parse" in r.getMessage()]
+            assert len(why) == 2
+
+
+def test_journal_node_syncer_not_start_when_sync_enabled(tmp_path):
+    uri = f"qjournal://jn0:9900;jn1:9901/{SYNC_JID}"
+    resolver = StaticDomainNameResolver()
+    with syncing_node(tmp_path, {SHARED_EDITS: uri}, resolver) as node:
+        node.get_or_create_journal(SYNC_JID)
+        assert syncer_state(node) == (False, False)
+        resolver.names.update(resolving("jn0", "jn1").names)
+        node.get_or_create_journal(SYNC_JID, "mycluster")
+        assert syncer_state(node) == (True, True)
+        assert node.syncer_status(SYNC_JID)["Peers"] == ["jn0:9900", "jn1:9901"]
+
+
+def test_journal_node_syncwith_federation_type_config_with_name_service_id(tmp_path):
+    """Only ``dfs.namenode.shared.edits.dir.<nsId>``: a journal created without a
+    nameservice id gets its syncer when a later call names ns1."""
+    settings = {
+        f"{SHARED_EDITS}.ns1": f"qjournal://journalnode0:9900;journalnode0:9901/{SYNC_JID}",
+        f"{SHARED_EDITS}.ns2": "qjournal://journalnode0:9900;journalnode0:9901/test-journalid-ns2",
+        "dfs.nameservices": "ns1,ns2",
+    }
+    with syncing_node(tmp_path, settings, resolving("journalnode0", "journalnode1")) as node:
+        node.get_or_create_journal(SYNC_JID)
+        assert syncer_state(node) == (False, False)
+        node.get_or_create_journal(SYNC_JID, "ns1")
+        assert syncer_state(node) == (True, True)
+
+
+def test_journal_node_syncwith_federation_type_config_with_namenode_id(tmp_path):
+    """Only ``dfs.namenode.shared.edits.dir.<nsId>.<nnId>``, the same for both NameNodes."""
+    uri = f"qjournal://journalnode0:9900;journalnode1:9901/{SYNC_JID}"
+    settings = {
+        "dfs.ha.namenodes.ns1": "nn1,nn2",
+        f"{SHARED_EDITS}.ns1.nn1": uri,
+        f"{SHARED_EDITS}.ns1.nn2": uri,
+    }
+    with syncing_node(tmp_path, settings, resolving("journalnode0", "journalnode1")) as node:
+        node.get_or_create_journal(SYNC_JID)
+        assert syncer_state(node) == (False, False)
+        node.get_or_create_journal(SYNC_JID, "ns1")
+        assert syncer_state(node) == (True, True)
+
+
+@pytest.mark.parametrize("own_host", ["127.0.0.1", "0.0.0.0"])
+def test_journal_node_excludes_self_wild_card(tmp_path, own_host):
+    """TestJournalNodeSync's testJournalNodeExcludesSelf / …SelfWildCard: this node's own
+    entry, also as ``0.0.0.0:<its port>``, is not a peer; another port on it is."""
+    with syncing_node(tmp_path, {}) as node:  # the real resolver: addresses only
+        port = node.rpc_address[1]
+        other = port + 1 if port < 65535 else port - 1
+        uri = f"qjournal://{own_host}:{port};127.0.0.2:9901;127.0.0.1:{other}/{SYNC_JID}"
+        node.conf.set(SHARED_EDITS, uri)
+        node.get_or_create_journal(SYNC_JID)
+        assert node.syncer_status(SYNC_JID)["Peers"] == ["127.0.0.2:9901", f"127.0.0.1:{other}"]
 
 
 SEGMENT_1_3 = "edits_0000000000000000001-0000000000000000003"

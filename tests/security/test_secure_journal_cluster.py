@@ -127,6 +127,14 @@ def test_plain_tcp_and_plain_http_clients_fail(formatted) -> None:
     wait_until(
         lambda: counter(node, "journalnode_http_authentication_failures", reason="not_tls") == 1
     )
+    # The RPC server's own count (RpcMetrics) saw the same failed handshake.
+    wait_until(
+        lambda: (
+            node.rpc_server.rpc_metrics.authentication_failures
+            == node.metrics.security_bean_attributes()["RpcAuthenticationFailures"]
+            >= 1
+        )
+    )
 
 
 def _epochs(cluster) -> list[int]:
@@ -203,6 +211,8 @@ def test_a_certificate_that_is_not_allowed_may_read_metadata_only(formatted, pki
     activity = beans[f"Hadoop:service=JournalNode,name=RpcActivityForPort{formatted.rpc_ports[0]}"]
     assert activity["RpcAuthorizationFailures"] == 4
     assert activity["HttpAuthorizationFailures"] == 2
+    # Every verified handshake on the RPC port is an authentication (Hadoop's RpcMetrics).
+    assert activity["RpcAuthenticationSuccesses"] >= 1
     assert _https_get(formatted, 0, "/metrics", pki.client_context(None))[0] == 200
 
 

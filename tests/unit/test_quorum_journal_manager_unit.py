@@ -15,8 +15,11 @@ from hadoop_qjm.common.exceptions import (
     IllegalStateException,
     IOException,
 )
+from hadoop_qjm.common.net_exceptions import UnknownHostException
 from hadoop_qjm.conf import Configuration
+from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.editlog.fs_edit_log_op import MkdirOp, edit_log_header, encode_op
+from hadoop_qjm.qjournal.client.qjournal_uri import get_addresses_list
 from hadoop_qjm.qjournal.client.quorum_journal_manager import (
     QuorumJournalManager,
     QuorumJournalTimeouts,
@@ -31,6 +34,7 @@ from hadoop_qjm.qjournal.protocol.messages import (
     PrepareRecoveryResponse,
     SegmentState,
 )
+from hadoop_qjm.testing.domain_name_resolvers import MockDomainNameResolver
 from hadoop_qjm.testing.qjm_test_util import (
     FAKE_NSINFO,
     create_txn_data,
@@ -70,6 +74,62 @@ def create_log_segment(qjm: QuorumJournalManager) -> QuorumOutputStream:
 
 def journaled_edits(start: int, num: int) -> GetJournaledEditsResponse:
     return GetJournaledEditsResponse(num, edit_log_header() + create_txn_data(start, num))
+
+
+# ---- journal addresses by DNS ---------------------------------------------------------------------
+
+
+def resolution_conf(
+    resolver: str = "hadoop_qjm.testing.domain_name_resolvers.MockDomainNameResolver",
+):
+    conf = Configuration()
+    conf.set(keys.DFS_NAMENODE_EDITS_QJOURNALS_RESOLUTION_ENABLED_KEY, True)
+    conf.set(keys.DFS_NAMENODE_EDITS_QJOURNALS_RESOLUTION_RESOLVER_IMPL, resolver)
+    return conf
+
+
+def test_get_journal_address_list_with_resolution() -> None:
+    """TestQuorumJournalManager.testGetJournalAddressListWithResolution: one DNS name and a
+    port stand for every host the name resolves to; an unknown name is UnknownHostException."""
+    conf = resolution_conf()
+    mock = MockDomainNameResolver
+    result = get_addresses_list(f"qjournal://{mock.DOMAIN}:1234/testns", conf)
+    assert result == [(mock.FQDN_1, 1234), (mock.FQDN_2, 1234)]
+    with pytest.raises(UnknownHostException):
+        get_addresses_list(f"qjournal://{mock.UNKNOWN_DOMAIN}:1234/testns", conf)
+
+
+def test_without_resolution_each_host_must_resolve_and_stands_for_itself() -> None:
+    conf = resolution_conf()
+    conf.set(keys.DFS_NAMENODE_EDITS_QJOURNALS_RESOLUTION_ENABLED_KEY, False)
+    mock = MockDomainNameResolver
+    assert get_addresses_list(f"qjournal://{mock.DOMAIN}:1234/testns", conf) == [
+        (mock.DOMAIN, 1234)
+    ]
+    with pytest.raises(UnknownHostException):
+        get_addresses_list(f"qjournal://{mock.DOMAIN}:1;{mock.UNKNOWN_DOMAIN}:2/testns", conf)
+
+
+def test_the_writer_has_one_logger_per_host_a_journal_name_resolves_to() -> None:
+    made: list[tuple[str, int]] = []
+
+    def factory(conf, ns_info, journal_id, name_service_id, address):
+        made.append(address)
+        return FakeLogger(f"{address[0]}:{address[1]}")
+
+    uri = f"qjournal://{MockDomainNameResolver.DOMAIN}:1234;jn3:8485/testns"
+    resolver = MockDomainNameResolver()
+    resolver.add("jn3", "10.1.1.3")
+    QuorumJournalManager(
+        resolution_conf(), uri, FAKE_NSINFO, logger_factory=factory, resolver=resolver
+    )
+    assert made == [("host01.test", 1234), ("host02.test", 1234), ("10.1.1.3", 8485)]
+
+
+def test_a_resolver_impl_that_is_no_resolver_is_refused_naming_the_key() -> None:
+    conf = resolution_conf("hadoop_qjm.conf.Configuration")
+    with pytest.raises(ConfigurationError, match="dfs.namenode.edits.qjournals.resolver.impl"):
+        get_addresses_list("qjournal://jn1:8485/testns", conf)
 
 
 # ---- becoming the writer --------------------------------------------------------------------------

@@ -47,12 +47,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from hadoop_qjm.common.exceptions import (
-    IllegalArgumentException,
-    IOException,
-    always_assert,
-    register_exception,
-)
+from hadoop_qjm.common.exceptions import IllegalArgumentException, always_assert
+from hadoop_qjm.common.net_exceptions import UnknownHostException
 from hadoop_qjm.common.remote_edit_log import RemoteEditLogManifest
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
@@ -89,13 +85,6 @@ LOG = logging.getLogger("hadoop_qjm.qjournal.client.quorum_journal_manager")
 
 #: A journal call slower than this is logged.
 WARN_JOURNAL_MILLIS_THRESHOLD = 1000
-
-
-@register_exception
-class UnknownHostException(IOException):
-    """A JournalNode host name does not resolve."""
-
-    java_name = "java.net.UnknownHostException"
 
 
 #: ``on_answer(None, None)`` (done) or ``on_answer(None, error)``: a direct journal

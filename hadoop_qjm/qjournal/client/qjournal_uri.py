@@ -1,16 +1,28 @@
 """``qjournal://host1:port1;host2:port2;host3:port3/<journalId>`` (digest §5 "URI").
 
-Pure: parsing only, no name resolution.
+Parsing is pure; :func:`get_addresses_list` resolves the hosts only through the
+:class:`~hadoop_qjm.common.domain_name_resolver.DomainNameResolver` it is given, and with
+``dfs.namenode.edits.qjournals.resolution-enabled`` lets one DNS name stand for every
+JournalNode it resolves to (Hadoop's ``Util.getAddressesList``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hadoop_qjm.common.domain_name_resolver import DomainNameResolver, new_domain_name_resolver
 from hadoop_qjm.common.exceptions import IllegalArgumentException
+from hadoop_qjm.common.net_exceptions import UnknownHostException
+from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.qjournal.protocol.rules import validate_journal_id
 
-__all__ = ["QJournalURI", "parse_qjournal_uri", "DEFAULT_JOURNAL_RPC_PORT"]
+__all__ = [
+    "DEFAULT_JOURNAL_RPC_PORT",
+    "QJournalURI",
+    "get_addresses_list",
+    "parse_qjournal_uri",
+    "resolved_qjournal_uri",
+]
 
 DEFAULT_JOURNAL_RPC_PORT = 8485
 SCHEME = "qjournal"
@@ -61,3 +73,48 @@ def parse_qjournal_uri(uri: str, default_port: int = DEFAULT_JOURNAL_RPC_PORT) -
     if not addresses:
         raise IllegalArgumentException(f"No JournalNode addresses in qjournal URI: {uri}")
     return QJournalURI(tuple(addresses), journal_id)
+
+
+def get_addresses_list(
+    uri: str | QJournalURI, conf, resolver: DomainNameResolver | None = None
+) -> list[tuple[str, int]]:
+    """The JournalNode addresses of ``uri``, each host checked to resolve (Hadoop's
+    ``Util.getAddressesList``): with ``dfs.namenode.edits.qjournals.resolution-enabled``
+    a name stands for the FQDN of every address it resolves to, each with the name's port.
+    UnknownHostException names the first entry that resolves to nothing. ``resolver``
+    defaults to the one ``dfs.namenode.edits.qjournals.resolver.impl`` names."""
+    parsed = uri if isinstance(uri, QJournalURI) else parse_qjournal_uri(uri)
+    if resolver is None:
+        resolver = new_domain_name_resolver(
+            conf, keys.DFS_NAMENODE_EDITS_QJOURNALS_RESOLUTION_RESOLVER_IMPL
+        )
+    expand = conf.get_bool(
+        keys.DFS_NAMENODE_EDITS_QJOURNALS_RESOLUTION_ENABLED_KEY,
+        keys.DFS_NAMENODE_EDITS_QJOURNALS_RESOLUTION_ENABLED_DEFAULT,
+    )
+    addresses: list[tuple[str, int]] = []
+    for host, port in parsed.addresses:
+        if not expand:
+            resolver.get_all_by_domain_name(host)  # raises UnknownHostException
+            addresses.append((host, port))
+            continue
+        hostnames = resolver.get_all_resolved_hostname_by_domain_name(host, True)
+        if not hostnames:
+            raise UnknownHostException(f"{host}:{port}")
+        addresses.extend((name, port) for name in hostnames)
+    return addresses
+
+
+def resolved_qjournal_uri(
+    uri: str | QJournalURI, conf, resolver: DomainNameResolver | None = None
+) -> QJournalURI:
+    """``uri`` parsed, its DNS names expanded to their JournalNodes when
+    ``dfs.namenode.edits.qjournals.resolution-enabled`` is on (the QuorumJournalManager's
+    loggers; otherwise each logger checks its own host)."""
+    parsed = uri if isinstance(uri, QJournalURI) else parse_qjournal_uri(uri)
+    if not conf.get_bool(
+        keys.DFS_NAMENODE_EDITS_QJOURNALS_RESOLUTION_ENABLED_KEY,
+        keys.DFS_NAMENODE_EDITS_QJOURNALS_RESOLUTION_ENABLED_DEFAULT,
+    ):
+        return parsed
+    return QJournalURI(tuple(get_addresses_list(parsed, conf, resolver)), parsed.journal_id)

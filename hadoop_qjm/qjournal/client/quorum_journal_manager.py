@@ -36,6 +36,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from hadoop_qjm.common.domain_name_resolver import DomainNameResolver
 from hadoop_qjm.common.exceptions import (
     IllegalArgumentException,
     IllegalStateException,
@@ -56,7 +57,7 @@ from hadoop_qjm.qjournal.client.async_logger import AsyncLogger, LoggerFactory
 from hadoop_qjm.qjournal.client.async_logger_set import AsyncLoggerSet
 from hadoop_qjm.qjournal.client.ipc_logger_channel import ipc_logger_channel_factory
 from hadoop_qjm.qjournal.client.joint_logger_set import JointAsyncLoggerSet, logger_address
-from hadoop_qjm.qjournal.client.qjournal_uri import QJournalURI, parse_qjournal_uri
+from hadoop_qjm.qjournal.client.qjournal_uri import QJournalURI, resolved_qjournal_uri
 from hadoop_qjm.qjournal.client.quorum_call import map_to_string
 from hadoop_qjm.qjournal.client.quorum_output_stream import QuorumOutputStream
 from hadoop_qjm.qjournal.client.segment_recovery_comparator import decide_recovery
@@ -128,7 +129,9 @@ class QuorumJournalManager(AllJournalNodesCalls, JournalManager):
     ``metrics_registry`` receives the channels' Prometheus metrics;
     ``http_opener(url, timeout_s)`` opens a ``/getJournal`` URL for the
     streaming readers (default: HTTP(S); the in-process transport reads the
-    simulated node's file). Both defaults take their TLS from one
+    simulated node's file); ``resolver`` expands a DNS name of the URI with
+    ``dfs.namenode.edits.qjournals.resolution-enabled`` (default: the one
+    ``…resolver.impl`` names). Both defaults take their TLS from one
     :class:`~hadoop_qjm.common.security.SSLFactory` of ``conf``
     (docs/security.md), read here: a bad security setting fails the constructor.
     """
@@ -144,11 +147,12 @@ class QuorumJournalManager(AllJournalNodesCalls, JournalManager):
         metrics_registry: CollectorRegistry | None = None,
         clock: Callable[[], float] = time.monotonic,
         http_opener: Callable[[str, float], Any] | None = None,
+        resolver: DomainNameResolver | None = None,
     ) -> None:
         if conf is None:
             raise IllegalArgumentException("must be configured")
         self.conf = conf
-        self.uri = uri if isinstance(uri, QJournalURI) else parse_qjournal_uri(uri)
+        self.uri = resolved_qjournal_uri(uri, conf, resolver)
         self.journal_id = self.uri.journal_id
         self.ns_info = ns_info
         self.name_service_id = name_service_id

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from hadoop_qjm import __version__
 from hadoop_qjm.common.command_line import print_daemon_started
+from hadoop_qjm.common.domain_name_resolver import DomainNameResolver, new_domain_name_resolver
 from hadoop_qjm.common.exceptions import (
     AuthorizationException,
     ConfigurationError,
@@ -34,6 +35,7 @@ from hadoop_qjm.common.security.caller_identity import caller_identity_from_conf
 from hadoop_qjm.common.security.service_authorization import service_authorization_from_conf
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.ipc import call_context
+from hadoop_qjm.ipc.rpc_metrics import RpcCollector
 from hadoop_qjm.qjournal.protocol import rules
 from hadoop_qjm.qjournal.server.journal import Journal
 from hadoop_qjm.qjournal.server.journal_dirs import check_journal_dir, create_journal_dir
@@ -65,9 +67,20 @@ class JournalNode:
     """
 
     def __init__(
-        self, conf, *, fault_injector=None, fetcher=None, socket_factory=None, clock=time.time
+        self,
+        conf,
+        *,
+        fault_injector=None,
+        fetcher=None,
+        socket_factory=None,
+        clock=time.time,
+        resolver: DomainNameResolver | None = None,
     ) -> None:
         self.conf = conf
+        #: Resolves the shared-edits URI's hosts for the syncer (a test passes a table).
+        self.resolver = resolver or new_domain_name_resolver(
+            conf, keys.DFS_NAMENODE_EDITS_QJOURNALS_RESOLUTION_RESOLVER_IMPL
+        )
         self.ssl_factory = SSLFactory(conf)
         self.settings = JournalNodeSettings.from_conf(conf)
         # Who calls (auth_to_local, groups): a malformed rule or mapping refuses to start.
@@ -79,6 +92,7 @@ class JournalNode:
         #: Who may write and download (None: security off, everyone).
         self.authorizer: ServiceAuthorizer | None = None
         self.metrics = JournalNodeMetrics()
+        self.metrics.registry.register(RpcCollector(lambda: self.rpc_server))  # RpcActivity
         self.version = f"{__version__}, r0"
         self.start_time_ms = int(time.time() * 1000)
         self._fault_injector = fault_injector
@@ -87,6 +101,9 @@ class JournalNode:
         self._clock = clock  # every Journal's (tests move it: the format window, issue 33)
         self._journals: dict[str, Journal] = {}
         self._syncers: dict[str, object] = {}
+        # Journals whose syncer was tried with a nameservice id (Hadoop's
+        # triedJournalSyncerStartedwithnsId): a later nameservice id tries no more.
+        self._syncer_tried_with_ns: set[str] = set()
         self.scrub_settings = ScrubSettings.from_conf(conf)
         self.scrub_metrics = ScrubMetrics(self.metrics.registry)
         self.scrubbers: dict[str, JournalNodeScrubber] = {}
@@ -347,6 +364,9 @@ class JournalNode:
                 self._journals[journal_id] = journal
                 self._maybe_start_syncer(journal, name_service_id)
                 self._maybe_start_scrubber(journal, name_service_id)
+            elif name_service_id is not None and journal_id not in self._syncers:
+                # Created without one: the nameservice's shared edits dir may name the peers.
+                self._maybe_start_syncer(journal, name_service_id)
             return journal
 
     def get_journal_if_exists(self, journal_id: str) -> Journal | None:
@@ -403,15 +423,31 @@ class JournalNode:
             return {"State": "not running (no shared edits dir, or no other JournalNode)"}
         return syncer.status()
 
+    def journal_syncer_started(self, journal_id: str) -> bool:
+        """Whether ``journal_id``'s JournalNodeSyncer runs (Hadoop's getJournalSyncerStatus)."""
+        return journal_id in self._syncers
+
+    def tried_journal_syncer_with_ns_id(self, journal_id: str) -> bool:
+        """Whether its syncer was tried with a nameservice id (then never again)."""
+        return journal_id in self._syncer_tried_with_ns
+
     def _maybe_start_syncer(self, journal: Journal, name_service_id: str | None) -> None:
-        if not self.settings.enable_sync or self.rpc_server is None:
+        jid = journal.journal_id
+        if not self.settings.enable_sync or self.rpc_server is None or jid in self._syncers:
             return
+        if name_service_id is not None:
+            if jid in self._syncer_tried_with_ns:
+                return
+            self._syncer_tried_with_ns.add(jid)
         from hadoop_qjm.qjournal.server.journal_node_syncer import JournalNodeSyncer
 
         syncer = JournalNodeSyncer.create(self, journal, name_service_id)
         if syncer is not None:
-            self._syncers[journal.journal_id] = syncer
+            self._syncers[jid] = syncer
             syncer.start()
+            scrubber = self.scrubbers.get(jid)
+            if scrubber is not None and scrubber.syncer is None:
+                scrubber.syncer = syncer  # repairs through the syncer that started late
 
     def _maybe_start_scrubber(self, journal: Journal, name_service_id: str | None) -> None:
         """Start the journal's scrubber (issue 27); it repairs through the journal's syncer,
@@ -419,7 +455,7 @@ class JournalNode:
         if not self.scrub_settings.enabled or self.rpc_server is None:
             return
         syncer = self._syncers.get(journal.journal_id)
-        if syncer is None:
+        if syncer is None and not self.settings.enable_sync:  # else its reason is logged
             from hadoop_qjm.qjournal.server.journal_node_syncer import JournalNodeSyncer
 
             syncer = JournalNodeSyncer.create(self, journal, name_service_id)

@@ -41,6 +41,7 @@ from hadoop_qjm.common.http_server import (
 )
 from hadoop_qjm.common.storage_info import StorageInfo
 from hadoop_qjm.editlog.file_journal_manager import match_edit_logs
+from hadoop_qjm.ipc.rpc_metrics import RpcMetrics, rpc_activity_bean
 from hadoop_qjm.qjournal.protocol.rules import validate_journal_id
 
 __all__ = [
@@ -190,6 +191,12 @@ class GetJournalEditServlet:
             request.send_file(f, length, name, send_body)
 
 
+def _rpc_metrics(jn: Any) -> RpcMetrics:
+    server = getattr(jn, "rpc_server", None)
+    metrics = getattr(server, "rpc_metrics", None)
+    return metrics if metrics is not None else RpcMetrics()  # not bound: nothing counted
+
+
 def journal_node_beans(jn: Any) -> list[dict[str, object]]:
     """Every bean ``/jmx`` can show: JournalNodeInfo, one Journal-<jid> each, JvmMetrics."""
     rpc_host, rpc_port = jn.rpc_address
@@ -205,11 +212,9 @@ def journal_node_beans(jn: Any) -> list[dict[str, object]]:
             "StorageInfos": list(jn.storage_infos()),
         },
         {
-            # Hadoop's RpcActivity bean, reduced to the security counters.
-            "name": f"{_SERVICE},name=RpcActivityForPort{rpc_port}",
-            "modelerType": f"RpcActivityForPort{rpc_port}",
-            "tag.port": str(rpc_port),
-            "tag.Context": "rpc",
+            # Hadoop's RpcActivity bean: the RPC server's RpcMetrics, the security counters
+            # (the same failed handshakes, counted by reason for /prom).
+            **rpc_activity_bean("JournalNode", rpc_port, _rpc_metrics(jn)),
             **jn.metrics.security_bean_attributes(),
         },
     ]

@@ -37,12 +37,18 @@ from functools import cache
 
 import psutil
 
+from hadoop_qjm.common.domain_name_resolver import DNSDomainNameResolver, DomainNameResolver
 from hadoop_qjm.common.exceptions import HadoopException
 from hadoop_qjm.common.http_transfer import TransferSession
 from hadoop_qjm.common.progress import TransferProgress, transfer_summary
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog
+from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.editlog.fs_edit_log_op import DEFAULT_MAX_OP_SIZE
-from hadoop_qjm.qjournal.client.qjournal_uri import QJournalURI, parse_qjournal_uri
+from hadoop_qjm.qjournal.client.qjournal_uri import (
+    QJournalURI,
+    get_addresses_list,
+    parse_qjournal_uri,
+)
 from hadoop_qjm.qjournal.protocol.journal_url import get_journal_url, http_server_url
 from hadoop_qjm.qjournal.protocol.peer_format import (
     FORMATTING,
@@ -59,7 +65,13 @@ from hadoop_qjm.qjournal.protocol.sync_rules import segments_to_fetch
 from hadoop_qjm.qjournal.server.journal_formatter import peer_name
 from hadoop_qjm.qjournal.server.scrub_rules import SegmentVerifier
 
-__all__ = ["JournalNodeSyncer", "SyncRound", "missing_log_segments", "shared_edits_uri"]
+__all__ = [
+    "JournalNodeSyncer",
+    "SyncRound",
+    "journal_addr_list",
+    "missing_log_segments",
+    "shared_edits_uri",
+]
 
 LOG = logging.getLogger(__name__)
 
@@ -101,22 +113,48 @@ def _local_addresses() -> frozenset[str]:
     return frozenset(addrs)
 
 
-def _is_self(host: str, port: int, bound_host: str, bound_port: int) -> bool:
+_WILDCARDS = frozenset({"0.0.0.0", "::"})
+
+
+def _is_self(
+    host: str,
+    port: int,
+    bound_host: str,
+    bound_port: int,
+    resolver: DomainNameResolver | None = None,
+) -> bool:
+    """Whether ``host:port`` of a shared-edits URI is this JournalNode, bound at
+    ``bound_host:bound_port``: its own address, or a wildcard address on its port (Hadoop's
+    ``JournalNodeSyncer.getJournalAddrList``, HDFS-17178), never another host's."""
     if port != bound_port:
         return False
+    resolver = resolver or DNSDomainNameResolver()
     try:
-        resolved = {info[4][0] for info in socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)}
-    except OSError:
+        resolved = set(resolver.get_all_by_domain_name(host))
+    except HadoopException:
         return False
-    if bound_host in ("0.0.0.0", "::", ""):
+    if resolved & _WILDCARDS:
+        return True
+    if bound_host in _WILDCARDS or not bound_host:
         return any(
             ip in _local_addresses() or ipaddress.ip_address(ip).is_loopback for ip in resolved
         )
     try:
-        bound = {info[4][0] for info in socket.getaddrinfo(bound_host, port)}
-    except OSError:
+        bound = set(resolver.get_all_by_domain_name(bound_host))
+    except HadoopException:
         bound = {bound_host}
     return bool(resolved & bound)
+
+
+def journal_addr_list(
+    text: str, bound: tuple[str, int], conf, resolver: DomainNameResolver | None = None
+) -> list[tuple[str, int]]:
+    """The peers a shared-edits URI names: its addresses, each checked to resolve (and
+    expanded with ``dfs.namenode.edits.qjournals.resolution-enabled``), less this node
+    (Hadoop's ``getJournalAddrList``); IllegalArgumentException or UnknownHostException
+    when the URI is unusable."""
+    addresses = get_addresses_list(text, conf, resolver)
+    return [a for a in addresses if not _is_self(a[0], a[1], bound[0], bound[1], resolver)]
 
 
 @dataclass(frozen=True)
@@ -167,21 +205,33 @@ class JournalNodeSyncer:
     @classmethod
     def create(cls, journal_node, journal, name_service_id: str | None):
         """A syncer, or None when there is no shared-edits URI or no peer (digest §2 start-up)."""
-        text = shared_edits_uri(journal_node.conf, name_service_id)
+        jid = journal.journal_id
+        conf = journal_node.conf
+        # Without a nameservice id only the plain key counts (Hadoop's
+        # getOtherJournalNodeAddrs): a later call naming one tries again (issue 38).
+        if name_service_id is None:
+            text = conf.get_trimmed(keys.DFS_NAMENODE_SHARED_EDITS_DIR_KEY)
+        else:
+            text = shared_edits_uri(conf, name_service_id)
         if not text:
-            LOG.info(
-                "Not starting the JournalNodeSyncer of %s: no shared edits dir", journal.journal_id
-            )
+            LOG.info("Not starting the JournalNodeSyncer of %s: no shared edits dir", jid)
             return None
+        resolver = getattr(journal_node, "resolver", None)
         try:
             uri = parse_qjournal_uri(text)
+            peers = journal_addr_list(text, journal_node.rpc_address, conf, resolver)
         except HadoopException as e:
-            LOG.warning("Not starting the JournalNodeSyncer: %s", e)
+            LOG.warning(
+                "Not starting the JournalNodeSyncer of %s: could not parse JournalNode "
+                "addresses of %s: %s: %s",
+                jid,
+                text,
+                type(e).__name__,
+                e,
+            )
             return None
-        bound_host, bound_port = journal_node.rpc_address
-        peers = [a for a in uri.addresses if not _is_self(a[0], a[1], bound_host, bound_port)]
         if not peers:
-            LOG.info("Not starting the JournalNodeSyncer of %s: no peers", journal.journal_id)
+            LOG.info("Not starting the JournalNodeSyncer of %s: no peers", jid)
             return None
         return cls(journal_node, journal, uri, peers, name_service_id)
 
