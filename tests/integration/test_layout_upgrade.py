@@ -1,0 +1,169 @@
+"""The layout upgrade of the NameNode's directories (HDFS-5138; docs/ha.md, "Upgrades").
+
+``namenode -upgrade`` with the test-only newer layout (dfs.namenode.testing.future-layout:
+-68), then ``-rollback`` with the old software (-67) or ``-finalizeUpgrade``; the refusals.
+Each directory's bytes are compared before and after.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, FUTURE_LAYOUT_VERSION_FOR_TESTING
+from hadoop_qjm.common.exceptions import InconsistentFSStateException, IOException
+from hadoop_qjm.common.java_properties import load_properties
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.namenode import layout_upgrade, nn_upgrade_util
+from hadoop_qjm.namenode.name_node_core import format_namenode
+from hadoop_qjm.namenode.nn_storage import NameNodeDirType, NNStorageDirectory
+from hadoop_qjm.namenode.nn_upgrade_util import IncorrectVersionException
+from hadoop_qjm.testing.qjm_test_util import snapshot_files
+from tests.integration.namenode_support import nn_conf, start_nn
+
+pytestmark = pytest.mark.timeout(60)
+
+NEW = FUTURE_LAYOUT_VERSION_FOR_TESTING
+OLD = CURRENT_LAYOUT_VERSION
+
+
+def new_software(conf: Configuration) -> Configuration:
+    """``conf`` for the software of the test-only newer layout."""
+    upgraded = conf.copy()
+    upgraded.set("dfs.namenode.testing.future-layout", "true")
+    return upgraded
+
+
+def layout_of(version_file: Path) -> int:
+    return int(load_properties(version_file.read_bytes())["layoutVersion"])
+
+
+@pytest.fixture
+def formatted(tmp_path: Path) -> Configuration:
+    """Two name directories of the old layout holding /a and /b, the NameNode stopped."""
+    conf = nn_conf(tmp_path, name_dirs=("name1", "name2"))
+    format_namenode(conf, fs_owner="hdfs")
+    with start_nn(conf) as nn:
+        nn.namesystem.mkdirs("/a")
+        nn.roll_edit_log()
+        nn.namesystem.mkdirs("/b")
+    return conf
+
+
+def dirs_of(tmp_path: Path) -> list[Path]:
+    return [tmp_path / "name1", tmp_path / "name2"]
+
+
+def test_upgrade_then_rollback_leaves_every_directory_as_it_was(
+    tmp_path: Path, formatted: Configuration
+) -> None:
+    before = snapshot_files(tmp_path)
+
+    with start_nn(new_software(formatted), upgrade=True) as nn:
+        assert nn.ns_info.layout_version == NEW
+        assert nn.namesystem.get_file_info("/b") is not None
+        nn.namesystem.mkdirs("/after-upgrade")
+    for d in dirs_of(tmp_path):
+        assert layout_of(d / "current" / "VERSION") == NEW
+        assert layout_of(d / "previous" / "VERSION") == OLD
+
+    # An old NameNode refuses the upgraded, unfinalized directories with Hadoop's message.
+    with pytest.raises(IncorrectVersionException) as refused:
+        start_nn(formatted)
+    assert str(refused.value) == (
+        f"Unexpected version of storage directory {tmp_path / 'name1'}. "
+        f"Reported: {NEW}. Expecting = {OLD}."
+    )
+
+    restored = layout_upgrade.do_rollback(formatted)
+    assert restored.layout_version == OLD
+    assert snapshot_files(tmp_path) == before
+    with start_nn(formatted) as nn:
+        assert nn.namesystem.get_file_info("/after-upgrade") is None
+        assert nn.namesystem.get_file_info("/b") is not None
+
+
+def test_upgrade_then_finalize_keeps_the_new_layout_and_no_previous(
+    tmp_path: Path, formatted: Configuration
+) -> None:
+    upgraded = new_software(formatted)
+    with start_nn(upgraded, upgrade=True) as nn:
+        nn.namesystem.mkdirs("/c")
+        assert not layout_upgrade.is_upgrade_finalized(nn.storage)
+        assert layout_upgrade.finalize_upgrade(nn.storage, nn.edit_log.journal_set, False)
+        assert layout_upgrade.is_upgrade_finalized(nn.storage)
+    for d in dirs_of(tmp_path):
+        assert not (d / "previous").exists()
+        assert layout_of(d / "current" / "VERSION") == NEW
+    with start_nn(upgraded) as nn:  # a plain restart of the new software
+        assert nn.namesystem.get_file_info("/c") is not None
+        # Nothing left to finalize: nothing changes.
+        before = snapshot_files(tmp_path)
+        assert not layout_upgrade.finalize_upgrade(nn.storage, nn.edit_log.journal_set, False)
+        assert snapshot_files(tmp_path) == before
+    with pytest.raises(IncorrectVersionException):
+        start_nn(formatted)
+
+
+def test_new_software_needs_upgrade_on_an_old_layout(
+    tmp_path: Path, formatted: Configuration
+) -> None:
+    before = snapshot_files(tmp_path)
+    with pytest.raises(IOException) as refused:
+        start_nn(new_software(formatted))
+    assert f"File system image contains an old layout version {OLD}." in str(refused.value)
+    assert f"An upgrade to version {NEW} is required." in str(refused.value)
+    assert snapshot_files(tmp_path) == before
+
+
+def test_a_second_upgrade_before_finalize_is_refused(
+    tmp_path: Path, formatted: Configuration
+) -> None:
+    upgraded = new_software(formatted)
+    with start_nn(upgraded, upgrade=True):
+        pass
+    before = snapshot_files(tmp_path)
+    with pytest.raises(InconsistentFSStateException, match="Finalize or rollback first"):
+        start_nn(upgraded, upgrade=True)
+    assert snapshot_files(tmp_path) == before
+
+
+def test_rollback_refusals_change_nothing(tmp_path: Path, formatted: Configuration) -> None:
+    before = snapshot_files(tmp_path)
+    with pytest.raises(IOException, match="None of the storage directories contain previous"):
+        layout_upgrade.do_rollback(formatted)
+    assert snapshot_files(tmp_path) == before
+
+    upgraded = new_software(formatted)
+    with start_nn(upgraded, upgrade=True):
+        pass
+    before = snapshot_files(tmp_path)
+    # The rollback is the old software's to run, as in Hadoop.
+    with pytest.raises(IOException, match=f"Cannot rollback to storage version {OLD} using"):
+        layout_upgrade.do_rollback(upgraded)
+    assert snapshot_files(tmp_path) == before
+
+
+def test_a_crash_in_the_middle_of_an_upgrade_is_undone_or_completed_at_start(
+    tmp_path: Path, formatted: Configuration
+) -> None:
+    before = snapshot_files(tmp_path)
+    name1, name2 = (
+        NNStorageDirectory(d, NameNodeDirType.IMAGE_AND_EDITS) for d in dirs_of(tmp_path)
+    )
+    # name1 crashed after its pre-upgrade (RECOVER_UPGRADE), name2 after its new VERSION
+    # was written but before previous.tmp became previous (COMPLETE_UPGRADE).
+    nn_upgrade_util.do_pre_upgrade(name1.sd)
+    nn_upgrade_util.do_pre_upgrade(name2.sd)
+    shutil.copy(name2.sd.previous_tmp / "VERSION", name2.sd.version_file)
+    with start_nn(formatted) as nn:
+        assert nn.namesystem.get_file_info("/b") is not None
+    assert not name1.sd.previous_tmp.exists() and not name1.sd.previous.exists()
+    assert name2.sd.previous.exists() and not name2.sd.previous_tmp.exists()
+    # name1's files are back in current/ (the start wrote a segment and seen_txid since).
+    after = snapshot_files(tmp_path)
+    for path, data in before.items():
+        if path.startswith("name1/") and not path.endswith("seen_txid"):
+            assert after[path] == data
