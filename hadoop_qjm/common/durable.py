@@ -397,6 +397,15 @@ class BestEffortLongFile:
         self._value = value
         self._unwritten = False
 
+    def set_durably(self, value: int, *, fsync: FsyncFunction | None = None) -> None:
+        """:meth:`set`, then fsync the file (``fsync``, default ``os.fsync``): for a value
+        that goes down (a rollback's discard), which a power cut must not bring back up."""
+        self.set(value)
+        try:
+            (fsync or os.fsync)(self._lazy_open())
+        except OSError as e:
+            raise IOException(f"Failed to fsync {self.path}: {e}") from e
+
     def set_lazily(self, value: int) -> None:
         """Set the value; write it only if ``lazy_interval_s`` passed since the last
         such write, else leave it for a later write (see the class docstring)."""

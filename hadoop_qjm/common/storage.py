@@ -435,9 +435,10 @@ class StorageDirectory:
 
     # -- VERSION ----------------------------------------------------------
 
-    def read_properties(self) -> dict[str, str]:
-        """All entries of ``current/VERSION`` (IOException if it cannot be read)."""
-        path = self.version_file
+    def read_properties(self, *, previous: bool = False) -> dict[str, str]:
+        """All entries of ``current/VERSION`` (``previous/VERSION`` with ``previous``;
+        IOException if it cannot be read)."""
+        path = self.previous_version_file if previous else self.version_file
         try:
             data = path.read_bytes()
         except OSError as e:
@@ -470,8 +471,8 @@ class StorageDirectory:
         text = store_properties(properties, timestamp=self._clock())
         atomic_replace(self.version_file, text.encode("ascii"), fsync=self._fsync)
 
-    def read_storage_info(self) -> StorageInfo:
-        """Parse and check ``current/VERSION``.
+    def read_storage_info(self, *, previous: bool = False) -> StorageInfo:
+        """Parse and check ``current/VERSION`` (``previous/VERSION`` with ``previous``).
 
         Returns a :class:`NamespaceInfo` (with ``blockpoolID``) for NameNode
         storage, else a :class:`StorageInfo`. A missing key, a non-integer
@@ -479,7 +480,7 @@ class StorageDirectory:
         InconsistentFSStateException naming the file and the key. The layout
         version is not compared with ours: a JournalNode accepts any.
         """
-        properties = self.read_properties()
+        properties = self.read_properties(previous=previous)
         layout_version = self._int_property(properties, "layoutVersion", _INT_MIN, _INT_MAX)
         namespace_id = self._int_property(properties, "namespaceID", _INT_MIN, _INT_MAX)
         ctime = self._int_property(properties, "cTime", _LONG_MIN, _LONG_MAX)

@@ -18,10 +18,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from hadoop_qjm.common import nn_upgrade_util
 from hadoop_qjm.common.constants import INVALID_TXID
 from hadoop_qjm.common.durable import fsync_dir
 from hadoop_qjm.common.exceptions import CorruptionException, IllegalStateException, IOException
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog
+from hadoop_qjm.common.storage_info import StorageInfo
 from hadoop_qjm.editlog.edit_log_file_input_stream import EditLogFileInputStream, scan_edit_log
 from hadoop_qjm.editlog.edit_log_file_output_stream import EditLogFileOutputStream
 from hadoop_qjm.editlog.journal_manager import JournalManager
@@ -336,18 +338,62 @@ class FileJournalManager(JournalManager):
                     LOG.warning("Unable to purge %s: %s", log.path, e)
 
     def discard_segments(self, start_txid: int) -> None:
-        """Rename every segment starting at or after ``start_txid`` to ``<name>.trash``."""
+        """Rename every segment starting at or after ``start_txid`` to ``<name>.trash``
+        (each rename fsynced); IllegalStateException, with nothing renamed, if a segment
+        holds txns on both sides of ``start_txid``. Hadoop checks only finalized segments
+        (an in-progress one's end is unknown until scanned); an in-progress one is scanned
+        here, since its txns past ``start_txid`` would come back when it is recovered."""
         to_trash: list[EditLogFile] = []
         for log in match_edit_logs(self.current_dir):
             if log.first_txid >= start_txid:
                 to_trash.append(log)
-            elif log.last_txid >= start_txid:
+                continue
+            if log.is_in_progress:
+                log.scan_log()
+            if log.last_txid >= start_txid:
                 raise IllegalStateException(
                     f"Segment {log} crosses the discard point {start_txid}: "
                     "cannot discard part of a segment"
                 )
         for log in to_trash:
             log.move_aside_trash_file()
+
+    # ---- the upgrade of a shared edits directory (NNUpgradeUtil, on its StorageDirectory) ----
+    def _sd(self):  # noqa: ANN202 - a StorageDirectory
+        if self.storage_directory is None:
+            raise IllegalStateException(f"{self} has no storage directory to upgrade")
+        return self.storage_directory
+
+    def do_pre_upgrade(self) -> None:
+        LOG.info("Starting upgrade of edits directory %s", self.current_dir.parent)
+        try:
+            nn_upgrade_util.do_pre_upgrade(self._sd())
+        except (OSError, IllegalStateException) as e:
+            LOG.error(
+                "Failed to move aside pre-upgrade storage in image directory %s: %s",
+                self.current_dir.parent,
+                e,
+            )
+            raise
+
+    def do_upgrade(self, storage: StorageInfo) -> None:
+        nn_upgrade_util.do_upgrade(self._sd(), storage)
+
+    def do_finalize(self) -> None:
+        nn_upgrade_util.do_finalize(self._sd())
+
+    def can_roll_back(
+        self, storage: StorageInfo, prev_storage: StorageInfo, target_layout_version: int
+    ) -> bool:
+        return nn_upgrade_util.can_roll_back(
+            self._sd(), storage, prev_storage, target_layout_version
+        )
+
+    def do_rollback(self) -> None:
+        nn_upgrade_util.do_roll_back(self._sd())
+
+    def get_journal_ctime(self) -> int:
+        return self._sd().read_storage_info().ctime
 
     def has_some_data(self) -> bool:
         return self.current_dir.exists() and any(self.current_dir.iterdir())

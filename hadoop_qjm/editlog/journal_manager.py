@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hadoop_qjm.common.storage_info import StorageInfo
 
 __all__ = ["JournalManager"]
 
@@ -32,6 +36,33 @@ class JournalManager(ABC):
 
     def discard_segments(self, start_txid: int) -> None:
         """Move aside every segment starting at or after ``start_txid`` (rollback)."""
+        raise NotImplementedError
+
+    # ---- the HA upgrade of the layout (HDFS-5138; docs/journalnode.md, "Upgrades") ----------
+    def do_pre_upgrade(self) -> None:
+        """Keep the current storage aside (``previous.tmp``) before an upgrade."""
+        raise NotImplementedError
+
+    def do_upgrade(self, storage: StorageInfo) -> None:
+        """Take ``storage``'s layout version and cTime; the old state becomes ``previous``."""
+        raise NotImplementedError
+
+    def do_finalize(self) -> None:
+        """Remove ``previous``: the upgrade can no longer be rolled back."""
+        raise NotImplementedError
+
+    def can_roll_back(
+        self, storage: StorageInfo, prev_storage: StorageInfo, target_layout_version: int
+    ) -> bool:
+        """Whether ``previous`` exists and holds ``target_layout_version``."""
+        raise NotImplementedError
+
+    def do_rollback(self) -> None:
+        """Put ``previous`` back as the current storage."""
+        raise NotImplementedError
+
+    def get_journal_ctime(self) -> int:
+        """The ``cTime`` of the storage's VERSION."""
         raise NotImplementedError
 
     def check_format(self) -> str | None:

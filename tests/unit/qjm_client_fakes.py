@@ -116,6 +116,21 @@ class FakeLogger(AsyncLogger):
     def get_journal_ctime(self):
         return self._call("get_journal_ctime")
 
+    def do_pre_upgrade(self):
+        return self._call("do_pre_upgrade")
+
+    def do_upgrade(self, storage):
+        return self._call("do_upgrade", storage)
+
+    def do_finalize(self):
+        return self._call("do_finalize")
+
+    def can_roll_back(self, storage, prev_storage, target_layout_version):
+        return self._call("can_roll_back", storage, prev_storage, target_layout_version)
+
+    def do_rollback(self):
+        return self._call("do_rollback")
+
     def send_edits(self, segment_txid, first_txid, num_txns, data):
         return self._call("send_edits", segment_txid, first_txid, num_txns, data)
 

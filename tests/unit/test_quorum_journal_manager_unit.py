@@ -351,6 +351,8 @@ def test_journal_ctime_must_agree(loggers) -> None:
     loggers[1].when("get_journal_ctime", result=5)
     with pytest.raises(IOException, match="Results differed for getJournalCTime"):
         qjm.get_journal_ctime()
+    for logger in loggers:
+        logger.when("is_formatted", result=True)
     qjm.discard_segments(4)
     assert all(logger.calls_to("discard_segments") == [(4,)] for logger in loggers)
 

@@ -18,7 +18,7 @@ from concurrent.futures import CancelledError, Future
 from typing import Any
 
 from hadoop_qjm.common.remote_edit_log import RemoteEditLogManifest
-from hadoop_qjm.common.storage_info import NamespaceInfo
+from hadoop_qjm.common.storage_info import NamespaceInfo, StorageInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.qjournal.protocol.messages import (
     CanFormatResponse,
@@ -86,6 +86,29 @@ class AsyncLogger(ABC):
     @abstractmethod
     def get_journal_ctime(self) -> Future[int]:
         """The cTime of the journal's VERSION file."""
+
+    # ---- the HA upgrade of the layout (HDFS-5138): every node must answer ------------------
+    def do_pre_upgrade(self) -> Future[None]:
+        """Keep the journal's current storage aside as ``previous.tmp``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot upgrade a JournalNode")
+
+    def do_upgrade(self, storage: StorageInfo) -> Future[None]:
+        """Write the new VERSION (``storage``'s layout version and cTime); keep ``previous``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot upgrade a JournalNode")
+
+    def do_finalize(self) -> Future[None]:
+        """Remove ``previous``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot upgrade a JournalNode")
+
+    def can_roll_back(
+        self, storage: StorageInfo, prev_storage: StorageInfo, target_layout_version: int
+    ) -> Future[bool]:
+        """Whether ``previous`` exists and holds ``target_layout_version``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot upgrade a JournalNode")
+
+    def do_rollback(self) -> Future[None]:
+        """Put ``previous`` back as ``current``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot upgrade a JournalNode")
 
     # ---- writer calls (carry the epoch) --------------------------------------------------------
     @abstractmethod

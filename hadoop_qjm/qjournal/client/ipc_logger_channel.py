@@ -195,18 +195,6 @@ class IPCLoggerChannel(LoggerChannelBase):
             )
         )
 
-    def discard_segments(self, start_txid: int) -> Future[None]:
-        return self._submit(
-            lambda: self._get_proxy().discard_segments(
-                self.journal_id, start_txid, self.name_service_id
-            )
-        )
-
-    def get_journal_ctime(self) -> Future[int]:
-        return self._submit(
-            lambda: self._get_proxy().get_journal_ctime(self.journal_id, self.name_service_id)
-        )
-
     # ---- writing -------------------------------------------------------------------------------
     def send_edits(
         self, segment_txid: int, first_txid: int, num_txns: int, data: bytes

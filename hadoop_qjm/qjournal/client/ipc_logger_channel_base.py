@@ -26,7 +26,7 @@ from hadoop_qjm.common.exceptions import (
     IllegalStateException,
     IOException,
 )
-from hadoop_qjm.common.storage_info import NamespaceInfo
+from hadoop_qjm.common.storage_info import NamespaceInfo, StorageInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.qjournal.client.async_logger import AsyncLogger
@@ -298,6 +298,48 @@ class LoggerChannelBase(AsyncLogger):
         return get_journal_url(base, self.journal_id, segment_txid, storage_info, True)
 
     # ---- submitting ----------------------------------------------------------------------------
+    # ---- the administrative calls (rollback's discard, the HA upgrade; HDFS-5138) ------------
+    def discard_segments(self, start_txid: int) -> Future[None]:
+        return self._submit(
+            lambda: self._get_proxy().discard_segments(
+                self.journal_id, start_txid, self.name_service_id
+            )
+        )
+
+    def get_journal_ctime(self) -> Future[int]:
+        return self._submit(
+            lambda: self._get_proxy().get_journal_ctime(self.journal_id, self.name_service_id)
+        )
+
+    def do_pre_upgrade(self) -> Future[None]:
+        return self._submit(lambda: self._get_proxy().do_pre_upgrade(self.journal_id))
+
+    def do_upgrade(self, storage: StorageInfo) -> Future[None]:
+        return self._submit(lambda: self._get_proxy().do_upgrade(self.journal_id, storage))
+
+    def do_finalize(self) -> Future[None]:
+        return self._submit(
+            lambda: self._get_proxy().do_finalize(self.journal_id, self.name_service_id)
+        )
+
+    def can_roll_back(
+        self, storage: StorageInfo, prev_storage: StorageInfo, target_layout_version: int
+    ) -> Future[bool]:
+        return self._submit(
+            lambda: self._get_proxy().can_roll_back(
+                self.journal_id,
+                storage,
+                prev_storage,
+                target_layout_version,
+                self.name_service_id,
+            )
+        )
+
+    def do_rollback(self) -> Future[None]:
+        return self._submit(
+            lambda: self._get_proxy().do_rollback(self.journal_id, self.name_service_id)
+        )
+
     def _submit(self, fn: Callable[[], T]) -> Future[T]:
         if not self._may_send_directly:
             # An injected executor: no direct send to keep behind its calls (and a

@@ -39,7 +39,6 @@ from prometheus_client import CollectorRegistry
 from hadoop_qjm.common.exceptions import (
     IllegalArgumentException,
     IllegalStateException,
-    IOException,
     always_assert,
 )
 from hadoop_qjm.common.security import SSLFactory
@@ -52,20 +51,19 @@ from hadoop_qjm.editlog.redundant_edit_log_input_stream import (
     RedundantEditLogInputStream,
 )
 from hadoop_qjm.qjournal.client import membership_change, quorum_journal_reader
+from hadoop_qjm.qjournal.client.all_journal_nodes_calls import AllJournalNodesCalls
 from hadoop_qjm.qjournal.client.async_logger import AsyncLogger, LoggerFactory
 from hadoop_qjm.qjournal.client.async_logger_set import AsyncLoggerSet
 from hadoop_qjm.qjournal.client.ipc_logger_channel import ipc_logger_channel_factory
 from hadoop_qjm.qjournal.client.joint_logger_set import JointAsyncLoggerSet, logger_address
 from hadoop_qjm.qjournal.client.qjournal_uri import QJournalURI, parse_qjournal_uri
-from hadoop_qjm.qjournal.client.quorum_call import QuorumCall, map_to_string
+from hadoop_qjm.qjournal.client.quorum_call import map_to_string
 from hadoop_qjm.qjournal.client.quorum_output_stream import QuorumOutputStream
 from hadoop_qjm.qjournal.client.segment_recovery_comparator import decide_recovery
 from hadoop_qjm.qjournal.protocol import membership
 from hadoop_qjm.qjournal.protocol.exceptions import (
-    JournalInUseException,
     JournalMembershipException,
 )
-from hadoop_qjm.qjournal.protocol.format_rules import describe_destroyed, format_refusal
 from hadoop_qjm.qjournal.protocol.membership import Config, MembershipRecord, RecordState
 from hadoop_qjm.qjournal.protocol.messages import NewEpochResponse
 
@@ -122,7 +120,7 @@ class QuorumJournalTimeouts:
         )
 
 
-class QuorumJournalManager(JournalManager):
+class QuorumJournalManager(AllJournalNodesCalls, JournalManager):
     """Writes and reads the edit log of ``uri``'s journal on its JournalNodes.
 
     ``logger_factory`` makes the AsyncLogger of each node (default: an
@@ -268,78 +266,6 @@ class QuorumJournalManager(JournalManager):
 
     def __repr__(self) -> str:
         return f"QuorumJournalManager({self.uri})"
-
-    # ---- calls that need every JournalNode -----------------------------------------------------
-    def _wait_for_all(
-        self, call: QuorumCall[AsyncLogger, Any], operation: str, failure_message: str
-    ) -> dict[AsyncLogger, Any]:
-        n = len(self.loggers)
-        try:
-            # Every answer, failures included (not Hadoop's "stop at the first failure"):
-            # the error then counts and names each node that failed (issue 33).
-            call.wait_for(n, n, -1, self.timeouts.operations_ms, operation)
-        except TimeoutError:
-            if call.count_exceptions() == 0:
-                raise IOException(f"Timed out waiting for {operation}() response") from None
-        if call.count_exceptions() > 0:
-            call.rethrow_exception(failure_message)
-        return call.successes
-
-    def check_format(self) -> str | None:
-        """Ask every JournalNode, before any is formatted, whether it may be (``canFormat``,
-        not Hadoop's; issue 33): JournalInUseException naming each node a writer uses;
-        else one line saying what formatting destroys, None if no node holds a segment."""
-        answers = self._wait_for_all(
-            self.loggers.call("can_format"),
-            "canFormat",
-            "Could not check one or more JournalNodes before formatting",
-        )
-        checks = {str(lg): answers[lg] for lg in self.loggers.loggers if lg in answers}
-        refusal = format_refusal(checks)
-        if refusal is not None:
-            raise JournalInUseException(refusal)
-        return describe_destroyed(checks)
-
-    def format(self, ns_info: NamespaceInfo, force: bool = False) -> str | None:
-        """Format the journal on every JournalNode (design paper §4.2: all must succeed),
-        after :meth:`check_format` found no writer on any; returns what it destroyed (one
-        line, None if nothing). A node still re-checks under its journal lock."""
-        destroyed = self.check_format()
-        self._wait_for_all(
-            self.loggers.call("format", ns_info, force),
-            "format",
-            "Could not format one or more JournalNodes",
-        )
-        return destroyed
-
-    def has_some_data(self) -> bool:
-        """Whether any JournalNode has the journal formatted (every node must answer)."""
-        results = self._wait_for_all(
-            self.loggers.call("is_formatted"),
-            "hasSomeData",
-            "Unable to check if JNs are ready for formatting",
-        )
-        return any(results.values())
-
-    def discard_segments(self, start_txid: int) -> None:
-        """Move aside every segment from ``start_txid`` on, on every node (rollback)."""
-        self._wait_for_all(
-            self.loggers.call("discard_segments", start_txid),
-            "discardSegments",
-            "Could not perform discardSegments of one or more JournalNodes",
-        )
-
-    def get_journal_ctime(self) -> int:
-        """The journal's cTime; every node must answer the same."""
-        results = self._wait_for_all(
-            self.loggers.call("get_journal_ctime"),
-            "getJournalCTime",
-            "Could not journal CTime for one more JournalNodes",
-        )
-        values = set(results.values())
-        if len(values) != 1:
-            raise IOException(f"Results differed for getJournalCTime: {map_to_string(results)}")
-        return values.pop()
 
     # ---- becoming the writer (design paper §2.5, §2.8) -----------------------------------------
     def create_new_unique_epoch(self) -> dict[AsyncLogger, NewEpochResponse]:

@@ -11,6 +11,8 @@
     <root>/current/edits_inprogress_<19d>    edits_<19d>-<19d>
     <root>/current/edits_inprogress_<19d>.epoch=<E>   acceptRecovery's download
     <root>/edits.sync/                       the JournalNodeSyncer's downloads
+    <root>/previous/                         an upgrade not finalized yet (for a rollback)
+    <root>/previous.tmp/ removed.tmp/ finalized.tmp/   a step a crash interrupted
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import os
 import re
 from pathlib import Path
 
+from hadoop_qjm.common import nn_upgrade_util
 from hadoop_qjm.common.durable import FsyncFunction, fsync_dir, unlink_durable
 from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
 from hadoop_qjm.common.storage import NODE_TYPE_JOURNAL_NODE, StorageDirectory, StorageState
@@ -37,6 +40,7 @@ LOG = logging.getLogger(__name__)
 PAXOS_DIR = "paxos"
 EDITS_SYNC_DIR = "edits.sync"
 _PAXOS_FILE = re.compile(r"\d+")
+_NO_RECOVERY = (StorageState.NORMAL, StorageState.NON_EXISTENT, StorageState.NOT_FORMATTED)
 
 
 class JNStorage:
@@ -59,12 +63,26 @@ class JNStorage:
         self.fjm = FileJournalManager(conf, self.sd)
         self.storage_info: StorageInfo | None = None
         self.state = StorageState.NON_EXISTENT
-        self.analyze_storage()
+        try:
+            self.analyze_storage()
+        except BaseException:
+            self.sd.unlock()  # a directory this JournalNode cannot use stays as it was
+            raise
 
     # ---- state ----------------------------------------------------------------------------------
     def analyze_storage(self) -> None:
-        """Lock the directory (if it exists) and read VERSION if it is formatted."""
+        """Lock the directory (if it exists) and read VERSION if it is formatted.
+
+        A directory a crash left in the middle of an upgrade, rollback or finalize
+        (``previous.tmp/``, ``removed.tmp/``, ``finalized.tmp/``) is first completed or
+        recovered as Hadoop's JNStorage.analyzeAndRecoverStorage does (StorageDirectory's
+        doRecover), then analyzed again: Hadoop reports such a journal unformatted until
+        the next restart; here it is formatted at once, and a peer cannot format it."""
         self.state = self.sd.analyze_storage()
+        if self.state not in _NO_RECOVERY:
+            LOG.info("Journal storage %s needs %s", self.sd, self.state.value)
+            nn_upgrade_util.do_recover(self.sd, self.state, fsync=self._fsync)
+            self.state = self.sd.analyze_storage()
         if self.state == StorageState.NORMAL:
             self.storage_info = self.sd.read_storage_info()
         else:

@@ -57,6 +57,7 @@ from hadoop_qjm.qjournal.server.journal_recovery import (
 )
 from hadoop_qjm.qjournal.server.journal_scrubber import SegmentReaders
 from hadoop_qjm.qjournal.server.journal_state import JournalState
+from hadoop_qjm.qjournal.server.journal_upgrade import JournalUpgrade
 from hadoop_qjm.qjournal.server.journal_write_path import (
     WARN_SYNC_MILLIS_THRESHOLD,
     JournalWritePath,
@@ -126,8 +127,9 @@ class Journal:
     (the manifest, the edits cache and its long poll, ``/getJournal``'s open:
     :class:`~hadoop_qjm.qjournal.server.journal_reads.JournalReads`) and recovery
     (prepareRecovery/acceptRecovery, design paper §2.8-2.9:
-    :class:`~hadoop_qjm.qjournal.server.journal_recovery.JournalRecovery`). This class
-    keeps the rest (format, newEpoch, the membership record, purge, discard, the
+    :class:`~hadoop_qjm.qjournal.server.journal_recovery.JournalRecovery`) and the HA
+    upgrade (HDFS-5138: :class:`~hadoop_qjm.qjournal.server.journal_upgrade.JournalUpgrade`).
+    This class keeps the rest (format, newEpoch, the membership record, purge, discard, the
     scrubber's repair) and delegates the protocol's other calls.
 
     ``write_paxos_record`` persists an accepted recovery's paxos record (default:
@@ -201,6 +203,7 @@ class Journal:
         self._recovery = JournalRecovery(
             core, conf, self._scanner, self._fault, fetch=fetcher, write_record=write_paxos_record
         )
+        self._upgrade = JournalUpgrade(core)
 
     # ---- read-only views ------------------------------------------------------------------------
     def is_formatted(self) -> bool:
@@ -401,35 +404,33 @@ class Journal:
                 self._state.drop_kept()
             self.storage.purge_data_older_than(min_txid_to_keep)
 
-    # ---- upgrade and rollback (HDFS-5138): not supported yet ------------------------------------
-    def _upgrade_unsupported(self, operation: str):
-        raise IOException(
-            f"{operation} is not supported by this JournalNode yet; journal {self.journal_id} "
-            "is unchanged"
-        )
-
-    def do_pre_upgrade(self) -> None:
-        self._upgrade_unsupported("doPreUpgrade")
-
-    def do_upgrade(self, storage_info) -> None:
-        self._upgrade_unsupported("doUpgrade")
-
-    def do_finalize(self) -> None:
-        self._upgrade_unsupported("doFinalize")
-
-    def can_roll_back(self, storage, prev_storage, target_layout_version) -> bool:
-        self._upgrade_unsupported("canRollBack")
+    # ---- upgrade and rollback (HDFS-5138; journal_upgrade) --------------------------------------
+    do_pre_upgrade = _delegated("_upgrade", JournalUpgrade.do_pre_upgrade)
+    do_upgrade = _delegated("_upgrade", JournalUpgrade.do_upgrade)
+    do_finalize = _delegated("_upgrade", JournalUpgrade.do_finalize)
+    can_roll_back = _delegated("_upgrade", JournalUpgrade.can_roll_back)
 
     def do_rollback(self) -> None:
-        self._upgrade_unsupported("doRollback")
+        """``previous/`` back as ``current/`` (JournalUpgrade.do_rollback), then its
+        segments scanned again for the highest written txid."""
+        with self._lock:
+            self._upgrade.do_rollback()
+            latest = self.scan_storage_for_latest_edits()
+            self._checks.update_highest_written_txid(0 if latest is None else latest.last_txid)
 
     def discard_segments(self, start_txid: int) -> None:
-        """Move aside every segment from ``start_txid`` on (rolling-upgrade rollback)."""
+        """Rename every segment from ``start_txid`` on ``<name>.trash`` (rolling-upgrade
+        rollback; a segment holding txns on both sides refuses it all) and lower the
+        committed txid to ``start_txid - 1``, fsynced: a power cut must not bring back a
+        value above what the journal holds, which the next writer could not go below."""
         with self._lock:
             self._checks.check_formatted()
+            self._checks.abort_cur_segment()
             self._state.drop_kept()
             self.fjm.discard_segments(start_txid)
-            self.committed_txn_id.set(start_txid - 1)
+            self.committed_txn_id.set_durably(start_txid - 1)
+            latest = self.scan_storage_for_latest_edits()
+            self._checks.update_highest_written_txid(0 if latest is None else latest.last_txid)
             self._checks.drop_edits_cache()
 
     # ---- helpers --------------------------------------------------------------------------------

@@ -59,6 +59,12 @@ class JournalChecks:
             raise JournalNotFormattedException(
                 f"Journal {self._storage} not formatted ; journal id: {self._journal_id}"
             )
+        if self._state.pre_upgraded:
+            raise IOException(
+                f"Journal {self._journal_id} is being upgraded (doPreUpgrade done, doUpgrade "
+                "not yet): it takes no other call; restarting the JournalNode undoes the "
+                "pre-upgrade"
+            )
 
     def check_writable(self) -> None:
         failure = self._state.storage_failure

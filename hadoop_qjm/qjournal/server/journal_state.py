@@ -68,6 +68,8 @@ class JournalState:
     last_journal_timestamp_ms: int = 0
     #: What failed (a write, an fsync): set, the journal accepts no more writes.
     storage_failure: str | None = None
+    #: doPreUpgrade done, doUpgrade not yet: the journal takes no other call (journal_upgrade).
+    pre_upgraded: bool = False
     #: What a scan of the open (or last scanned) in-progress segment would find (issue 25).
     kept: KeptSegmentState | None = None
     #: Recent batches for getJournaledEdits (``dfs.ha.tail-edits.in-progress``), or None.
