@@ -24,19 +24,22 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from hadoop_qjm.common import nn_upgrade_util as util
+from hadoop_qjm.common.durable import fsync_dir
 from hadoop_qjm.common.exceptions import IOException
 from hadoop_qjm.common.storage import StorageState
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.editlog.file_journal_manager import FileJournalManager
-from hadoop_qjm.namenode import nn_upgrade_util as util
+from hadoop_qjm.namenode.name_node_layout_version import software_layout_version
 from hadoop_qjm.namenode.nn_storage import NameNodeDirs, NNStorage
-from hadoop_qjm.namenode.nn_upgrade_util import software_layout_version
+from hadoop_qjm.namenode.shared_edits_switch import SHARED_EDITS_SWITCH_FILE
 
 __all__ = [
     "check_shared_log_ctime",
@@ -111,6 +114,7 @@ def do_upgrade(
         try:
             util.do_pre_upgrade(d.sd, fsync=storage.fsync)
             prepared.append(d)
+            _carry_over_switch_record(d.sd, storage.fsync)
         except OSError as e:
             LOG.error("Failed to move aside pre-upgrade storage in %s: %s", d.root, e)
             storage.report_error(d, e)
@@ -138,6 +142,17 @@ def do_upgrade(
         )
     edit_log.layout_version = layout_version
     return new
+
+
+def _carry_over_switch_record(sd: Any, fsync: Any) -> None:
+    """The JournalNode set this NameNode moved to (docs/ha.md, "Changing the JournalNode
+    set") goes on into the new current/: a copy, as the record is rewritten in place."""
+    kept = sd.previous_tmp / SHARED_EDITS_SWITCH_FILE
+    if kept.exists():
+        shutil.copy2(kept, sd.current / SHARED_EDITS_SWITCH_FILE)
+        with open(sd.current / SHARED_EDITS_SWITCH_FILE, "rb") as f:
+            fsync(f.fileno())
+        fsync_dir(sd.current, fsync=fsync)
 
 
 def finalize_upgrade(storage: NNStorage, journal_set: Any, finalize_shared_log: bool) -> bool:
@@ -180,9 +195,9 @@ def do_rollback(
         can = False
         for d in storage.dirs:
             d.sd.analyze_storage()  # locks: a running NameNode refuses the rollback here
-            if util.can_roll_back(d.sd, layout_version):
+            if util.can_roll_back(d.sd, None, None, layout_version):
                 LOG.info("Can perform rollback for %s", d.root)
-                previous = previous or util.read_previous_storage_info(d.sd)
+                previous = previous or d.sd.read_storage_info(previous=True)
                 can = True
         current = storage.dirs[0].sd.read_storage_info()
         if dirs.journal_uris and make_journals is not None:

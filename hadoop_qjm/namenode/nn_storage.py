@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from hadoop_qjm.common import nn_upgrade_util
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.durable import FsyncFunction, PersistentLongFile, fsync_dir
 from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
@@ -42,7 +43,7 @@ from hadoop_qjm.common.storage import (
 )
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
-from hadoop_qjm.namenode import nn_upgrade_util
+from hadoop_qjm.namenode import name_node_layout_version as layout
 
 __all__ = [
     "NNStorage",
@@ -243,7 +244,7 @@ class NNStorage:
                     )
                 )
         storage = cls(storage_dirs, fsync=fsync)
-        storage.software_layout_version = nn_upgrade_util.software_layout_version(conf)
+        storage.software_layout_version = layout.software_layout_version(conf)
         return storage
 
     # ---- which directories -----------------------------------------------------------------------
@@ -318,23 +319,19 @@ class NNStorage:
                     nn_upgrade_util.do_recover(d.sd, state, fsync=self._fsync)
                     state = d.sd.analyze_storage()
                 if upgrading:
-                    nn_upgrade_util.check_no_previous(d.sd)
+                    layout.check_no_previous(d.sd)
                 if state is StorageState.NOT_FORMATTED:
                     LOG.warning("Storage directory %s is not formatted.", d.root)
                     unformatted.append(d)
                 else:
                     info = d.sd.read_storage_info()
-                    nn_upgrade_util.check_layout_version(
-                        d.root, info.layout_version, layout_version
-                    )
+                    layout.check_layout_version(d.root, info.layout_version, layout_version)
                     formatted.append((d, info))  # type: ignore[arg-type]
             if not formatted:
                 raise IOException("NameNode is not formatted.")
             first_dir, ns_info = formatted[0]
             if ns_info.layout_version != layout_version and not upgrading:
-                raise IOException(
-                    nn_upgrade_util.old_layout_message(ns_info.layout_version, layout_version)
-                )
+                raise IOException(layout.old_layout_message(ns_info.layout_version, layout_version))
             for d, info in formatted[1:]:
                 for what, mine, theirs in (
                     ("namespaceID", info.namespace_id, ns_info.namespace_id),

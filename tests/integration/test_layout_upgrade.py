@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from hadoop_qjm.common import nn_upgrade_util
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, FUTURE_LAYOUT_VERSION_FOR_TESTING
 from hadoop_qjm.common.exceptions import InconsistentFSStateException, IOException
 from hadoop_qjm.common.java_properties import load_properties
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode import layout_upgrade, nn_upgrade_util
+from hadoop_qjm.namenode import layout_upgrade
 from hadoop_qjm.namenode.name_node_core import format_namenode
+from hadoop_qjm.namenode.name_node_layout_version import IncorrectVersionException
 from hadoop_qjm.namenode.nn_storage import NameNodeDirType, NNStorageDirectory
-from hadoop_qjm.namenode.nn_upgrade_util import IncorrectVersionException
 from hadoop_qjm.testing.qjm_test_util import snapshot_files
 from tests.integration.namenode_support import nn_conf, start_nn
 
