@@ -212,6 +212,18 @@ def one_line(error: BaseException) -> IOException:
     return IOException(one_line_message(error))
 
 
+def rollback_namenode(conf: Configuration, journal_factory=None):  # noqa: ANN001, ANN201
+    """``namenode -rollback`` without the question: every local directory and every
+    JournalNode of the shared edits back to previous/ (layout_upgrade.do_rollback)."""
+    from hadoop_qjm.namenode.layout_upgrade import do_rollback
+    from hadoop_qjm.namenode.name_node_core import create_journal_set
+
+    def shared_journals(dirs, storage, ns_info):  # noqa: ANN001, ANN202
+        return create_journal_set(conf, dirs, storage, ns_info, journal_factory, shared_only=True)
+
+    return do_rollback(conf, shared_journals)
+
+
 def run_command(option: StartupOption, conf: Configuration) -> int:
     """Run a one-shot command; prints what it did on stdout. Returns the exit status."""
     try:

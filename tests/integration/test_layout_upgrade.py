@@ -8,21 +8,28 @@ Each directory's bytes are compared before and after.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from hadoop_qjm.common import nn_upgrade_util
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, FUTURE_LAYOUT_VERSION_FOR_TESTING
-from hadoop_qjm.common.exceptions import InconsistentFSStateException, IOException
+from hadoop_qjm.common.exceptions import (
+    InconsistentFSStateException,
+    IOException,
+    one_line_message,
+)
 from hadoop_qjm.common.java_properties import load_properties
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode import layout_upgrade
-from hadoop_qjm.namenode.name_node_core import format_namenode
+from hadoop_qjm.namenode.name_node_commands import rollback_namenode
+from hadoop_qjm.namenode.name_node_core import NameNodeCore, format_namenode
 from hadoop_qjm.namenode.name_node_layout_version import IncorrectVersionException
 from hadoop_qjm.namenode.nn_storage import NameNodeDirType, NNStorageDirectory
+from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import snapshot_files
-from tests.integration.namenode_support import nn_conf, start_nn
+from tests.integration.namenode_support import nn_conf, start_nn, wait_for_journal_nodes
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -168,3 +175,105 @@ def test_a_crash_in_the_middle_of_an_upgrade_is_undone_or_completed_at_start(
     for path, data in before.items():
         if path.startswith("name1/") and not path.endswith("seen_txid"):
             assert after[path] == data
+
+
+# ---- through three JournalNodes (the shared edits) ----------------------------------------------
+
+EPOCH_FILES = ("last-promised-epoch", "last-writer-epoch")
+
+
+@pytest.fixture
+def journals(tmp_path: Path) -> Iterator[tuple[MiniJournalCluster, Configuration]]:
+    """Three JournalNodes and a NameNode of the old layout writing to them, stopped, that
+    wrote /a and /b in two segments."""
+    with MiniJournalCluster(3, base_dir=tmp_path / "jn") as cluster:
+        conf = nn_conf(
+            tmp_path, name_dirs=("name1", "name2"), shared=cluster.quorum_journal_uri("ns1")
+        )
+        format_namenode(conf, fs_owner="hdfs")
+        with start_nn(conf) as nn:
+            nn.namesystem.mkdirs("/a")
+            nn.roll_edit_log()
+            nn.namesystem.mkdirs("/b")
+            stop_cleanly(nn)
+        yield cluster, conf
+
+
+def stop_cleanly(nn: NameNodeCore) -> None:
+    """End the segment and wait for every JournalNode to finalize it (the NameNode's stop
+    waits for a majority only, and a late JournalNode would finalize it after a snapshot)."""
+    with nn.namesystem.lock:
+        nn.edit_log.end_current_log_segment(True)
+    wait_for_journal_nodes(nn)
+
+
+def everything(tmp_path: Path, *, but_epochs: bool = True) -> dict[str, bytes]:
+    """Every file of the name dirs and the JournalNodes, the epoch files left out."""
+    return {
+        path: data
+        for path, data in snapshot_files(tmp_path).items()
+        if not (but_epochs and path.rsplit("/", 1)[-1] in EPOCH_FILES)
+    }
+
+
+def jn_dirs(cluster: MiniJournalCluster) -> list[Path]:
+    return [cluster.journal_dir(i, "ns1") for i in range(cluster.num_journal_nodes)]
+
+
+def test_upgrade_then_rollback_through_the_journal_nodes_leaves_everything_as_it_was(
+    tmp_path: Path, journals: tuple[MiniJournalCluster, Configuration]
+) -> None:
+    cluster, conf = journals
+    before = everything(tmp_path)
+    with start_nn(new_software(conf), upgrade=True) as nn:
+        nn.namesystem.mkdirs("/after-upgrade")
+        stop_cleanly(nn)
+    for d in jn_dirs(cluster) + dirs_of(tmp_path):
+        assert layout_of(d / "current" / "VERSION") == NEW
+        assert layout_of(d / "previous" / "VERSION") == OLD
+
+    restored = rollback_namenode(conf)
+    assert restored.layout_version == OLD
+    assert everything(tmp_path) == before
+    with start_nn(conf) as nn:
+        assert nn.namesystem.get_file_info("/after-upgrade") is None
+        assert nn.namesystem.get_file_info("/b") is not None
+
+
+def test_upgrade_then_finalize_through_the_journal_nodes(
+    tmp_path: Path, journals: tuple[MiniJournalCluster, Configuration]
+) -> None:
+    cluster, conf = journals
+    upgraded = new_software(conf)
+    with start_nn(upgraded, upgrade=True) as nn:
+        nn.namesystem.mkdirs("/c")
+        assert layout_upgrade.finalize_upgrade(nn.storage, nn.edit_log.journal_set, True)
+    for d in jn_dirs(cluster) + dirs_of(tmp_path):
+        assert not (d / "previous").exists()
+        assert layout_of(d / "current" / "VERSION") == NEW
+    with start_nn(upgraded) as nn:
+        assert nn.namesystem.get_file_info("/c") is not None
+
+
+def test_with_one_journal_node_down_upgrade_and_rollback_refuse_and_change_nothing(
+    tmp_path: Path, journals: tuple[MiniJournalCluster, Configuration]
+) -> None:
+    cluster, conf = journals
+    upgraded = new_software(conf)
+    cluster.stop_journal_node(2)
+    before = everything(tmp_path, but_epochs=False)
+    with pytest.raises(IOException) as refused:
+        start_nn(upgraded, upgrade=True)
+    assert "\n" not in one_line_message(refused.value)
+    assert "127.0.0.1:" in str(refused.value)
+    assert everything(tmp_path, but_epochs=False) == before
+
+    cluster.restart_journal_node(2)
+    with start_nn(upgraded, upgrade=True) as nn:
+        stop_cleanly(nn)
+    cluster.stop_journal_node(0)
+    before = everything(tmp_path, but_epochs=False)
+    with pytest.raises(IOException) as refused:
+        rollback_namenode(conf)
+    assert "127.0.0.1:" in str(refused.value)
+    assert everything(tmp_path, but_epochs=False) == before
