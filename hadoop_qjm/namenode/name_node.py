@@ -115,8 +115,11 @@ class NameNode:
         http_socket_factory: Callable[[str, int], socket.socket] | None = None,
         fs_owner: str | None = None,
         caller: Callable[[], Any] | None = None,
+        upgrade: bool = False,
     ) -> None:
         self.conf = conf
+        #: ``namenode -upgrade``: upgrade the layout at start, then be active even with HA.
+        self.upgrade = upgrade
         self.version = f"{__version__}, r0"
         self.start_time_ms = int(time.time() * 1000)
         self.metrics = NameNodeMetrics(self)
@@ -218,14 +221,15 @@ class NameNode:
                 fs_owner=self._fs_owner,
                 ha_enabled=self.ha_enabled,
                 caller=self._caller,
+                upgrade=self.upgrade,
             )
             self.resource_checker = NameNodeResourceChecker(
                 self.conf, NameNodeDirs.from_conf(self.conf)
             )
-            if self.ha_enabled:
+            if self.ha_enabled and not self.upgrade:
                 self.state = HAServiceState.STANDBY
                 self._start_standby_threads()
-            else:
+            else:  # with -upgrade the NameNode is active at once, as Hadoop's
                 self._wrap_edit_log()
                 self.state = HAServiceState.ACTIVE
             for http_server in (self.http_server, self.https_server):
@@ -237,7 +241,7 @@ class NameNode:
             self.stop()
             raise
         LOG.info("NameNode RPC up at %s:%d, HTTP at %s:%d", *self.rpc_address, *self.http_address)
-        if self.ha_enabled:
+        if self.ha_enabled and not self.upgrade:
             LOG.info(
                 "NameNode %s of nameservice %s started in standby: no NameNode becomes active "
                 "by itself; run 'hdfs-py haadmin -transitionToActive <nnid>', or start the zkfc "
@@ -424,6 +428,23 @@ class NameNode:
                     return False
         core.save_namespace()
         return True
+
+    def finalize_upgrade(self) -> bool:
+        """``dfsadmin -finalizeUpgrade`` (FSNamesystem.finalizeUpgrade): the local previous/,
+        and for an HA active the JournalNodes' first. Whether there was one to finalize."""
+        from hadoop_qjm.namenode.layout_upgrade import finalize_upgrade
+
+        core = self._running()
+        with core.namesystem.lock:  # type: ignore[union-attr]
+            active = self.ha_enabled and self.state is HAServiceState.ACTIVE
+            journals = core.edit_log.journal_set if core.edit_log is not None else None
+            return finalize_upgrade(core.storage, journals, active)  # type: ignore[arg-type]
+
+    def is_upgrade_finalized(self) -> bool:
+        """``dfsadmin -upgrade query`` (ClientProtocol.upgradeStatus)."""
+        from hadoop_qjm.namenode.layout_upgrade import is_upgrade_finalized
+
+        return is_upgrade_finalized(self._running().storage)  # type: ignore[arg-type]
 
     # ---- HAServiceProtocol -----------------------------------------------------------------------
     def monitor_health(self) -> None:

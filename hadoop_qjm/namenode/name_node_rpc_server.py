@@ -123,6 +123,13 @@ class ClientProtocolHandler:
         self.name_node.callers.check_superuser_privilege()
         return self.name_node.save_namespace(time_window or 0, tx_gap or 0)
 
+    def finalize_upgrade(self) -> bool:
+        self.name_node.callers.check_superuser_privilege()
+        return self.name_node.finalize_upgrade()
+
+    def upgrade_status(self) -> bool:
+        return self.name_node.is_upgrade_finalized()
+
 
 class NamenodeProtocolHandler:
     """NamenodeProtocol: what other NameNodes ask (standby tailing, bootstrapStandby)."""
@@ -190,6 +197,8 @@ def rpc_handlers(name_node: Any) -> dict[str, Callable[..., Any]]:
         "rollEdits": client.roll_edits,
         "reconfigureSharedEdits": client.reconfigure_shared_edits,
         "saveNamespace": client.save_namespace,
+        "finalizeUpgrade": client.finalize_upgrade,
+        "upgradeStatus": client.upgrade_status,
         "versionRequest": namenode.version_request,
         "rollEditLog": namenode.roll_edit_log,
         "getMostRecentCheckpointTxId": namenode.get_most_recent_checkpoint_txid,

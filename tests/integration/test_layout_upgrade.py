@@ -23,12 +23,25 @@ from hadoop_qjm.common.exceptions import (
 from hadoop_qjm.common.java_properties import load_properties
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode import layout_upgrade
+from hadoop_qjm.namenode.ha.bootstrap_standby import bootstrap_standby
+from hadoop_qjm.namenode.ha.ha_util import resolve_ha_conf
+from hadoop_qjm.namenode.name_node import NameNode
 from hadoop_qjm.namenode.name_node_commands import rollback_namenode
 from hadoop_qjm.namenode.name_node_core import NameNodeCore, format_namenode
 from hadoop_qjm.namenode.name_node_layout_version import IncorrectVersionException
 from hadoop_qjm.namenode.nn_storage import NameNodeDirType, NNStorageDirectory
+from hadoop_qjm.namenode.protocol.messages import HAServiceState
+from hadoop_qjm.testing.in_process_ha import (
+    NS,
+    HAPair,
+    ha_conf,
+    http_key,
+    journal_node_conf,
+    rpc_key,
+)
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import snapshot_files
+from hadoop_qjm.tools import dfs_admin
 from tests.integration.namenode_support import nn_conf, start_nn, wait_for_journal_nodes
 
 pytestmark = pytest.mark.timeout(60)
@@ -277,3 +290,66 @@ def test_with_one_journal_node_down_upgrade_and_rollback_refuse_and_change_nothi
         rollback_namenode(conf)
     assert "127.0.0.1:" in str(refused.value)
     assert everything(tmp_path, but_epochs=False) == before
+
+
+# ---- an HA pair: -upgrade, -bootstrapStandby, dfsadmin -upgrade query / -finalizeUpgrade ----------
+
+
+def start_ha_node(conf: Configuration, nnid: str, **kwargs: object) -> NameNode:
+    """NameNode ``nnid`` of ``conf``'s nameservice, started; ``conf`` learns its ports."""
+    own, _, _ = resolve_ha_conf(conf, nnid)
+    node = NameNode(own, terminate=lambda status, message: None, fs_owner="hdfs", **kwargs)
+    node.start()
+    conf.set(rpc_key(nnid), f"127.0.0.1:{node.rpc_address[1]}")
+    conf.set(http_key(nnid), f"127.0.0.1:{node.http_address[1]}")
+    return node
+
+
+def dfsadmin(conf: Configuration, capsys: pytest.CaptureFixture[str], *args: str):
+    client = conf.copy()
+    client.set("fs.defaultFS", f"hdfs://{NS}")
+    status = dfs_admin.run(list(args), client)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_ha_upgrade_bootstrap_query_and_finalize(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with MiniJournalCluster(3, base_dir=tmp_path / "jn", conf=journal_node_conf()) as cluster:
+        conf = ha_conf(tmp_path, cluster, "ns1")
+        pair = HAPair(conf, tmp_path)
+        try:
+            pair["nn1"].transition_to_active()
+            pair["nn1"].namesystem.mkdirs("/a")
+        finally:
+            pair.stop()
+
+        new = new_software(conf)
+        nodes = [start_ha_node(new, "nn1", upgrade=True)]
+        try:
+            assert nodes[0].state is HAServiceState.ACTIVE  # at once, as Hadoop's -upgrade
+            own2, _, _ = resolve_ha_conf(new, "nn2")
+            bootstrap_standby(own2, NS, "nn2", force=True, out=lambda line: None)
+            nodes.append(start_ha_node(new, "nn2"))
+            addr = [f"127.0.0.1:{node.rpc_address[1]}" for node in nodes]
+
+            assert dfsadmin(new, capsys, "-upgrade", "query") == (
+                0,
+                f"Upgrade not finalized for {addr[0]}\nUpgrade finalized for {addr[1]}\n",
+                "",
+            )
+            assert dfsadmin(new, capsys, "-finalizeUpgrade") == (
+                0,
+                f"Finalize upgrade successful for {addr[0]}\n",
+                "",
+            )
+            for d in jn_dirs(cluster) + [tmp_path / "nn1" / "name", tmp_path / "nn2" / "name"]:
+                assert not (d / "previous").exists()
+                assert layout_of(d / "current" / "VERSION") == NEW
+            status, out, err = dfsadmin(new, capsys, "-finalizeUpgrade")
+            assert (status, out) == (1, "")
+            assert err == f"finalizeUpgrade: {dfs_admin.NO_UPGRADE}\n"
+        finally:
+            for node in nodes:
+                node.stop()

@@ -33,7 +33,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import (
     HadoopException,
     IllegalArgumentException,
@@ -53,6 +52,7 @@ from hadoop_qjm.namenode.ha.ha_util import (
     suffixed,
 )
 from hadoop_qjm.namenode.name_node_core import JournalFactory, create_journal_set
+from hadoop_qjm.namenode.name_node_layout_version import software_layout_version
 from hadoop_qjm.namenode.nn_storage import NameNodeDirs, NNStorage, image_file_name
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy, client_socket_factory
 from hadoop_qjm.namenode.transfer_fs_image import download_image
@@ -147,11 +147,12 @@ def bootstrap_standby(
     source, ns_info, image_txid, cur_txid = _ask_other_namenodes(
         others, proxy_factory or _default_proxy_factory(conf)
     )
-    if ns_info.layout_version != CURRENT_LAYOUT_VERSION:
+    software_layout = software_layout_version(conf)  # -67, or -68 for tests
+    if ns_info.layout_version != software_layout:
         raise BootstrapStandbyException(
             ERR_CODE_INVALID_VERSION,
             f"Layout version on remote node ({ns_info.layout_version}) does not match this "
-            f"node's layout version ({CURRENT_LAYOUT_VERSION})",
+            f"node's layout version ({software_layout})",
         )
     transfer = image_transfer_base(conf, source)
     if transfer is None:
