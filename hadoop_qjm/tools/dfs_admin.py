@@ -91,12 +91,7 @@ def _save_namespace(conf, args: list[str]) -> None:
         else:
             print(f"No extra checkpoint has been made{suffix}")
 
-    namenodes = _nameservice_namenodes(conf)
-    if namenodes is None:
-        with namenode_proxy_from_conf(conf) as proxy:
-            save(proxy, "")
-    else:
-        _on_every_namenode(conf, namenodes, save, "Save namespace failed for")
+    _on_the_namenodes(conf, _nameservice_namenodes(conf), save, "Save namespace failed for")
 
 
 def _finalize_upgrade(conf, args: list[str]) -> None:
@@ -145,11 +140,7 @@ def _upgrade(conf, args: list[str]) -> None:
         print(f"Upgrade {'finalized' if done else 'not finalized'}{suffix}")
 
     namenodes = _nameservice_namenodes(conf)
-    if namenodes is None:
-        with namenode_proxy_from_conf(conf) as proxy:
-            query(proxy, "")
-    else:
-        _on_every_namenode(conf, namenodes, query, "Getting upgrade status failed for")
+    _on_the_namenodes(conf, namenodes, query, "Getting upgrade status failed for")
 
 
 def _nameservice_namenodes(conf) -> list[NameNodeAddress] | None:
@@ -158,6 +149,21 @@ def _nameservice_namenodes(conf) -> list[NameNodeAddress] | None:
     default_fs = conf.get_trimmed(keys.FS_DEFAULT_NAME_KEY, keys.FS_DEFAULT_NAME_DEFAULT) or ""
     nameservice = ha_nameservice_of_uri(conf, default_fs)
     return None if nameservice is None else ha_namenodes(conf, nameservice)
+
+
+def _on_the_namenodes(
+    conf,
+    namenodes: Sequence[NameNodeAddress] | None,
+    call: Callable[[Any, str], None],
+    failed: str,
+) -> None:
+    """``call(proxy, "")`` on the one NameNode (``namenodes`` None), else on each of
+    ``namenodes`` as :func:`_on_every_namenode`."""
+    if namenodes is None:
+        with namenode_proxy_from_conf(conf) as proxy:
+            call(proxy, "")
+    else:
+        _on_every_namenode(conf, namenodes, call, failed)
 
 
 def _on_every_namenode(

@@ -7,6 +7,7 @@ Each directory's bytes are compared before and after.
 
 from __future__ import annotations
 
+import io
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,15 +19,21 @@ from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, FUTURE_LAYOUT_VE
 from hadoop_qjm.common.exceptions import (
     InconsistentFSStateException,
     IOException,
+    UsageError,
     one_line_message,
 )
 from hadoop_qjm.common.java_properties import load_properties
+from hadoop_qjm.common.storage_info import StorageInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.namenode import layout_upgrade
 from hadoop_qjm.namenode.ha.bootstrap_standby import bootstrap_standby
 from hadoop_qjm.namenode.ha.ha_util import resolve_ha_conf
 from hadoop_qjm.namenode.name_node import NameNode
-from hadoop_qjm.namenode.name_node_commands import rollback_namenode
+from hadoop_qjm.namenode.name_node_commands import (
+    parse_startup_option,
+    rollback_namenode,
+    run_command,
+)
 from hadoop_qjm.namenode.name_node_core import NameNodeCore, format_namenode
 from hadoop_qjm.namenode.name_node_layout_version import IncorrectVersionException
 from hadoop_qjm.namenode.nn_storage import NameNodeDirType, NNStorageDirectory
@@ -59,6 +66,24 @@ def new_software(conf: Configuration) -> Configuration:
 
 def layout_of(version_file: Path) -> int:
     return int(load_properties(version_file.read_bytes())["layoutVersion"])
+
+
+def assert_as_before_the_upgrade(conf: Configuration, restored: StorageInfo) -> None:
+    """The old software finds the namespace of before -upgrade, /after-upgrade gone."""
+    assert restored.layout_version == OLD
+    with start_nn(conf) as nn:
+        assert nn.namesystem.get_file_info("/after-upgrade") is None
+        assert nn.namesystem.get_file_info("/b") is not None
+
+
+def assert_finalized(dirs: list[Path], upgraded: Configuration, path: str) -> None:
+    """No previous/ and the new layout in every one of ``dirs``; the new software restarts
+    as usual and finds ``path``."""
+    for d in dirs:
+        assert not (d / "previous").exists()
+        assert layout_of(d / "current" / "VERSION") == NEW
+    with start_nn(upgraded) as nn:
+        assert nn.namesystem.get_file_info(path) is not None
 
 
 @pytest.fixture
@@ -99,11 +124,8 @@ def test_upgrade_then_rollback_leaves_every_directory_as_it_was(
     )
 
     restored = layout_upgrade.do_rollback(formatted)
-    assert restored.layout_version == OLD
     assert snapshot_files(tmp_path) == before
-    with start_nn(formatted) as nn:
-        assert nn.namesystem.get_file_info("/after-upgrade") is None
-        assert nn.namesystem.get_file_info("/b") is not None
+    assert_as_before_the_upgrade(formatted, restored)
 
 
 def test_upgrade_then_finalize_keeps_the_new_layout_and_no_previous(
@@ -115,11 +137,8 @@ def test_upgrade_then_finalize_keeps_the_new_layout_and_no_previous(
         assert not layout_upgrade.is_upgrade_finalized(nn.storage)
         assert layout_upgrade.finalize_upgrade(nn.storage, nn.edit_log.journal_set, False)
         assert layout_upgrade.is_upgrade_finalized(nn.storage)
-    for d in dirs_of(tmp_path):
-        assert not (d / "previous").exists()
-        assert layout_of(d / "current" / "VERSION") == NEW
-    with start_nn(upgraded) as nn:  # a plain restart of the new software
-        assert nn.namesystem.get_file_info("/c") is not None
+    assert_finalized(dirs_of(tmp_path), upgraded, "/c")
+    with start_nn(upgraded) as nn:
         # Nothing left to finalize: nothing changes.
         before = snapshot_files(tmp_path)
         assert not layout_upgrade.finalize_upgrade(nn.storage, nn.edit_log.journal_set, False)
@@ -246,11 +265,8 @@ def test_upgrade_then_rollback_through_the_journal_nodes_leaves_everything_as_it
         assert layout_of(d / "previous" / "VERSION") == OLD
 
     restored = rollback_namenode(conf)
-    assert restored.layout_version == OLD
     assert everything(tmp_path) == before
-    with start_nn(conf) as nn:
-        assert nn.namesystem.get_file_info("/after-upgrade") is None
-        assert nn.namesystem.get_file_info("/b") is not None
+    assert_as_before_the_upgrade(conf, restored)
 
 
 def test_upgrade_then_finalize_through_the_journal_nodes(
@@ -261,11 +277,7 @@ def test_upgrade_then_finalize_through_the_journal_nodes(
     with start_nn(upgraded, upgrade=True) as nn:
         nn.namesystem.mkdirs("/c")
         assert layout_upgrade.finalize_upgrade(nn.storage, nn.edit_log.journal_set, True)
-    for d in jn_dirs(cluster) + dirs_of(tmp_path):
-        assert not (d / "previous").exists()
-        assert layout_of(d / "current" / "VERSION") == NEW
-    with start_nn(upgraded) as nn:
-        assert nn.namesystem.get_file_info("/c") is not None
+    assert_finalized(jn_dirs(cluster) + dirs_of(tmp_path), upgraded, "/c")
 
 
 def test_with_one_journal_node_down_upgrade_and_rollback_refuse_and_change_nothing(
@@ -290,6 +302,16 @@ def test_with_one_journal_node_down_upgrade_and_rollback_refuse_and_change_nothi
         rollback_namenode(conf)
     assert "127.0.0.1:" in str(refused.value)
     assert everything(tmp_path, but_epochs=False) == before
+
+    # Finalize: the JournalNodes first, so a missing one leaves the name dirs' previous/ too.
+    cluster.restart_journal_node(0)
+    with start_nn(upgraded) as nn:
+        cluster.stop_journal_node(1)
+        before = snapshot_files(tmp_path / "name1")
+        with pytest.raises(IOException, match="Not starting doFinalize"):
+            layout_upgrade.finalize_upgrade(nn.storage, nn.edit_log.journal_set, True)
+        assert snapshot_files(tmp_path / "name1") == before
+        cluster.restart_journal_node(1)
 
 
 # ---- an HA pair: -upgrade, -bootstrapStandby, dfsadmin -upgrade query / -finalizeUpgrade ----------
@@ -346,10 +368,42 @@ def test_ha_upgrade_bootstrap_query_and_finalize(
             )
             for d in jn_dirs(cluster) + [tmp_path / "nn1" / "name", tmp_path / "nn2" / "name"]:
                 assert not (d / "previous").exists()
-                assert layout_of(d / "current" / "VERSION") == NEW
+                assert layout_of(d / "current" / "VERSION") == NEW  # nn1, nn2 still running
             status, out, err = dfsadmin(new, capsys, "-finalizeUpgrade")
             assert (status, out) == (1, "")
             assert err == f"finalizeUpgrade: {dfs_admin.NO_UPGRADE}\n"
         finally:
             for node in nodes:
                 node.stop()
+
+
+# ---- the command lines ------------------------------------------------------------------------
+
+
+def test_namenode_command_lines(
+    tmp_path: Path,
+    formatted: Configuration,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert parse_startup_option(["-UPGRADE"]).command == "upgrade"
+    with pytest.raises(UsageError, match="unknown option '-force'"):
+        parse_startup_option(["-rollback", "-force"])
+
+    assert run_command(parse_startup_option(["-finalize"]), formatted) == 1
+    assert "'-finalize' is no longer supported" in capsys.readouterr().err
+
+    with start_nn(new_software(formatted), upgrade=True):
+        pass
+    upgraded = snapshot_files(tmp_path)
+    monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
+    assert run_command(parse_startup_option(["-rollback"]), formatted) == 1
+    assert capsys.readouterr().err.endswith(
+        "Roll back file system state? (Y or N) Rollback aborted.\n"
+    )
+    assert snapshot_files(tmp_path) == upgraded
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
+    assert run_command(parse_startup_option(["-rollback"]), formatted) == 0
+    assert capsys.readouterr().out.endswith(f"to layout version {OLD} (cTime 0)\n")
+    assert not (tmp_path / "name1" / "previous").exists()
