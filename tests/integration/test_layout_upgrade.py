@@ -356,15 +356,21 @@ def test_ha_upgrade_bootstrap_query_and_finalize(
             nodes.append(start_ha_node(new, "nn2"))
             addr = [f"127.0.0.1:{node.rpc_address[1]}" for node in nodes]
 
+            # nn2 keeps its own previous/ too, as Hadoop's BootstrapStandby mid-upgrade.
+            assert layout_of(tmp_path / "nn2" / "name" / "previous" / "VERSION") == OLD
             assert dfsadmin(new, capsys, "-upgrade", "query") == (
                 0,
-                f"Upgrade not finalized for {addr[0]}\nUpgrade finalized for {addr[1]}\n",
+                f"Upgrade not finalized for {addr[0]}\nUpgrade not finalized for {addr[1]}\n",
                 "",
             )
             assert dfsadmin(new, capsys, "-finalizeUpgrade") == (
                 0,
-                f"Finalize upgrade successful for {addr[0]}\n",
+                f"Finalize upgrade successful for {addr[0]}\n"
+                f"Finalize upgrade successful for {addr[1]}\n",
                 "",
+            )
+            assert dfsadmin(new, capsys, "-upgrade", "query")[1] == (
+                f"Upgrade finalized for {addr[0]}\nUpgrade finalized for {addr[1]}\n"
             )
             for d in jn_dirs(cluster) + [tmp_path / "nn1" / "name", tmp_path / "nn2" / "name"]:
                 assert not (d / "previous").exists()
