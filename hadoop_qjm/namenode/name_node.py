@@ -431,12 +431,12 @@ class NameNode:
 
     def finalize_upgrade(self) -> bool:
         """``dfsadmin -finalizeUpgrade`` (FSNamesystem.finalizeUpgrade): the local previous/,
-        and for an HA active the JournalNodes' first. Whether there was one to finalize."""
+        and the JournalNodes' first unless a standby does it. Whether there was one."""
         from hadoop_qjm.namenode.layout_upgrade import finalize_upgrade
 
         core = self._running()
         with core.namesystem.lock:  # type: ignore[union-attr]
-            active = self.ha_enabled and self.state is HAServiceState.ACTIVE
+            active = not self.ha_enabled or self.state is HAServiceState.ACTIVE
             journals = core.edit_log.journal_set if core.edit_log is not None else None
             return finalize_upgrade(core.storage, journals, active)  # type: ignore[arg-type]
 
