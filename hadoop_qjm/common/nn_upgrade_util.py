@@ -67,11 +67,11 @@ def _rename(src: Path, dst: Path, *, fsync: FsyncFunction) -> None:
 
 
 def _delete_dir(path: Path, *, fsync: FsyncFunction) -> None:
-    """Storage.deleteDir, made durable."""
+    """Storage.deleteDir, made durable (an absent ``path`` is nothing to do)."""
+    if not path.exists():
+        return
     try:
         shutil.rmtree(path)
-    except FileNotFoundError:
-        return
     except OSError as e:
         raise IOException(f"Failed to delete {os.path.realpath(path)}: {e}") from e
     fsync_dir(path.parent, fsync=fsync)

@@ -481,19 +481,24 @@ class StorageDirectory:
         version is not compared with ours: a JournalNode accepts any.
         """
         properties = self.read_properties(previous=previous)
-        layout_version = self._int_property(properties, "layoutVersion", _INT_MIN, _INT_MAX)
-        namespace_id = self._int_property(properties, "namespaceID", _INT_MIN, _INT_MAX)
-        ctime = self._int_property(properties, "cTime", _LONG_MIN, _LONG_MAX)
-        cluster_id = self._property(properties, "clusterID")
-        storage_type = self._property(properties, "storageType")
+        version_file = self.previous_version_file if previous else self.version_file
+        layout_version = self._int_property(
+            version_file, properties, "layoutVersion", _INT_MIN, _INT_MAX
+        )
+        namespace_id = self._int_property(
+            version_file, properties, "namespaceID", _INT_MIN, _INT_MAX
+        )
+        ctime = self._int_property(version_file, properties, "cTime", _LONG_MIN, _LONG_MAX)
+        cluster_id = self._property(version_file, properties, "clusterID")
+        storage_type = self._property(version_file, properties, "storageType")
         if storage_type not in _NODE_TYPES:
             raise inconsistent_state(
-                self.root, f"file {self.version_file} has an invalid storageType: {storage_type!r}."
+                self.root, f"file {version_file} has an invalid storageType: {storage_type!r}."
             )
         if storage_type != self.storage_type:
             raise inconsistent_state(
                 self.root,
-                f"node type is incompatible with others: file {self.version_file} has "
+                f"node type is incompatible with others: file {version_file} has "
                 f"storageType={storage_type}, expected {self.storage_type}.",
             )
         if self.storage_type == NODE_TYPE_NAME_NODE:
@@ -506,17 +511,19 @@ class StorageDirectory:
             )
         return StorageInfo(layout_version, namespace_id, cluster_id, ctime)
 
-    def _property(self, properties: Mapping[str, str], key: str) -> str:
+    def _property(self, version_file: Path, properties: Mapping[str, str], key: str) -> str:
         value = properties.get(key)
         if value is None:
-            raise inconsistent_state(self.root, f"file {self.version_file} has {key} missing.")
+            raise inconsistent_state(self.root, f"file {version_file} has {key} missing.")
         return value
 
-    def _int_property(self, properties: Mapping[str, str], key: str, low: int, high: int) -> int:
-        text = self._property(properties, key)
+    def _int_property(
+        self, version_file: Path, properties: Mapping[str, str], key: str, low: int, high: int
+    ) -> int:
+        text = self._property(version_file, properties, key)
         if not _INT_TEXT.fullmatch(text) or not low <= int(text) <= high:
             raise inconsistent_state(
-                self.root, f"file {self.version_file} has an invalid {key}: {text!r}."
+                self.root, f"file {version_file} has an invalid {key}: {text!r}."
             )
         return int(text)
 

@@ -33,6 +33,7 @@ from hadoop_qjm.common.security import SSLFactory
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.namenode import layout_upgrade
 from hadoop_qjm.namenode.fs_edit_log import TerminateCallback, terminate_process
 from hadoop_qjm.namenode.fs_edit_log_async import AsyncLoggingEditLog, EditLogSyncer
 from hadoop_qjm.namenode.fs_edit_log_loader import EditLogApplyException
@@ -44,6 +45,7 @@ from hadoop_qjm.namenode.ha.ha_util import (
     get_nameservice_id,
     is_automatic_failover_enabled,
     is_ha_enabled,
+    namenode_count_warning,
 )
 from hadoop_qjm.namenode.ha.standby_checkpointer import StandbyCheckpointer
 from hadoop_qjm.namenode.ha.standby_services import StandbyServices
@@ -156,6 +158,8 @@ class NameNode:
         self.list_limit = self.settings.list_limit
         self.ha_enabled = is_ha_enabled(conf, self.nameservice)
         self.nnid = conf.get_trimmed(keys.DFS_HA_NAMENODE_ID_KEY) if self.ha_enabled else None
+        if (many := namenode_count_warning(conf, self.nameservice)) is not None:
+            LOG.warning(many)
         self._ha_lock = threading.RLock()
         self.resource_checker: NameNodeResourceChecker | None = None
         self.standby_services = StandbyServices(
@@ -432,19 +436,15 @@ class NameNode:
     def finalize_upgrade(self) -> bool:
         """``dfsadmin -finalizeUpgrade`` (FSNamesystem.finalizeUpgrade): the local previous/,
         and the JournalNodes' first unless a standby does it. Whether there was one."""
-        from hadoop_qjm.namenode.layout_upgrade import finalize_upgrade
-
         core = self._running()
         with core.namesystem.lock:  # type: ignore[union-attr]
             active = not self.ha_enabled or self.state is HAServiceState.ACTIVE
             journals = core.edit_log.journal_set if core.edit_log is not None else None
-            return finalize_upgrade(core.storage, journals, active)  # type: ignore[arg-type]
+            return layout_upgrade.finalize_upgrade(core.storage, journals, active)  # type: ignore[arg-type]
 
     def is_upgrade_finalized(self) -> bool:
         """``dfsadmin -upgrade query`` (ClientProtocol.upgradeStatus)."""
-        from hadoop_qjm.namenode.layout_upgrade import is_upgrade_finalized
-
-        return is_upgrade_finalized(self._running().storage)  # type: ignore[arg-type]
+        return layout_upgrade.is_upgrade_finalized(self._running().storage)  # type: ignore[arg-type]
 
     # ---- HAServiceProtocol -----------------------------------------------------------------------
     def monitor_health(self) -> None:

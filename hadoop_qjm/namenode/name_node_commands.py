@@ -52,8 +52,9 @@ With no option, run a NameNode in the foreground until SIGTERM.
                            NameNode's namespace and copy every local edit after the last
                            checkpoint into them (-force / -nonInteractive as for -format)
   -bootstrapStandby        make this NameNode a standby of the nameservice: format the
-                           local directories with the other NameNode's namespace and
-                           download its newest image (nothing is written to the
+                           local directories with the namespace of another NameNode
+                           (the active one if one answers) and download its newest
+                           image (nothing is written to the
                            JournalNodes). Exit 2: no other NameNode answered; 3: its
                            layout version differs; 5: data exists and was not to be
                            formatted; 6: the shared edits lack the txns after the image

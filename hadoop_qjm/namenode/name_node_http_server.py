@@ -52,6 +52,7 @@ from hadoop_qjm.common.http_server import (
 )
 from hadoop_qjm.common.storage_info import StorageInfo
 from hadoop_qjm.namenode.fs_image_format import read_stored_md5
+from hadoop_qjm.namenode.ha.checkpoint_receivers import CHECKPOINT_RECEIVING_STATES
 from hadoop_qjm.namenode.ha.ha_util import ha_namenodes
 from hadoop_qjm.namenode.ha_peer_status import HAPeerStatus
 from hadoop_qjm.namenode.name_node_metrics import journal_states
@@ -267,9 +268,11 @@ class ImageServlet:
             LOG.warning("Refused an image upload from %s: %s", request.client_address[0], msg)
             raise HttpError(403, msg)
         state = self.name_node.state
-        if state is not HAServiceState.ACTIVE:
+        if state not in CHECKPOINT_RECEIVING_STATES:
+            # 417 as Hadoop's ImageServlet: the checkpointer tells it from a refusal
+            # (TransferResult.NOT_ACTIVE_NAMENODE_FAILURE).
             raise HttpError(
-                403,
+                417,
                 "NameNode is currently not in a state which can accept uploads of new "
                 f"fsimages. State: {state}",
             )

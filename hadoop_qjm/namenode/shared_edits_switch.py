@@ -166,7 +166,7 @@ def choose_shared_edits_uri(configured: str, dirs: Iterable[Path]) -> str:
         return configured
     LOG.warning(
         "%s names the JournalNodes %s, which journal %s left; using %s (recorded in %s). "
-        "Set %s to it on both NameNodes.",
+        "Set %s to it on every NameNode.",
         keys.DFS_NAMENODE_SHARED_EDITS_DIR_KEY,
         _members_text(members),
         journal_id,

@@ -1,4 +1,5 @@
-"""An in-process HA pair: two NameNode daemons (nn1, nn2) over one MiniJournalCluster.
+"""In-process HA NameNodes: two (nn1, nn2) or more NameNode daemons of one nameservice over
+one MiniJournalCluster.
 
 ::
 
@@ -8,6 +9,8 @@
         ...
         pair.stop()
 
+    three = HAPair(ha_conf(base, mjc, "jid", nnids=("nn1", "nn2", "nn3")), base)
+
 For tests and benchmarks that want the NameNode objects at hand; the process-level
 cluster is :mod:`hadoop_qjm.testing.mini_ha_cluster`.
 """
@@ -16,19 +19,20 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.namenode.ha.ha_util import resolve_ha_conf
+from hadoop_qjm.namenode.ha.ha_util import get_namenode_ids, resolve_ha_conf
 from hadoop_qjm.namenode.name_node import NameNode
 from hadoop_qjm.namenode.name_node_core import format_namenode
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 
-__all__ = ["HAPair", "ha_conf", "journal_node_conf", "wait_until"]
+__all__ = ["NNIDS", "HAPair", "ha_conf", "journal_node_conf", "wait_until"]
 
 NS = "mycluster"
+NNIDS = ("nn1", "nn2")
 
 
 def wait_until(predicate: Callable[[], object], timeout_s: float = 20.0, what: str = "") -> None:
@@ -55,12 +59,20 @@ def journal_node_conf() -> Configuration:
     return conf
 
 
-def ha_conf(base: Path, mjc: MiniJournalCluster, jid: str, **extra: object) -> Configuration:
-    """An HA configuration for nn1 and nn2 (RPC and HTTP on port 0 until they start)."""
+def ha_conf(
+    base: Path,
+    mjc: MiniJournalCluster,
+    jid: str,
+    *,
+    nnids: Sequence[str] = NNIDS,
+    **extra: object,
+) -> Configuration:
+    """An HA configuration for ``nnids`` (nn1 and nn2; RPC and HTTP on port 0 until they
+    start)."""
     conf = Configuration()
     conf.set("dfs.nameservices", NS)
-    conf.set(f"dfs.ha.namenodes.{NS}", "nn1,nn2")
-    for nn in ("nn1", "nn2"):
+    conf.set(f"dfs.ha.namenodes.{NS}", ",".join(nnids))
+    for nn in nnids:
         conf.set(f"dfs.namenode.rpc-address.{NS}.{nn}", "127.0.0.1:0")
         conf.set(f"dfs.namenode.http-address.{NS}.{nn}", "127.0.0.1:0")
         conf.set(f"dfs.namenode.name.dir.{NS}.{nn}", str(base / nn / "name"))
@@ -74,17 +86,24 @@ def ha_conf(base: Path, mjc: MiniJournalCluster, jid: str, **extra: object) -> C
 
 
 class HAPair:
-    """nn1 formatted, nn2 a copy of nn1's fresh storage (what bootstrapStandby makes);
-    both started in standby. ``terminations[nnid]`` records each one's terminate calls."""
+    """The NameNodes of ``conf``'s ``dfs.ha.namenodes.mycluster`` (nn1 and nn2, or more):
+    the first formatted, every other a copy of its fresh storage (what bootstrapStandby
+    makes); all started in standby, unless ``start`` is False for some of them (then
+    :meth:`start` each). ``terminations[nnid]`` records each one's terminate calls."""
 
-    def __init__(self, conf: Configuration, base: Path) -> None:
+    def __init__(
+        self, conf: Configuration, base: Path, *, start: Sequence[str] | None = None
+    ) -> None:
         self.conf = conf
-        conf1, _, _ = resolve_ha_conf(conf, "nn1")
+        self.nnids = tuple(get_namenode_ids(conf, NS))
+        first = self.nnids[0]
+        conf1, _, _ = resolve_ha_conf(conf, first)
         format_namenode(conf1, fs_owner="hdfs")
-        shutil.copytree(base / "nn1" / "name", base / "nn2" / "name")
-        self.terminations: dict[str, list[tuple[int, str]]] = {"nn1": [], "nn2": []}
+        for nnid in self.nnids[1:]:
+            shutil.copytree(base / first / "name", base / nnid / "name")
+        self.terminations: dict[str, list[tuple[int, str]]] = {n: [] for n in self.nnids}
         self.nodes: dict[str, NameNode] = {}
-        for nnid in ("nn1", "nn2"):
+        for nnid in self.nnids if start is None else start:
             self.start(nnid)
 
     def start(self, nnid: str) -> NameNode:

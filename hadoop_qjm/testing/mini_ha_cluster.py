@@ -1,4 +1,5 @@
-"""MiniHACluster: 3 JournalNode processes and an HA pair of NameNode processes on 127.0.0.1.
+"""MiniHACluster: 3 JournalNode processes and an HA pair of NameNode processes on 127.0.0.1
+(or three to five NameNodes: ``num_namenodes``).
 
 ::
 
@@ -9,8 +10,8 @@
         cluster.failover("nn1", "nn2")
 
 Everything a Hadoop operator would run, run as commands: ``namenode -format``,
-``namenode -bootstrapStandby``, two ``namenode`` daemons (``-nnid nn1`` / ``nn2``; both
-start in standby), HAServiceProtocol calls as ``haadmin`` makes them. One configuration
+``namenode -bootstrapStandby`` (of nn2, and of nn3 … with more), the ``namenode`` daemons
+(``-nnid nn1`` / ``nn2`` …; all start in standby), HAServiceProtocol calls as ``haadmin`` makes them. One configuration
 directory (``conf_dir``) serves every process.
 
 The NameNodes of a pair must know each other's addresses before they start (the standby
@@ -70,6 +71,7 @@ class ZKFCProcess(DaemonProcess):
 
 
 NAMESERVICE = "mycluster"
+#: The NameNodes of a default cluster (``num_namenodes=2``).
 NNIDS = ("nn1", "nn2")
 JOURNAL_ID = NAMESERVICE
 
@@ -93,7 +95,7 @@ class MiniHACluster:
     with ``start=False`` only the JournalNodes start (then call :meth:`format_and_bootstrap`
     and :meth:`start_namenode` yourself). ``secure=True`` makes a test PKI in
     ``<base_dir>/pki`` and runs every channel over mutual TLS, HTTPS only
-    (docs/security.md)."""
+    (docs/security.md). ``num_namenodes`` (2) NameNodes nn1, nn2, …: :attr:`nnids`."""
 
     def __init__(
         self,
@@ -104,7 +106,11 @@ class MiniHACluster:
         start: bool = True,
         secure: bool = False,
         zookeeper: str | None = None,
+        num_namenodes: int = len(NNIDS),
     ) -> None:
+        if num_namenodes < 2:
+            raise ValueError(f"an HA cluster needs two or more NameNodes, not {num_namenodes}")
+        self.nnids = tuple(f"nn{i}" for i in range(1, num_namenodes + 1))
         self._own_base_dir = base_dir is None
         self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="miniha-"))
         self.base_dir.mkdir(parents=True, exist_ok=True)
@@ -121,8 +127,8 @@ class MiniHACluster:
             self.properties.update(AUTO_FAILOVER_PROPERTIES)
             self.properties["ha.zookeeper.quorum"] = zookeeper
         self.properties.update(properties or {})
-        self.namenodes: dict[str, NameNodeProcess | None] = dict.fromkeys(NNIDS)
-        self.zkfcs: dict[str, ZKFCProcess | None] = dict.fromkeys(NNIDS)
+        self.namenodes: dict[str, NameNodeProcess | None] = dict.fromkeys(self.nnids)
+        self.zkfcs: dict[str, ZKFCProcess | None] = dict.fromkeys(self.nnids)
         jn_conf = Configuration()
         jn_conf.set("dfs.ha.tail-edits.in-progress", "true")
         for key, value in self.properties.items():
@@ -135,11 +141,12 @@ class MiniHACluster:
             processes=True,
         )
         try:
-            ports = free_ports(8)
-            self.rpc_ports = dict(zip(NNIDS, ports[:2]))
-            self.http_ports = dict(zip(NNIDS, ports[2:4]))
-            self.https_ports = dict(zip(NNIDS, ports[4:6]))
-            self.zkfc_ports = dict(zip(NNIDS, ports[6:]))
+            n = len(self.nnids)
+            ports = free_ports(4 * n)
+            self.rpc_ports = dict(zip(self.nnids, ports[:n]))
+            self.http_ports = dict(zip(self.nnids, ports[n : 2 * n]))
+            self.https_ports = dict(zip(self.nnids, ports[2 * n : 3 * n]))
+            self.zkfc_ports = dict(zip(self.nnids, ports[3 * n :]))
             self._write_conf()
         except BaseException:
             self.shutdown()
@@ -147,7 +154,7 @@ class MiniHACluster:
         if start:
             try:
                 self.format_and_bootstrap()
-                for nnid in NNIDS:
+                for nnid in self.nnids:
                     self.start_namenode(nnid)
             except BaseException:
                 self.shutdown()
@@ -163,7 +170,7 @@ class MiniHACluster:
     def _write_conf(self) -> None:
         props: dict[str, object] = {
             "dfs.nameservices": NAMESERVICE,
-            f"dfs.ha.namenodes.{NAMESERVICE}": ",".join(NNIDS),
+            f"dfs.ha.namenodes.{NAMESERVICE}": ",".join(self.nnids),
             "fs.defaultFS": f"hdfs://{NAMESERVICE}",
             f"dfs.client.failover.proxy.provider.{NAMESERVICE}": (
                 "org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider"
@@ -176,7 +183,7 @@ class MiniHACluster:
             "dfs.client.failover.sleep.base.millis": 20,
             "dfs.client.failover.sleep.max.millis": 200,
         }
-        for nnid in NNIDS:
+        for nnid in self.nnids:
             props[f"dfs.namenode.rpc-address.{NAMESERVICE}.{nnid}"] = (
                 f"127.0.0.1:{self.rpc_ports[nnid]}"
             )
@@ -216,15 +223,17 @@ class MiniHACluster:
 
     def format_and_bootstrap(self) -> None:
         """``namenode -format`` as nn1 (local dirs and every JournalNode), then
-        ``namenode -bootstrapStandby`` as nn2 while nn1 runs (it fetches nn1's image)."""
+        ``namenode -bootstrapStandby`` as nn2 (nn3, …) while nn1 runs (it fetches nn1's
+        image)."""
         self._check(
             self.run_hdfs("namenode", "-nnid", "nn1", "-format", "-nonInteractive"), "format"
         )
         self.start_namenode("nn1")
-        self._check(
-            self.run_hdfs("namenode", "-nnid", "nn2", "-bootstrapStandby", "-nonInteractive"),
-            "bootstrapStandby",
-        )
+        for nnid in self.nnids[1:]:
+            self._check(
+                self.run_hdfs("namenode", "-nnid", nnid, "-bootstrapStandby", "-nonInteractive"),
+                f"bootstrapStandby of {nnid}",
+            )
 
     def start_namenode(self, nnid: str) -> NameNodeProcess:
         node = self.namenodes.get(nnid)
@@ -274,10 +283,10 @@ class MiniHACluster:
         return node
 
     def start_auto_failover(self, timeout_s: float = 120.0) -> str:
-        """``zkfc -formatZK``, both controllers; waits until they made a NameNode active and
-        the other standby. Returns the active's id."""
+        """``zkfc -formatZK``, every NameNode's controller; waits until they made a NameNode
+        active and the others standby. Returns the active's id."""
         self._check(self.format_zk(), "zkfc -formatZK")
-        for nnid in NNIDS:
+        for nnid in self.nnids:
             self.start_zkfc(nnid)
         return self.wait_roles(timeout_s=timeout_s)
 
@@ -306,7 +315,7 @@ class MiniHACluster:
         """Every NameNode's HA state as it answers now (``unreachable`` if it does not
         answer within ``timeout_s``)."""
         result = {}
-        for nnid in NNIDS:
+        for nnid in self.nnids:
             try:
                 result[nnid] = self.service_state(nnid, timeout_s)
             except Exception:  # noqa: BLE001 - a dead or frozen NameNode
@@ -352,12 +361,12 @@ class MiniHACluster:
     # ---- lifecycle -----------------------------------------------------------------------------
     def shutdown(self) -> None:
         errors: list[BaseException] = []
-        for nnid in NNIDS:
+        for nnid in self.nnids:
             try:
                 self.stop_zkfc(nnid)
             except Exception as e:  # noqa: BLE001 - stop the rest
                 errors.append(e)
-        for nnid in NNIDS:
+        for nnid in self.nnids:
             try:
                 self.stop_namenode(nnid)
             except Exception as e:  # noqa: BLE001 - stop the rest

@@ -240,3 +240,38 @@ def flip_byte_in_op(path, txid: int, delta: int = 20) -> int:
     finally:
         os.close(fd)
     return offset
+
+
+# ---- a journal directory as Hadoop's JournalNode lays it out mid-upgrade (HDFS-5138) ------------
+def write_hadoop_version(directory, layout_version: int, ctime: int, ns=FAKE_NSINFO) -> None:
+    """``directory/VERSION`` as Hadoop's JNStorage writes it (made if absent)."""
+    from pathlib import Path
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "VERSION").write_text(
+        "#Thu Dec 01 12:00:00 UTC 2026\n"
+        f"namespaceID={ns.namespace_id}\nclusterID={ns.cluster_id}\n"
+        f"cTime={ctime}\nstorageType=JOURNAL_NODE\nlayoutVersion={layout_version}\n"
+    )
+
+
+def lay_out_as_hadoop_upgraded(root, layout_version: int, ctime: int) -> None:
+    """Turn the (closed) journal directory ``root`` into what Hadoop's Journal.doUpgrade
+    leaves: ``previous/`` (the old ``current/``) beside a new ``current/`` with the new
+    VERSION, an empty ``paxos/``, the edits files hard-linked and the epoch and
+    committed-txid files copied."""
+    import os
+    from pathlib import Path
+
+    root = Path(root)
+    current, previous = root / "current", root / "previous"
+    os.rename(current, previous)
+    write_hadoop_version(current, layout_version, ctime)
+    (current / "paxos").mkdir()
+    for name in os.listdir(previous):
+        if name.startswith("edits"):
+            os.link(previous / name, current / name)
+    for name in ("last-promised-epoch", "last-writer-epoch", "committed-txid"):
+        if (previous / name).exists():
+            (current / name).write_bytes((previous / name).read_bytes())

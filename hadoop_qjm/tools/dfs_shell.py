@@ -38,6 +38,7 @@ from hadoop_qjm.common.exceptions import (
     UsageError,
 )
 from hadoop_qjm.common.fs_permission import FsPermission, get_umask
+from hadoop_qjm.common.security.caller_identity import certificate_user_name
 from hadoop_qjm.ipc.socket_channel import login_user_name
 from hadoop_qjm.namenode.fs_directory import FileStatus
 from hadoop_qjm.namenode.ha.failover_proxy import (
@@ -177,8 +178,9 @@ class FsShell:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         # A relative path is under /user/<user> (Hadoop's home directory, from the UGI):
-        # the user this client claims, HADOOP_USER_NAME before the OS user.
-        self.user = login_user_name()
+        # with TLS on RPC the user its certificate maps to (what the NameNode will see),
+        # else the user this client claims, HADOOP_USER_NAME before the OS user.
+        self.user = certificate_user_name(conf) or login_user_name()
         self._proxies: dict[str, Any] = {}  # by authority; "" is fs.defaultFS
         try:  # the client applies fs.permissions.umask-mode, as DFSClient does
             self.umask = get_umask(conf)

@@ -120,7 +120,7 @@ _HELP = {
         "Not Hadoop's: moves the active NameNode's shared edits to the JournalNodes of the "
         "URI, online, by joint consensus (docs/journalnode.md); bootstrap the new "
         "JournalNodes first, and afterwards set dfs.namenode.shared.edits.dir to the URI on "
-        "both NameNodes. Waits up to dfs.ha.reconfigure-shared-edits.catch-up.timeout.ms "
+        "every NameNode. Waits up to dfs.ha.reconfigure-shared-edits.catch-up.timeout.ms "
         "(10 min) for the new JournalNodes to catch up. Run it again if it was interrupted.",
     ),
     "-help": ("<command>", "Displays help on the specified command"),
@@ -393,7 +393,7 @@ class HAAdmin:
                 print(f"{target}: the shared edits are now on {now_on}", file=self.out)
                 print(
                     f"Now set dfs.namenode.shared.edits.dir to {uri} in the configuration of "
-                    "both NameNodes (and of the JournalNodes).",
+                    "every NameNode (and of the JournalNodes).",
                     file=self.out,
                 )
                 return 0

@@ -2,15 +2,16 @@
 
 1. Three JournalNode processes start on 127.0.0.1 (ports chosen by the OS).
 2. ``namenode -format`` as nn1 (its name dir and every JournalNode), nn1 starts,
-   ``namenode -bootstrapStandby`` as nn2 copies nn1's image, nn2 starts. Both start in
-   standby; ``haadmin -transitionToActive nn1`` makes nn1 the writer.
+   ``namenode -bootstrapStandby`` as nn2 copies nn1's image, nn2 starts (with
+   ``--namenodes 3``: nn3 too). All start in standby; ``haadmin -transitionToActive nn1``
+   makes nn1 the writer.
 3. Client threads stream mkdirs through the nameservice (``hdfs://mycluster``: a client
-   that fails over between the NameNodes). Half-way, ``haadmin -failover nn1 nn2``: nn1
-   ends its segment and becomes a standby, nn2 fences the journal with a new epoch,
-   recovers, catches up and writes on. The clients get StandbyException from nn1 and
-   move to nn2 by themselves.
-4. Checks: every mkdirs acknowledged to a client exists on the new active; the standby
-   (nn1) catches up to the active's last txid and holds as many inodes; each finalized
+   that fails over between the NameNodes). Half-way, ``haadmin -failover nn1 nn2`` (to
+   the last NameNode: nn3 of three): nn1 ends its segment and becomes a standby, the
+   target fences the journal with a new epoch, recovers, catches up and writes on. The
+   clients get StandbyException from nn1 and move on by themselves.
+4. Checks: every mkdirs acknowledged to a client exists on the new active; every standby
+   catches up to the active's last txid and holds as many inodes; each finalized
    segment is byte-identical on every JournalNode that has it.
 5. Prints the status-page and metrics URLs, stops everything with SIGTERM and removes the
    temporary directory — also on Ctrl-C.
@@ -53,8 +54,13 @@ def _run_ha(args, conf) -> int:
     load = None
     try:
         cluster = MiniHACluster(
-            base / "cluster", properties=properties, start=False, secure=args.secure
+            base / "cluster",
+            properties=properties,
+            start=False,
+            secure=args.secure,
+            num_namenodes=args.namenodes,
         )
+        target = cluster.nnids[-1]
         web = Web(cluster)
         jns = cluster.journal_nodes
         if args.secure:
@@ -76,7 +82,7 @@ def _run_ha(args, conf) -> int:
         load.wait_acked(args.ops // 2)
         say(f"  {len(load.acked)} acknowledged; failing over while they run:")
         failover_started = time.monotonic()
-        hdfs(cluster, "haadmin", "-failover", "nn1", "nn2")
+        hdfs(cluster, "haadmin", "-failover", "nn1", target)
         say(f"  failover took {time.monotonic() - failover_started:.2f}s")
         load.join()
         say(
@@ -87,28 +93,29 @@ def _run_ha(args, conf) -> int:
             say(f"  e.g. {error[:200]}")
         hdfs(cluster, "haadmin", "-getAllServiceState")
 
-        with cluster.proxy("nn2") as active:
+        with cluster.proxy(target) as active:
             missing = [p for p in load.acked if active.get_file_info(p) is None]
             if missing:
                 raise IOException(
                     f"{len(missing)} acknowledged mkdirs missing on the new active: {missing[:5]}"
                 )
             active_txid = active.get_transaction_id()
-        say(f"nn2 (active) holds all {len(load.acked)} acknowledged dirs; last txid {active_txid}")
-        with cluster.proxy("nn1") as standby:
-            wait_for(
-                lambda: standby.get_transaction_id() >= active_txid,
-                f"the standby to reach txid {active_txid}",
-            )
-        wait_for(
-            lambda: (
-                web.jmx("nn1", "FSNamesystem")["FilesTotal"]
-                == web.jmx("nn2", "FSNamesystem")["FilesTotal"]
-            ),
-            "the standby's namespace to match the active's",
+        say(
+            f"{target} (active) holds all {len(load.acked)} acknowledged dirs; "
+            f"last txid {active_txid}"
         )
-        inodes = web.jmx("nn2", "FSNamesystem")["FilesTotal"]
-        say(f"nn1 (standby) caught up to txid {active_txid}: {inodes} inodes on both")
+        inodes = web.jmx(target, "FSNamesystem")["FilesTotal"]
+        for standby_id in cluster.nnids[:-1]:
+            with cluster.proxy(standby_id) as standby:
+                wait_for(
+                    lambda: standby.get_transaction_id() >= active_txid,
+                    f"{standby_id} (standby) to reach txid {active_txid}",
+                )
+            wait_for(
+                lambda nnid=standby_id: web.jmx(nnid, "FSNamesystem")["FilesTotal"] == inodes,
+                f"{standby_id}'s namespace to match the active's",
+            )
+            say(f"{standby_id} (standby) caught up to txid {active_txid}: {inodes} inodes")
         segments = check_finalized_identical(cluster)
         say(f"{segments} finalized segments byte-identical on every JournalNode that has them")
         show_pages(web, args.keep_running)
@@ -134,11 +141,17 @@ def run(argv, conf) -> int:
     parser = CommandParser(
         prog="hdfs-py quickstart",
         description=__doc__.split("\n\n")[0].split(": ", 1)[1]
-        + ". Starts 3 JournalNodes and 2 NameNodes as processes on 127.0.0.1, fails over "
+        + ". Starts 3 JournalNodes and 2 NameNodes (--namenodes) as processes on 127.0.0.1, fails over "
         "under load, checks that no acknowledged operation was lost, and stops everything.",
     )
     parser.add_argument("--ops", type=int, default=2000, help="mkdirs in all (2000)")
     parser.add_argument("--clients", type=int, default=4, help="client threads (4)")
+    parser.add_argument(
+        "--namenodes",
+        type=int,
+        default=2,
+        help="NameNodes of the nameservice, 2 to 5 (2); the failover goes from nn1 to the last",
+    )
     parser.add_argument(
         "--dir", default=None, help="keep the cluster's data and logs here (default: a temp dir)"
     )
@@ -167,6 +180,10 @@ def run(argv, conf) -> int:
     args = parser.parse_args(argv)
     if args.ops <= 1 or args.clients <= 0:
         parser.error("--ops must be at least 2 and --clients positive")
+    if not 2 <= args.namenodes <= 5:
+        parser.error("--namenodes must be 2 to 5")
+    if args.namenodes != 2 and args.auto_failover:
+        parser.error("--auto-failover runs two NameNodes: leave out --namenodes")
     import logging
     import os
 

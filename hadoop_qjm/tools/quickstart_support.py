@@ -176,22 +176,22 @@ def check_finalized_identical(cluster) -> int:
 
 
 def start_pair(cluster) -> None:
-    """``namenode -format`` as nn1, nn1, ``-bootstrapStandby`` as nn2, nn2 (both standby)."""
+    """``namenode -format`` as nn1, nn1, ``-bootstrapStandby`` as nn2 (and nn3, … with
+    more), each started after its bootstrap (all standby)."""
     hdfs(cluster, "namenode", "-nnid", "nn1", "-format", "-nonInteractive")
     nn1 = cluster.start_namenode("nn1")
     say(f"Started NameNode nn1: pid {nn1.pid}, rpc 127.0.0.1:{nn1.rpc_port} (standby)")
-    hdfs(cluster, "namenode", "-nnid", "nn2", "-bootstrapStandby", "-nonInteractive")
-    nn2 = cluster.start_namenode("nn2")
-    say(f"Started NameNode nn2: pid {nn2.pid}, rpc 127.0.0.1:{nn2.rpc_port} (standby)")
+    for nnid in cluster.nnids[1:]:
+        hdfs(cluster, "namenode", "-nnid", nnid, "-bootstrapStandby", "-nonInteractive")
+        node = cluster.start_namenode(nnid)
+        say(f"Started NameNode {nnid}: pid {node.pid}, rpc 127.0.0.1:{node.rpc_port} (standby)")
 
 
 def show_pages(web: Web, keep_running: bool) -> None:
     """Print every daemon's status page and metrics URLs; with ``--keep-running`` wait for
     Ctrl-C."""
-    from hadoop_qjm.testing.mini_ha_cluster import NNIDS
-
     say("Status pages and metrics (while the cluster runs):")
-    for nnid in NNIDS:
+    for nnid in web.cluster.nnids:
         url = web.namenode(nnid)
         say(f"  {nnid}: {url}/  {url}/metrics  {url}/jmx")
     for i in range(web.cluster.journal_nodes.num_journal_nodes):

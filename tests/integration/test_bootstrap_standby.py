@@ -27,6 +27,7 @@ from hadoop_qjm.namenode.name_node import NameNode
 from hadoop_qjm.namenode.name_node_core import format_namenode
 from hadoop_qjm.namenode.nn_storage import image_file_name
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy
+from hadoop_qjm.namenode.protocol.messages import HAServiceState, HAServiceStatus
 from hadoop_qjm.testing.in_process_ha import wait_until
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 
@@ -222,6 +223,9 @@ def test_exit_3_when_the_layout_versions_differ(tmp_path) -> None:
 
         def get_transaction_id(self) -> int:
             return 0
+
+        def get_service_status(self) -> HAServiceStatus:
+            return HAServiceStatus(HAServiceState.ACTIVE, True, None)
 
         def close(self) -> None:
             pass

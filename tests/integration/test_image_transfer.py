@@ -236,7 +236,12 @@ def test_409_for_an_image_not_newer_than_the_newest(active: Active) -> None:
     assert active.images() == [0, t1]
 
 
-def test_403_when_not_active_or_for_another_namespace(active: Active) -> None:
+def test_417_on_a_standby_403_for_another_namespace_an_observer_stores_it(
+    active: Active,
+) -> None:
+    """A standby answers 417, as Hadoop's ImageServlet (TransferResult.
+    NOT_ACTIVE_NAMENODE_FAILURE, which a standby checkpointer tells from a refusal); an
+    observer stores the image like the active (HDFS-12979)."""
     image = active.make_image(5)
     other = StorageInfo(
         active.storage_info.layout_version,
@@ -253,9 +258,13 @@ def test_403_when_not_active_or_for_another_namespace(active: Active) -> None:
             active.upload(5, image)
     finally:
         active.nn.state = HAServiceState.ACTIVE
-    assert raised.value.status == 403 and "State: standby" in str(raised.value)
+    assert raised.value.status == 417 and "State: standby" in str(raised.value)
     assert active.images() == [0]
-    active.upload(5, image)
+    active.nn.state = HAServiceState.OBSERVER
+    try:
+        active.upload(5, image)
+    finally:
+        active.nn.state = HAServiceState.ACTIVE
     assert active.images() == [0, 5]
 
 

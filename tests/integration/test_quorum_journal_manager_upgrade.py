@@ -2,7 +2,8 @@
 Thrift: QuorumJournalManager.do_pre_upgrade … do_rollback against three in-process
 JournalNodes (MiniJournalCluster on 127.0.0.1, ports from the OS).
 
-Each test starts from: a first writer wrote segments 1-3 and 4-6 (finalized) and stopped;
+Each test starts from: a first writer wrote segments 1-3 and 4-6 (finalized on every node)
+and stopped;
 the JournalNodes were restarted (what they hold is on disk); the upgrading NameNode's QJM
 then won epoch 2 (recover_unfinalized_segments), as Hadoop's does before doPreUpgrade.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,13 @@ from hadoop_qjm.conf import Configuration
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.qjournal.protocol.exceptions import QuorumException
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
-from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, JID, snapshot_files, write_segment
+from hadoop_qjm.testing.qjm_test_util import (
+    FAKE_NSINFO,
+    JID,
+    lay_out_as_hadoop_upgraded,
+    snapshot_files,
+    write_segment,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -43,11 +51,13 @@ class Upgrade:
         first.recover_unfinalized_segments()
         write_segment(first, 1, 3, True)
         write_segment(first, 4, 3, True)
+        first.loggers.wait_for_all_pending_calls()  # every node finalized both
         first.close()
         for i in range(cluster.num_journal_nodes):
             cluster.restart_journal_node(i)  # on disk, as after a cluster stop
         self.qjm = self.new_qjm()
         self.qjm.recover_unfinalized_segments()
+        self.qjm.loggers.wait_for_all_pending_calls()  # recovery's last finalize landed too
 
     def new_qjm(self) -> QuorumJournalManager:
         qjm = QuorumJournalManager(self.conf, self.cluster.quorum_journal_uri(JID), FAKE_NSINFO)
@@ -67,12 +77,8 @@ class Upgrade:
 
 @pytest.fixture
 def upgrade(tmp_path) -> Iterator[Upgrade]:
-    with MiniJournalCluster(3, base_dir=tmp_path) as cluster:
-        u = Upgrade(cluster)
-        try:
-            yield u
-        finally:
-            u.close()
+    with MiniJournalCluster(3, base_dir=tmp_path) as cluster, closing(Upgrade(cluster)) as u:
+        yield u
 
 
 def _layout(d: Path) -> str:
@@ -186,3 +192,27 @@ def test_pre_upgrade_refuses_while_a_node_holds_an_unfinalized_upgrade(upgrade):
     message = _refused(upgrade.qjm.do_pre_upgrade, f"127.0.0.1:{upgrade.cluster.rpc_ports[1]}")
     assert "still hold the previous upgrade" in message
     assert upgrade.snapshot() == before
+
+
+def test_journal_nodes_started_on_hadoops_mid_upgrade_directories(upgrade):
+    """Issue 36: directories Hadoop's JournalNodes left mid-upgrade: previous/ beside the
+    upgraded current/ on nodes 0 and 1, and on node 2 a crash after VERSION was written but
+    before previous.tmp/ was renamed (COMPLETE_UPGRADE). Each node starts on it, reads it,
+    and the journal rolls back."""
+    cluster = upgrade.cluster
+    upgrade.qjm.close()
+    before = upgrade.snapshot()
+    for i, d in enumerate(upgrade.dirs()):
+        cluster.stop_journal_node(i)
+        lay_out_as_hadoop_upgraded(d, UPGRADED.layout_version, UPGRADED.ctime)
+    crashed = upgrade.dirs()[2]
+    (crashed / "previous").rename(crashed / "previous.tmp")
+    for i in range(cluster.num_journal_nodes):
+        cluster.restart_journal_node(i)
+    qjm = upgrade.new_qjm()
+    assert qjm.get_journal_ctime() == UPGRADED.ctime  # each node opens its journal here
+    assert (crashed / "previous").is_dir() and not (crashed / "previous.tmp").exists()
+    assert qjm.can_roll_back(UPGRADED, ME, LV) is True
+    qjm.do_rollback()
+    for was, now in zip(before, upgrade.snapshot(), strict=True):
+        assert now == was

@@ -66,3 +66,36 @@ def test_a_certificate_is_the_user_of_every_check_and_audit_line(
             return proxy.get_file_info(path)
 
     tenants.run_tenants_scenario(dfs, file_info, audit, "CERTIFICATE")
+
+
+def test_a_relative_path_is_under_the_home_of_the_certificates_user(
+    secure_name_node: NameNode, client_confs, pki, capsys, monkeypatch
+) -> None:
+    """Hadoop's home directory is /user/<the UGI's short name>: over TLS the user the
+    client's certificate maps to (here by an auth_to_local rule the client applies as the
+    NameNode does), not HADOOP_USER_NAME, which the NameNode ignores."""
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    monkeypatch.setenv("HADOOP_USER_NAME", "hdfs")
+    host, port = secure_name_node.rpc_address
+    secured = [f"-D{key}={value}" for key, value in pki.props.items()]
+
+    def dfs(user: str, *args: str, rules: str | None = None) -> tuple[int, str]:
+        capsys.readouterr()
+        extra = [f"-Dhadoop.security.auth_to_local={rules}"] if rules else []
+        status = main([
+            *secured, *extra, f"-Dhadoop.ssl.client.conf={client_confs[user]}",
+            f"-Dfs.defaultFS=hdfs://{host}:{port}", "dfs", *args,
+        ])  # fmt: skip
+        captured = capsys.readouterr()
+        return status, captured.out + captured.err
+
+    assert dfs(tenants.OPERATOR, "-mkdir", "-p", "/user/bob")[0] == 0
+    assert dfs(tenants.OPERATOR, "-chown", "bob", "/user/bob")[0] == 0
+    assert dfs("bob", "-mkdir", "reports") == (0, "")
+    status, out = dfs("bob", "-ls", "/user/bob")
+    assert status == 0 and "/user/bob/reports" in out and " bob " in out
+    assert dfs(tenants.OPERATOR, "-ls", "/user/hdfs/reports")[0] == 1
+    # a subject no rule maps: one line, and nothing is sent
+    status, out = dfs("bob", "-mkdir", "other", rules="RULE:[$CN](alice)")
+    assert status == 1 and out.count("\n") == 1
+    assert "No rules applied to CN=bob" in out and "this client has no user name" in out

@@ -41,6 +41,28 @@ def test_quickstart_fails_over_an_ha_pair_under_load(tmp_path):
     assert len(logs) == 2 and all("NameNode stopped" in p.read_text() for p in logs)
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_quickstart_with_three_namenode_processes_fails_over_nn1_to_nn3(tmp_path):
+    """Issue 37 item 1 at process level: nn2 and nn3 bootstrapped from nn1, the failover
+    from nn1 to nn3 under load, both standbys caught up, every acknowledged mkdir there."""
+    result = hdfs_py(
+        "quickstart", "--namenodes", "3", "--ops", "300", "--dir", str(tmp_path), timeout_s=290
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    for nnid in ("nn2", "nn3"):
+        assert f"$ hdfs-py namenode -nnid {nnid} -bootstrapStandby -nonInteractive" in out
+    assert "$ hdfs-py haadmin -failover nn1 nn3" in out
+    assert out.count("(standby) caught up to txid") == 2
+    match = re.search(r"nn3 \(active\) holds all (\d+) acknowledged dirs", out)
+    assert match and int(match.group(1)) >= 150, out
+    states = re.findall(r"^\s*127\.0\.0\.1:\d+ +(active|standby)$", out, re.M)
+    assert states[-3:] == ["standby", "standby", "active"], out
+    logs = list((tmp_path / "cluster").glob("nn*.log"))
+    assert len(logs) == 3 and all("NameNode stopped" in p.read_text() for p in logs)
+
+
 @pytest.mark.timeout(180)
 def test_journal_only_quickstart_runs_writer_failover_reader():
     result = hdfs_py(

@@ -209,6 +209,39 @@ def test_haadmin_goes_through_the_controllers(zk_server, make_cluster) -> None:
             assert "Received signal 15" in cluster.zkfc_log_path(nnid).read_text(), nnid
 
 
+@pytest.mark.slow
+def test_three_namenodes_each_with_a_controller(zk_server, make_cluster) -> None:
+    """Issue 37 item 1: nn1, nn2, nn3 and three controllers. haadmin -failover to the last
+    standby (every other controller cedes first), then kill -9 of that active: one of the
+    two others takes over (after fencing), the third stays standby, nothing acknowledged
+    is lost."""
+    cluster = make_cluster(zk_server.connect_string, num_namenodes=3)
+    with explained(cluster):
+        active, _ = wait_one_active(cluster, 60)
+        target = [n for n in cluster.nnids if n != active][-1]
+        with cluster.client(timeout_s=10) as fs:
+            assert fs.mkdirs("/before-failover")
+        failover = cluster.run_hdfs("haadmin", "-failover", active, target)
+        assert failover.returncode == 0, failover.stderr
+        assert re.search(r"Failover to .+ successful", failover.stdout), failover.stdout
+        assert wait_one_active(cluster, 60)[0] == target
+        with cluster.client(timeout_s=10) as fs:
+            assert fs.mkdirs("/on-target")
+        cluster.namenode(target).kill(signal.SIGKILL)
+        rest = [n for n in cluster.nnids if n != target]
+
+        def one_of_the_rest_active() -> bool:
+            states = quick_states(cluster)
+            return sorted(states[n] for n in rest) == ["active", "standby"]
+
+        wait_until(one_of_the_rest_active, 60, f"one of {rest} active after kill -9 of {target}")
+        assert quick_states(cluster)[target] == "unreachable"
+        with cluster.client(timeout_s=10) as fs:
+            for path in ("/before-failover", "/on-target"):
+                assert fs.get_file_info(path) is not None, path
+            assert fs.mkdirs("/after-kill")
+
+
 # ---- 2. kill -9 the active's controller -----------------------------------------------------------
 # Expected duration: ~15 s (the failover waits ~3 s for the session to expire).
 @pytest.mark.slow

@@ -60,15 +60,19 @@ BUCKET = 100
 
 
 # ---- cluster ------------------------------------------------------------------------------------
-def start_auto_failover(base_dir: Path, zookeeper: str, **properties: object) -> MiniHACluster:
-    """A MiniHACluster with automatic failover on ``zookeeper``: ``-formatZK``, both
-    controllers started, exactly one NameNode active and the other standby."""
-    cluster = MiniHACluster(base_dir, zookeeper=zookeeper, properties=properties)
+def start_auto_failover(
+    base_dir: Path, zookeeper: str, *, num_namenodes: int = len(NNIDS), **properties: object
+) -> MiniHACluster:
+    """A MiniHACluster with automatic failover on ``zookeeper``: ``-formatZK``, every
+    controller started, exactly one NameNode active and the others standby."""
+    cluster = MiniHACluster(
+        base_dir, zookeeper=zookeeper, properties=properties, num_namenodes=num_namenodes
+    )
     try:
         result = cluster.format_zk()
         if result.returncode != 0:
             raise RuntimeError(f"zkfc -formatZK failed ({result.returncode}): {result.stderr}")
-        for nnid in NNIDS:
+        for nnid in cluster.nnids:
             cluster.start_zkfc(nnid)
         wait_one_active(cluster, 60)
     except BaseException:
@@ -85,7 +89,7 @@ def quick_states(cluster: MiniHACluster, timeout_s: float = 1.0) -> dict[str, st
     """Each NameNode's HA state, every call bounded by ``timeout_s`` (``unreachable`` if it
     does not answer: dead or frozen). MiniHACluster.states() waits 10 s on a frozen one."""
     states = {}
-    for nnid in NNIDS:
+    for nnid in cluster.nnids:
         try:
             with cluster.proxy(nnid, timeout_s=timeout_s) as proxy:
                 states[nnid] = proxy.get_service_status().state.name.lower()
@@ -95,16 +99,18 @@ def quick_states(cluster: MiniHACluster, timeout_s: float = 1.0) -> dict[str, st
 
 
 def wait_one_active(cluster: MiniHACluster, timeout_s: float = 30.0) -> tuple[str, str]:
-    """Wait until one NameNode is active and the other standby; ``(active, standby)``."""
+    """Wait until one NameNode is active and the others standby; ``(active, standby)``
+    (of three or more, the first standby)."""
     seen: dict[str, str] = {}
+    wanted = ["active"] + ["standby"] * (len(cluster.nnids) - 1)
 
     def settled() -> bool:
         seen.update(quick_states(cluster))
-        return sorted(seen.values()) == ["active", "standby"]
+        return sorted(seen.values()) == wanted
 
-    wait_until(settled, timeout_s, f"one active and one standby NameNode (last seen {seen})")
+    wait_until(settled, timeout_s, f"one active and the other NameNodes standby (last seen {seen})")
     active = next(n for n, s in seen.items() if s == "active")
-    return active, other(active)
+    return active, next(n for n in cluster.nnids if n != active)
 
 
 def watch_states(

@@ -227,3 +227,33 @@ def test_get_log_file_finds_exactly_what_a_full_listing_finds(fjm):
     assert key(fjm.get_log_file(111)) == ("edits_111-120", 120, False)
     assert key(fjm.get_log_file(131))[2] is True
     assert all(log.name.isascii() for log in everything)
+
+
+def test_a_shared_edits_directory_is_upgraded_rolled_back_and_finalized(tmp_path):
+    """Issue 36: FileJournalManager's upgrade calls (a shared edits dir on NFS), through
+    NNUpgradeUtil's steps on its StorageDirectory; a name-dir-less FJM cannot."""
+    from hadoop_qjm.common.storage import NODE_TYPE_NAME_NODE, StorageDirectory
+    from hadoop_qjm.common.storage_info import NamespaceInfo
+
+    sd = StorageDirectory(tmp_path / "shared", NODE_TYPE_NAME_NODE)
+    ns = NamespaceInfo(12345, "mycluster", "my-bp")
+    sd.format(ns)
+    fjm = FileJournalManager(Configuration(), sd)
+    write_segment(fjm, 1, 3)
+    before = {p.name: p.read_bytes() for p in sd.current.iterdir()}
+    upgraded = NamespaceInfo(12345, "mycluster", "my-bp", ctime=99, layout_version=LV - 1)
+    fjm.do_pre_upgrade()
+    fjm.do_upgrade(upgraded)
+    assert fjm.get_journal_ctime() == 99
+    assert fjm.can_roll_back(upgraded, ns, LV) is True
+    fjm.do_rollback()
+    assert {p.name: p.read_bytes() for p in sd.current.iterdir()} == before
+    assert fjm.get_journal_ctime() == 0
+    assert fjm.can_roll_back(ns, ns, LV) is False
+    fjm.do_pre_upgrade()
+    fjm.do_upgrade(upgraded)
+    fjm.do_finalize()
+    assert not sd.previous.exists()
+    assert sd.read_storage_info().layout_version == LV - 1
+    with pytest.raises(IllegalStateException, match="no storage directory"):
+        FileJournalManager(Configuration(), tmp_path / "current-only").do_pre_upgrade()

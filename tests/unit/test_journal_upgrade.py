@@ -27,13 +27,8 @@ from hadoop_qjm.common.java_properties import load_properties
 from hadoop_qjm.common.storage_info import StorageInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.qjournal.server.journal import Journal
-from hadoop_qjm.testing.qjm_test_util import (
-    FAKE_NSINFO,
-    JID,
-    create_txn_data,
-    make_request,
-    snapshot_files,
-)
+from hadoop_qjm.testing import qjm_test_util
+from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, JID, create_txn_data, make_request
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -85,9 +80,9 @@ def _committed(path: Path) -> int:
 
 
 def test_pre_upgrade_moves_current_aside_and_takes_the_edits_along(journal, journal_dir):
-    before = snapshot_files(journal_dir / "current")
+    before = qjm_test_util.snapshot_files(journal_dir / "current")
     journal.do_pre_upgrade()
-    assert snapshot_files(journal_dir / "previous.tmp") == before
+    assert qjm_test_util.snapshot_files(journal_dir / "previous.tmp") == before
     current = journal_dir / "current"
     assert sorted(os.listdir(current)) == [FINALIZED, IN_PROGRESS]
     # Finalized: hard-linked (Hadoop). In progress: copied, so that finalizing it (which
@@ -111,10 +106,10 @@ def test_pre_upgrade_moves_current_aside_and_takes_the_edits_along(journal, jour
 def test_pre_upgrade_refuses_while_a_previous_upgrade_is_not_finalized(journal, journal_dir):
     journal.do_pre_upgrade()
     journal.do_upgrade(UPGRADED)
-    before = snapshot_files(journal_dir)
+    before = qjm_test_util.snapshot_files(journal_dir)
     with pytest.raises(IllegalStateException, match="Previous directory must not exist"):
         journal.do_pre_upgrade()
-    assert snapshot_files(journal_dir) == before
+    assert qjm_test_util.snapshot_files(journal_dir) == before
 
 
 def test_upgrade_writes_the_new_version_and_carries_the_epochs_over(journal, journal_dir):
@@ -146,17 +141,17 @@ def test_upgrade_writes_the_new_version_and_carries_the_epochs_over(journal, jou
 
 def test_upgrade_refuses_another_namespace_and_changes_nothing(journal, journal_dir):
     journal.do_pre_upgrade()
-    before = snapshot_files(journal_dir)
+    before = qjm_test_util.snapshot_files(journal_dir)
     with pytest.raises(IOException, match="Incompatible namespaceID"):
         journal.do_upgrade(StorageInfo(NEW_LV, 999, FAKE_NSINFO.cluster_id, 1))
-    assert snapshot_files(journal_dir) == before
+    assert qjm_test_util.snapshot_files(journal_dir) == before
 
 
 def test_upgrade_without_pre_upgrade_is_refused(journal, journal_dir):
-    before = snapshot_files(journal_dir)
+    before = qjm_test_util.snapshot_files(journal_dir)
     with pytest.raises(IllegalStateException, match="previous.tmp directory must exist"):
         journal.do_upgrade(UPGRADED)
-    assert snapshot_files(journal_dir) == before
+    assert qjm_test_util.snapshot_files(journal_dir) == before
 
 
 def test_finalize_removes_previous(journal, journal_dir):
@@ -185,7 +180,7 @@ def test_upgrade_then_rollback_leaves_the_directory_as_it_was_but_the_promise(
     journal, journal_dir, conf
 ):
     """Issue 36: -upgrade then -rollback is byte-identical but for the epoch files."""
-    before = snapshot_files(journal_dir)
+    before = qjm_test_util.snapshot_files(journal_dir)
     journal.do_pre_upgrade()
     journal.do_upgrade(UPGRADED)
     journal.new_epoch(FAKE_NSINFO, 3)  # the upgraded NameNode writes a little
@@ -193,7 +188,7 @@ def test_upgrade_then_rollback_leaves_the_directory_as_it_was_but_the_promise(
     journal.journal(make_request(2, epoch=3, committed_txid=7), 6, 6, 2, create_txn_data(6, 2))
     journal.new_epoch(FAKE_NSINFO, 4)  # the rolling-back NameNode's epoch
     journal.do_rollback()
-    after = snapshot_files(journal_dir)
+    after = qjm_test_util.snapshot_files(journal_dir)
     assert after.pop("current/last-promised-epoch") == b"4\n"  # never goes down
     assert before.pop("current/last-promised-epoch") == b"2\n"
     assert after == before
@@ -213,35 +208,42 @@ def test_upgrade_then_rollback_leaves_the_directory_as_it_was_but_the_promise(
 
 def test_a_restart_after_pre_upgrade_puts_current_back(journal, journal_dir, conf):
     """RECOVER_UPGRADE: previous.tmp/ and a current/ without VERSION."""
-    before = snapshot_files(journal_dir / "current")
+    before = qjm_test_util.snapshot_files(journal_dir / "current")
     journal.do_pre_upgrade()
     journal.close()
     again = Journal(conf, journal_dir, JID)
     try:
         assert again.is_formatted()
         assert not (journal_dir / "previous.tmp").exists()
-        assert snapshot_files(journal_dir / "current") == before
+        assert qjm_test_util.snapshot_files(journal_dir / "current") == before
         assert again.get_last_promised_epoch() == 2
     finally:
         again.close()
 
 
-def test_a_crash_before_the_new_version_undoes_the_upgrade(journal, journal_dir, conf, monkeypatch):
-    """doUpgrade's copies are written before VERSION: a crash there is a RECOVER_UPGRADE."""
-    before = snapshot_files(journal_dir / "current")
+def _upgrade_crashing(journal: Journal, conf, monkeypatch, target, name: str, fake) -> Journal:
+    """doPreUpgrade, then doUpgrade with ``target.name`` replaced by ``fake`` (which raises
+    "power cut" where the crash is), then a restart: the journal that comes back."""
     journal.do_pre_upgrade()
-
-    def crash(*args, **kwargs):
-        raise OSError("power cut")
-
-    monkeypatch.setattr(journal.storage.sd, "write_properties", crash)
+    monkeypatch.setattr(target, name, fake)
     with pytest.raises(OSError, match="power cut"):
         journal.do_upgrade(UPGRADED)
     monkeypatch.undo()
     journal.close()
-    again = Journal(conf, journal_dir, JID)
+    return Journal(conf, journal.storage.log_dir, JID)
+
+
+def _power_cut(*args, **kwargs):
+    raise OSError("power cut")
+
+
+def test_a_crash_before_the_new_version_undoes_the_upgrade(journal, journal_dir, conf, monkeypatch):
+    """doUpgrade's copies are written before VERSION: a crash there is a RECOVER_UPGRADE."""
+    before = qjm_test_util.snapshot_files(journal_dir / "current")
+    sd = journal.storage.sd
+    again = _upgrade_crashing(journal, conf, monkeypatch, sd, "write_properties", _power_cut)
     try:
-        assert snapshot_files(journal_dir / "current") == before
+        assert qjm_test_util.snapshot_files(journal_dir / "current") == before
         assert not (journal_dir / "previous.tmp").exists()
     finally:
         again.close()
@@ -253,20 +255,14 @@ def test_a_crash_after_the_new_version_completes_the_upgrade(
     """COMPLETE_UPGRADE: VERSION written, previous.tmp/ not renamed yet. The promise is
     already in the new current/ (Hadoop copies it after the rename: a crash there would
     leave an upgraded journal that promised nothing)."""
-    journal.do_pre_upgrade()
     real_rename = os.rename
 
-    def crash(src, dst):
+    def rename(src, dst):
         if Path(src).name == "previous.tmp":
-            raise OSError("power cut")
+            _power_cut()
         real_rename(src, dst)
 
-    monkeypatch.setattr(os, "rename", crash)
-    with pytest.raises(IOException, match="power cut"):
-        journal.do_upgrade(UPGRADED)
-    monkeypatch.undo()
-    journal.close()
-    again = Journal(conf, journal_dir, JID)
+    again = _upgrade_crashing(journal, conf, monkeypatch, os, "rename", rename)
     try:
         assert (journal_dir / "previous").is_dir()
         assert not (journal_dir / "previous.tmp").exists()
@@ -280,31 +276,9 @@ def test_a_crash_after_the_new_version_completes_the_upgrade(
 # ---- a directory as Hadoop's JournalNode leaves it mid-upgrade ---------------------------------
 
 
-def _hadoop_version(directory: Path, lv: int, ctime: int) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "VERSION").write_text(
-        "#Thu Dec 01 12:00:00 UTC 2026\n"
-        f"namespaceID={FAKE_NSINFO.namespace_id}\nclusterID={FAKE_NSINFO.cluster_id}\n"
-        f"cTime={ctime}\nstorageType=JOURNAL_NODE\nlayoutVersion={lv}\n"
-    )
-
-
-def _hadoop_upgraded_dir(root: Path, journal: Journal) -> None:
-    """What Hadoop's doUpgrade leaves: previous/ (the old current/) beside the new current/."""
-    old = root / "current"
-    journal.close()
-    os.rename(old, root / "previous")
-    _hadoop_version(old, NEW_LV, UPGRADED.ctime)
-    (old / "paxos").mkdir()
-    for name in os.listdir(root / "previous"):
-        if name.startswith("edits"):
-            os.link(root / "previous" / name, old / name)
-    for name in ("last-promised-epoch", "last-writer-epoch", "committed-txid"):
-        (old / name).write_bytes((root / "previous" / name).read_bytes())
-
-
 def test_a_hadoop_directory_with_previous_is_read_and_can_roll_back(journal, journal_dir, conf):
-    _hadoop_upgraded_dir(journal_dir, journal)
+    journal.close()
+    qjm_test_util.lay_out_as_hadoop_upgraded(journal_dir, NEW_LV, UPGRADED.ctime)
     again = Journal(conf, journal_dir, JID)
     try:
         assert again.is_formatted()
@@ -351,7 +325,7 @@ def test_a_step_a_crash_interrupted_is_finished_or_undone_at_start_up(
             (root / name).mkdir(parents=True)
             (root / name / "edits_0000000000000000001-0000000000000000001").write_bytes(b"x")
         else:
-            _hadoop_version(root / name, lv, 0 if lv == LV else UPGRADED.ctime)
+            qjm_test_util.write_hadoop_version(root / name, lv, 0 if lv == LV else UPGRADED.ctime)
     journal = Journal(conf, root, JID)
     try:
         found = {p.name: int(_version(p)["layoutVersion"]) for p in root.iterdir() if p.is_dir()}
@@ -363,13 +337,13 @@ def test_a_step_a_crash_interrupted_is_finished_or_undone_at_start_up(
 
 def test_two_temporary_directories_are_refused_and_changed_nothing(tmp_path, conf):
     root = tmp_path / JID
-    _hadoop_version(root / "current", LV, 0)
-    _hadoop_version(root / "previous.tmp", LV, 0)
-    _hadoop_version(root / "removed.tmp", LV, 0)
-    before = snapshot_files(root)
+    qjm_test_util.write_hadoop_version(root / "current", LV, 0)
+    qjm_test_util.write_hadoop_version(root / "previous.tmp", LV, 0)
+    qjm_test_util.write_hadoop_version(root / "removed.tmp", LV, 0)
+    before = qjm_test_util.snapshot_files(root)
     with pytest.raises(InconsistentFSStateException, match="too many temporary directories"):
         Journal(conf, root, JID)
-    assert snapshot_files(root) == before
+    assert qjm_test_util.snapshot_files(root) == before
 
 
 # ---- discardSegments (a rolling upgrade's rollback) --------------------------------------------
@@ -378,10 +352,10 @@ def test_two_temporary_directories_are_refused_and_changed_nothing(tmp_path, con
 def test_discard_refuses_an_in_progress_segment_holding_txns_past_the_point(journal, journal_dir):
     """Hadoop checks only finalized segments; edits_inprogress_4 holds 4-5, so discarding
     from 5 would leave txn 5 to come back when the segment is recovered."""
-    before = snapshot_files(journal_dir)
+    before = qjm_test_util.snapshot_files(journal_dir)
     with pytest.raises(IllegalStateException, match="crosses the discard point 5"):
         journal.discard_segments(5)
-    assert snapshot_files(journal_dir) == before
+    assert qjm_test_util.snapshot_files(journal_dir) == before
     journal.discard_segments(4)
     names = sorted(os.listdir(journal_dir / "current"))
     assert f"{IN_PROGRESS}.trash" in names and FINALIZED in names
@@ -400,3 +374,14 @@ def test_discard_fsyncs_the_lowered_committed_txid(journal, journal_dir, monkeyp
     monkeypatch.setattr(durable.os, "fsync", recording_fsync)
     journal.discard_segments(4)
     assert str((journal_dir / "current" / "committed-txid").resolve()) in synced
+
+
+def test_a_bad_previous_version_is_named_as_such(journal, journal_dir):
+    journal.do_pre_upgrade()
+    journal.do_upgrade(UPGRADED)
+    version = journal_dir / "previous" / "VERSION"
+    version.write_text(version.read_text().replace("layoutVersion", "layout"))
+    with pytest.raises(
+        InconsistentFSStateException, match=r"previous/VERSION has layoutVersion missing"
+    ):
+        journal.can_roll_back(UPGRADED, FAKE_NSINFO.storage_info(), LV)

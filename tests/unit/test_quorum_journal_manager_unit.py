@@ -527,3 +527,34 @@ def test_without_in_progress_tailing_rpc_is_not_used(loggers) -> None:
         (4, 6, True),  # in progress: only up to the committed txid
     ]
     assert streams[0].name.count("http://jn") == 3  # one copy per node
+
+
+def test_an_upgrade_call_is_not_sent_unless_every_node_answers_first(loggers) -> None:
+    """Issue 36: one node failing the pre-check refuses doUpgrade in one line naming it,
+    and no node is asked to change anything."""
+    qjm = make_qjm(loggers)
+    for logger in loggers:
+        logger.when("is_formatted", result=True)
+    loggers[2].when("is_formatted", error=IOException("Connection refused"))
+    storage = FAKE_NSINFO.storage_info()
+    with pytest.raises(QuorumException) as e:
+        qjm.do_upgrade(storage)
+    assert str(e.value) == (
+        f"Not starting doUpgrade: every JournalNode must answer a check first; failed on "
+        f"{loggers[2]}: Connection refused; nothing was changed on any JournalNode"
+    )
+    assert all(lg.calls_to("do_upgrade") == [] for lg in loggers)
+    loggers[2].when("is_formatted", result=True)
+    qjm.do_upgrade(storage)
+    assert all(lg.calls_to("do_upgrade") == [(storage,)] for lg in loggers)
+
+
+def test_can_roll_back_must_agree(loggers) -> None:
+    qjm = make_qjm(loggers)
+    storage = FAKE_NSINFO.storage_info()
+    for logger in loggers:
+        logger.when("can_roll_back", result=True)
+    assert qjm.can_roll_back(storage, storage, CURRENT_LAYOUT_VERSION) is True
+    loggers[0].when("can_roll_back", result=False)
+    with pytest.raises(IOException, match="Results differed for canRollBack"):
+        qjm.can_roll_back(storage, storage, CURRENT_LAYOUT_VERSION)

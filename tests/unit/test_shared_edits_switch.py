@@ -39,7 +39,7 @@ def test_a_restart_with_the_old_uri_uses_the_recorded_set(dirs, caplog) -> None:
         assert (switch.members, switch.key, switch.left) == (N3, (3, 2), frozenset({O3}))
     with caplog.at_level(logging.WARNING):
         assert choose_shared_edits_uri(OLD, dirs) == NEW
-    assert "Set dfs.namenode.shared.edits.dir to it on both NameNodes" in caplog.text
+    assert "Set dfs.namenode.shared.edits.dir to it on every NameNode" in caplog.text
     assert choose_shared_edits_uri(NEW, dirs) == NEW  # the config edit done
     other = "qjournal://x:1;y:1;z:1/j"  # a set this NameNode never saw the journal leave
     assert choose_shared_edits_uri(other, dirs) == other

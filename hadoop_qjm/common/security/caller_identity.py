@@ -18,14 +18,20 @@ from hadoop_qjm.common.auth_to_local import (
     parse_auth_to_local,
     subject_of_peer_cert,
 )
-from hadoop_qjm.common.exceptions import AuthorizationException
+from hadoop_qjm.common.exceptions import AuthorizationException, ConfigurationError
 from hadoop_qjm.common.security.groups import Groups, groups_from_conf
 from hadoop_qjm.common.security.user_group_information import (
     AuthenticationMethod,
     UserGroupInformation,
 )
 
-__all__ = ["ANONYMOUS_USER", "CallerIdentity", "ConnectionUser", "caller_identity_from_conf"]
+__all__ = [
+    "ANONYMOUS_USER",
+    "CallerIdentity",
+    "ConnectionUser",
+    "caller_identity_from_conf",
+    "certificate_user_name",
+]
 
 #: The user of a plain connection whose client sent no connection context (a stock Thrift
 #: client): Hadoop's ``hadoop.http.staticuser.user`` default, the anonymous web user.
@@ -91,3 +97,25 @@ def caller_identity_from_conf(
     return CallerIdentity(
         parse_auth_to_local(conf.get(AUTH_TO_LOCAL_KEY)), groups_from_conf(conf, clock)
     )
+
+
+def certificate_user_name(conf: Any) -> str | None:
+    """The user this client is to the servers it reaches with mutual TLS: the short name
+    ``hadoop.security.auth_to_local`` (this client's copy) gives its certificate's subject,
+    as a server maps it — Hadoop's UGI login user, whose short name a Kerberos client takes
+    from its own principal the same way. None without TLS on RPC (the user is then the one
+    the client claims: ``HADOOP_USER_NAME``, else the OS user). ConfigurationError (one
+    sentence) for an unreadable certificate, a malformed rule, or a subject no rule maps."""
+    from hadoop_qjm.common.security.ssl_factory import SSLFactory
+
+    factory = SSLFactory(conf)
+    if not factory.rpc_tls:
+        return None
+    subject = subject_of_peer_cert(factory.client_certificate())
+    user = parse_auth_to_local(conf.get(AUTH_TO_LOCAL_KEY)).short_name(subject)
+    if user is None:
+        dn = subject.dn if subject is not None else "the client certificate"
+        raise ConfigurationError(
+            f"No rules applied to {dn} in {AUTH_TO_LOCAL_KEY}: this client has no user name"
+        )
+    return user

@@ -352,6 +352,20 @@ class SSLFactory:
             self._contexts["client"] = context
         return context
 
+    def client_certificate(self) -> dict[str, Any]:
+        """The first certificate of ``ssl.client.keystore.location``, decoded as
+        ``SSLSocket.getpeercert()`` returns a peer's (what a server sees of this client)."""
+        files = read_key_store_files(self.conf, "client")
+        try:
+            # CPython's decoder of a PEM certificate file (what its own tests use): the
+            # same dict a verified peer's certificate gives, with no parser of our own
+            return ssl._ssl._test_decode_cert(files.cert_chain)  # type: ignore[attr-defined]
+        except (ssl.SSLError, OSError) as e:
+            raise ConfigurationError(
+                f"Cannot read the certificate {files.cert_chain} "
+                f"(ssl.client.keystore.location): {_reason(e)}"
+            ) from None
+
     # ---- what servers and clients take ----------------------------------------------------------
     def rpc_server_socket_factory(
         self, on_handshake_failure: Callable[[str], None] | None = None

@@ -3,7 +3,8 @@
 Hadoop's BootstrapStandby, HADOOP-QJM-DIGEST.md §9, step by step:
 
 1. Ask each *other* NameNode of the nameservice (``dfs.ha.namenodes.<ns>`` without this
-   one) for ``versionRequest``: the first that answers is the source. None answers →
+   one) for ``versionRequest`` and its HA state: the active one is the source, else the
+   first that answers (three to five NameNodes, HDFS-6440). None answers →
    exit 2 (ERR_CODE_FAILED_CONNECT). Its layout version differs from ours → exit 3
    (ERR_CODE_INVALID_VERSION). From it also ``getMostRecentCheckpointTxId`` (imageTxId)
    and ``getTransactionID`` (curTxId).
@@ -48,11 +49,12 @@ from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.editlog.redundant_edit_log_input_stream import chain_and_make_redundant_streams
+from hadoop_qjm.ha.ha_service_protocol import HAServiceState
 from hadoop_qjm.namenode.fs_edit_log import check_for_gaps
 from hadoop_qjm.namenode.ha.ha_util import (
     NameNodeAddress,
-    ha_namenodes,
     image_transfer_base,
+    other_namenodes,
     suffixed,
 )
 from hadoop_qjm.namenode.name_node_core import JournalFactory, create_journal_set
@@ -145,7 +147,7 @@ def bootstrap_standby(
     """
     if not nameservice or not nnid:
         raise IllegalArgumentException("HA is not enabled for this namenode.")
-    others = [nn for nn in ha_namenodes(conf, nameservice) if nn.nnid != nnid]
+    others = other_namenodes(conf, nameservice, nnid)
     if not others:
         raise IllegalArgumentException(
             f"No other NameNode in {suffixed(keys.DFS_HA_NAMENODES_KEY_PREFIX, nameservice)} "
@@ -287,9 +289,17 @@ def _pre_upgrade(storage: NNStorage, ns_info: NamespaceInfo) -> None:
 def _ask_other_namenodes(
     others: list[NameNodeAddress], proxy_factory: ProxyFactory
 ) -> tuple[NameNodeAddress, NamespaceInfo, int, int, bool]:
-    """The first other NameNode that answers, its NamespaceInfo, imageTxId, curTxId and
-    whether its upgrade is finalized (a fake without ``upgrade_status``: it is)."""
+    """The source: the active NameNode among ``others`` if one answers, else the first
+    that answers; with its NamespaceInfo, imageTxId, curTxId and whether its upgrade is
+    finalized (upgradeStatus; a fake without ``upgrade_status``: it is).
+
+    Hadoop's BootstrapStandby means to "get the namespace from any active NN" and takes the
+    first of the other NameNodes that answers; with three to five NameNodes (HDFS-6440) the
+    first may be another standby or a NameNode not yet bootstrapped itself, so each one is
+    also asked its HA state (getServiceStatus) and an active one is preferred: its image is
+    the one every standby's checkpoint is uploaded to."""
     errors = []
+    answers: list[tuple[NameNodeAddress, NamespaceInfo, int, int, bool]] = []
     for nn in others:
         try:
             proxy = proxy_factory(nn)
@@ -300,6 +310,7 @@ def _ask_other_namenodes(
             ns_info = proxy.version_request()
             image_txid = proxy.get_most_recent_checkpoint_txid()
             cur_txid = proxy.get_transaction_id()
+            active = _is_active(nn, proxy)
             finalized = getattr(proxy, "upgrade_status", lambda: True)()
         except (HadoopException, OSError) as e:
             LOG.info("Unable to fetch namespace information from %s: %s", nn.rpc_text, e)
@@ -307,12 +318,26 @@ def _ask_other_namenodes(
             continue
         finally:
             proxy.close()
-        return nn, ns_info, image_txid, cur_txid, finalized
+        if active:
+            return nn, ns_info, image_txid, cur_txid, finalized
+        answers.append((nn, ns_info, image_txid, cur_txid, finalized))
+    if answers:
+        return answers[0]
     raise BootstrapStandbyException(
         ERR_CODE_FAILED_CONNECT,
         "Unable to fetch namespace information from any remote NN. Possible NameNodes: "
         + ", ".join(errors),
     )
+
+
+def _is_active(nn: NameNodeAddress, proxy: Any) -> bool:
+    """Whether ``nn`` says it is active; False when it cannot say (not a superuser's call,
+    an older NameNode): it may still be the source."""
+    try:
+        return proxy.get_service_status().state is HAServiceState.ACTIVE
+    except (HadoopException, OSError) as e:
+        LOG.info("Unable to ask %s (%s) for its HA state: %s", nn.nnid, nn.rpc_text, e)
+        return False
 
 
 def _check_logs_available_for_read(

@@ -26,6 +26,7 @@ from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
 
 __all__ = [
+    "MAX_RECOMMENDED_NAMENODES",
     "NAMENODE_SPECIFIC_KEYS",
     "NameNodeAddress",
     "get_nameservice_id",
@@ -36,6 +37,8 @@ __all__ = [
     "initialize_generic_keys",
     "is_automatic_failover_enabled",
     "is_ha_enabled",
+    "namenode_count_warning",
+    "other_namenodes",
     "resolve_ha_conf",
     "suffixed",
     "zkfc_address",
@@ -62,6 +65,11 @@ NAMENODE_SPECIFIC_KEYS = (
 NAMESERVICE_SPECIFIC_KEYS = ("dfs.ha.automatic-failover.enabled",)
 
 _WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]")
+
+#: More NameNodes than this in one nameservice work but are not recommended (HDFS-6440;
+#: Hadoop's HA guide: "not exceed 5 - with a recommended 3 NameNodes - due to
+#: communication overheads").
+MAX_RECOMMENDED_NAMENODES = 5
 
 
 def suffixed(key: str, *suffixes: str | None) -> str:
@@ -93,6 +101,19 @@ def get_namenode_ids(conf: Configuration, nameservice: str | None) -> list[str]:
     if not nameservice:
         return []
     return conf.get_trimmed_strings(suffixed(keys.DFS_HA_NAMENODES_KEY_PREFIX, nameservice))
+
+
+def namenode_count_warning(conf: Configuration, nameservice: str | None) -> str | None:
+    """The warning a NameNode logs when ``nameservice`` lists more than
+    :data:`MAX_RECOMMENDED_NAMENODES` NameNodes, else None."""
+    ids = get_namenode_ids(conf, nameservice)
+    if len(ids) <= MAX_RECOMMENDED_NAMENODES:
+        return None
+    return (
+        f"{suffixed(keys.DFS_HA_NAMENODES_KEY_PREFIX, nameservice)} lists {len(ids)} NameNodes "
+        f"({', '.join(ids)}): it is suggested not to exceed {MAX_RECOMMENDED_NAMENODES} - with "
+        f"a recommended 3 NameNodes - due to communication overheads"
+    )
 
 
 def is_ha_enabled(conf: Configuration, nameservice: str | None = None) -> bool:
@@ -178,6 +199,15 @@ def ha_namenodes(conf: Configuration, nameservice: str | None = None) -> list[Na
         )
         result.append(NameNodeAddress(nnid, rpc, http, https))
     return result
+
+
+def other_namenodes(
+    conf: Configuration, nameservice: str | None, nnid: str | None
+) -> list[NameNodeAddress]:
+    """Every NameNode of ``nameservice`` but ``nnid``, in configured order
+    (HAUtil.getNameNodeIdOfOtherNodes / getConfForOtherNodes: with three to five NameNodes
+    there are several; the standby asks each of them)."""
+    return [nn for nn in ha_namenodes(conf, nameservice) if nn.nnid != nnid]
 
 
 def is_automatic_failover_enabled(conf: Configuration, nameservice: str | None) -> bool:

@@ -4,9 +4,11 @@ Every ``dfs.namenode.checkpoint.check.period`` the checkpointer looks at how man
 standby has applied since its newest image and how long ago that image was saved; past
 ``dfs.namenode.checkpoint.txns`` or ``dfs.namenode.checkpoint.period`` it saves
 ``fsimage_<last applied txid>`` in its own image dirs (under the namesystem lock, so the
-tailer pauses) and uploads it to the active over ``PUT /imagetransfer``, which stores it
-and may then purge old edits (the active's retention). A failed upload is logged and
-retried at the next checkpoint; the local image stays.
+tailer pauses) and uploads it over ``PUT /imagetransfer`` to the other NameNodes the
+HDFS-12979 rule picks (:mod:`~hadoop_qjm.namenode.ha.checkpoint_receivers`: the active
+stores it and may then purge old edits, an observer stores it, a standby refuses), one
+thread per receiver so that a slow one does not hold up the others. A failed upload is
+logged and retried at the next checkpoint; the local image stays.
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from hadoop_qjm.common.exceptions import HadoopException
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.namenode.ha.checkpoint_receivers import CheckpointReceivers, TransferResult
 
 __all__ = ["CheckpointConf", "StandbyCheckpointer"]
 
@@ -33,6 +38,14 @@ class CheckpointConf:
     txns: int
     period_s: int
     check_period_s: float
+    #: dfs.namenode.checkpoint.check.quiet-multiplier (HDFS-12979).
+    quiet_multiplier: float = keys.DFS_NAMENODE_CHECKPOINT_QUIET_MULTIPLIER_DEFAULT
+
+    @property
+    def quiet_period_s(self) -> float:
+        """How long a receiver another standby serves is left alone (CheckpointConf.
+        getQuietPeriod: the multiplier times the checkpoint period)."""
+        return self.period_s * self.quiet_multiplier
 
     @classmethod
     def from_conf(cls, conf: Configuration) -> CheckpointConf:
@@ -51,25 +64,37 @@ class CheckpointConf:
                 "ms",
             )
             / 1000.0,
+            quiet_multiplier=conf.get_float(
+                keys.DFS_NAMENODE_CHECKPOINT_QUIET_MULTIPLIER_KEY,
+                keys.DFS_NAMENODE_CHECKPOINT_QUIET_MULTIPLIER_DEFAULT,
+            ),
         )
 
 
+#: ``upload(nnid, txid)``: send fsimage_<txid> to NameNode ``nnid``; its answer, or an
+#: HadoopException / OSError when the upload could not be made.
+Upload = Callable[[str, int], TransferResult]
+
+
 class StandbyCheckpointer:
-    """Checkpoints ``core`` (a NameNodeCore in standby); ``upload(txid)`` sends the saved
-    image to the active(s); ``clock`` is monotonic seconds."""
+    """Checkpoints ``core`` (a NameNodeCore in standby); ``upload`` sends the saved image to
+    one of ``receivers`` (the other NameNodes' ids); ``clock`` is monotonic seconds."""
 
     def __init__(
         self,
         core,
         conf: Configuration,
         *,
-        upload: Callable[[int], None] | None = None,
+        receivers: Sequence[str] = (),
+        upload: Upload | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.core = core
         self._upload = upload
         self._clock = clock
         checkpoint = CheckpointConf.from_conf(conf)
+        #: Each receiver's standing (HDFS-12979's CheckpointReceiverEntry).
+        self.receivers = CheckpointReceivers(receivers, checkpoint.quiet_period_s)
         self.checkpoint_txns = checkpoint.txns
         self.checkpoint_period_s = checkpoint.period_s
         self.check_period_s = max(0.01, min(checkpoint.check_period_s, float(checkpoint.period_s)))
@@ -99,9 +124,34 @@ class StandbyCheckpointer:
         self.last_checkpoint_time = self._clock()
         LOG.info("Saved a checkpoint at txid %d", txid)
         if self._upload is not None:
-            self._upload(txid)
-            self.uploads += 1
+            self.upload_to_receivers(txid)
         return txid
+
+    def upload_to_receivers(self, txid: int) -> dict[str, TransferResult | None]:
+        """Send fsimage_<txid> to every receiver due (in parallel) and record each answer;
+        the answers (None: the upload could not be made)."""
+        due = self.receivers.due(self._clock())
+        if not due or self._upload is None:
+            return {}
+        upload = self._upload
+
+        def one(nnid: str) -> TransferResult | None:
+            try:
+                return upload(nnid, txid)
+            except (HadoopException, OSError) as e:
+                LOG.warning("Exception during image upload of fsimage_%d to %s: %s", txid, nnid, e)
+                return None
+
+        with ThreadPoolExecutor(len(due), thread_name_prefix="TransferFsImageUpload") as pool:
+            answers = dict(zip(due, pool.map(one, due)))
+        now = self._clock()
+        for nnid, result in answers.items():
+            self.receivers.record(nnid, result, now)
+            if result is TransferResult.SUCCESS:
+                self.uploads += 1
+            elif result is not None:
+                LOG.info("Image upload rejected by the other NameNode %s: %s", nnid, result.name)
+        return answers
 
     def start(self) -> None:
         self._stop.clear()

@@ -1,7 +1,7 @@
 """A standby NameNode's services: the :class:`EditLogTailer` and, with
 ``dfs.ha.standby.checkpoints``, the :class:`StandbyCheckpointer`, with what they ask of the
 other NameNodes of the nameservice (``rollEditLog`` on the active, the new fsimage uploaded
-to it). The NameNode starts them when it becomes standby and stops them before it becomes
+to the others: HDFS-12979). The NameNode starts them when it becomes standby and stops them before it becomes
 active (Hadoop's NameNode.StandbyState and FSNamesystem.startStandbyServices).
 """
 
@@ -13,8 +13,9 @@ from typing import Any
 
 from hadoop_qjm.common.exceptions import HadoopException, IOException
 from hadoop_qjm.conf import Configuration
+from hadoop_qjm.namenode.ha.checkpoint_receivers import TransferResult, transfer_result
 from hadoop_qjm.namenode.ha.edit_log_tailer import EditLogTailer
-from hadoop_qjm.namenode.ha.ha_util import NameNodeAddress, ha_namenodes, image_transfer_base
+from hadoop_qjm.namenode.ha.ha_util import NameNodeAddress, image_transfer_base, other_namenodes
 from hadoop_qjm.namenode.ha.standby_checkpointer import StandbyCheckpointer
 from hadoop_qjm.namenode.name_node_settings import NameNodeSettings
 
@@ -57,7 +58,12 @@ class StandbyServices:
         )
         self.tailer.start()
         if self.settings.standby_checkpoints:
-            self.checkpointer = StandbyCheckpointer(core, self.conf, upload=self.upload_image)
+            self.checkpointer = StandbyCheckpointer(
+                core,
+                self.conf,
+                receivers=[nn.nnid for nn in self._other_namenodes()],
+                upload=self.upload_image,
+            )
             self.checkpointer.start()
 
     def stop(self) -> None:
@@ -69,7 +75,7 @@ class StandbyServices:
             tailer.stop()
 
     def _other_namenodes(self) -> list[NameNodeAddress]:
-        return [nn for nn in ha_namenodes(self.conf, self.nameservice) if nn.nnid != self.nnid]
+        return other_namenodes(self.conf, self.nameservice, self.nnid)
 
     def roll_active(self) -> None:
         """rollEditLog on the other NameNodes in turn, until one (the active) does it."""
@@ -90,29 +96,35 @@ class StandbyServices:
                 errors.append(f"{nn.nnid}: {e}")
         raise IOException("No NameNode rolled its edit log: " + "; ".join(errors))
 
-    def upload_image(self, txid: int) -> None:
-        """Send fsimage_<txid> to every other NameNode (only the active accepts it)."""
-        from hadoop_qjm.namenode.transfer_fs_image import upload_image_to_active
+    def upload_image(self, nnid: str, txid: int) -> TransferResult:
+        """Send fsimage_<txid> to NameNode ``nnid``; what it answered (Hadoop's
+        TransferResult; an active or an observer takes it, a standby refuses). Raises
+        IOException when the upload could not be made."""
+        from hadoop_qjm.namenode.transfer_fs_image import (
+            HttpPutFailedException,
+            upload_image_to_active,
+        )
 
         core = self._running_core()
         images = [i for i in core.storage.inspect_images() if i.txid == txid]
         if not images:
             raise IOException(f"No fsimage_{txid} to upload")
-        timeout_s = self.settings.image_transfer_timeout_s
-        for nn in self._other_namenodes():
-            transfer = image_transfer_base(self.conf, nn)
-            if transfer is None:
-                continue
-            base_url, ssl_context = transfer
-            try:
-                upload_image_to_active(
-                    base_url,
-                    core.ns_info.storage_info(),
-                    txid,
-                    images[0].path,
-                    timeout_s,
-                    ssl_context=ssl_context,
-                )
-                LOG.info("Uploaded fsimage_%d to %s", txid, nn.nnid)
-            except (HadoopException, OSError) as e:
-                LOG.info("Image upload to %s not done: %s", nn.nnid, e)
+        nn = next((nn for nn in self._other_namenodes() if nn.nnid == nnid), None)
+        transfer = image_transfer_base(self.conf, nn) if nn is not None else None
+        if transfer is None:
+            raise IOException(f"No HTTP address of NameNode {nnid} to upload fsimage_{txid} to")
+        base_url, ssl_context = transfer
+        try:
+            upload_image_to_active(
+                base_url,
+                core.ns_info.storage_info(),
+                txid,
+                images[0].path,
+                self.settings.image_transfer_timeout_s,
+                ssl_context=ssl_context,
+            )
+        except HttpPutFailedException as e:
+            LOG.info("Image upload to %s not done: %s", nnid, e)
+            return transfer_result(e.status)
+        LOG.info("Uploaded fsimage_%d to %s", txid, nnid)
+        return TransferResult.SUCCESS

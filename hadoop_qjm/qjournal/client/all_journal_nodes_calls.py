@@ -82,7 +82,7 @@ class AllJournalNodesCalls:
             if lg not in answers
         ]
         if missing:
-            joint = " " if failure_message.endswith(" from") else ": "
+            joint = " " if failure_message.endswith(" on") else ": "
             raise QuorumException(f"{failure_message}{joint}{'; '.join(missing)}; {tail}")
         return answers
 
@@ -92,7 +92,7 @@ class AllJournalNodesCalls:
         answers = self._answers_of_every_node(
             self.loggers.call("is_formatted"),
             "isFormatted",
-            f"Not starting {operation}: every JournalNode must answer first; no answer from",
+            f"Not starting {operation}: every JournalNode must answer a check first; failed on",
             NOTHING_CHANGED,
         )
         unformatted = [str(lg) for lg in self.loggers.loggers if not answers[lg]]
@@ -160,18 +160,26 @@ class AllJournalNodesCalls:
             start_txid,
         )
 
-    def get_journal_ctime(self) -> int:
-        """The journal's cTime; every node must answer the same."""
+    def _same_answer_of_every_node(
+        self, call: QuorumCall[AsyncLogger, Any], operation: str, failure_message: str
+    ) -> Any:
+        """The one answer every node gave (DFSUtil.assertAllResultsEqual): IOException
+        "Results differed for <operation>" if they differ."""
         results = self._answers_of_every_node(
-            self.loggers.call("get_journal_ctime"),
-            "getJournalCTime",
-            "Could not journal CTime for one more JournalNodes",
-            "nothing was changed",
+            call, operation, failure_message, "nothing was changed"
         )
         values = set(results.values())
         if len(values) != 1:
-            raise IOException(f"Results differed for getJournalCTime: {map_to_string(results)}")
+            raise IOException(f"Results differed for {operation}: {map_to_string(results)}")
         return values.pop()
+
+    def get_journal_ctime(self) -> int:
+        """The journal's cTime; every node must answer the same."""
+        return self._same_answer_of_every_node(
+            self.loggers.call("get_journal_ctime"),
+            "getJournalCTime",
+            "Could not journal CTime for one more JournalNodes",
+        )
 
     # ---- the HA upgrade of the layout (HDFS-5138) -----------------------------------------------
     def do_pre_upgrade(self) -> None:
@@ -182,7 +190,7 @@ class AllJournalNodesCalls:
         held = self._answers_of_every_node(
             self.loggers.call("can_roll_back", me, me, me.layout_version),
             "canRollBack",
-            "Not starting doPreUpgrade: every JournalNode must answer first; no answer from",
+            "Not starting doPreUpgrade: every JournalNode must answer a check first; failed on",
             NOTHING_CHANGED,
         )
         unfinalized = [str(lg) for lg in self.loggers.loggers if held[lg]]
@@ -215,18 +223,15 @@ class AllJournalNodesCalls:
     ) -> bool:
         """Whether every node can roll back to ``target_layout_version``; the nodes must
         agree (IOException "Results differed for canRollBack" otherwise)."""
-        results = self._answers_of_every_node(
-            self.loggers.call(
-                "can_roll_back", _plain(storage), _plain(prev_storage), target_layout_version
-            ),
-            "canRollBack",
-            "Could not check if roll back possible for one or more JournalNodes",
-            "nothing was changed",
+        return bool(
+            self._same_answer_of_every_node(
+                self.loggers.call(
+                    "can_roll_back", _plain(storage), _plain(prev_storage), target_layout_version
+                ),
+                "canRollBack",
+                "Could not check if roll back possible for one or more JournalNodes",
+            )
         )
-        values = set(results.values())
-        if len(values) != 1:
-            raise IOException(f"Results differed for canRollBack: {map_to_string(results)}")
-        return bool(values.pop())
 
     def do_rollback(self) -> None:
         """Every node puts ``previous/`` back as ``current/`` (a node without one changes
