@@ -352,6 +352,11 @@ def test_ha_upgrade_bootstrap_query_and_finalize(
         try:
             assert nodes[0].state is HAServiceState.ACTIVE  # at once, as Hadoop's -upgrade
             own2, _, _ = resolve_ha_conf(new, "nn2")
+            # -upgrade on the second NameNode is an error (Hadoop's refusal; nothing changes).
+            nn2_before = snapshot_files(tmp_path / "nn2")
+            with pytest.raises(IOException, match="the shared log is already being upgraded"):
+                NameNode(own2, terminate=lambda status, message: None, upgrade=True).start()
+            assert snapshot_files(tmp_path / "nn2") == nn2_before
             bootstrap_standby(own2, NS, "nn2", force=True, out=lambda line: None)
             nodes.append(start_ha_node(new, "nn2"))
             addr = [f"127.0.0.1:{node.rpc_address[1]}" for node in nodes]
