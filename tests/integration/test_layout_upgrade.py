@@ -335,9 +335,9 @@ def dfsadmin(conf: Configuration, capsys: pytest.CaptureFixture[str], *args: str
     return status, out, err
 
 
-def test_ha_upgrade_bootstrap_query_and_finalize(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+@pytest.fixture
+def ha_journals(tmp_path: Path) -> Iterator[tuple[MiniJournalCluster, Configuration]]:
+    """Three JournalNodes and an HA pair of the old layout (stopped) that wrote /a."""
     with MiniJournalCluster(3, base_dir=tmp_path / "jn", conf=journal_node_conf()) as cluster:
         conf = ha_conf(tmp_path, cluster, "ns1")
         pair = HAPair(conf, tmp_path)
@@ -346,46 +346,85 @@ def test_ha_upgrade_bootstrap_query_and_finalize(
             pair["nn1"].namesystem.mkdirs("/a")
         finally:
             pair.stop()
+        yield cluster, conf
 
-        new = new_software(conf)
-        nodes = [start_ha_node(new, "nn1", upgrade=True)]
-        try:
-            assert nodes[0].state is HAServiceState.ACTIVE  # at once, as Hadoop's -upgrade
-            own2, _, _ = resolve_ha_conf(new, "nn2")
-            # -upgrade on the second NameNode is an error (Hadoop's refusal; nothing changes).
-            nn2_before = snapshot_files(tmp_path / "nn2")
-            with pytest.raises(IOException, match="the shared log is already being upgraded"):
-                NameNode(own2, terminate=lambda status, message: None, upgrade=True).start()
-            assert snapshot_files(tmp_path / "nn2") == nn2_before
-            bootstrap_standby(own2, NS, "nn2", force=True, out=lambda line: None)
-            nodes.append(start_ha_node(new, "nn2"))
-            addr = [f"127.0.0.1:{node.rpc_address[1]}" for node in nodes]
 
-            # nn2 keeps its own previous/ too, as Hadoop's BootstrapStandby mid-upgrade.
-            assert layout_of(tmp_path / "nn2" / "name" / "previous" / "VERSION") == OLD
-            assert dfsadmin(new, capsys, "-upgrade", "query") == (
-                0,
-                f"Upgrade not finalized for {addr[0]}\nUpgrade not finalized for {addr[1]}\n",
-                "",
-            )
-            assert dfsadmin(new, capsys, "-finalizeUpgrade") == (
-                0,
-                f"Finalize upgrade successful for {addr[0]}\n"
-                f"Finalize upgrade successful for {addr[1]}\n",
-                "",
-            )
-            assert dfsadmin(new, capsys, "-upgrade", "query")[1] == (
-                f"Upgrade finalized for {addr[0]}\nUpgrade finalized for {addr[1]}\n"
-            )
-            for d in jn_dirs(cluster) + [tmp_path / "nn1" / "name", tmp_path / "nn2" / "name"]:
-                assert not (d / "previous").exists()
-                assert layout_of(d / "current" / "VERSION") == NEW  # nn1, nn2 still running
-            status, out, err = dfsadmin(new, capsys, "-finalizeUpgrade")
-            assert (status, out) == (1, "")
-            assert err == f"finalizeUpgrade: {dfs_admin.NO_UPGRADE}\n"
-        finally:
-            for node in nodes:
-                node.stop()
+def test_ha_upgrade_bootstrap_query_and_finalize(
+    tmp_path: Path,
+    ha_journals: tuple[MiniJournalCluster, Configuration],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cluster, conf = ha_journals
+    new = new_software(conf)
+    nodes = [start_ha_node(new, "nn1", upgrade=True)]
+    try:
+        assert nodes[0].state is HAServiceState.ACTIVE  # at once, as Hadoop's -upgrade
+        own2, _, _ = resolve_ha_conf(new, "nn2")
+        # -upgrade on the second NameNode is an error (Hadoop's refusal; nothing changes).
+        nn2_before = snapshot_files(tmp_path / "nn2")
+        with pytest.raises(IOException, match="the shared log is already being upgraded"):
+            NameNode(own2, terminate=lambda status, message: None, upgrade=True).start()
+        assert snapshot_files(tmp_path / "nn2") == nn2_before
+        bootstrap_standby(own2, NS, "nn2", force=True, out=lambda line: None)
+        nodes.append(start_ha_node(new, "nn2"))
+        addr = [f"127.0.0.1:{node.rpc_address[1]}" for node in nodes]
+
+        # nn2 keeps its own previous/ too, as Hadoop's BootstrapStandby mid-upgrade.
+        assert layout_of(tmp_path / "nn2" / "name" / "previous" / "VERSION") == OLD
+        assert dfsadmin(new, capsys, "-upgrade", "query") == (
+            0,
+            f"Upgrade not finalized for {addr[0]}\nUpgrade not finalized for {addr[1]}\n",
+            "",
+        )
+        assert dfsadmin(new, capsys, "-finalizeUpgrade") == (
+            0,
+            f"Finalize upgrade successful for {addr[0]}\n"
+            f"Finalize upgrade successful for {addr[1]}\n",
+            "",
+        )
+        assert dfsadmin(new, capsys, "-upgrade", "query")[1] == (
+            f"Upgrade finalized for {addr[0]}\nUpgrade finalized for {addr[1]}\n"
+        )
+        for d in jn_dirs(cluster) + [tmp_path / "nn1" / "name", tmp_path / "nn2" / "name"]:
+            assert not (d / "previous").exists()
+            assert layout_of(d / "current" / "VERSION") == NEW  # nn1, nn2 still running
+        status, out, err = dfsadmin(new, capsys, "-finalizeUpgrade")
+        assert (status, out) == (1, "")
+        assert err == f"finalizeUpgrade: {dfs_admin.NO_UPGRADE}\n"
+    finally:
+        for node in nodes:
+            node.stop()
+
+
+def test_ha_upgrade_then_rollback_of_both_namenodes(
+    tmp_path: Path, ha_journals: tuple[MiniJournalCluster, Configuration]
+) -> None:
+    cluster, conf = ha_journals
+    new = new_software(conf)
+    nodes = [start_ha_node(new, "nn1", upgrade=True)]
+    try:
+        nodes[0].namesystem.mkdirs("/after-upgrade")
+        own2, _, _ = resolve_ha_conf(new, "nn2")
+        bootstrap_standby(own2, NS, "nn2", force=True, out=lambda line: None)
+        nodes.append(start_ha_node(new, "nn2"))
+    finally:
+        for node in nodes:
+            node.stop()
+    # Every NameNode stopped, the old software: nn1, then nn2 (bootstrapped mid-upgrade, it
+    # kept a previous/ of its own; its rollback finds the JournalNodes rolled back already).
+    for nnid in ("nn1", "nn2"):
+        own, _, _ = resolve_ha_conf(conf, nnid)
+        assert rollback_namenode(own).layout_version == OLD
+    for d in jn_dirs(cluster) + [tmp_path / "nn1" / "name", tmp_path / "nn2" / "name"]:
+        assert not (d / "previous").exists()
+        assert layout_of(d / "current" / "VERSION") == OLD
+    nn1 = start_ha_node(conf, "nn1")
+    try:
+        nn1.transition_to_active()
+        assert nn1.namesystem.get_file_info("/a") is not None
+        assert nn1.namesystem.get_file_info("/after-upgrade") is None
+    finally:
+        nn1.stop()
 
 
 # ---- the command lines ------------------------------------------------------------------------
