@@ -22,8 +22,8 @@ __all__ = ["run", "run_daemon"]
 LOG = logging.getLogger("hadoop_qjm.namenode.name_node")  # the daemon's log, as before
 
 
-def run_daemon(conf: Configuration) -> int:
-    """Run a NameNode in the foreground until SIGTERM or SIGINT."""
+def run_daemon(conf: Configuration, *, upgrade: bool = False) -> int:
+    """Run a NameNode in the foreground until SIGTERM or SIGINT (``upgrade``: -upgrade)."""
     from hadoop_qjm.common.daemon_logging import (
         configure_audit_logging,
         configure_logging,
@@ -34,7 +34,7 @@ def run_daemon(conf: Configuration) -> int:
     log_file = daemon_log_file("namenode")
     configure_logging(log_file=log_file, default_level="INFO")
     configure_audit_logging(AUDIT_LOGGER_NAME, log_file)  # hdfs-audit.log beside it
-    node = NameNode(conf)
+    node = NameNode(conf, upgrade=upgrade)
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -75,11 +75,11 @@ def run(argv: Sequence[str], conf: Configuration | None) -> int:
         raise UsageError("-observer starts the NameNode daemon and takes no other command")
     if option.command == "help":
         return 0
-    if option.command == "daemon":
+    if option.command in ("daemon", "upgrade"):
         from hadoop_qjm.namenode.ha.ha_util import resolve_ha_conf
 
         conf, _, _ = resolve_ha_conf(conf, getattr(option, "nnid", None))  # type: ignore[arg-type]
         if observer:
             conf.set(keys.DFS_NAMENODE_OBSERVER_ENABLED_KEY, "true")
-        return run_daemon(conf)
+        return run_daemon(conf, upgrade=option.command == "upgrade")
     return run_command(option, conf)  # type: ignore[arg-type]

@@ -25,7 +25,12 @@ import re
 import struct
 import zlib
 
-from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
+from hadoop_qjm.common.constants import (
+    CURRENT_LAYOUT_VERSION,
+    DECODED_LAYOUT_VERSIONS,
+    FUTURE_LAYOUT_VERSION_FOR_TESTING,
+    INVALID_TXID,
+)
 from hadoop_qjm.common.exceptions import (
     EditLogCorruptionError,
     IllegalArgumentException,
@@ -313,7 +318,7 @@ def parse_edit_log_header(buf: bytes | bytearray | memoryview, verify_version: b
         raise LogHeaderCorruptException("Reached EOF when reading log header")
     layout_version = _I32.unpack_from(buf, 0)[0]
     if verify_version and not (
-        CURRENT_LAYOUT_VERSION <= layout_version <= LAST_UPGRADABLE_LAYOUT_VERSION
+        FUTURE_LAYOUT_VERSION_FOR_TESTING <= layout_version <= LAST_UPGRADABLE_LAYOUT_VERSION
     ):
         raise LogHeaderCorruptException(
             f"Unexpected version of the file system log file: {layout_version}. "
@@ -539,7 +544,8 @@ def decode_op(
 
     The frame is checked first (as :func:`scan_op`), then the opcode must be one Hadoop can
     read and a modelled op's body must decode and use every byte of the frame. Bodies are
-    decoded only at the current layout version; at any other the op is an
+    decoded only at the current layout version (and the test-only future one, whose bodies
+    are the same); at any other the op is an
     :class:`OpaqueOp`. Raises :class:`EditLogCorruptionError`.
     """
     opcode_byte, txid, frame_end = _check_frame(buf, offset, max_op_size)
@@ -551,7 +557,7 @@ def decode_op(
         raise EditLogCorruptionError(f"Read invalid opcode {name} (byte {opcode_byte})")
     body_start = offset + 13
     body_end = frame_end - 4
-    cls = OP_CLASSES.get(opcode) if layout_version == CURRENT_LAYOUT_VERSION else None
+    cls = OP_CLASSES.get(opcode) if layout_version in DECODED_LAYOUT_VERSIONS else None
     if cls is None:
         return OpaqueOp(opcode, txid, bytes(buf[body_start:body_end])), frame_end
     reader = ByteReader(memoryview(buf)[body_start:body_end])

@@ -105,6 +105,9 @@ class FSEditLog:
                 f"not {pipeline_depth}"
             )
         self.journal_set = journal_set
+        #: The layout version of the segments it starts (the storage's: -67, or after
+        #: ``namenode -upgrade`` the software's).
+        self.layout_version = CURRENT_LAYOUT_VERSION
         #: Syncs that may be unacknowledged at once (1: Hadoop's double buffer).
         self.pipeline_depth = pipeline_depth
         if pipeline_depth > 1:
@@ -226,7 +229,7 @@ class FSEditLog:
                     self._die(str(e))
                 LOG.error("Unable to recover unclosed segments: %s", e)
 
-    def open_for_write(self, layout_version: int = CURRENT_LAYOUT_VERSION) -> None:
+    def open_for_write(self, layout_version: int | None = None) -> None:
         """Start the segment at ``last_written_txid + 1``.
 
         Refuses if any journal already holds that txid: writing it again would fork the
@@ -247,8 +250,10 @@ class FSEditLog:
             self.start_log_segment_and_write_header_txn(segment_txid, layout_version)
 
     def start_log_segment_and_write_header_txn(
-        self, segment_txid: int, layout_version: int = CURRENT_LAYOUT_VERSION
+        self, segment_txid: int, layout_version: int | None = None
     ) -> None:
+        if layout_version is None:
+            layout_version = self.layout_version
         with self._cond:
             self._check_alive()
             self._check_state(EditLogState.BETWEEN_LOG_SEGMENTS)
@@ -304,7 +309,7 @@ class FSEditLog:
 
     def roll_edit_log(
         self,
-        layout_version: int = CURRENT_LAYOUT_VERSION,
+        layout_version: int | None = None,
         between: Callable[[], None] | None = None,
     ) -> int:
         """End the current segment and start the next; returns the new segment's first txid.

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
+from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import FileNotFoundException, IOException
 from hadoop_qjm.editlog.fs_edit_log_op import (
     AddOp,
@@ -73,8 +74,10 @@ def rename_old_target(fs_dir: FSDirectory, src: str, dst: str) -> str:
 class FSEditLogLoader:
     """Applies ops to ``fs_dir``; not thread-safe (the namesystem's lock guards it)."""
 
-    def __init__(self, fs_dir: FSDirectory) -> None:
+    def __init__(self, fs_dir: FSDirectory, layout_version: int = CURRENT_LAYOUT_VERSION) -> None:
         self.fs_dir = fs_dir
+        #: The software's layout: edits of a newer one are refused (readLogVersion).
+        self.layout_version = layout_version
         self._handlers: dict[type, Callable[[FSEditLogOp], None]] = {
             MkdirOp: self._apply_mkdir,
             AddOp: self._apply_add,
@@ -296,10 +299,14 @@ class FSEditLogLoader:
         expected = expected_start_txid
         for stream in streams:
             LOG.info("Reading %s expecting start txid #%d", stream, expected)
+            checked = False
             while True:
                 op = stream.read_op()
                 if op is None:
                     break
+                if not checked:  # the stream is open: its header was read
+                    self._check_layout_version(stream)
+                    checked = True
                 txid = op.txid
                 if txid < expected:
                     raise IOException(
@@ -322,6 +329,16 @@ class FSEditLogLoader:
                     on_op(op)
                 expected = txid + 1
         return expected - 1
+
+    def _check_layout_version(self, stream: object) -> None:
+        """Edits of a layout newer than this software's (an old standby tailing the edits of
+        an upgraded active) are refused, as EditLogFileInputStream.readLogVersion does."""
+        version = getattr(stream, "layout_version", None)
+        if isinstance(version, int) and version < self.layout_version:
+            raise IOException(
+                f"Unexpected version of the file system log file: {version}. "
+                f"Current version = {self.layout_version}."
+            )
 
 
 def _ignore(op: FSEditLogOp) -> None:

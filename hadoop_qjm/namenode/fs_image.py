@@ -283,7 +283,9 @@ class FSImage:
         if not self.storage.image_dirs():
             raise IOException("No image directories available!")
         with namesystem.lock:
-            data = serialize_image(namesystem.dir, txid, ns_info.namespace_id)
+            data = serialize_image(
+                namesystem.dir, txid, ns_info.namespace_id, ns_info.layout_version
+            )
         written: list[NNStorageDirectory] = []
         for sd in self.storage.image_dirs():
             try:

@@ -97,8 +97,14 @@ def _str(text: str) -> bytes:
     return _U16.pack(len(data)) + data
 
 
-def serialize_image(fs_dir: FSDirectory, txid: int, namespace_id: int) -> bytes:
-    """The whole image of ``fs_dir`` at ``txid`` (the caller holds the namesystem lock)."""
+def serialize_image(
+    fs_dir: FSDirectory,
+    txid: int,
+    namespace_id: int,
+    layout_version: int = CURRENT_LAYOUT_VERSION,
+) -> bytes:
+    """The whole image of ``fs_dir`` at ``txid`` (the caller holds the namesystem lock),
+    stamped with the storage's ``layout_version``."""
     body = bytearray()
     count = 0
     for _path, node in fs_dir.walk():
@@ -120,7 +126,7 @@ def serialize_image(fs_dir: FSDirectory, txid: int, namespace_id: int) -> bytes:
     header = _HEADER.pack(
         IMAGE_MAGIC,
         IMAGE_FORMAT_VERSION,
-        CURRENT_LAYOUT_VERSION,
+        layout_version,
         namespace_id,
         txid,
         fs_dir.last_inode_id,

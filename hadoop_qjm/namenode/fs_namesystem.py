@@ -78,6 +78,7 @@ from hadoop_qjm.namenode.fs_limits import (
     check_principal,
 )
 from hadoop_qjm.namenode.fs_permission_checker import FSPermissionChecker
+from hadoop_qjm.namenode.name_node_layout_version import software_layout_version
 from hadoop_qjm.namenode.namespace_access import NamespaceAccess
 
 __all__ = ["FSNamesystem", "EditLogWriter", "MAX_PATH_LENGTH", "MAX_PATH_DEPTH"]
@@ -143,6 +144,7 @@ class FSNamesystem:
         self.umask = get_umask(conf)
         #: Held for every read and every mutation; also by save_namespace and rolls.
         self.lock = threading.RLock()
+        self.layout_version = software_layout_version(conf)  # the newest edits it applies
         self.edit_log = edit_log
         self._clock = clock
         self._perm_cache: dict[tuple[str, str, int], PermissionStatus] = {}
@@ -152,7 +154,7 @@ class FSNamesystem:
         """Replace the whole namespace (an image was loaded)."""
         with self.lock:
             self.dir = fs_dir
-            self.loader = FSEditLogLoader(fs_dir)
+            self.loader = FSEditLogLoader(fs_dir, self.layout_version)
 
     # ---- helpers ---------------------------------------------------------------------------------
     def _writer(self) -> EditLogWriter:

@@ -32,6 +32,7 @@ from hadoop_qjm.common.security import SSLFactory
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.namenode import layout_upgrade
 from hadoop_qjm.namenode.fs_edit_log import TerminateCallback, terminate_process
 from hadoop_qjm.namenode.fs_edit_log_async import AsyncLoggingEditLog, EditLogSyncer
 from hadoop_qjm.namenode.fs_edit_log_loader import EditLogApplyException
@@ -120,8 +121,11 @@ class NameNode:
         http_socket_factory: Callable[[str, int], socket.socket] | None = None,
         fs_owner: str | None = None,
         caller: Callable[[], Any] | None = None,
+        upgrade: bool = False,
     ) -> None:
         self.conf = conf
+        #: ``namenode -upgrade``: upgrade the layout at start, then be active even with HA.
+        self.upgrade = upgrade
         self.version = f"{__version__}, r0"
         self.start_time_ms = int(time.time() * 1000)
         self.metrics = NameNodeMetrics(self)
@@ -233,18 +237,19 @@ class NameNode:
                 fs_owner=self._fs_owner,
                 ha_enabled=self.ha_enabled,
                 caller=self._caller,
+                upgrade=self.upgrade,
             )
             self.resource_checker = NameNodeResourceChecker(
                 self.conf, NameNodeDirs.from_conf(self.conf)
             )
-            if self.ha_enabled and self.settings.start_as_observer:
+            if self.ha_enabled and self.settings.start_as_observer and not self.upgrade:
                 # namenode -observer, or dfs.namenode.observer.enabled (HDFS-17167)
                 self.state = HAServiceState.OBSERVER
                 self.standby_services.start(checkpoints=False)
-            elif self.ha_enabled:
+            elif self.ha_enabled and not self.upgrade:
                 self.state = HAServiceState.STANDBY
                 self._start_standby_threads()
-            else:
+            else:  # with -upgrade the NameNode is active at once, as Hadoop's
                 self._wrap_edit_log()
                 self.state = HAServiceState.ACTIVE
             for http_server in (self.http_server, self.https_server):
@@ -256,7 +261,7 @@ class NameNode:
             self.stop()
             raise
         LOG.info("NameNode RPC up at %s:%d, HTTP at %s:%d", *self.rpc_address, *self.http_address)
-        if self.ha_enabled:
+        if self.ha_enabled and not self.upgrade:
             LOG.info(
                 "NameNode %s of nameservice %s started in %s: no NameNode becomes active "
                 "by itself; run 'hdfs-py haadmin -transitionToActive <nnid>', or start the zkfc "
@@ -445,6 +450,19 @@ class NameNode:
                     return False
         core.save_namespace()
         return True
+
+    def finalize_upgrade(self) -> bool:
+        """``dfsadmin -finalizeUpgrade`` (FSNamesystem.finalizeUpgrade): the local previous/,
+        and the JournalNodes' first unless a standby does it. Whether there was one."""
+        core = self._running()
+        with core.namesystem.lock:  # type: ignore[union-attr]
+            active = not self.ha_enabled or self.state is HAServiceState.ACTIVE
+            journals = core.edit_log.journal_set if core.edit_log is not None else None
+            return layout_upgrade.finalize_upgrade(core.storage, journals, active)  # type: ignore[arg-type]
+
+    def is_upgrade_finalized(self) -> bool:
+        """``dfsadmin -upgrade query`` (ClientProtocol.upgradeStatus)."""
+        return layout_upgrade.is_upgrade_finalized(self._running().storage)  # type: ignore[arg-type]
 
     # ---- HAServiceProtocol -----------------------------------------------------------------------
     def monitor_health(self) -> None:

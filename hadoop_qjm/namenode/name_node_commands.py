@@ -1,5 +1,6 @@
 """The one-shot ``hdfs-py namenode`` commands: -format, -initializeSharedEdits,
--bootstrapStandby, -checkpointOffline.
+-bootstrapStandby, -checkpointOffline, -rollback (and -finalize's refusal, as Hadoop's);
+``-upgrade`` starts the daemon.
 
 Options are parsed as Hadoop's NameNode parses its StartupOption (flag names compare
 case-insensitively, ``-format``'s options in any order). ``-nnid NNID`` — which NameNode
@@ -38,6 +39,7 @@ Usage: hdfs-py [--config DIR] namenode [-nnid NNID]
           | [-initializeSharedEdits [-force | -nonInteractive]]
           | [-bootstrapStandby [-force] [-nonInteractive] [-skipSharedEditsCheck]]
           | [-checkpointOffline DIR]
+          | [-upgrade] | [-rollback] | [-finalize]
 
 With no option, run a NameNode in the foreground until SIGTERM.
   -nnid NNID               this NameNode's id in dfs.ha.namenodes.<nameservice> (else
@@ -62,7 +64,28 @@ With no option, run a NameNode in the foreground until SIGTERM.
     -nonInteractive        never ask: stop (exit 5) if any directory holds data
     -skipSharedEditsCheck  do not check that the shared edits hold the txns after the image
   -checkpointOffline DIR   load DIR's newest image and finalized edits, save a new image
+  -upgrade                 run the NameNode, first upgrading the local directories and the
+                           JournalNodes to this software's layout (previous/ is kept for
+                           -rollback until dfsadmin -finalizeUpgrade); with HA it is active
+                           at once, and the other NameNode must be -bootstrapStandby'd
+  -rollback                every NameNode stopped: return the local directories and every
+                           JournalNode to the state before -upgrade (asks first)
+  -finalize                no longer supported (Hadoop's): use dfsadmin -finalizeUpgrade
 """
+
+#: NameNode.createNameNode's answer to -finalize (Hadoop 2.4 on).
+FINALIZE_UNSUPPORTED = (
+    "Use of the argument '-finalize' is no longer supported. To finalize an upgrade, "
+    "start the NN  and then run `hdfs dfsadmin -finalizeUpgrade'"
+)
+#: NameNode.doRollback's warning before its question.
+ROLLBACK_WARNING = (
+    '"rollBack" will remove the current state of the file system,\n'
+    "returning you to the state prior to initiating your recent.\n"
+    "upgrade. This action is permanent and cannot be undone. If you\n"
+    "are performing a rollback in an HA environment, you should be\n"
+    "certain that no NameNode process is running on any host."
+)
 
 #: The most invalid answers one confirmation accepts before it counts as "no".
 MAX_PROMPT_ATTEMPTS = 10
@@ -70,8 +93,9 @@ MAX_PROMPT_ATTEMPTS = 10
 
 @dataclass(frozen=True)
 class StartupOption:
-    """A parsed ``namenode`` command line; ``command`` is daemon, help, format,
-    initializeSharedEdits, bootstrapStandby or checkpointOffline; ``nnid`` is ``-nnid``."""
+    """A parsed ``namenode`` command line; ``command`` is daemon, upgrade (the daemon,
+    upgrading first), help, format, initializeSharedEdits, bootstrapStandby,
+    checkpointOffline, rollback or finalize; ``nnid`` is ``-nnid``."""
 
     command: str
     force: bool = False
@@ -163,6 +187,11 @@ def _parse_command(args: list[str]) -> StartupOption:
             else:
                 raise UsageError(f"namenode -bootstrapStandby: unknown option '{arg}'")
         return StartupOption("bootstrapStandby", force, interactive, skip_shared_edits_check=skip)
+    for flag in ("-upgrade", "-rollback", "-finalize"):
+        if _is(first, flag):
+            if rest:
+                raise UsageError(f"namenode {flag}: unknown option '{rest[0]}'")
+            return StartupOption(flag[1:])
     if _is(first, "-checkpointOffline"):
         if len(rest) != 1 or not rest[0] or rest[0].startswith("-"):
             raise UsageError("namenode -checkpointOffline needs exactly one directory")
@@ -215,6 +244,18 @@ def one_line(error: BaseException) -> IOException:
     return IOException(one_line_message(error))
 
 
+def rollback_namenode(conf: Configuration, journal_factory=None):  # noqa: ANN001, ANN201
+    """``namenode -rollback`` without the question: every local directory and every
+    JournalNode of the shared edits back to previous/ (layout_upgrade.do_rollback)."""
+    from hadoop_qjm.namenode.layout_upgrade import do_rollback
+    from hadoop_qjm.namenode.name_node_core import create_journal_set
+
+    def shared_journals(dirs, storage, ns_info):  # noqa: ANN001, ANN202
+        return create_journal_set(conf, dirs, storage, ns_info, journal_factory, shared_only=True)
+
+    return do_rollback(conf, shared_journals)
+
+
 def run_command(option: StartupOption, conf: Configuration) -> int:
     """Run a one-shot command; prints what it did on stdout. Returns the exit status."""
     try:
@@ -227,7 +268,7 @@ def run_command(option: StartupOption, conf: Configuration) -> int:
 
 def _run_command(option: StartupOption, conf: Configuration) -> int:
     nameservice = nnid = None
-    if option.command in ("format", "initializeSharedEdits", "bootstrapStandby"):
+    if option.command in ("format", "initializeSharedEdits", "bootstrapStandby", "rollback"):
         from hadoop_qjm.namenode.ha.ha_util import resolve_ha_conf
 
         conf, nameservice, nnid = resolve_ha_conf(conf, option.nnid)
@@ -273,6 +314,20 @@ def _run_command(option: StartupOption, conf: Configuration) -> int:
             f"Initialized {', '.join(done.shared_uris)} for namespace {done.namespace_id}: "
             f"copied {done.txns} transactions in {done.segments} segments after "
             f"fsimage_{done.checkpoint_txid}"
+        )
+        return 0
+    if option.command == "finalize":
+        print(f"hdfs-py: {FINALIZE_UNSUPPORTED}", file=sys.stderr)
+        return 1
+    if option.command == "rollback":
+        print(ROLLBACK_WARNING, file=sys.stderr)
+        if not confirm_prompt("Roll back file system state?"):
+            print("Rollback aborted.", file=sys.stderr)
+            return 1
+        restored = rollback_namenode(conf)
+        print(
+            f"Rolled back namespace {restored.namespace_id} to layout version "
+            f"{restored.layout_version} (cTime {restored.ctime})"
         )
         return 0
     if option.command == "checkpointOffline":

@@ -24,6 +24,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
@@ -33,6 +34,7 @@ from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.editlog.file_journal_manager import FileJournalManager
 from hadoop_qjm.editlog.journal_manager import JournalManager
+from hadoop_qjm.namenode import layout_upgrade
 from hadoop_qjm.namenode.fs_edit_log import (
     EditLogState,
     FSEditLog,
@@ -221,7 +223,9 @@ def format_namenode(
         )
     dirs = NameNodeDirs.from_conf(conf)
     storage = NNStorage.from_conf(conf, dirs)
-    ns_info = new_namespace_info(cluster_id)
+    ns_info = replace(
+        new_namespace_info(cluster_id), layout_version=storage.software_layout_version
+    )
     journals = create_journal_set(conf, dirs, storage, ns_info, journal_factory)
     try:
         storage.lock_existing_dirs()
@@ -257,7 +261,8 @@ class NameNodeCore:
     ``terminate`` is called if the journals fail (default: exit the process);
     ``journal_factory`` builds non-file journals (default: QuorumJournalManager);
     ``fault_injector`` has save_namespace's hooks; ``clock`` (ms) stamps the namespace;
-    ``caller`` tells the namesystem who calls (FSNamesystem's; default its own user).
+    ``caller`` tells the namesystem who calls (FSNamesystem's; default its own user);
+    ``upgrade`` is ``namenode -upgrade``: start() upgrades the layout, then writes.
     """
 
     def __init__(
@@ -273,8 +278,10 @@ class NameNodeCore:
         start: bool = True,
         ha_enabled: bool = False,
         caller: Callable[[], UserGroupInformation] | None = None,
+        upgrade: bool = False,
     ) -> None:
         self.conf = conf
+        self.upgrade = upgrade
         #: With HA the NameNode starts as a standby (start() loads but does not write);
         #: start_active_services() makes it the writer, start_standby_services() a reader.
         self.ha_enabled = ha_enabled
@@ -304,20 +311,24 @@ class NameNodeCore:
         dirs = self._dirs = NameNodeDirs.from_conf(self.conf)
         self.storage = NNStorage.from_conf(self.conf, dirs, fsync=self._fsync)
         try:
-            self.ns_info = self.storage.recover_storage_dirs()
+            self.ns_info = self.storage.recover_storage_dirs(upgrading=self.upgrade)
             self.fs_image = FSImage(
                 self.conf, self.storage, fault_injector=self._fault_injector, fsync=self._fsync
             )
             self.fs_image.recover_checkpoints()
             self.namesystem = FSNamesystem(self.conf, fs_owner=self._fs_owner, **self._ns_kwargs)
-            if self.ha_enabled:
+            if self.ha_enabled and not self.upgrade:
                 self._load_as_standby()
                 return
             self.edit_log = self._new_edit_log()
             self.edit_log.init_journals_for_write()
+            if self.upgrade:
+                layout_upgrade.check_shared_log_ctime(self.edit_log.journal_set, self.storage)
             self.edit_log.recover_unclosed_streams()
             last_txid = self.fs_image.load(self.namesystem, self.edit_log)
             self.edit_log.set_next_txid(last_txid + 1)
+            if self.upgrade:
+                self.ns_info = layout_upgrade.do_upgrade(self.fs_image, self.namesystem)
             self.edit_log.open_for_write()
             self.namesystem.edit_log = self.edit_log
         except BaseException:
@@ -348,6 +359,7 @@ class NameNodeCore:
                 keys.DFS_NAMENODE_EDITS_SYNC_PIPELINE_DEPTH_DEFAULT,
             ),
         )
+        edit_log.layout_version = self.storage.ns_info.layout_version  # type: ignore[union-attr]
         self.fs_image.attach_edit_log(edit_log)  # type: ignore[union-attr]
         return edit_log
 

@@ -130,6 +130,13 @@ class ClientProtocolHandler:
         self.name_node.callers.check_superuser_privilege()
         return self.name_node.save_namespace(time_window or 0, tx_gap or 0)
 
+    def finalize_upgrade(self) -> bool:
+        self.name_node.callers.check_superuser_privilege()
+        return self.name_node.finalize_upgrade()
+
+    def upgrade_status(self) -> bool:
+        return self.name_node.is_upgrade_finalized()
+
 
 class NamenodeProtocolHandler:
     """NamenodeProtocol: what other NameNodes ask (standby tailing, bootstrapStandby)."""
@@ -203,6 +210,8 @@ def rpc_handlers(name_node: Any) -> dict[str, Callable[..., Any]]:
         "saveNamespace": client.save_namespace,
         "getHAServiceState": client.get_ha_service_state,
         "msync": client.msync,
+        "finalizeUpgrade": client.finalize_upgrade,
+        "upgradeStatus": client.upgrade_status,
         "versionRequest": namenode.version_request,
         "rollEditLog": namenode.roll_edit_log,
         "getMostRecentCheckpointTxId": namenode.get_most_recent_checkpoint_txid,

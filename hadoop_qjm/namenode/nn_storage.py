@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from hadoop_qjm.common import nn_upgrade_util
+from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.durable import FsyncFunction, PersistentLongFile, fsync_dir
 from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
 from hadoop_qjm.common.storage import (
@@ -41,6 +43,7 @@ from hadoop_qjm.common.storage import (
 )
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.namenode import name_node_layout_version as layout
 
 __all__ = [
     "NNStorage",
@@ -210,6 +213,8 @@ class NNStorage:
         self.dirs = list(dirs)
         self.removed: list[NNStorageDirectory] = []
         self.ns_info: NamespaceInfo | None = None
+        #: The layout this software writes (-67; -68 with dfs.namenode.testing.future-layout).
+        self.software_layout_version = CURRENT_LAYOUT_VERSION
         self._fsync = fsync
 
     @property
@@ -238,7 +243,9 @@ class NNStorage:
                         uri_path(uri), NameNodeDirType.EDITS, uri in dirs.shared_uris, fsync=fsync
                     )
                 )
-        return cls(storage_dirs, fsync=fsync)
+        storage = cls(storage_dirs, fsync=fsync)
+        storage.software_layout_version = layout.software_layout_version(conf)
+        return storage
 
     # ---- which directories -----------------------------------------------------------------------
     def image_dirs(self) -> list[NNStorageDirectory]:
@@ -289,15 +296,18 @@ class NNStorage:
         PersistentLongFile.write_file(d.seen_txid_file, 0, fsync=self._fsync)
         LOG.info("Storage directory %s has been successfully formatted.", d.root)
 
-    def recover_storage_dirs(self) -> NamespaceInfo:
+    def recover_storage_dirs(self, *, upgrading: bool = False) -> NamespaceInfo:
         """Lock and check every directory at start-up; returns their common NamespaceInfo.
 
-        A missing directory is an error (FSImage.recoverStorageDirs); unformatted ones are
-        formatted with the namespace of the others; directories that disagree on the
-        namespace are an InconsistentFSStateException.
+        A missing directory is an error (FSImage.recoverStorageDirs); a transition a crash
+        interrupted (upgrade, rollback, finalize, checkpoint) is completed or undone first;
+        unformatted ones are formatted with the namespace of the others; directories that
+        disagree on the namespace are an InconsistentFSStateException. A directory of a
+        layout newer than the software's is refused, one of an older layout unless ``upgrading`` (``namenode -upgrade``, refused where previous/ exists).
         """
         formatted: list[tuple[NNStorageDirectory, NamespaceInfo]] = []
         unformatted: list[NNStorageDirectory] = []
+        layout_version = self.software_layout_version
         try:
             for d in self.dirs:
                 state = d.sd.analyze_storage()
@@ -305,19 +315,23 @@ class NNStorage:
                     raise inconsistent_state(
                         d.root, "storage directory does not exist or is not accessible."
                     )
+                if state not in (StorageState.NOT_FORMATTED, StorageState.NORMAL):
+                    nn_upgrade_util.do_recover(d.sd, state, fsync=self._fsync)
+                    state = d.sd.analyze_storage()
+                if upgrading:
+                    layout.check_no_previous(d.sd)
                 if state is StorageState.NOT_FORMATTED:
                     LOG.warning("Storage directory %s is not formatted.", d.root)
                     unformatted.append(d)
-                elif state is StorageState.NORMAL:
-                    info = d.sd.read_storage_info()
-                    formatted.append((d, info))  # type: ignore[arg-type]
                 else:
-                    raise inconsistent_state(
-                        d.root, f"it needs {state.value}, which this NameNode does not support."
-                    )
+                    info = d.sd.read_storage_info()
+                    layout.check_layout_version(d.root, info.layout_version, layout_version)
+                    formatted.append((d, info))  # type: ignore[arg-type]
             if not formatted:
                 raise IOException("NameNode is not formatted.")
             first_dir, ns_info = formatted[0]
+            if ns_info.layout_version != layout_version and not upgrading:
+                raise IOException(layout.old_layout_message(ns_info.layout_version, layout_version))
             for d, info in formatted[1:]:
                 for what, mine, theirs in (
                     ("namespaceID", info.namespace_id, ns_info.namespace_id),

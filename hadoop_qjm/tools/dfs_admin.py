@@ -42,6 +42,7 @@ from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.ha.failover_proxy import ha_nameservice_of_uri, namenode_proxy_from_conf
 from hadoop_qjm.namenode.ha.ha_util import NameNodeAddress, ha_namenodes
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy, client_socket_factory
+from hadoop_qjm.namenode.protocol.messages import HAServiceState
 from hadoop_qjm.tools.generic_options import GENERIC_USAGE, parse_generic_options
 
 __all__ = ["USAGE", "multiple_io_exception", "run"]
@@ -50,7 +51,12 @@ USAGE = f"""\
 Usage: hdfs-py [--config DIR] dfsadmin {GENERIC_USAGE}
 	[-rollEdits]
 	[-saveNamespace [-beforeShutdown]]
+	[-finalizeUpgrade]
+	[-upgrade <query | finalize>]
 """
+
+#: The refusal of -finalizeUpgrade where no NameNode keeps an upgrade's previous state.
+NO_UPGRADE = "There is no upgrade in progress to finalize: no NameNode keeps a previous state."
 
 
 def _roll_edits(conf, args: list[str]) -> None:
@@ -85,12 +91,56 @@ def _save_namespace(conf, args: list[str]) -> None:
         else:
             print(f"No extra checkpoint has been made{suffix}")
 
+    _on_the_namenodes(conf, _nameservice_namenodes(conf), save, "Save namespace failed for")
+
+
+def _finalize_upgrade(conf, args: list[str]) -> None:
+    """DFSAdmin.finalizeUpgrade: with HA every NameNode (one must be active: it finalizes
+    the JournalNodes too), "Finalize upgrade successful[ for host:port]" for each that had
+    an upgrade; none had one: NO_UPGRADE, nothing changed."""
+    if args:
+        raise UsageError(f"-finalizeUpgrade: unexpected argument '{args[0]}'")
+    finalized: list[bool] = []
+
+    def finalize(proxy: Any, suffix: str) -> None:
+        finalized.append(proxy.finalize_upgrade())
+        if finalized[-1]:
+            print(f"Finalize upgrade successful{suffix}")
+
     namenodes = _nameservice_namenodes(conf)
     if namenodes is None:
         with namenode_proxy_from_conf(conf) as proxy:
-            save(proxy, "")
+            finalize(proxy, "")
     else:
-        _on_every_namenode(conf, namenodes, save, "Save namespace failed for")
+        states: list[Any] = []
+        _on_every_namenode(
+            conf,
+            namenodes,
+            lambda p, _: states.append(p.get_service_status().state),
+            "Cannot reach",
+        )
+        if HAServiceState.ACTIVE not in states:
+            raise IOException("Cannot finalize with no NameNode active")
+        _on_every_namenode(conf, namenodes, finalize, "Finalize upgrade failed for")
+    if not any(finalized):
+        raise IOException(NO_UPGRADE)
+
+
+def _upgrade(conf, args: list[str]) -> None:
+    """DFSAdmin.upgrade: ``query`` prints "Upgrade finalized" or "Upgrade not finalized"
+    (with HA, " for host:port" for each NameNode); ``finalize`` is -finalizeUpgrade."""
+    if len(args) != 1 or args[0].lower() not in ("query", "finalize"):
+        raise UsageError("-upgrade: expected query or finalize")
+    if args[0].lower() == "finalize":
+        _finalize_upgrade(conf, [])
+        return
+
+    def query(proxy: Any, suffix: str) -> None:
+        done = proxy.upgrade_status()
+        print(f"Upgrade {'finalized' if done else 'not finalized'}{suffix}")
+
+    namenodes = _nameservice_namenodes(conf)
+    _on_the_namenodes(conf, namenodes, query, "Getting upgrade status failed for")
 
 
 def _nameservice_namenodes(conf) -> list[NameNodeAddress] | None:
@@ -99,6 +149,21 @@ def _nameservice_namenodes(conf) -> list[NameNodeAddress] | None:
     default_fs = conf.get_trimmed(keys.FS_DEFAULT_NAME_KEY, keys.FS_DEFAULT_NAME_DEFAULT) or ""
     nameservice = ha_nameservice_of_uri(conf, default_fs)
     return None if nameservice is None else ha_namenodes(conf, nameservice)
+
+
+def _on_the_namenodes(
+    conf,
+    namenodes: Sequence[NameNodeAddress] | None,
+    call: Callable[[Any, str], None],
+    failed: str,
+) -> None:
+    """``call(proxy, "")`` on the one NameNode (``namenodes`` None), else on each of
+    ``namenodes`` as :func:`_on_every_namenode`."""
+    if namenodes is None:
+        with namenode_proxy_from_conf(conf) as proxy:
+            call(proxy, "")
+    else:
+        _on_every_namenode(conf, namenodes, call, failed)
 
 
 def _on_every_namenode(
@@ -133,7 +198,12 @@ def multiple_io_exception(errors: Sequence[BaseException]) -> BaseException:
     return IOException(f"{len(errors)} exceptions [{listed}]")
 
 
-_COMMANDS = {"-rollEdits": _roll_edits, "-saveNamespace": _save_namespace}
+_COMMANDS = {
+    "-rollEdits": _roll_edits,
+    "-saveNamespace": _save_namespace,
+    "-finalizeUpgrade": _finalize_upgrade,
+    "-upgrade": _upgrade,
+}
 
 
 def run(argv: Sequence[str], conf) -> int:

@@ -17,12 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from hadoop_qjm.common.java_properties import load_properties
 from hadoop_qjm.common.storage import StorageDirectory
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.editlog.fs_edit_log_op import encode_op
 from hadoop_qjm.editlog.redundant_edit_log_input_stream import chain_and_make_redundant_streams
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
+from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.name_node_process import NameNodeProcess, child_env, write_conf_dir
 from tests.integration.namenode_support import read_ops
 
@@ -512,3 +514,67 @@ def test_namenode_with_unreachable_journal_nodes_exits_1(tmp_path) -> None:
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("hdfs-py: ") and "Got too many exceptions to achieve quorum" in last
     assert "failed on connection exception" in last
+
+
+# ---- the layout upgrade (docs/ha.md, "Upgrades") ------------------------------------------------
+@pytest.mark.slow
+def test_upgrade_rollback_and_finalize_as_processes(tmp_path) -> None:
+    """namenode -upgrade (the test-only layout -68), dfsadmin -upgrade query, the old
+    NameNode's refusal, namenode -rollback (answered y), then -upgrade and -finalizeUpgrade;
+    three in-process JournalNodes."""
+
+    def layouts() -> dict[str, str]:
+        dirs = [tmp_path / "name"] + [mjc.journal_dir(i, JID) for i in range(3)]
+        return {
+            f"{d.parent.name}/{sub}": load_properties((d / sub / "VERSION").read_bytes())[
+                "layoutVersion"
+            ]
+            for d in dirs
+            for sub in ("current", "previous")
+            if (d / sub).exists()
+        }
+
+    with MiniJournalCluster(3, base_dir=tmp_path / "jn") as mjc:
+        props = nn_props(tmp_path, mjc.quorum_journal_uri(JID))
+        old = write_conf_dir(tmp_path / "conf", props)
+        new = write_conf_dir(
+            tmp_path / "conf-new", {**props, "dfs.namenode.testing.future-layout": "true"}
+        )
+        assert hdfs(old, "namenode", "-format", "-nonInteractive").returncode == 0
+        with NameNodeProcess(old, tmp_path / "nn.log") as nn:
+            fs = ["-D", f"fs.defaultFS=hdfs://127.0.0.1:{nn.rpc_port}"]
+            assert hdfs(old, *fs, "dfs", "-mkdir", "/a").returncode == 0
+            assert nn.terminate() == 0
+
+        with NameNodeProcess(new, tmp_path / "up.log", namenode_args=["-upgrade"]) as nn:
+            fs = ["-D", f"fs.defaultFS=hdfs://127.0.0.1:{nn.rpc_port}"]
+            assert hdfs(new, *fs, "dfs", "-mkdir", "/after-upgrade").returncode == 0
+            query = hdfs(new, *fs, "dfsadmin", "-upgrade", "query")
+            assert (query.returncode, query.stdout) == (0, "Upgrade not finalized\n")
+            assert nn.terminate() == 0
+        assert set(layouts().values()) == {"-68", "-67"}
+        assert all(v == "-67" for k, v in layouts().items() if k.endswith("previous"))
+
+        refused = one_line_error(hdfs(old, "namenode"))
+        assert "Unexpected version of storage directory" in refused
+        assert refused.endswith("Reported: -68. Expecting = -67.")
+        rolled = hdfs(old, "namenode", "-rollback", stdin="y\n")
+        assert rolled.returncode == 0, rolled.stderr
+        assert "Roll back file system state? (Y or N)" in rolled.stderr
+        assert {k.split("/")[1] for k in layouts()} == {"current"}
+        assert set(layouts().values()) == {"-67"}
+        with NameNodeProcess(old, tmp_path / "nn2.log") as nn:
+            with NameNodeProxy("127.0.0.1", nn.rpc_port) as proxy:
+                assert proxy.get_file_info("/a") is not None
+                assert proxy.get_file_info("/after-upgrade") is None
+            assert nn.terminate() == 0
+
+        with NameNodeProcess(new, tmp_path / "up2.log", namenode_args=["-upgrade"]) as nn:
+            fs = ["-D", f"fs.defaultFS=hdfs://127.0.0.1:{nn.rpc_port}"]
+            done = hdfs(new, *fs, "dfsadmin", "-finalizeUpgrade")
+            assert (done.returncode, done.stdout) == (0, "Finalize upgrade successful\n")
+            again = one_line_error(hdfs(new, *fs, "dfsadmin", "-finalizeUpgrade"))
+            assert again.startswith("finalizeUpgrade: There is no upgrade in progress")
+            assert nn.terminate() == 0
+        assert set(layouts().values()) == {"-68"}
+        assert not any(k.endswith("previous") for k in layouts())

@@ -137,7 +137,9 @@ def test_header_with_layout_flags_is_refused() -> None:
 
 def test_header_version_check() -> None:
     assert parse_edit_log_header(edit_log_header(-60), verify_version=True) == -60
-    for bad in (-68, -15, 1):
+    # -68: the project's test-only future layout (docs/ha.md, "Upgrades"), read like -67.
+    assert parse_edit_log_header(edit_log_header(-68), verify_version=True) == -68
+    for bad in (-69, -15, 1):
         with pytest.raises(LogHeaderCorruptException, match="Unexpected version"):
             parse_edit_log_header(edit_log_header(bad), verify_version=True)
 

@@ -22,6 +22,7 @@ from hadoop_qjm.common.exceptions import (
     PathComponentTooLongException,
     PathIsNotEmptyDirectoryException,
 )
+from hadoop_qjm.conf import Configuration
 from hadoop_qjm.editlog.fs_edit_log_op import (
     AddOp,
     CloseOp,
@@ -465,6 +466,22 @@ def test_load_edits_checks_contiguity(ns, log) -> None:
     fresh = FSNamesystem(fs_owner="hdfs")
     assert fresh.load_edits([ListStream(ops[:2]), ListStream(ops[2:])], 1) == 3
     assert fresh.snapshot() == ns.snapshot()
+
+
+def test_edits_of_a_newer_layout_are_refused(ns, log) -> None:
+    """An old NameNode (-67) does not apply edits an upgraded one wrote (-68)."""
+    ns.mkdirs("/a")
+    newer = ListStream(log.ops())
+    newer.layout_version = -68
+    with pytest.raises(
+        IOException, match=r"Unexpected version of the file system log file: -68\. Current"
+    ):
+        FSNamesystem(fs_owner="hdfs").load_edits([newer], 1)
+    upgraded = Configuration()
+    upgraded.set("dfs.namenode.testing.future-layout", "true")
+    newer = ListStream(log.ops())
+    newer.layout_version = -68
+    assert FSNamesystem(upgraded, fs_owner="hdfs").load_edits([newer], 1) >= 1
 
 
 def test_loader_refuses_what_it_cannot_apply() -> None:

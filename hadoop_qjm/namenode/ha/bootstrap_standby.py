@@ -29,12 +29,14 @@ failures (a bad configuration, a directory in use, a failed download) are exit 1
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
+from hadoop_qjm.common import nn_upgrade_util
+from hadoop_qjm.common.durable import fsync_dir
 from hadoop_qjm.common.exceptions import (
     HadoopException,
     IllegalArgumentException,
@@ -42,6 +44,7 @@ from hadoop_qjm.common.exceptions import (
     one_line_message,
 )
 from hadoop_qjm.common.progress import TransferProgress, transfer_summary
+from hadoop_qjm.common.storage import StorageState
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
@@ -55,6 +58,10 @@ from hadoop_qjm.namenode.ha.ha_util import (
     suffixed,
 )
 from hadoop_qjm.namenode.name_node_core import JournalFactory, create_journal_set
+from hadoop_qjm.namenode.name_node_layout_version import (
+    check_no_previous,
+    software_layout_version,
+)
 from hadoop_qjm.namenode.nn_storage import NameNodeDirs, NNStorage, image_file_name
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy, client_socket_factory
 from hadoop_qjm.namenode.transfer_fs_image import download_image
@@ -146,14 +153,15 @@ def bootstrap_standby(
             f"No other NameNode in {suffixed(keys.DFS_HA_NAMENODES_KEY_PREFIX, nameservice)} "
             f"to bootstrap {nnid} from"
         )
-    source, ns_info, image_txid, cur_txid = _ask_other_namenodes(
+    source, ns_info, image_txid, cur_txid, upgrade_finalized = _ask_other_namenodes(
         others, proxy_factory or _default_proxy_factory(conf)
     )
-    if ns_info.layout_version != CURRENT_LAYOUT_VERSION:
+    software_layout = software_layout_version(conf)  # -67, or -68 for tests
+    if ns_info.layout_version != software_layout:
         raise BootstrapStandbyException(
             ERR_CODE_INVALID_VERSION,
             f"Layout version on remote node ({ns_info.layout_version}) does not match this "
-            f"node's layout version ({CURRENT_LAYOUT_VERSION})",
+            f"node's layout version ({software_layout})",
         )
     transfer = image_transfer_base(conf, source)
     if transfer is None:
@@ -196,9 +204,14 @@ def bootstrap_standby(
                 ERR_CODE_ALREADY_FORMATTED, f"Format aborted in {with_data[0]}"
             )
     try:
-        storage.format(ns_info)
-        formatted = ", ".join(str(d.root) for d in storage.dirs)
-        out(f"Formatted {formatted} with namespace {ns_info.namespace_id}")
+        if upgrade_finalized:
+            storage.format(ns_info)
+            formatted = ", ".join(str(d.root) for d in storage.dirs)
+            out(f"Formatted {formatted} with namespace {ns_info.namespace_id}")
+        else:
+            # BootstrapStandby.doPreUpgrade: keep this NameNode's state as previous/ too.
+            out("The active NameNode is in Upgrade. Prepare the upgrade for the standby as well.")
+            _pre_upgrade(storage, ns_info)
         if not skip_shared_edits_check and image_txid != cur_txid:
             _check_logs_available_for_read(
                 conf, dirs, everything, ns_info, image_txid + 1, cur_txid, journal_factory
@@ -235,6 +248,9 @@ def bootstrap_standby(
             (image_dirs[0] / image_name).stat().st_size, time.monotonic() - started
         )
         storage.write_transaction_id_file(image_txid)
+        if not upgrade_finalized:  # BootstrapStandby.doUpgrade: previous.tmp -> previous
+            for d in storage.dirs:
+                nn_upgrade_util.do_upgrade(d.sd, ns_info, fsync=storage.fsync)
     finally:
         storage.close()
     where = ", ".join(str(d) for d in image_dirs)
@@ -251,11 +267,31 @@ def bootstrap_standby(
     )
 
 
+def _pre_upgrade(storage: NNStorage, ns_info: NamespaceInfo) -> None:
+    """BootstrapStandby.doPreUpgrade: each directory's current/ becomes previous.tmp/
+    (NNUpgradeUtil.renameCurToTmp) beside an empty current/ (doUpgrade later writes its
+    VERSION); if one is not formatted, all are formatted first. Refused where previous/ or
+    previous.tmp/ exists."""
+    if any(d.sd.analyze_storage() is not StorageState.NORMAL for d in storage.dirs):
+        storage.format(ns_info)
+    for d in storage.dirs:
+        check_no_previous(d.sd)
+        if d.sd.previous_tmp.exists():
+            raise IOException(f"{d.sd.previous_tmp} exists: restart the NameNode to recover it")
+    for d in storage.dirs:
+        os.rename(d.current, d.sd.previous_tmp)
+        d.current.mkdir()
+        os.chmod(d.current, d.sd.dir_perm)
+        fsync_dir(d.root, fsync=storage.fsync)
+    storage.ns_info = ns_info
+
+
 def _ask_other_namenodes(
     others: list[NameNodeAddress], proxy_factory: ProxyFactory
-) -> tuple[NameNodeAddress, NamespaceInfo, int, int]:
+) -> tuple[NameNodeAddress, NamespaceInfo, int, int, bool]:
     """The source: the active NameNode among ``others`` if one answers, else the first
-    that answers; with its NamespaceInfo, imageTxId and curTxId.
+    that answers; with its NamespaceInfo, imageTxId, curTxId and whether its upgrade is
+    finalized (upgradeStatus; a fake without ``upgrade_status``: it is).
 
     Hadoop's BootstrapStandby means to "get the namespace from any active NN" and takes the
     first of the other NameNodes that answers; with three to five NameNodes (HDFS-6440) the
@@ -263,7 +299,7 @@ def _ask_other_namenodes(
     also asked its HA state (getServiceStatus) and an active one is preferred: its image is
     the one every standby's checkpoint is uploaded to."""
     errors = []
-    answers: list[tuple[NameNodeAddress, NamespaceInfo, int, int]] = []
+    answers: list[tuple[NameNodeAddress, NamespaceInfo, int, int, bool]] = []
     for nn in others:
         try:
             proxy = proxy_factory(nn)
@@ -275,6 +311,7 @@ def _ask_other_namenodes(
             image_txid = proxy.get_most_recent_checkpoint_txid()
             cur_txid = proxy.get_transaction_id()
             active = _is_active(nn, proxy)
+            finalized = getattr(proxy, "upgrade_status", lambda: True)()
         except (HadoopException, OSError) as e:
             LOG.info("Unable to fetch namespace information from %s: %s", nn.rpc_text, e)
             errors.append(f"{nn.nnid} ({nn.rpc_text}): {one_line_message(e)}")
@@ -282,8 +319,8 @@ def _ask_other_namenodes(
         finally:
             proxy.close()
         if active:
-            return nn, ns_info, image_txid, cur_txid
-        answers.append((nn, ns_info, image_txid, cur_txid))
+            return nn, ns_info, image_txid, cur_txid, finalized
+        answers.append((nn, ns_info, image_txid, cur_txid, finalized))
     if answers:
         return answers[0]
     raise BootstrapStandbyException(

@@ -268,6 +268,14 @@ class NameNodeProxy:
         return self._rpc.call("msync")
 
     # ---- NamenodeProtocol ------------------------------------------------------------------------
+    def finalize_upgrade(self) -> bool:
+        """``dfsadmin -finalizeUpgrade`` on this NameNode: whether it had one to finalize."""
+        return self._rpc.call("finalizeUpgrade")
+
+    def upgrade_status(self) -> bool:
+        """``dfsadmin -upgrade query``: True once the upgrade is finalized."""
+        return self._rpc.call("upgradeStatus")
+
     def version_request(self) -> NamespaceInfo:
         return m.namespace_info_from_thrift(self._rpc.call("versionRequest"))
 

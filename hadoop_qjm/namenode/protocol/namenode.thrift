@@ -202,6 +202,18 @@ service ClientProtocol {
       throws (1: RemoteException e),
 
   /**
+   * dfsadmin -finalizeUpgrade: remove the previous/ state of an upgrade (with HA, the
+   * active also the JournalNodes'). Unlike Hadoop's (void): whether this NameNode had an
+   * upgrade to finalize.
+   */
+  bool finalizeUpgrade()
+      throws (1: RemoteException e),
+
+  /** dfsadmin -upgrade query: whether the upgrade is finalized (no previous/ kept). */
+  bool upgradeStatus()
+      throws (1: RemoteException e),
+
+  /**
    * Not Hadoop's (haadmin -reconfigureSharedEdits): move the shared edits to the
    * JournalNodes of uri by joint consensus; returns the set now written to.
    */
