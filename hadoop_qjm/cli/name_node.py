@@ -1,5 +1,6 @@
 """``hdfs-py namenode``: run a NameNode in the foreground, or one of its one-shot commands
 (``-format``, ``-initializeSharedEdits``, ``-bootstrapStandby``, ``-checkpointOffline``;
+``-rollingUpgrade rollback`` rolls back before the daemon starts, ``started`` just starts it;
 :mod:`hadoop_qjm.namenode.name_node_commands`). The daemon is
 :class:`~hadoop_qjm.namenode.name_node.NameNode`.
 """
@@ -58,6 +59,18 @@ def run_daemon(conf: Configuration) -> int:
     return 0
 
 
+def _rolling_rollback(conf: Configuration) -> None:
+    """``-rollingUpgrade rollback``'s offline part, before the daemon starts."""
+    from hadoop_qjm.namenode.name_node_commands import one_line
+    from hadoop_qjm.namenode.rolling_rollback import rolling_rollback
+
+    try:
+        txid = rolling_rollback(conf)
+    except (HadoopException, OSError) as e:
+        raise one_line(e) from e
+    print(f"Rolled back to fsimage_{txid:019d}: the edits after txid {txid} are discarded")
+
+
 def run(argv: Sequence[str], conf: Configuration | None) -> int:
     """``hdfs-py namenode [-format ... | -initializeSharedEdits ... | -checkpointOffline DIR]``."""
     from hadoop_qjm.namenode.name_node_commands import parse_startup_option, run_command
@@ -69,5 +82,7 @@ def run(argv: Sequence[str], conf: Configuration | None) -> int:
         from hadoop_qjm.namenode.ha.ha_util import resolve_ha_conf
 
         conf, _, _ = resolve_ha_conf(conf, getattr(option, "nnid", None))  # type: ignore[arg-type]
+        if option.rolling_upgrade == "rollback":
+            _rolling_rollback(conf)
         return run_daemon(conf)
     return run_command(option, conf)  # type: ignore[arg-type]

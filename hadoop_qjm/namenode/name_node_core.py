@@ -42,6 +42,7 @@ from hadoop_qjm.namenode.fs_image import FSImage, SaveNamespaceFaultInjector
 from hadoop_qjm.namenode.fs_namesystem import FSNamesystem
 from hadoop_qjm.namenode.journal_set import JournalSet
 from hadoop_qjm.namenode.nn_storage import NameNodeDirs, NNStorage, uri_path
+from hadoop_qjm.namenode.rolling_upgrade import RollbackImagePoint
 
 __all__ = [
     "NameNodeCore",
@@ -428,6 +429,9 @@ class NameNodeCore:
         readers = streams
         if max_txns:
             readers = [_CutStream(stream, first + max_txns - 1) for stream in streams]
+        # Mid rolling upgrade, the rollback image ends where a segment does (rolling_upgrade).
+        point = RollbackImagePoint(self.storage, namesystem.dir)  # type: ignore[arg-type]
+        readers = readers if catching_up else point.wrap(readers)
 
         def applied(op) -> None:  # an error mid-stream keeps what was applied before it
             image.last_applied_txid = op.txid
@@ -443,6 +447,8 @@ class NameNodeCore:
                 for stream in streams:
                     stream.close()
                 self._follow_applied_txid(edit_log)
+            if point.reached:
+                image.save_namespace(namesystem, rollback=True)
             return image.last_applied_txid - first + 1
 
     def start_active_services(self, in_progress_tailed: bool = False) -> int:

@@ -123,6 +123,10 @@ class ClientProtocolHandler:
         self.name_node.callers.check_superuser_privilege()
         return self.name_node.save_namespace(time_window or 0, tx_gap or 0)
 
+    def rolling_upgrade(self, action: str) -> Any:
+        self.name_node.callers.check_superuser_privilege()
+        return m.rolling_upgrade_info_to_thrift(self.name_node.rolling_upgrade(action))
+
 
 class NamenodeProtocolHandler:
     """NamenodeProtocol: what other NameNodes ask (standby tailing, bootstrapStandby)."""
@@ -190,6 +194,7 @@ def rpc_handlers(name_node: Any) -> dict[str, Callable[..., Any]]:
         "rollEdits": client.roll_edits,
         "reconfigureSharedEdits": client.reconfigure_shared_edits,
         "saveNamespace": client.save_namespace,
+        "rollingUpgrade": client.rolling_upgrade,
         "versionRequest": namenode.version_request,
         "rollEditLog": namenode.roll_edit_log,
         "getMostRecentCheckpointTxId": namenode.get_most_recent_checkpoint_txid,

@@ -178,14 +178,16 @@ def commit_checkpoint(
     *,
     fsync: FsyncFunction = os.fsync,
     hook: CommitHook | None = None,
+    name: str | None = None,
 ) -> list[Path]:
     """Make each received ``fsimage.ckpt_<txid>`` the image ``fsimage_<txid>`` (see the
     module docstring); returns the images' paths. ``hook(point, path)`` is called at
-    ``before-rename`` and ``after-rename`` in each directory."""
+    ``before-rename`` and ``after-rename`` in each directory. ``name`` is the image's
+    name when it is not ``fsimage_<txid>`` (a rollback image)."""
     images = []
     for d in dest_dirs:
         ckpt = Path(d) / checkpoint_file_name(txid)
-        image = Path(d) / image_file_name(txid)
+        image = Path(d) / (name or image_file_name(txid))
         save_md5_file(image, md5, fsync=fsync)
         if hook is not None:
             hook(BEFORE_RENAME, image)
@@ -268,12 +270,13 @@ def download_image(
 
 
 # ---- PUT: the standby's checkpointer -----------------------------------------------------------
-def image_transfer_put_path(txid: int, storage_info: StorageInfo) -> str:
-    """The path and query of an image upload (ImageServlet's PUT parameters)."""
+def image_transfer_put_path(txid: int, storage_info: StorageInfo, image_file: str = "IMAGE") -> str:
+    """The path and query of an image upload (ImageServlet's PUT parameters);
+    ``image_file`` is IMAGE or IMAGE_ROLLBACK (NameNodeFile)."""
     return (
         f"/imagetransfer?txid={txid}"
         f"&storageInfo={quote(storage_info.to_colon_separated_string(), safe=':')}"
-        f"&imageFile=IMAGE"
+        f"&imageFile={image_file}"
     )
 
 
@@ -284,8 +287,10 @@ def upload_image_to_active(
     image_path: str | os.PathLike[str],
     timeout_s: float,
     ssl_context: ssl.SSLContext | None = None,
+    image_file: str = "IMAGE",
 ) -> None:
-    """PUT the image ``image_path`` (``fsimage_<txid>``) to the NameNode at
+    """PUT the image ``image_path`` (``fsimage_<txid>``, or with ``image_file``
+    IMAGE_ROLLBACK ``fsimage_rollback_<txid>``) to the NameNode at
     ``http_base_url`` (TransferFsImage.uploadImageFromStorage).
 
     The MD5 sent is the one in the image's ``.md5`` file, else computed. Raises
@@ -306,7 +311,7 @@ def upload_image_to_active(
         )
     else:
         conn = http.client.HTTPConnection(parts.hostname, port, timeout=timeout_s)
-    path = image_transfer_put_path(txid, storage_info)
+    path = image_transfer_put_path(txid, storage_info, image_file)
     where = f"{parts.scheme}://{parts.netloc}{path}"
     try:
         with open(image_path, "rb") as f:

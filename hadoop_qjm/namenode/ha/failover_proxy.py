@@ -95,6 +95,7 @@ IDEMPOTENT_METHODS = frozenset(
         "version_request",
         "get_most_recent_checkpoint_txid",
         "get_transaction_id",
+        "rolling_upgrade",
     }
 )
 #: Every method the failover proxy offers: ClientProtocol and NamenodeProtocol. The

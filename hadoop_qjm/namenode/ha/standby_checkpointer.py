@@ -7,6 +7,11 @@ standby has applied since its newest image and how long ago that image was saved
 tailer pauses) and uploads it to the active over ``PUT /imagetransfer``, which stores it
 and may then purge old edits (the active's retention). A failed upload is logged and
 retried at the next checkpoint; the local image stays.
+
+Mid rolling upgrade (docs/ha.md "Upgrades") every check also sends the standby's
+``fsimage_rollback_R`` to the active until one has it (``-rollingUpgrade query`` then says
+"Proceed"), and once the tailed OP_ROLLING_UPGRADE_FINALIZE ended the upgrade, renames the
+rollback image ``fsimage_R`` as the active did.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from dataclasses import dataclass
 
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.namenode.rolling_upgrade import has_rollback_image, rename_rollback_images
 
 __all__ = ["CheckpointConf", "StandbyCheckpointer"]
 
@@ -63,7 +69,7 @@ class StandbyCheckpointer:
         core,
         conf: Configuration,
         *,
-        upload: Callable[[int], None] | None = None,
+        upload: Callable[..., object] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.core = core
@@ -76,6 +82,8 @@ class StandbyCheckpointer:
         self.last_checkpoint_time = clock()
         self.checkpoints = 0
         self.uploads = 0
+        #: The txid of the rollback image the active has (0: none sent yet).
+        self.rollback_uploaded_txid = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -103,6 +111,19 @@ class StandbyCheckpointer:
             self.uploads += 1
         return txid
 
+    def rolling_upgrade_check(self) -> None:
+        """Send the rollback image to the active, or rename it after finalize (above)."""
+        core = self.core
+        if not core.namesystem.dir.rolling_upgrade_start_time:
+            if has_rollback_image(core.storage):
+                with core.namesystem.lock:
+                    rename_rollback_images(core.storage)
+            return
+        images = core.storage.inspect_images(regular=False, rollback=True)
+        if images and self._upload is not None and images[0].txid != self.rollback_uploaded_txid:
+            if self._upload(images[0].txid, rollback=True):
+                self.rollback_uploaded_txid = images[0].txid
+
     def start(self) -> None:
         self._stop.clear()
         self._thread = threading.Thread(
@@ -119,6 +140,7 @@ class StandbyCheckpointer:
     def _run(self) -> None:
         while not self._stop.wait(self.check_period_s):
             try:
+                self.rolling_upgrade_check()
                 reason = self.needs_checkpoint()
                 if reason is not None:
                     LOG.info("Triggering a checkpoint: %s", reason)

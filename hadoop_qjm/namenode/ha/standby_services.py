@@ -90,14 +90,20 @@ class StandbyServices:
                 errors.append(f"{nn.nnid}: {e}")
         raise IOException("No NameNode rolled its edit log: " + "; ".join(errors))
 
-    def upload_image(self, txid: int) -> None:
-        """Send fsimage_<txid> to every other NameNode (only the active accepts it)."""
-        from hadoop_qjm.namenode.transfer_fs_image import upload_image_to_active
+    def upload_image(self, txid: int, rollback: bool = False) -> bool:
+        """Send fsimage_<txid> (``rollback``: fsimage_rollback_<txid>) to every other
+        NameNode (only the active accepts it); whether one has it now."""
+        from hadoop_qjm.namenode.transfer_fs_image import (
+            HttpPutFailedException,
+            upload_image_to_active,
+        )
 
         core = self._running_core()
-        images = [i for i in core.storage.inspect_images() if i.txid == txid]
+        found = core.storage.inspect_images(regular=not rollback, rollback=rollback)
+        images = [i for i in found if i.txid == txid]
         if not images:
-            raise IOException(f"No fsimage_{txid} to upload")
+            raise IOException(f"No {images_name(rollback)}_{txid} to upload")
+        accepted = False
         timeout_s = self.settings.image_transfer_timeout_s
         for nn in self._other_namenodes():
             transfer = image_transfer_base(self.conf, nn)
@@ -112,7 +118,17 @@ class StandbyServices:
                     images[0].path,
                     timeout_s,
                     ssl_context=ssl_context,
+                    image_file="IMAGE_ROLLBACK" if rollback else "IMAGE",
                 )
-                LOG.info("Uploaded fsimage_%d to %s", txid, nn.nnid)
+                LOG.info("Uploaded %s_%d to %s", images_name(rollback), txid, nn.nnid)
+                accepted = True
+            except HttpPutFailedException as e:
+                accepted |= e.status == 409  # it has one already
+                LOG.info("Image upload to %s not done: %s", nn.nnid, e)
             except (HadoopException, OSError) as e:
                 LOG.info("Image upload to %s not done: %s", nn.nnid, e)
+        return accepted
+
+
+def images_name(rollback: bool) -> str:
+    return "fsimage_rollback" if rollback else "fsimage"

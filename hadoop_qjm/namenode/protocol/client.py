@@ -244,6 +244,10 @@ class NameNodeProxy:
         ``tx_gap`` txns old); whether one was saved."""
         return self._rpc.call("saveNamespace", timeWindow=time_window_s, txGap=tx_gap)
 
+    def rolling_upgrade(self, action: str) -> m.RollingUpgradeInfo | None:
+        """``action`` (QUERY, PREPARE, FINALIZE) of the rolling upgrade; its info, or None."""
+        return m.rolling_upgrade_info_from_thrift(self._rpc.call("rollingUpgrade", action=action))
+
     # ---- NamenodeProtocol ------------------------------------------------------------------------
     def version_request(self) -> NamespaceInfo:
         return m.namespace_info_from_thrift(self._rpc.call("versionRequest"))

@@ -13,7 +13,12 @@ from hadoop_qjm.ha.exceptions import (  # HAServiceProtocol's, kept below nameno
     ServiceFailedException,
 )
 
-__all__ = ["HealthCheckFailedException", "ServiceFailedException", "StandbyException"]
+__all__ = [
+    "HealthCheckFailedException",
+    "RollingUpgradeException",
+    "ServiceFailedException",
+    "StandbyException",
+]
 
 
 @register_exception
@@ -21,3 +26,10 @@ class StandbyException(IOException):
     """The operation is not supported in the NameNode's current HA state."""
 
     java_name = "org.apache.hadoop.ipc.StandbyException"
+
+
+@register_exception
+class RollingUpgradeException(IOException):
+    """A rolling upgrade cannot do what was asked (FSNamesystem.checkRollingUpgrade)."""
+
+    java_name = "org.apache.hadoop.hdfs.protocol.RollingUpgradeException"
