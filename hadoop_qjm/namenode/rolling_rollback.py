@@ -4,6 +4,7 @@
 Run with every NameNode stopped, on the NameNode that holds ``fsimage_rollback_R``::
 
     load fsimage_rollback_R (verified; none: "No valid image files found", nothing changed)
+    every JournalNode answers and none has a live writer (else one line, nothing changed)
     discardSegments(R+1) on every journal: each JournalNode (all must answer) renames
         its segments from R+1 on to <name>.trash and sets committed-txid to R; a
         segment that straddles R+1 is refused; the local edits dirs do the same
@@ -27,8 +28,12 @@ from hadoop_qjm.namenode.fs_namesystem import FSNamesystem
 from hadoop_qjm.namenode.name_node_core import JournalFactory, create_journal_set
 from hadoop_qjm.namenode.nn_storage import NameNodeDirs, NNStorage
 from hadoop_qjm.namenode.rolling_upgrade import rename_rollback_images
+from hadoop_qjm.qjournal.protocol.exceptions import JournalInUseException
 
-__all__ = ["rolling_rollback"]
+__all__ = ["DISCARD_FAILED", "rolling_rollback"]
+
+#: Hadoop's QuorumJournalManager.discardSegments failure message.
+DISCARD_FAILED = "Could not perform discardSegments of one or more JournalNodes"
 
 LOG = logging.getLogger(__name__)
 
@@ -54,6 +59,8 @@ def rolling_rollback(
         txid = image.load_image_from(FSNamesystem(conf), images)
         journals = create_journal_set(conf, dirs, storage, ns_info, journal_factory)
         try:
+            for jas in journals.journals:
+                _check_nothing_live(jas.manager)
             # Shared journals first (create_journal_set's order): a JournalNode that
             # refuses stops the rollback before any local segment moved.
             for jas in journals.journals:
@@ -71,3 +78,19 @@ def rolling_rollback(
         return txid
     finally:
         storage.close()
+
+
+def _check_nothing_live(manager: object) -> None:
+    """Before any segment moves (discardSegments checks nothing first): every JournalNode
+    answers, and none has a live writer — a NameNode still running would lose the edits
+    it is acknowledging."""
+    live_writers = getattr(manager, "live_writers", None)
+    if live_writers is None:
+        return  # a local directory: this NameNode holds its lock
+    live = live_writers("discardSegments", DISCARD_FAILED)
+    if live:
+        each = "; ".join(f"{node}: {why}" for node, why in live.items())
+        raise JournalInUseException(
+            f"Not rolling back: {len(live)} JournalNodes have a live writer ({each}); "
+            "nothing was changed; stop every NameNode first"
+        )

@@ -188,14 +188,44 @@ def test_rollback_restores_the_prepare_time_namespace(pair, mjc, tmp_path) -> No
     wait_until(lambda: nn2.namesystem.snapshot() == nn1.namesystem.snapshot(), 30, "nn2 caught up")
 
 
+def refused_rollback(pair, mjc, tmp_path, nnid: str, error: type, message: str) -> None:
+    """``nnid``'s rollback refuses with ``message`` and no file changed anywhere."""
+    dirs = [tmp_path / nnid, *(mjc.journal_dir(i, JID) for i in range(3))]
+    before = dir_listing(dirs)
+    conf, _, _ = resolve_ha_conf(pair.conf, nnid)
+    with pytest.raises(error, match=message):
+        rolling_rollback(conf)
+    assert dir_listing(dirs) == before
+
+
 def test_rollback_without_a_rollback_image_changes_nothing(pair, mjc, tmp_path) -> None:
     pair["nn1"].transition_to_active()
     with pair.proxy("nn1") as p:
         p.mkdirs("/x")
     pair.stop()
-    dirs = [tmp_path / "nn1", *(mjc.journal_dir(i, JID) for i in range(3))]
-    before = dir_listing(dirs)
-    conf1, _, _ = resolve_ha_conf(pair.conf, "nn1")
-    with pytest.raises(FileNotFoundException, match="^No valid image files found$"):
-        rolling_rollback(conf1)
-    assert dir_listing(dirs) == before
+    refused_rollback(
+        pair, mjc, tmp_path, "nn1", FileNotFoundException, "^No valid image files found$"
+    )
+
+
+def test_rollback_with_a_journal_node_down_changes_nothing(pair, mjc, tmp_path) -> None:
+    """Every JournalNode must answer before any discards: with one down the rollback
+    refuses in one line and nothing moved; once it is back the same command succeeds."""
+    _, r = prepared(pair, tmp_path)
+    pair.stop()
+    mjc.stop_journal_node(2)
+    refused_rollback(pair, mjc, tmp_path, "nn1", OSError, "Could not perform discardSegments")
+    mjc.restart_journal_node(2)
+    assert rolling_rollback(resolve_ha_conf(pair.conf, "nn1")[0]) == r
+
+
+def test_rollback_while_a_namenode_writes_is_refused(pair, mjc, tmp_path) -> None:
+    """nn2 stopped, nn1 still active: its JournalNodes have a live writer, so nn2's
+    rollback refuses before anything moves."""
+    p, _ = prepared(pair, tmp_path)
+    pair["nn2"].stop()
+    p.mkdirs("/live")
+    refused_rollback(
+        pair, mjc, tmp_path, "nn2", OSError, "^Not rolling back: 3 JournalNodes have a live writer"
+    )
+    assert p.mkdirs("/still-writing")
