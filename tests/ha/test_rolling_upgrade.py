@@ -157,10 +157,11 @@ def test_a_bad_action_is_one_line_and_a_tenant_is_refused(pair, monkeypatch) -> 
 def test_rollback_restores_the_prepare_time_namespace(pair, mjc, tmp_path) -> None:
     p, r = prepared(pair, tmp_path)
     at_prepare = pair["nn1"].namesystem.snapshot()
-    for i in range(50):
+    for i in range(500):
         p.mkdirs(f"/after/{i}")
     assert pair["nn1"].namesystem.snapshot() != at_prepare
     pair.stop()
+    epoch = int((mjc.current_dir(0, JID) / "last-promised-epoch").read_text())
     conf1, _, _ = resolve_ha_conf(pair.conf, "nn1")
     assert rolling_rollback(conf1) == r
     for i in range(3):
@@ -182,6 +183,9 @@ def test_rollback_restores_the_prepare_time_namespace(pair, mjc, tmp_path) -> No
     assert nn1.rolling_upgrade("QUERY") is None
     with pair.proxy("nn1") as p1:
         assert p1.mkdirs("/resumed")
+    assert int((mjc.current_dir(0, JID) / "last-writer-epoch").read_text()) > epoch
+    resumed = read_ops(mjc.current_dir(0, JID), r + 1, in_progress_ok=True)
+    assert resumed[0].txid == r + 1 and type(resumed[0]).__name__ == "StartLogSegmentOp"
     conf2, _, _ = resolve_ha_conf(pair.conf, "nn2")
     bootstrap_standby(conf2, NS, "nn2", force=True, out=lambda line: None)
     nn2 = pair.start("nn2")
