@@ -174,7 +174,11 @@ class ImageServlet:
                 )
                 LOG.warning("Invalid image request from %s: %s", request.client_address[0], msg)
                 raise HttpError(403, msg)
-        images = core.storage.inspect_images()
+        image_file = params.get("imageFile", "IMAGE")
+        if image_file not in ("IMAGE", "IMAGE_ROLLBACK"):
+            raise HttpError(400, f"Unsupported imageFile '{image_file}'")
+        rollback = image_file == "IMAGE_ROLLBACK"
+        images = core.storage.inspect_images(regular=not rollback, rollback=rollback)
         if txid_text != "latest":
             images = [image for image in images if image.txid == int(txid_text)]
         if not images:

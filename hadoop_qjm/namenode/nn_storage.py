@@ -52,6 +52,7 @@ __all__ = [
     "FSImageFile",
     "image_file_name",
     "rollback_image_file_name",
+    "ROLLBACK_IMAGE_REGEX",
     "checkpoint_file_name",
     "md5_file_for",
     "normalize_uri",

@@ -233,3 +233,22 @@ def test_rollback_while_a_namenode_writes_is_refused(pair, mjc, tmp_path) -> Non
         pair, mjc, tmp_path, "nn2", OSError, "^Not rolling back: 3 JournalNodes have a live writer"
     )
     assert p.mkdirs("/still-writing")
+
+
+def test_bootstrap_standby_mid_upgrade_takes_the_rollback_image(pair, mjc, tmp_path) -> None:
+    """HDFS-17178: a standby bootstrapped during the upgrade downloads the active's
+    fsimage_rollback_R too, so that it can be failed over to, finalize, or roll back."""
+    p, r = prepared(pair, tmp_path)
+    p.mkdirs("/after-prepare")
+    pair["nn2"].stop()
+    conf2, _, _ = resolve_ha_conf(pair.conf, "nn2")
+    bootstrap_standby(conf2, NS, "nn2", force=True, out=lambda line: None)
+    assert rollback_images(tmp_path, "nn2") == [f"fsimage_rollback_{r:019d}"]
+    nn2 = pair.start("nn2")
+    nn1 = pair["nn1"]
+    wait_until(lambda: nn2.namesystem.snapshot() == nn1.namesystem.snapshot(), 30, "nn2 caught up")
+    nn1.transition_to_standby()
+    nn2.transition_to_active()
+    info = nn2.rolling_upgrade("QUERY")
+    assert info is not None and info.created_rollback_images
+    assert rollback_images(tmp_path, "nn2") == [f"fsimage_rollback_{r:019d}"]
