@@ -64,11 +64,11 @@ def _rolling_rollback(conf: Configuration) -> None:
     from hadoop_qjm.namenode.name_node_commands import one_line
     from hadoop_qjm.namenode.rolling_rollback import rolling_rollback
 
+    # It logs what it did: the daemon's first line on stdout is its "started" line.
     try:
-        txid = rolling_rollback(conf)
+        rolling_rollback(conf)
     except (HadoopException, OSError) as e:
         raise one_line(e) from e
-    print(f"Rolled back to fsimage_{txid:019d}: the edits after txid {txid} are discarded")
 
 
 def run(argv: Sequence[str], conf: Configuration | None) -> int:

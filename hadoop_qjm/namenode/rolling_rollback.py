@@ -72,9 +72,7 @@ def rolling_rollback(
             if later.txid > txid:
                 storage.purge_image(later)
         storage.write_transaction_id_file(txid + 1)
-        LOG.info(
-            "Rolled back to fsimage_%d: the edits from txid %d on are discarded", txid, txid + 1
-        )
+        LOG.info("Rolled back to fsimage_%019d: the edits after txid %d are discarded", txid, txid)
         return txid
     finally:
         storage.close()

@@ -46,6 +46,17 @@ def restart_into_the_upgrade(cluster: MiniHACluster, tmp_path: Path, nnid: str) 
     )
 
 
+def wait_for_proceed(cluster: MiniHACluster) -> None:
+    """``dfsadmin -rollingUpgrade query`` until it says Proceed (docs/ha.md, step 2)."""
+    wait_until(
+        lambda: (
+            "Proceed with rolling upgrade:" in hdfs(cluster, "dfsadmin", "-rollingUpgrade", "query")
+        ),
+        60,
+        "the rollback image on the active",
+    )
+
+
 def rollback_images(cluster: MiniHACluster, nnid: str) -> list[str]:
     current = cluster.name_dir(nnid) / "current"
     return [p.name for p in current.glob("fsimage_rollback_*")]
@@ -66,14 +77,7 @@ def test_rolling_upgrade_of_the_ha_pair_under_load(tmp_path: Path) -> None:
             wait_until(lambda: load.count() >= 100, 60, "load on nn1")
             out = hdfs(cluster, "dfsadmin", "-rollingUpgrade", "prepare")
             assert out.startswith("PREPARE rolling upgrade ...\n"), out
-            wait_until(
-                lambda: (
-                    "Proceed with rolling upgrade:"
-                    in hdfs(cluster, "dfsadmin", "-rollingUpgrade", "query")
-                ),
-                60,
-                "the rollback image on the active",
-            )
+            wait_for_proceed(cluster)
             assert rollback_images(cluster, "nn2")
             more(50, "load after prepare")
             restart_into_the_upgrade(cluster, tmp_path, "nn2")
@@ -119,3 +123,44 @@ def test_rolling_upgrade_of_the_ha_pair_under_load(tmp_path: Path) -> None:
         )
         xml = hdfs(cluster, "oev", "-i", str(segment), "-o", "-")
         assert "<OPCODE>OP_ROLLING_UPGRADE_START</OPCODE>" in xml
+
+
+@pytest.mark.slow
+def test_rollback_of_the_ha_pair(tmp_path: Path) -> None:
+    """prepare, 500 more mkdirs, stop both NameNodes, ``namenode -rollingUpgrade rollback``
+    on nn1 (which then runs), ``-bootstrapStandby`` nn2: the namespace is the one at
+    prepare, the later segments are ``.trash`` on every JournalNode, committed-txid is R."""
+    with MiniHACluster(tmp_path / "cluster") as cluster:
+        cluster.transition_to_active("nn1")
+        with cluster.client(timeout_s=30) as fs:
+            for i in range(20):
+                assert fs.mkdirs(f"/before/{i}")
+            hdfs(cluster, "dfsadmin", "-rollingUpgrade", "prepare")
+            wait_for_proceed(cluster)
+            at_prepare = sorted(s.path for s in fs.list_status("/before"))
+            for i in range(500):
+                assert fs.mkdirs(f"/after/{i}")
+        (image,) = [p for p in rollback_images(cluster, "nn1") if not p.endswith(".md5")]
+        r = int(image.rsplit("_", 1)[1])
+        cluster.stop_namenode("nn1")
+        cluster.stop_namenode("nn2")
+        log = tmp_path / "nn1-rollback.log"
+        cluster.namenodes["nn1"] = NameNodeProcess(
+            cluster.conf_dir, log, namenode_args=("-nnid", "nn1", "-rollingUpgrade", "rollback")
+        )
+        assert f"Rolled back to fsimage_{r:019d}" in log.read_text()
+        for i in range(3):
+            current = cluster.journal_nodes.current_dir(i, "mycluster")
+            assert list(current.glob("edits_*.trash")), i
+            assert int.from_bytes((current / "committed-txid").read_bytes(), "big") == r
+        hdfs(cluster, "namenode", "-nnid", "nn2", "-bootstrapStandby", "-force", "-nonInteractive")
+        cluster.start_namenode("nn2")
+        cluster.transition_to_active("nn1")
+        with cluster.client(timeout_s=30) as fs:
+            assert sorted(s.path for s in fs.list_status("/before")) == at_prepare
+            assert fs.get_file_info("/after") is None
+            assert fs.mkdirs("/resumed")
+        hdfs(cluster, "haadmin", "-failover", "nn1", "nn2")
+        with cluster.proxy("nn2") as p2:
+            assert p2.get_file_info("/resumed") is not None
+            assert p2.get_file_info("/after") is None
