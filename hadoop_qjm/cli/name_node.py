@@ -1,5 +1,6 @@
 """``hdfs-py namenode``: run a NameNode in the foreground, or one of its one-shot commands
 (``-format``, ``-initializeSharedEdits``, ``-bootstrapStandby``, ``-checkpointOffline``;
+``-rollingUpgrade rollback`` rolls back before the daemon starts, ``started`` just starts it;
 :mod:`hadoop_qjm.namenode.name_node_commands`). The daemon is
 :class:`~hadoop_qjm.namenode.name_node.NameNode`.
 """
@@ -59,6 +60,18 @@ def run_daemon(conf: Configuration, *, upgrade: bool = False) -> int:
     return 0
 
 
+def _rolling_rollback(conf: Configuration) -> None:
+    """``-rollingUpgrade rollback``'s offline part, before the daemon starts."""
+    from hadoop_qjm.namenode.name_node_commands import one_line
+    from hadoop_qjm.namenode.rolling_rollback import rolling_rollback
+
+    # It logs what it did: the daemon's first line on stdout is its "started" line.
+    try:
+        rolling_rollback(conf)
+    except (HadoopException, OSError) as e:
+        raise one_line(e) from e
+
+
 def run(argv: Sequence[str], conf: Configuration | None) -> int:
     """``hdfs-py namenode [-observer | -format ... | -initializeSharedEdits ... |
     -checkpointOffline DIR]``."""
@@ -81,5 +94,7 @@ def run(argv: Sequence[str], conf: Configuration | None) -> int:
         conf, _, _ = resolve_ha_conf(conf, getattr(option, "nnid", None))  # type: ignore[arg-type]
         if observer:
             conf.set(keys.DFS_NAMENODE_OBSERVER_ENABLED_KEY, "true")
+        if option.rolling_upgrade == "rollback":
+            _rolling_rollback(conf)
         return run_daemon(conf, upgrade=option.command == "upgrade")
     return run_command(option, conf)  # type: ignore[arg-type]

@@ -247,6 +247,9 @@ class FSDirectory:
         #: The highest inode id in use (INodeId's counter); new inodes get the next one.
         self.last_inode_id = ROOT_INODE_ID
         self.inode_count = 1
+        #: When the rolling upgrade in progress started (ms; 0: none): OP_ROLLING_UPGRADE_START
+        #: sets it, _FINALIZE clears it, the image keeps it (FSNamesystem.rollingUpgradeInfo).
+        self.rolling_upgrade_start_time = 0
 
     # ---- lookup ----------------------------------------------------------------------------------
     def resolve(self, src: str) -> INodesInPath:

@@ -33,6 +33,8 @@ from hadoop_qjm.editlog.fs_edit_log_op import (
     MkdirOp,
     RenameOldOp,
     RenameOp,
+    RollingUpgradeFinalizeOp,
+    RollingUpgradeStartOp,
     SetOwnerOp,
     SetPermissionsOp,
     SetReplicationOp,
@@ -47,6 +49,7 @@ from hadoop_qjm.namenode.fs_directory import (
     INodesInPath,
     path_components,
 )
+from hadoop_qjm.namenode.protocol.exceptions import RollingUpgradeException
 
 __all__ = ["FSEditLogLoader", "EditLogApplyException", "RENAME_OVERWRITE", "rename_old_target"]
 
@@ -91,6 +94,8 @@ class FSEditLogLoader:
             SetReplicationOp: self._apply_set_replication,
             StartLogSegmentOp: _ignore,
             EndLogSegmentOp: _ignore,
+            RollingUpgradeStartOp: self._apply_rolling_upgrade_start,
+            RollingUpgradeFinalizeOp: self._apply_rolling_upgrade_finalize,
         }
 
     # ---- one op ----------------------------------------------------------------------------------
@@ -279,6 +284,20 @@ class FSEditLogLoader:
         node = self.fs_dir.get_inode(op.path)
         if node is not None and not node.is_dir:
             node.replication = op.replication  # type: ignore[attr-defined]
+
+    def _apply_rolling_upgrade_start(self, op: RollingUpgradeStartOp) -> None:
+        # FSEditLogLoader OP_ROLLING_UPGRADE_START -> startRollingUpgradeInternal.
+        if self.fs_dir.rolling_upgrade_start_time:
+            raise RollingUpgradeException(
+                "Failed to start rolling upgrade since a rolling upgrade is already in "
+                f"progress (started at {self.fs_dir.rolling_upgrade_start_time})"
+            )
+        self.fs_dir.rolling_upgrade_start_time = op.time
+
+    def _apply_rolling_upgrade_finalize(self, op: RollingUpgradeFinalizeOp) -> None:
+        # Only when one is in progress: a FINALIZE without its START is fine (the image
+        # after the START was saved before a restart), as Hadoop's loader says.
+        self.fs_dir.rolling_upgrade_start_time = 0
 
     # ---- streams ---------------------------------------------------------------------------------
     def load_edits(

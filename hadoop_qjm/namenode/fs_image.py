@@ -51,6 +51,7 @@ from hadoop_qjm.namenode.nn_storage import (
     NNStorageDirectory,
     checkpoint_file_name,
     image_file_name,
+    rollback_image_file_name,
 )
 from hadoop_qjm.namenode.nn_storage_retention_manager import NNStorageRetentionManager
 
@@ -137,9 +138,15 @@ class FSImage:
 
     def load_image(self, namesystem: FSNamesystem) -> int:
         """Load the newest valid image into ``namesystem``; returns its txid."""
-        images = self.storage.inspect_images()
+        # Either kind, as Hadoop's regular start (NameNodeFile.IMAGE and IMAGE_ROLLBACK):
+        # a rollback image saved by a non-HA prepare is newer than every regular one.
+        images = self.storage.inspect_images(rollback=True)
         if not images:
             raise FileNotFoundException("No valid image files found")
+        return self.load_image_from(namesystem, images)
+
+    def load_image_from(self, namesystem: FSNamesystem, images: list) -> int:
+        """Load the first valid image of ``images`` (newest first); returns its txid."""
         expected_nsid = self.storage.ns_info.namespace_id if self.storage.ns_info else None
         for image in images:
             try:
@@ -154,6 +161,10 @@ class FSImage:
             except OSError as e:
                 LOG.warning("Failed to load image from %s: %s; trying an older one", image.path, e)
                 continue
+            if not self.storage.inspect_images(regular=False, rollback=True):
+                # An image's rolling upgrade counts only while its rollback image exists
+                # (FSImageFormatProtobuf: hasRollingUpgradeStartTime && hasRollbackFSImage).
+                loaded.fs_dir.rolling_upgrade_start_time = 0
             namesystem.set_directory(loaded.fs_dir)
             LOG.info("Loaded image %s (txid %d)", image.path, image.txid)
             self.last_applied_txid = self.most_recent_checkpoint_txid = image.txid
@@ -185,8 +196,10 @@ class FSImage:
         return txid
 
     # ---- saving ----------------------------------------------------------------------------------
-    def save_namespace(self, namesystem: FSNamesystem) -> int:
-        """The HDFS-1073 saveNamespace (see the module docstring); returns the image txid."""
+    def save_namespace(self, namesystem: FSNamesystem, *, rollback: bool = False) -> int:
+        """The HDFS-1073 saveNamespace (see the module docstring); returns the image txid.
+        ``rollback`` saves ``fsimage_rollback_N`` and purges nothing (Hadoop's
+        purgeOldStorage(IMAGE_ROLLBACK) keeps the edits)."""
         with namesystem.lock:
             edit_log = self.edit_log
             was_open = edit_log is not None and edit_log.is_segment_open()
@@ -198,7 +211,7 @@ class FSImage:
                 writing = edit_log is not None and edit_log.is_open_for_write()
                 txid = edit_log.last_written_txid if writing else self.last_applied_txid  # type: ignore[union-attr]
             try:
-                self.save_image_in_all_dirs(namesystem, txid)
+                self.save_image_in_all_dirs(namesystem, txid, rollback=rollback)
             except Exception:
                 # An I/O error: writing goes on in a new segment anyway (Hadoop's finally).
                 # A BaseException that is no Exception (a test's simulated crash) skips this.
@@ -210,7 +223,8 @@ class FSImage:
                 edit_log.start_log_segment_and_write_header_txn(txid + 1)  # type: ignore[union-attr]
             self.last_applied_txid = txid
             self.fault.before_purge()
-            self.retention.purge_old_storage(edit_log)
+            if not rollback:
+                self.retention.purge_old_storage(edit_log)
             return txid
 
     def roll_edit_log(self, namesystem: FSNamesystem) -> int:
@@ -275,8 +289,12 @@ class FSImage:
             )
         return qjm.config.describe()
 
-    def save_image_in_all_dirs(self, namesystem: FSNamesystem, txid: int) -> None:
-        """Write ``fsimage_<txid>`` in every image directory (FSImage.saveFSImageInAllDirs)."""
+    def save_image_in_all_dirs(
+        self, namesystem: FSNamesystem, txid: int, *, rollback: bool = False
+    ) -> None:
+        """Write ``fsimage_<txid>`` (``rollback``: ``fsimage_rollback_<txid>``, which is no
+        checkpoint for retention) in every image directory (FSImage.saveFSImageInAllDirs)."""
+        name = rollback_image_file_name if rollback else image_file_name
         ns_info = self.storage.ns_info
         if ns_info is None:
             raise IOException("The storage has no namespace info")
@@ -289,7 +307,7 @@ class FSImage:
         written: list[NNStorageDirectory] = []
         for sd in self.storage.image_dirs():
             try:
-                self._save_checkpoint(sd, data, txid)
+                self._save_checkpoint(sd, data, txid, name(txid))
                 written.append(sd)
             except CheckpointInProgressException:
                 # Not this directory's fault: give up this save, leave theirs alone.
@@ -301,10 +319,11 @@ class FSImage:
         if not self.storage.image_dirs():
             raise IOException("Failed to save in any storage directories while saving namespace.")
         for sd in self.storage.image_dirs():
-            self._rename_checkpoint(sd, txid)
-        self.most_recent_checkpoint_txid = txid
+            self._rename_checkpoint(sd, txid, name(txid))
+        if not rollback:
+            self.most_recent_checkpoint_txid = txid
 
-    def _save_checkpoint(self, sd: NNStorageDirectory, data: bytes, txid: int) -> None:
+    def _save_checkpoint(self, sd: NNStorageDirectory, data: bytes, txid: int, name: str) -> None:
         ckpt = sd.current / checkpoint_file_name(txid)
         # Exclusive: an image upload of the same txid (PUT /imagetransfer) may be writing
         # this very file; neither may truncate the other's (ImageServlet's checkpointing
@@ -312,12 +331,12 @@ class FSImage:
         md5_hex = write_image(
             ckpt, data, fsync=self._fsync, halfway=self.fault.during_image_write, exclusive=True
         )
-        save_md5_file(sd.current / image_file_name(txid), md5_hex, fsync=self._fsync)
+        save_md5_file(sd.current / name, md5_hex, fsync=self._fsync)
         self.fault.after_image_written(ckpt)
 
-    def _rename_checkpoint(self, sd: NNStorageDirectory, txid: int) -> None:
+    def _rename_checkpoint(self, sd: NNStorageDirectory, txid: int, name: str) -> None:
         ckpt = sd.current / checkpoint_file_name(txid)
-        final = sd.current / image_file_name(txid)
+        final = sd.current / name
         try:
             os.replace(ckpt, final)  # the commit point of this directory's image
         except OSError as e:

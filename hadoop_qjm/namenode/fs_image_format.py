@@ -12,7 +12,9 @@ integers big-endian, strings a u16 byte length then UTF-8::
     20      8     last txid (i64): the image holds every txid <= it (the N of fsimage_N)
     28      8     last inode id (i64): the inode-id counter
     36      8     number of inodes (u64), the root included
-    44      ...   the inodes, parents before children, children in name order
+    (version 2 only)
+    44      8     rolling upgrade start time (i64, ms): a rolling upgrade is in progress
+    44/52   ...   the inodes, parents before children, children in name order
     end-4   4     CRC32 (zlib) of every byte before it
 
     inode:  kind u8 (1 directory, 2 file) | inode id i64 | parent id i64 (0: the root)
@@ -22,7 +24,9 @@ integers big-endian, strings a u16 byte length then UTF-8::
             construction) | if under construction: client name str, client machine str
 
 ``<image>.md5`` is Hadoop's MD5FileUtils format, ``"<32 lowercase hex> *<image name>\\n"``;
-the MD5 covers the whole image file. A reader checks the MD5 first (a missing or different
+the MD5 covers the whole image file. An image is written in version 1 unless a rolling
+upgrade is in progress (Hadoop's NameSystemSection.rollingUpgradeStartTime): the images of
+a NameNode that never saw one stay byte for byte what they were; both versions are read. A reader checks the MD5 first (a missing or different
 one rejects the image), then the magic, the version, the CRC, and the tree's structure.
 """
 
@@ -64,6 +68,8 @@ __all__ = [
 
 IMAGE_MAGIC = b"HQJMIMG\x00"
 IMAGE_FORMAT_VERSION = 1
+#: The version that adds the rolling upgrade's start time after the header.
+IMAGE_FORMAT_VERSION_ROLLING_UPGRADE = 2
 
 _HEADER = struct.Struct(">8sIiiqqQ")
 _INODE_HEAD = struct.Struct(">Bqq")
@@ -71,6 +77,7 @@ _TIMES = struct.Struct(">qq")
 _U16 = struct.Struct(">H")
 _FILE = struct.Struct(">hqB")
 _CRC = struct.Struct(">I")
+_I64 = struct.Struct(">q")
 _KIND_DIR, _KIND_FILE = 1, 2
 _FLAG_UNDER_CONSTRUCTION = 1
 _MD5_LINE = re.compile(r"([0-9a-f]{32}) [ *](.+)\n?")
@@ -123,15 +130,18 @@ def serialize_image(
             )  # type: ignore[attr-defined]
             if uc:
                 body += _str(node.client_name) + _str(node.client_machine)  # type: ignore[attr-defined]
+    rolling_start = fs_dir.rolling_upgrade_start_time
     header = _HEADER.pack(
         IMAGE_MAGIC,
-        IMAGE_FORMAT_VERSION,
+        IMAGE_FORMAT_VERSION_ROLLING_UPGRADE if rolling_start else IMAGE_FORMAT_VERSION,
         layout_version,
         namespace_id,
         txid,
         fs_dir.last_inode_id,
         count,
     )
+    if rolling_start:
+        header += _I64.pack(rolling_start)
     data = header + bytes(body)
     return data + _CRC.pack(zlib.crc32(data))
 
@@ -267,15 +277,18 @@ def parse_image(data: bytes, name: str = "<image>") -> LoadedImage:
     )
     if magic != IMAGE_MAGIC:
         raise InvalidImageException(f"{name}: not an image file (magic {magic!r})")
-    if version != IMAGE_FORMAT_VERSION:
+    if version not in (IMAGE_FORMAT_VERSION, IMAGE_FORMAT_VERSION_ROLLING_UPGRADE):
         raise InvalidImageException(
             f"{name}: image format version {version} is not supported (this NameNode reads "
-            f"version {IMAGE_FORMAT_VERSION})"
+            f"versions {IMAGE_FORMAT_VERSION} and {IMAGE_FORMAT_VERSION_ROLLING_UPGRADE})"
         )
     if zlib.crc32(body) != stored_crc:
         raise InvalidImageException(f"{name}: checksum mismatch (the image is corrupt)")
     reader = _Reader(body, name)
     reader.pos = _HEADER.size
+    rolling_start = 0
+    if version == IMAGE_FORMAT_VERSION_ROLLING_UPGRADE:
+        (rolling_start,) = reader.unpack(_I64)
     nodes: dict[int, INode] = {}
     fs_dir: FSDirectory | None = None
     for index in range(count):
@@ -337,4 +350,5 @@ def parse_image(data: bytes, name: str = "<image>") -> LoadedImage:
         )
     fs_dir.last_inode_id = last_inode_id
     fs_dir.inode_count = len(nodes)
+    fs_dir.rolling_upgrade_start_time = rolling_start
     return LoadedImage(txid, namespace_id, layout_version, fs_dir)

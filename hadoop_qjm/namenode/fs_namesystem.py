@@ -563,6 +563,13 @@ class FSNamesystem:
                 if name > start_after
             ]
 
+    def log_admin_op(self, op: FSEditLogOp) -> int:
+        """Log, apply and sync an op of the NameNode's own (a rolling upgrade's)."""
+        with self.lock:
+            txid = self._log_and_apply([op])
+        self._sync(txid)
+        return txid
+
     # ---- loading ---------------------------------------------------------------------------------
     def load_edits(self, streams, expected_start_txid: int) -> int:
         """Replay ``streams`` from ``expected_start_txid``; returns the last txid applied."""

@@ -464,6 +464,21 @@ class NameNode:
         """``dfsadmin -upgrade query`` (ClientProtocol.upgradeStatus)."""
         return layout_upgrade.is_upgrade_finalized(self._running().storage)  # type: ignore[arg-type]
 
+    def rolling_upgrade(self, action: str) -> Any:
+        """ClientProtocol.rollingUpgrade: QUERY (a read), PREPARE or FINALIZE (writes);
+        a RollingUpgradeInfo (finalize: the finalized one), or None when there is none."""
+        from hadoop_qjm.namenode import rolling_upgrade as ru
+
+        chosen = ru.RollingUpgradeAction.from_string(action)
+        LOG.info("rollingUpgrade %s", chosen.value)
+        self.check_operation("READ" if chosen is ru.RollingUpgradeAction.QUERY else "WRITE")
+        core, now = self._running(), lambda: int(time.time() * 1000)
+        if chosen is ru.RollingUpgradeAction.PREPARE:
+            return ru.start_rolling_upgrade(core, self.ha_enabled, now)
+        if chosen is ru.RollingUpgradeAction.FINALIZE:
+            return ru.finalize_rolling_upgrade(core, self.ha_enabled, now)
+        return ru.query_rolling_upgrade(core)
+
     # ---- HAServiceProtocol -----------------------------------------------------------------------
     def monitor_health(self) -> None:
         """HealthCheckFailedException, one line, unless this NameNode can do its job

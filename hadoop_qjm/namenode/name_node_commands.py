@@ -1,6 +1,6 @@
 """The one-shot ``hdfs-py namenode`` commands: -format, -initializeSharedEdits,
 -bootstrapStandby, -checkpointOffline, -rollback (and -finalize's refusal, as Hadoop's);
-``-upgrade`` starts the daemon.
+``-upgrade`` starts the daemon, and so do ``-rollingUpgrade started|rollback``.
 
 Options are parsed as Hadoop's NameNode parses its StartupOption (flag names compare
 case-insensitively, ``-format``'s options in any order). ``-nnid NNID`` — which NameNode
@@ -40,6 +40,7 @@ Usage: hdfs-py [--config DIR] namenode [-nnid NNID]
           | [-bootstrapStandby [-force] [-nonInteractive] [-skipSharedEditsCheck]]
           | [-checkpointOffline DIR]
           | [-upgrade] | [-rollback] | [-finalize]
+          | [-rollingUpgrade <rollback|started>]
 
 With no option, run a NameNode in the foreground until SIGTERM.
   -nnid NNID               this NameNode's id in dfs.ha.namenodes.<nameservice> (else
@@ -71,6 +72,10 @@ With no option, run a NameNode in the foreground until SIGTERM.
   -rollback                every NameNode stopped: return the local directories and every
                            JournalNode to the state before -upgrade (asks first)
   -finalize                no longer supported (Hadoop's): use dfsadmin -finalizeUpgrade
+  -rollingUpgrade started  run the NameNode into the rolling upgrade in progress
+  -rollingUpgrade rollback (every NameNode stopped) go back to the rollback image of
+                           'dfsadmin -rollingUpgrade prepare': the later edits are discarded
+                           on every JournalNode (.trash); then run the NameNode
 """
 
 #: NameNode.createNameNode's answer to -finalize (Hadoop 2.4 on).
@@ -104,6 +109,8 @@ class StartupOption:
     directory: str | None = None
     nnid: str | None = None
     skip_shared_edits_check: bool = False
+    #: ``-rollingUpgrade``'s RollingUpgradeStartupOption: "started", "rollback" or None.
+    rolling_upgrade: str | None = None
 
 
 def _is(arg: str, name: str) -> bool:
@@ -196,6 +203,14 @@ def _parse_command(args: list[str]) -> StartupOption:
         if len(rest) != 1 or not rest[0] or rest[0].startswith("-"):
             raise UsageError("namenode -checkpointOffline needs exactly one directory")
         return StartupOption("checkpointOffline", directory=rest[0])
+    if _is(first, "-rollingUpgrade"):
+        # NameNode.parseArguments: ROLLINGUPGRADE and one RollingUpgradeStartupOption.
+        if len(rest) != 1 or rest[0].lower() not in ("rollback", "started"):
+            raise UsageError(
+                "Must specify a rolling upgrade startup option <rollback|started>"
+                + (f", not '{' '.join(rest)}'" if rest else "")
+            )
+        return StartupOption("daemon", rolling_upgrade=rest[0].lower())
     raise UsageError(f"namenode: unknown option '{first}' (run 'hdfs-py namenode -help')")
 
 

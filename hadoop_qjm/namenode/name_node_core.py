@@ -45,6 +45,7 @@ from hadoop_qjm.namenode.fs_image import FSImage, SaveNamespaceFaultInjector
 from hadoop_qjm.namenode.fs_namesystem import FSNamesystem
 from hadoop_qjm.namenode.journal_set import JournalSet
 from hadoop_qjm.namenode.nn_storage import NameNodeDirs, NNStorage, uri_path
+from hadoop_qjm.namenode.rolling_upgrade import RollbackImagePoint
 
 __all__ = [
     "NameNodeCore",
@@ -443,6 +444,9 @@ class NameNodeCore:
         readers = streams
         if max_txns:
             readers = [_CutStream(stream, first + max_txns - 1) for stream in streams]
+        # Mid rolling upgrade, the rollback image ends where a segment does (rolling_upgrade).
+        point = RollbackImagePoint(self.storage, namesystem.dir)  # type: ignore[arg-type]
+        readers = readers if catching_up else point.wrap(readers)
 
         def applied(op) -> None:  # an error mid-stream keeps what was applied before it
             image.last_applied_txid = op.txid
@@ -460,6 +464,8 @@ class NameNodeCore:
                 self._follow_applied_txid(edit_log)
                 with self.applied:
                     self.applied.notify_all()
+            if point.reached:
+                image.save_namespace(namesystem, rollback=True)
             return image.last_applied_txid - first + 1
 
     def start_active_services(self, in_progress_tailed: bool = False) -> int:

@@ -7,7 +7,7 @@
   and ``X-Image-Edits-Name``; throttled by ``dfs.image.transfer.bandwidthPerSec``. A
   missing image is 410 "GetImage failed. Could not find image with txid N" (Hadoop's
   status); a storageInfo of another namespace 403; malformed parameters 400.
-* ``PUT /imagetransfer?txid=N&storageInfo=LV:nsId:cTime:clusterId[&imageFile=IMAGE]``
+* ``PUT /imagetransfer?txid=N&storageInfo=LV:nsId:cTime:clusterId[&imageFile=IMAGE|IMAGE_ROLLBACK]``
   receives ``fsimage_N`` from the standby's checkpointer (ImageServlet.doPut; the client
   is :func:`~hadoop_qjm.namenode.transfer_fs_image.upload_image_to_active`): body the
   image (``Content-Length`` bytes), ``X-MD5-Digest`` its MD5. 403 unless this NameNode is
@@ -57,7 +57,7 @@ from hadoop_qjm.namenode.ha.checkpoint_receivers import CHECKPOINT_RECEIVING_STA
 from hadoop_qjm.namenode.ha.ha_util import ha_namenodes
 from hadoop_qjm.namenode.ha_peer_status import HAPeerStatus
 from hadoop_qjm.namenode.name_node_metrics import journal_states
-from hadoop_qjm.namenode.nn_storage import checkpoint_file_name
+from hadoop_qjm.namenode.nn_storage import checkpoint_file_name, rollback_image_file_name
 from hadoop_qjm.namenode.protocol.messages import HAServiceState
 from hadoop_qjm.namenode.transfer_fs_image import (
     MD5_HEADER,
@@ -176,7 +176,11 @@ class ImageServlet:
                 )
                 LOG.warning("Invalid image request from %s: %s", request.client_address[0], msg)
                 raise HttpError(403, msg)
-        images = core.storage.inspect_images()
+        image_file = params.get("imageFile", "IMAGE")
+        if image_file not in ("IMAGE", "IMAGE_ROLLBACK"):
+            raise HttpError(400, f"Unsupported imageFile '{image_file}'")
+        rollback = image_file == "IMAGE_ROLLBACK"
+        images = core.storage.inspect_images(regular=not rollback, rollback=rollback)
         if txid_text != "latest":
             images = [image for image in images if image.txid == int(txid_text)]
         if not images:
@@ -199,8 +203,12 @@ class ImageServlet:
             _discard_body(request)
             raise
         dirs = [d.current for d in core.storage.image_dirs()]
+        # A standby's fsimage_rollback_<txid> (mid rolling upgrade) is kept as it is: no
+        # checkpoint for retention (ImageServlet with NameNodeFile.IMAGE_ROLLBACK).
+        rollback = params.get("imageFile") == "IMAGE_ROLLBACK"
+        name = rollback_image_file_name(txid) if rollback else f"fsimage_{txid}"
         with self._upload_lock:
-            conflict = self._upload_conflict(core, txid, dirs)
+            conflict = self._upload_conflict(core, txid, dirs, rollback)
             if conflict is not None:
                 _discard_body(request)
                 raise HttpError(409, conflict)
@@ -213,27 +221,34 @@ class ImageServlet:
             # The commit: under the namesystem lock too, so that the NameNode's own
             # saveNamespace and this rename and purge never interleave.
             with self._upload_lock, core.namesystem.lock:
-                newest = _newest_image_txid(core)
-                if newest >= txid:
-                    discard_checkpoint(dirs, txid)
-                    raise HttpError(409, _already_have(newest, txid))
-                commit_checkpoint(dirs, txid, md5)
-                core.fs_image.most_recent_checkpoint_txid = max(
-                    core.fs_image.most_recent_checkpoint_txid, txid
-                )
-                peer = request.client_address[0]
-                LOG.info("Received fsimage_%d (%d bytes, MD5 %s) from %s", txid, length, md5, peer)
-                try:
-                    # Now that there is a new checkpoint, old ones (and the edits only they
-                    # needed) may go (ImageServlet: nnImage.purgeOldStorage).
-                    core.fs_image.retention.purge_old_storage(core.edit_log)
-                except Exception as e:  # noqa: BLE001 - the image is in place regardless
-                    LOG.warning("Purging old storage after receiving fsimage_%d: %s", txid, e)
+                if rollback:
+                    commit_checkpoint(dirs, txid, md5, name=name)
+                else:
+                    self._commit_image(core, dirs, txid, md5)
+            peer = request.client_address[0]
+            LOG.info("Received %s (%d bytes, MD5 %s) from %s", name, length, md5, peer)
         finally:
             with self._upload_lock:
                 self._uploads.discard(txid)
-        body = f"Received fsimage_{txid}\n".encode()
+        body = f"Received {name}\n".encode()
         request.send_bytes(200, "text/plain; charset=utf-8", body, send_body)
+
+    @staticmethod
+    def _commit_image(core: Any, dirs: list, txid: int, md5: str) -> None:
+        newest = _newest_image_txid(core)
+        if newest >= txid:
+            discard_checkpoint(dirs, txid)
+            raise HttpError(409, _already_have(newest, txid))
+        commit_checkpoint(dirs, txid, md5)
+        core.fs_image.most_recent_checkpoint_txid = max(
+            core.fs_image.most_recent_checkpoint_txid, txid
+        )
+        try:
+            # Now that there is a new checkpoint, old ones (and the edits only they
+            # needed) may go (ImageServlet: nnImage.purgeOldStorage).
+            core.fs_image.retention.purge_old_storage(core.edit_log)
+        except Exception as e:  # noqa: BLE001 - the image is in place regardless
+            LOG.warning("Purging old storage after receiving fsimage_%d: %s", txid, e)
 
     def _check_upload(
         self, request: HttpRequestHandler, params: dict[str, str]
@@ -250,8 +265,10 @@ class ImageServlet:
         except IllegalArgumentException as e:
             raise HttpError(400, str(e)) from None
         image_file = params.get("imageFile", "IMAGE")
-        if image_file != "IMAGE":
-            raise HttpError(400, f"Unsupported imageFile '{image_file}': only IMAGE is accepted")
+        if image_file not in ("IMAGE", "IMAGE_ROLLBACK"):
+            raise HttpError(
+                400, f"Unsupported imageFile '{image_file}': only IMAGE and IMAGE_ROLLBACK are"
+            )
         if "Transfer-Encoding" in request.headers:
             raise HttpError(400, "An image upload must have a Content-Length, not chunks")
         length_text = (request.headers.get("Content-Length") or "").strip()
@@ -279,9 +296,14 @@ class ImageServlet:
             )
         return core, int(txid_text), int(length_text), md5
 
-    def _upload_conflict(self, core: Any, txid: int, dirs: list) -> str | None:
-        """Why an upload of ``fsimage_<txid>`` must wait or is not needed (409), or None.
-        Called under the upload lock."""
+    def _upload_conflict(self, core: Any, txid: int, dirs: list, rollback: bool) -> str | None:
+        """Why an upload of ``fsimage_<txid>`` (``rollback``: ``fsimage_rollback_<txid>``)
+        must wait or is not needed (409), or None. Called under the upload lock."""
+        if rollback:
+            name = rollback_image_file_name(txid)
+            if txid in self._uploads or any((d / name).exists() for d in dirs):
+                return f"{name} is already here or being uploaded"
+            return None
         if txid in self._uploads or any((d / checkpoint_file_name(txid)).exists() for d in dirs):
             return (
                 "Another checkpointer is already in the process of uploading a checkpoint "
@@ -346,6 +368,8 @@ def name_node_beans(name_node: Any, ha_peers: HAPeerStatus | None) -> list[dict[
                 separators=(",", ":"),
             ),
             "Threads": threading.active_count(),
+            # RollingUpgradeInfo.Bean, null when none is in progress (NameNodeMXBean).
+            "RollingUpgradeStatus": _rolling_upgrade_status(core),
         },
         {
             "name": f"{_SERVICE},name=NameNodeStatus",
@@ -415,6 +439,15 @@ def _name_dir_statuses(core: Any) -> dict[str, dict[str, str]]:
         "active": {str(d.root): d.dir_type.value for d in storage.dirs},
         "failed": {str(d.root): d.dir_type.value for d in storage.removed},
     }
+
+
+def _rolling_upgrade_status(core: Any) -> dict[str, object] | None:
+    if core is None or core.namesystem is None or core.storage is None:
+        return None
+    from hadoop_qjm.namenode.rolling_upgrade import query_rolling_upgrade
+
+    info = query_rolling_upgrade(core)
+    return None if info is None else info.bean()
 
 
 def _newest_image_txid(core: Any) -> int:

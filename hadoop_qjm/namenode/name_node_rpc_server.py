@@ -137,6 +137,10 @@ class ClientProtocolHandler:
     def upgrade_status(self) -> bool:
         return self.name_node.is_upgrade_finalized()
 
+    def rolling_upgrade(self, action: str) -> Any:
+        self.name_node.callers.check_superuser_privilege()
+        return m.rolling_upgrade_info_to_thrift(self.name_node.rolling_upgrade(action))
+
 
 class NamenodeProtocolHandler:
     """NamenodeProtocol: what other NameNodes ask (standby tailing, bootstrapStandby)."""
@@ -212,6 +216,7 @@ def rpc_handlers(name_node: Any) -> dict[str, Callable[..., Any]]:
         "msync": client.msync,
         "finalizeUpgrade": client.finalize_upgrade,
         "upgradeStatus": client.upgrade_status,
+        "rollingUpgrade": client.rolling_upgrade,
         "versionRequest": namenode.version_request,
         "rollEditLog": namenode.roll_edit_log,
         "getMostRecentCheckpointTxId": namenode.get_most_recent_checkpoint_txid,

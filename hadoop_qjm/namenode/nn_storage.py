@@ -10,6 +10,8 @@ Each directory of ``dfs.namenode.name.dir`` holds images, each local directory o
     <dir>/current/fsimage_<19 digits>          a checkpoint holding every txid <= N
     <dir>/current/fsimage_<19 digits>.md5      "<md5 hex> *fsimage_N\\n"
     <dir>/current/fsimage.ckpt_<19 digits>     a checkpoint being written (start-up deletes it)
+    <dir>/current/fsimage_rollback_<19 digits> the rolling upgrade's rollback image (+ .md5;
+                                               NameNodeFile.IMAGE_ROLLBACK, docs/ha.md)
     <dir>/current/edits_<N>-<M>, edits_inprogress_<N>   segments (FileJournalManager)
 
 The half-written checkpoint is named ``fsimage.ckpt_N`` as in Hadoop (NameNodeFile.IMAGE_NEW);
@@ -52,6 +54,8 @@ __all__ = [
     "NameNodeDirs",
     "FSImageFile",
     "image_file_name",
+    "rollback_image_file_name",
+    "ROLLBACK_IMAGE_REGEX",
     "checkpoint_file_name",
     "md5_file_for",
     "normalize_uri",
@@ -63,6 +67,7 @@ LOG = logging.getLogger(__name__)
 
 SEEN_TXID = "seen_txid"
 IMAGE_REGEX = re.compile(r"fsimage_(\d+)")
+ROLLBACK_IMAGE_REGEX = re.compile(r"fsimage_rollback_(\d+)")
 CHECKPOINT_REGEX = re.compile(r"fsimage(?:\.|_)ckpt_(\d+)")
 MD5_SUFFIX = ".md5"
 #: Permission of a name directory's ``current/`` (dfs.namenode.storage.dir.perm).
@@ -71,6 +76,11 @@ STORAGE_DIR_PERM = 0o700
 
 def image_file_name(txid: int) -> str:
     return f"fsimage_{txid:019d}"
+
+
+def rollback_image_file_name(txid: int) -> str:
+    """NameNodeFile.IMAGE_ROLLBACK: the image a rolling upgrade can roll back to."""
+    return f"fsimage_rollback_{txid:019d}"
 
 
 def checkpoint_file_name(txid: int) -> str:
@@ -378,8 +388,10 @@ class NNStorage:
         )
 
     # ---- images ----------------------------------------------------------------------------------
-    def inspect_images(self) -> list[FSImageFile]:
-        """Every ``fsimage_N`` of the image directories, newest first."""
+    def inspect_images(self, *, regular: bool = True, rollback: bool = False) -> list[FSImageFile]:
+        """Every ``fsimage_N`` (``regular``) and ``fsimage_rollback_N`` (``rollback``) of the
+        image directories, newest first."""
+        regexes = [r for r, on in ((IMAGE_REGEX, regular), (ROLLBACK_IMAGE_REGEX, rollback)) if on]
         found: list[FSImageFile] = []
         for d in self.image_dirs():
             try:
@@ -388,9 +400,10 @@ class NNStorage:
                 LOG.warning("Unable to list %s: %s", d.current, e)
                 continue
             for name in names:
-                m = IMAGE_REGEX.fullmatch(name)
-                if m is not None:
-                    found.append(FSImageFile(d, int(m.group(1)), d.current / name))
+                for regex in regexes:
+                    m = regex.fullmatch(name)
+                    if m is not None:
+                        found.append(FSImageFile(d, int(m.group(1)), d.current / name))
         found.sort(key=lambda image: -image.txid)
         return found
 
@@ -417,8 +430,11 @@ class NNStorage:
             removed_here = False
             for name in sorted(names):
                 doomed = CHECKPOINT_REGEX.match(name) is not None
-                if name.endswith(MD5_SUFFIX) and IMAGE_REGEX.fullmatch(name[: -len(MD5_SUFFIX)]):
-                    doomed = name[: -len(MD5_SUFFIX)] not in names
+                image = name[: -len(MD5_SUFFIX)]
+                if name.endswith(MD5_SUFFIX) and (
+                    IMAGE_REGEX.fullmatch(image) or ROLLBACK_IMAGE_REGEX.fullmatch(image)
+                ):
+                    doomed = image not in names
                 if doomed:
                     path = d.current / name
                     LOG.warning("Deleting leftover of an unfinished checkpoint: %s", path)

@@ -36,7 +36,7 @@ import os
 import ssl
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 from urllib.parse import quote, urlsplit
 
 from hadoop_qjm.common.durable import (
@@ -50,7 +50,11 @@ from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
 from hadoop_qjm.common.http_transfer import open_transfer
 from hadoop_qjm.common.storage_info import StorageInfo
 from hadoop_qjm.namenode.fs_image_format import read_stored_md5, save_md5_file
-from hadoop_qjm.namenode.nn_storage import checkpoint_file_name, image_file_name
+from hadoop_qjm.namenode.nn_storage import (
+    ROLLBACK_IMAGE_REGEX,
+    checkpoint_file_name,
+    image_file_name,
+)
 
 __all__ = [
     "CHUNK_SIZE",
@@ -59,6 +63,7 @@ __all__ = [
     "commit_checkpoint",
     "discard_checkpoint",
     "download_image",
+    "download_rollback_image",
     "file_md5",
     "image_transfer_put_path",
     "receive_checkpoint",
@@ -178,14 +183,16 @@ def commit_checkpoint(
     *,
     fsync: FsyncFunction = os.fsync,
     hook: CommitHook | None = None,
+    name: str | None = None,
 ) -> list[Path]:
     """Make each received ``fsimage.ckpt_<txid>`` the image ``fsimage_<txid>`` (see the
     module docstring); returns the images' paths. ``hook(point, path)`` is called at
-    ``before-rename`` and ``after-rename`` in each directory."""
+    ``before-rename`` and ``after-rename`` in each directory. ``name`` is the image's
+    name when it is not ``fsimage_<txid>`` (a rollback image)."""
     images = []
     for d in dest_dirs:
         ckpt = Path(d) / checkpoint_file_name(txid)
-        image = Path(d) / image_file_name(txid)
+        image = Path(d) / (name or image_file_name(txid))
         save_md5_file(image, md5, fsync=fsync)
         if hook is not None:
             hook(BEFORE_RENAME, image)
@@ -233,6 +240,13 @@ def file_md5(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _image_url(http_base_url: str, txid_text: str, storage_info: StorageInfo) -> str:
+    return (
+        f"{http_base_url.rstrip('/')}/imagetransfer?getimage=1&txid={txid_text}"
+        f"&storageInfo={quote(storage_info.to_colon_separated_string(), safe=':')}"
+    )
+
+
 # ---- GET: bootstrapStandby ---------------------------------------------------------------------
 def download_image(
     http_base_url: str,
@@ -253,10 +267,7 @@ def download_image(
     downloadImageToStorage then FSImage.saveDigestAndRenameCheckpointImage).
     ``progress(received, length)`` is called after each chunk.
     """
-    url = (
-        f"{http_base_url.rstrip('/')}/imagetransfer?getimage=1&txid={txid}"
-        f"&storageInfo={quote(storage_info.to_colon_separated_string(), safe=':')}"
-    )
+    url = _image_url(http_base_url, str(txid), storage_info)
     with open_transfer(url, timeout_s, ssl_context) as (response, length):
         advertised = response.headers.get(MD5_HEADER)
         md5 = receive_checkpoint(
@@ -267,13 +278,40 @@ def download_image(
     return md5
 
 
+def download_rollback_image(
+    http_base_url: str, storage_info: StorageInfo, dest_dirs: Sequence[Path], *transfer: Any
+) -> int | None:
+    """Fetch the newest ``fsimage_rollback_<N>`` of the NameNode at ``http_base_url``
+    (``imageFile=IMAGE_ROLLBACK``) into ``dest_dirs``; returns N, or None when it has none
+    (410). ``transfer`` is download_image's ``timeout_s[, ssl_context]``. bootstrapStandby
+    mid rolling upgrade (HDFS-17178)."""
+    url = _image_url(http_base_url, "latest", storage_info) + "&imageFile=IMAGE_ROLLBACK"
+    try:
+        with open_transfer(url, *transfer) as (response, length):
+            disposition = response.headers.get("Content-Disposition") or ""
+            m = ROLLBACK_IMAGE_REGEX.search(disposition)
+            if m is None:
+                raise IOException(f"No rollback image name in '{disposition}' from {url}")
+            txid = int(m.group(1))
+            advertised = response.headers.get(MD5_HEADER)
+            md5 = receive_checkpoint(response, length, advertised, dest_dirs, txid)
+    except IOException as e:
+        if "status code 410" in str(e):
+            return None  # no rolling upgrade there
+        raise
+    commit_checkpoint(dest_dirs, txid, md5, name=m.group(0))
+    LOG.info("Downloaded %s (%d bytes, MD5 %s) from %s", m.group(0), length, md5, url)
+    return txid
+
+
 # ---- PUT: the standby's checkpointer -----------------------------------------------------------
-def image_transfer_put_path(txid: int, storage_info: StorageInfo) -> str:
-    """The path and query of an image upload (ImageServlet's PUT parameters)."""
+def image_transfer_put_path(txid: int, storage_info: StorageInfo, image_file: str = "IMAGE") -> str:
+    """The path and query of an image upload (ImageServlet's PUT parameters);
+    ``image_file`` is IMAGE or IMAGE_ROLLBACK (NameNodeFile)."""
     return (
         f"/imagetransfer?txid={txid}"
         f"&storageInfo={quote(storage_info.to_colon_separated_string(), safe=':')}"
-        f"&imageFile=IMAGE"
+        f"&imageFile={image_file}"
     )
 
 
@@ -284,8 +322,10 @@ def upload_image_to_active(
     image_path: str | os.PathLike[str],
     timeout_s: float,
     ssl_context: ssl.SSLContext | None = None,
+    image_file: str = "IMAGE",
 ) -> None:
-    """PUT the image ``image_path`` (``fsimage_<txid>``) to the NameNode at
+    """PUT the image ``image_path`` (``fsimage_<txid>``, or with ``image_file``
+    IMAGE_ROLLBACK ``fsimage_rollback_<txid>``) to the NameNode at
     ``http_base_url`` (TransferFsImage.uploadImageFromStorage).
 
     The MD5 sent is the one in the image's ``.md5`` file, else computed. Raises
@@ -306,7 +346,7 @@ def upload_image_to_active(
         )
     else:
         conn = http.client.HTTPConnection(parts.hostname, port, timeout=timeout_s)
-    path = image_transfer_put_path(txid, storage_info)
+    path = image_transfer_put_path(txid, storage_info, image_file)
     where = f"{parts.scheme}://{parts.netloc}{path}"
     try:
         with open(image_path, "rb") as f:

@@ -4,6 +4,7 @@
 
     hdfs-py dfsadmin [-fs URI] [-D key=value] -rollEdits        finalize the segment, start the next
     hdfs-py dfsadmin [-fs URI] [-D key=value] -saveNamespace [-beforeShutdown]
+    hdfs-py dfsadmin [-fs URI] [-D key=value] -rollingUpgrade [<query|prepare|finalize>]
 
 The NameNode is ``fs.defaultFS`` (``hdfs://host:port``; ``-fs URI`` sets it for this
 command, Hadoop's generic option) or ``dfs.namenode.rpc-address``. For ``hdfs://<nameservice>``
@@ -18,6 +19,13 @@ of an HA nameservice, as Hadoop's DFSAdmin:
 * ``-rollEdits`` goes to the active NameNode only (a standby answers StandbyException and
   the client fails over; it is not idempotent, so a connection lost mid-call is reported,
   not retried).
+
+* ``-rollingUpgrade`` goes to the active NameNode (docs/ha.md "Upgrades"): it prints
+  ``PREPARE rolling upgrade ...`` (QUERY, FINALIZE) and then DFSAdmin's message —
+  "Preparing for upgrade. Data is being saved for rollback." until the rollback image
+  exists, "Proceed with rolling upgrade:" once it does, "Rolling upgrade is finalized."
+  after finalize, "There is no rolling upgrade in progress or rolling upgrade has already
+  been finalized." when there is none — followed by the upgrade's block pool and times.
 
 Output is otherwise DFSAdmin's ("Successfully rolled edit logs.", "Save namespace
 successful"); an error is one line ``<command>: <message>`` and exit 1; a malformed
@@ -34,6 +42,7 @@ from typing import Any
 
 from hadoop_qjm.common.exceptions import (
     HadoopException,
+    IllegalArgumentException,
     IOException,
     UsageError,
     one_line_message,
@@ -43,6 +52,7 @@ from hadoop_qjm.namenode.ha.failover_proxy import ha_nameservice_of_uri, namenod
 from hadoop_qjm.namenode.ha.ha_util import NameNodeAddress, ha_namenodes
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy, client_socket_factory
 from hadoop_qjm.namenode.protocol.messages import HAServiceState
+from hadoop_qjm.namenode.rolling_upgrade import RollingUpgradeAction, rolling_upgrade_message
 from hadoop_qjm.tools.generic_options import GENERIC_USAGE, parse_generic_options
 
 __all__ = ["USAGE", "multiple_io_exception", "run"]
@@ -53,6 +63,7 @@ Usage: hdfs-py [--config DIR] dfsadmin {GENERIC_USAGE}
 	[-saveNamespace [-beforeShutdown]]
 	[-finalizeUpgrade]
 	[-upgrade <query | finalize>]
+	[-rollingUpgrade [<query|prepare|finalize>]]
 """
 
 #: The refusal of -finalizeUpgrade where no NameNode keeps an upgrade's previous state.
@@ -143,6 +154,20 @@ def _upgrade(conf, args: list[str]) -> None:
     _on_the_namenodes(conf, namenodes, query, "Getting upgrade status failed for")
 
 
+def _rolling_upgrade(conf, args: list[str]) -> None:
+    # DFSAdmin.RollingUpgradeCommand: one optional action; "" is QUERY.
+    if len(args) > 1:
+        raise UsageError(f"-rollingUpgrade: unexpected argument '{args[1]}'")
+    try:
+        action = RollingUpgradeAction.from_string(args[0] if args else "")
+    except IllegalArgumentException as e:
+        raise UsageError(f"-rollingUpgrade: {e}") from None
+    print(f"{action.value} rolling upgrade ...")
+    with namenode_proxy_from_conf(conf) as proxy:
+        info = proxy.rolling_upgrade(action.value)
+    print(rolling_upgrade_message(info))
+
+
 def _nameservice_namenodes(conf) -> list[NameNodeAddress] | None:
     """Every NameNode of the HA nameservice ``fs.defaultFS`` names; None for one NameNode
     (HAUtilClient.isLogicalUri)."""
@@ -203,6 +228,7 @@ _COMMANDS = {
     "-saveNamespace": _save_namespace,
     "-finalizeUpgrade": _finalize_upgrade,
     "-upgrade": _upgrade,
+    "-rollingUpgrade": _rolling_upgrade,
 }
 
 

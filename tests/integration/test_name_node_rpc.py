@@ -532,3 +532,26 @@ def test_async_audit_lines_are_written_by_one_thread_and_all_written_at_stop(
     assert [row["src"] for row in audit.parsed()] == [f"/async/d{i}" for i in range(20)]
     assert audit in AUDIT_LOG.handlers
     assert not any(isinstance(h, QueueHandler) for h in AUDIT_LOG.handlers)
+
+
+def test_a_rolling_upgrade_without_ha_saves_its_own_rollback_image(daemon: Daemon, mjc) -> None:
+    """Hadoop's non-HA prepare: the NameNode saves fsimage_rollback_N at once (the segment
+    ends at N), then logs OP_ROLLING_UPGRADE_START at N+2; query says Proceed at once, and
+    a restart mid upgrade still knows it (the START is in the edits)."""
+    daemon.proxy.mkdirs("/a")
+    info = daemon.proxy.rolling_upgrade("PREPARE")
+    assert info.is_started and info.created_rollback_images
+    current = Path(daemon.conf.get("dfs.namenode.name.dir")) / "current"
+    (image,) = [p for p in current.glob("fsimage_rollback_*") if p.suffix != ".md5"]
+    n = int(image.name.rsplit("_", 1)[1])
+    ops = read_ops(mjc.current_dir(0, JID), n + 1, in_progress_ok=True)
+    assert type(ops[1]).__name__ == "RollingUpgradeStartOp" and ops[1].txid == n + 2
+    daemon.stop()
+    restarted = Daemon(daemon.conf)
+    try:
+        assert restarted.proxy.rolling_upgrade("QUERY") == info
+        done = restarted.proxy.rolling_upgrade("FINALIZE")
+        assert done.is_finalized and (current / f"fsimage_{n:019d}").is_file()
+        assert not list(current.glob("fsimage_rollback_*"))
+    finally:
+        restarted.stop()

@@ -163,6 +163,30 @@ def test_namenode_page_shows_a_frozen_journal_node_as_lagging(
     assert (tmp_path / "namenode-lagging.png").stat().st_size > 0
 
 
+def test_namenode_page_shows_the_rolling_upgrade(
+    browser: HeadlessBrowser, cluster: Cluster
+) -> None:
+    """NameNodeInfo's RollingUpgradeStatus in Hadoop's dfshealth words (issue 36)."""
+    row = (
+        "[...document.querySelectorAll('#overview-rows tr')]"
+        ".find((tr) => tr.cells[0].textContent === 'Rolling upgrade')?.cells[1].textContent"
+    )
+    page = browser.open(cluster.url + "?refresh=0.5")
+    try:
+        assert page.wait_for(row) == "none in progress"
+        cluster.proxy.rolling_upgrade("PREPARE")  # no HA: the rollback image at once
+        try:
+            shown = page.wait_for(f"({row}).includes('Proceed') && ({row})")
+            assert shown.startswith("Rolling upgrade started at ")
+            assert shown.endswith("Rollback image has been created. Proceed to upgrade daemons.")
+        finally:
+            cluster.proxy.rolling_upgrade("FINALIZE")
+        assert page.wait_for(f"({row}) === 'none in progress'")
+        assert page.console_errors == []
+    finally:
+        page.close()
+
+
 def test_journal_node_page_and_the_links_between_the_pages(
     browser: HeadlessBrowser, cluster: Cluster, tmp_path: Path
 ) -> None:

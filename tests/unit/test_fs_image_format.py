@@ -59,12 +59,28 @@ def test_round_trip_keeps_everything() -> None:
     assert uc.under_construction and uc.client_machine == "10.1.1.1"
 
 
+def test_a_rolling_upgrade_in_progress_is_kept_in_a_version_2_image() -> None:
+    """Hadoop's NameSystemSection.rollingUpgradeStartTime: a checkpoint saved mid rolling
+    upgrade carries its start; without one the image stays version 1, byte for byte."""
+    ns = _namespace()
+    plain = serialize_image(ns.dir, 17, 1234)
+    assert struct.unpack_from(">I", plain, 8) == (1,)
+    assert parse_image(plain).fs_dir.rolling_upgrade_start_time == 0
+    ns.dir.rolling_upgrade_start_time = 1512607204230
+    data = serialize_image(ns.dir, 17, 1234)
+    assert struct.unpack_from(">I", data, 8) == (2,)
+    assert data[44:52] == struct.pack(">q", 1512607204230) and len(data) == len(plain) + 8
+    image = parse_image(data)
+    assert image.fs_dir.rolling_upgrade_start_time == 1512607204230
+    assert image.fs_dir.snapshot() == ns.snapshot()
+
+
 @pytest.mark.parametrize(
     "mutate, message",
     [
         (lambda d: d[:20], "too short"),
         (lambda d: b"NOTANIMG" + d[8:], "not an image file"),
-        (lambda d: _reseal(d[:8] + struct.pack(">I", 2) + d[12:-4]), "format version 2"),
+        (lambda d: _reseal(d[:8] + struct.pack(">I", 3) + d[12:-4]), "format version 3"),
         (lambda d: d[:-5] + bytes([d[-5] ^ 1]) + d[-4:], "checksum mismatch"),
         (lambda d: _reseal(d[:-4] + b"x"), "unexpected bytes at the end"),
         (lambda d: _reseal(d[:-10]), "truncated"),

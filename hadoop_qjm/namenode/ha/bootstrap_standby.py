@@ -64,7 +64,7 @@ from hadoop_qjm.namenode.name_node_layout_version import (
 )
 from hadoop_qjm.namenode.nn_storage import NameNodeDirs, NNStorage, image_file_name
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy, client_socket_factory
-from hadoop_qjm.namenode.transfer_fs_image import download_image
+from hadoop_qjm.namenode.transfer_fs_image import download_image, download_rollback_image
 
 __all__ = [
     "ERR_CODE_ALREADY_FORMATTED",
@@ -247,6 +247,15 @@ def bootstrap_standby(
         took = transfer_summary(
             (image_dirs[0] / image_name).stat().st_size, time.monotonic() - started
         )
+        # Mid rolling upgrade the other NameNode's rollback image too (HDFS-17178): a
+        # standby without one would forget the upgrade, or save one at the wrong txid.
+        rollback_txid = download_rollback_image(
+            http_url, ns_info.storage_info(), image_dirs, timeout_s or None, ssl_context
+        )
+        if rollback_txid is not None:
+            out(
+                f"Downloaded fsimage_rollback_{rollback_txid:019d}: a rolling upgrade is in progress"
+            )
         storage.write_transaction_id_file(image_txid)
         if not upgrade_finalized:  # BootstrapStandby.doUpgrade: previous.tmp -> previous
             for d in storage.dirs:

@@ -101,6 +101,7 @@ IDEMPOTENT_METHODS = frozenset(
         "get_most_recent_checkpoint_txid",
         "get_transaction_id",
         "msync",
+        "rolling_upgrade",
     }
 )
 #: Every method the failover proxy offers: ClientProtocol and NamenodeProtocol. The

@@ -9,6 +9,12 @@ HDFS-12979 rule picks (:mod:`~hadoop_qjm.namenode.ha.checkpoint_receivers`: the 
 stores it and may then purge old edits, an observer stores it, a standby refuses), one
 thread per receiver so that a slow one does not hold up the others. A failed upload is
 logged and retried at the next checkpoint; the local image stays.
+
+Mid rolling upgrade (docs/ha.md "Upgrades") every check also sends the standby's
+``fsimage_rollback_R`` to the other NameNodes until one (the active) has it
+(``-rollingUpgrade query`` then says "Proceed"), and once the tailed
+OP_ROLLING_UPGRADE_FINALIZE ended the upgrade, renames the rollback image ``fsimage_R`` as
+the active did.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from hadoop_qjm.common.exceptions import HadoopException
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.namenode.ha.checkpoint_receivers import CheckpointReceivers, TransferResult
+from hadoop_qjm.namenode.rolling_upgrade import has_rollback_image, rename_rollback_images
 
 __all__ = ["CheckpointConf", "StandbyCheckpointer"]
 
@@ -73,7 +80,7 @@ class CheckpointConf:
 
 #: ``upload(nnid, txid)``: send fsimage_<txid> to NameNode ``nnid``; its answer, or an
 #: HadoopException / OSError when the upload could not be made.
-Upload = Callable[[str, int], TransferResult]
+Upload = Callable[..., TransferResult]  # (nnid, txid, rollback=False)
 
 
 class StandbyCheckpointer:
@@ -101,6 +108,8 @@ class StandbyCheckpointer:
         self.last_checkpoint_time = clock()
         self.checkpoints = 0
         self.uploads = 0
+        #: The txid of the rollback image the active has (0: none sent yet).
+        self.rollback_uploaded_txid = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -153,6 +162,29 @@ class StandbyCheckpointer:
                 LOG.info("Image upload rejected by the other NameNode %s: %s", nnid, result.name)
         return answers
 
+    def rolling_upgrade_check(self) -> None:
+        """Send the rollback image to the other NameNodes until one (the active) has it, or
+        rename it after finalize (above)."""
+        core = self.core
+        if not core.namesystem.dir.rolling_upgrade_start_time:
+            if has_rollback_image(core.storage):
+                with core.namesystem.lock:
+                    rename_rollback_images(core.storage)
+            return
+        images = core.storage.inspect_images(regular=False, rollback=True)
+        if not images or self._upload is None or images[0].txid == self.rollback_uploaded_txid:
+            return
+        txid, accepted = images[0].txid, False
+        for nnid in self.receivers.entries:
+            try:
+                result = self._upload(nnid, txid, rollback=True)
+            except (HadoopException, OSError) as e:
+                LOG.info("Upload of fsimage_rollback_%d to %s not done: %s", txid, nnid, e)
+                continue
+            accepted |= result is TransferResult.SUCCESS
+        if accepted:
+            self.rollback_uploaded_txid = txid
+
     def start(self) -> None:
         self._stop.clear()
         self._thread = threading.Thread(
@@ -169,6 +201,7 @@ class StandbyCheckpointer:
     def _run(self) -> None:
         while not self._stop.wait(self.check_period_s):
             try:
+                self.rolling_upgrade_check()
                 reason = self.needs_checkpoint()
                 if reason is not None:
                     LOG.info("Triggering a checkpoint: %s", reason)

@@ -97,23 +97,26 @@ class StandbyServices:
                 errors.append(f"{nn.nnid}: {e}")
         raise IOException("No NameNode rolled its edit log: " + "; ".join(errors))
 
-    def upload_image(self, nnid: str, txid: int) -> TransferResult:
-        """Send fsimage_<txid> to NameNode ``nnid``; what it answered (Hadoop's
-        TransferResult; an active or an observer takes it, a standby refuses). Raises
-        IOException when the upload could not be made."""
+    def upload_image(self, nnid: str, txid: int, rollback: bool = False) -> TransferResult:
+        """Send fsimage_<txid> (``rollback``: fsimage_rollback_<txid>) to NameNode ``nnid``;
+        what it answered (Hadoop's TransferResult; an active or an observer takes it, a
+        standby refuses). Raises IOException when the upload could not be made."""
         from hadoop_qjm.namenode.transfer_fs_image import (
             HttpPutFailedException,
             upload_image_to_active,
         )
 
         core = self._running_core()
-        images = [i for i in core.storage.inspect_images() if i.txid == txid]
+        found = core.storage.inspect_images(regular=not rollback, rollback=rollback)
+        images = [i for i in found if i.txid == txid]
         if not images:
-            raise IOException(f"No fsimage_{txid} to upload")
+            raise IOException(f"No {images_name(rollback)}_{txid} to upload")
         nn = next((nn for nn in self._other_namenodes() if nn.nnid == nnid), None)
         transfer = image_transfer_base(self.conf, nn) if nn is not None else None
         if transfer is None:
-            raise IOException(f"No HTTP address of NameNode {nnid} to upload fsimage_{txid} to")
+            raise IOException(
+                f"No HTTP address of NameNode {nnid} to upload {images_name(rollback)}_{txid} to"
+            )
         base_url, ssl_context = transfer
         try:
             upload_image_to_active(
@@ -123,9 +126,14 @@ class StandbyServices:
                 images[0].path,
                 self.settings.image_transfer_timeout_s,
                 ssl_context=ssl_context,
+                image_file="IMAGE_ROLLBACK" if rollback else "IMAGE",
             )
         except HttpPutFailedException as e:
             LOG.info("Image upload to %s not done: %s", nnid, e)
             return transfer_result(e.status)
-        LOG.info("Uploaded fsimage_%d to %s", txid, nnid)
+        LOG.info("Uploaded %s_%d to %s", images_name(rollback), txid, nnid)
         return TransferResult.SUCCESS
+
+
+def images_name(rollback: bool) -> str:
+    return "fsimage_rollback" if rollback else "fsimage"

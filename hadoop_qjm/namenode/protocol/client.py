@@ -267,6 +267,10 @@ class NameNodeProxy:
         an observer next is at least that new); StandbyException from any other."""
         return self._rpc.call("msync")
 
+    def rolling_upgrade(self, action: str) -> m.RollingUpgradeInfo | None:
+        """``action`` (QUERY, PREPARE, FINALIZE) of the rolling upgrade; its info, or None."""
+        return m.rolling_upgrade_info_from_thrift(self._rpc.call("rollingUpgrade", action=action))
+
     # ---- NamenodeProtocol ------------------------------------------------------------------------
     def finalize_upgrade(self) -> bool:
         """``dfsadmin -finalizeUpgrade`` on this NameNode: whether it had one to finalize."""

@@ -17,6 +17,7 @@ __all__ = [
     "HealthCheckFailedException",
     "ObserverRetryOnActiveException",
     "RetriableException",
+    "RollingUpgradeException",
     "ServiceFailedException",
     "StandbyException",
 ]
@@ -43,3 +44,10 @@ class RetriableException(IOException):
     the client's state id)."""
 
     java_name = "org.apache.hadoop.ipc.RetriableException"
+
+
+@register_exception
+class RollingUpgradeException(IOException):
+    """A rolling upgrade cannot do what was asked (FSNamesystem.checkRollingUpgrade)."""
+
+    java_name = "org.apache.hadoop.hdfs.protocol.RollingUpgradeException"

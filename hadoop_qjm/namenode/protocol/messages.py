@@ -19,6 +19,7 @@ from hadoop_qjm.common.storage_info import NamespaceInfo, StorageInfo
 from hadoop_qjm.ha.ha_service_protocol import HARequestSource, HAServiceState
 from hadoop_qjm.namenode.fs_directory import FileStatus, path_components
 from hadoop_qjm.namenode.protocol.thrift_idl import namenode_thrift as _t
+from hadoop_qjm.namenode.rolling_upgrade import RollingUpgradeInfo
 from hadoop_qjm.qjournal.protocol.messages import namespace_info_from_thrift
 
 __all__ = [
@@ -39,6 +40,8 @@ __all__ = [
     "namespace_info_from_thrift",
     "namespace_info_to_thrift",
     "normalize_path",
+    "rolling_upgrade_info_from_thrift",
+    "rolling_upgrade_info_to_thrift",
     "service_status_from_thrift",
     "service_status_to_thrift",
 ]
@@ -206,3 +209,26 @@ def service_status_to_thrift(status: HAServiceStatus) -> Any:
 
 def service_status_from_thrift(t: Any) -> HAServiceStatus:
     return HAServiceStatus(HAServiceState(t.state), t.readyToBecomeActive, t.notReadyReason)
+
+
+# ---- rolling upgrade -----------------------------------------------------------------------------
+def rolling_upgrade_info_to_thrift(info: RollingUpgradeInfo | None) -> Any:
+    if info is None:
+        return _t.RollingUpgradeResponse()
+    return _t.RollingUpgradeResponse(
+        rollingUpgradeInfo=_t.RollingUpgradeInfo(
+            blockPoolId=info.block_pool_id,
+            startTime=info.start_time,
+            finalizeTime=info.finalize_time,
+            createdRollbackImage=info.created_rollback_images,
+        )
+    )
+
+
+def rolling_upgrade_info_from_thrift(t: Any) -> RollingUpgradeInfo | None:
+    info = t.rollingUpgradeInfo
+    if info is None:
+        return None
+    return RollingUpgradeInfo(
+        info.blockPoolId, info.startTime, info.finalizeTime, info.createdRollbackImage
+    )

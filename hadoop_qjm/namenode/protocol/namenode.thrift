@@ -146,6 +146,18 @@ exception RemoteException {
   2: required string message,
 }
 
+/** RollingUpgradeInfoProto (times in ms, 0: not started / not finalized). */
+struct RollingUpgradeInfo {
+  1: required string blockPoolId,
+  2: required i64 startTime,
+  3: required i64 finalizeTime,
+  4: required bool createdRollbackImage,
+}
+
+struct RollingUpgradeResponse {
+  1: optional RollingUpgradeInfo rollingUpgradeInfo,
+}
+
 // ---------------------------------------------------------------- services
 
 /** ClientNamenodeProtocol: clients (dfs, dfsadmin) to the NameNode. */
@@ -213,6 +225,12 @@ service ClientProtocol {
   bool upgradeStatus()
       throws (1: RemoteException e),
 
+  /**
+   * dfsadmin -rollingUpgrade: action is QUERY, PREPARE or FINALIZE; the upgrade's info,
+   * absent when none is in progress.
+   */
+  RollingUpgradeResponse rollingUpgrade(1: required string action)
+      throws (1: RemoteException e),
   /**
    * Not Hadoop's (haadmin -reconfigureSharedEdits): move the shared edits to the
    * JournalNodes of uri by joint consensus; returns the set now written to.

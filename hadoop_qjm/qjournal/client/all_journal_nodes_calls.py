@@ -150,6 +150,13 @@ class AllJournalNodesCalls:
         return any(results.values())
 
     # ---- a rolling upgrade's rollback -----------------------------------------------------------
+    def live_writers(self, operation: str, failure_message: str) -> dict[str, str]:
+        """Ask every JournalNode (all must answer: ``failure_message`` names each that did
+        not) whether a writer is live on it (canFormat's check); node -> why, for each
+        that has one. What a command that discards edits checks before it moves any."""
+        answers = self._wait_for_all(self.loggers.call("can_format"), operation, failure_message)
+        return {str(lg): answers[lg].live_writer for lg in answers if answers[lg].live_writer}
+
     def discard_segments(self, start_txid: int) -> None:
         """Move aside every segment from ``start_txid`` on, on every node (rollback); not
         started unless every node answers."""

@@ -45,7 +45,21 @@
       ["Last checkpoint txid", fsn.MostRecentCheckpointTxId],
       ["Transactions since last checkpoint", fsn.TransactionsSinceLastCheckpoint],
       ["Last HA transition", fmtTime(status.LastHATransitionTime)],
+      ["Rolling upgrade", rollingUpgrade(info.RollingUpgradeStatus)],
     ]));
+  }
+
+  /** Hadoop's dfshealth.html words for NameNodeInfo's RollingUpgradeStatus. */
+  function rollingUpgrade(ru) {
+    if (!ru) {
+      return "none in progress";
+    }
+    if (ru.finalizeTime > 0) {
+      return "Rolling upgrade finalized at " + fmtTime(ru.finalizeTime) + ".";
+    }
+    return "Rolling upgrade started at " + fmtTime(ru.startTime) + ". " + (ru.createdRollbackImages
+      ? "Rollback image has been created. Proceed to upgrade daemons."
+      : "Rollback image has not been created.");
   }
 
   function renderJournals(info, channels) {
