@@ -46,6 +46,7 @@ __all__ = [
     "do_rollback",
     "do_upgrade",
     "finalize_upgrade",
+    "finalize_upgrade_of",
     "is_upgrade_finalized",
     "shared_journals",
     "software_layout_version",
@@ -221,3 +222,11 @@ def do_rollback(
         if journals is not None:
             journals.close()
         storage.close()
+
+
+def finalize_upgrade_of(core: Any, active: bool) -> bool:
+    """:func:`finalize_upgrade` of a running NameNode's ``core`` under its namesystem lock
+    (``active``: the JournalNodes' too)."""
+    with core.namesystem.lock:
+        journals = core.edit_log.journal_set if core.edit_log is not None else None
+        return finalize_upgrade(core.storage, journals, active)

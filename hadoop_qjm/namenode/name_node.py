@@ -56,9 +56,8 @@ from hadoop_qjm.namenode.name_node_callers import NameNodeCallers
 from hadoop_qjm.namenode.name_node_core import JournalFactory, NameNodeCore
 from hadoop_qjm.namenode.name_node_metrics import NameNodeMetrics
 from hadoop_qjm.namenode.name_node_resource_checker import NameNodeResourceChecker
-from hadoop_qjm.namenode.name_node_settings import NameNodeSettings
+from hadoop_qjm.namenode.name_node_settings import NameNodeSettings, rpc_bind_address
 from hadoop_qjm.namenode.nn_storage import NameNodeDirs
-from hadoop_qjm.namenode.protocol.client import parse_hdfs_uri
 from hadoop_qjm.namenode.protocol.exceptions import (
     HealthCheckFailedException,
     ObserverRetryOnActiveException,
@@ -76,23 +75,6 @@ from hadoop_qjm.namenode.protocol.rpc import remote_ip
 __all__ = ["NameNode", "rpc_bind_address"]
 
 LOG = logging.getLogger(__name__)
-
-
-def rpc_bind_address(conf: Configuration) -> tuple[str, int]:
-    """Where the daemon listens: ``dfs.namenode.rpc-address`` if set, else the authority of
-    an ``hdfs://`` ``fs.defaultFS``, else ``0.0.0.0:8020``; ``dfs.namenode.rpc-bind-host``
-    overrides the host."""
-    default_fs = conf.get_trimmed(keys.FS_DEFAULT_NAME_KEY, "") or ""
-    explicit = conf.source(keys.DFS_NAMENODE_RPC_ADDRESS_KEY) not in (None, "defaults")
-    if not explicit and default_fs.startswith("hdfs:"):
-        host, port = parse_hdfs_uri(default_fs)
-        return conf.get_trimmed(keys.DFS_NAMENODE_RPC_BIND_HOST_KEY) or host, port
-    return conf.get_socket_address(
-        keys.DFS_NAMENODE_RPC_ADDRESS_KEY,
-        keys.DFS_NAMENODE_RPC_ADDRESS_DEFAULT,
-        keys.DFS_NAMENODE_RPC_PORT_DEFAULT,
-        bind_host_key=keys.DFS_NAMENODE_RPC_BIND_HOST_KEY,
-    )
 
 
 #: How long stop() waits for the edit log's syncer threads to answer what is pending (a
@@ -454,11 +436,8 @@ class NameNode:
     def finalize_upgrade(self) -> bool:
         """``dfsadmin -finalizeUpgrade`` (FSNamesystem.finalizeUpgrade): the local previous/,
         and the JournalNodes' first unless a standby does it. Whether there was one."""
-        core = self._running()
-        with core.namesystem.lock:  # type: ignore[union-attr]
-            active = not self.ha_enabled or self.state is HAServiceState.ACTIVE
-            journals = core.edit_log.journal_set if core.edit_log is not None else None
-            return layout_upgrade.finalize_upgrade(core.storage, journals, active)  # type: ignore[arg-type]
+        active = not self.ha_enabled or self.state is HAServiceState.ACTIVE
+        return layout_upgrade.finalize_upgrade_of(self._running(), active)
 
     def is_upgrade_finalized(self) -> bool:
         """``dfsadmin -upgrade query`` (ClientProtocol.upgradeStatus)."""
@@ -469,15 +448,7 @@ class NameNode:
         a RollingUpgradeInfo (finalize: the finalized one), or None when there is none."""
         from hadoop_qjm.namenode import rolling_upgrade as ru
 
-        chosen = ru.RollingUpgradeAction.from_string(action)
-        LOG.info("rollingUpgrade %s", chosen.value)
-        self.check_operation("READ" if chosen is ru.RollingUpgradeAction.QUERY else "WRITE")
-        core, now = self._running(), lambda: int(time.time() * 1000)
-        if chosen is ru.RollingUpgradeAction.PREPARE:
-            return ru.start_rolling_upgrade(core, self.ha_enabled, now)
-        if chosen is ru.RollingUpgradeAction.FINALIZE:
-            return ru.finalize_rolling_upgrade(core, self.ha_enabled, now)
-        return ru.query_rolling_upgrade(core)
+        return ru.rolling_upgrade_call(self, action)
 
     # ---- HAServiceProtocol -----------------------------------------------------------------------
     def monitor_health(self) -> None:

@@ -46,6 +46,7 @@ from hadoop_qjm.namenode.fs_namesystem import FSNamesystem
 from hadoop_qjm.namenode.journal_set import JournalSet
 from hadoop_qjm.namenode.nn_storage import NameNodeDirs, NNStorage, uri_path
 from hadoop_qjm.namenode.rolling_upgrade import RollbackImagePoint
+from hadoop_qjm.namenode.standby_edit_log import CutStream, StandbyEditLog
 
 __all__ = [
     "NameNodeCore",
@@ -377,7 +378,7 @@ class NameNodeCore:
         self.edit_log = self._new_edit_log(shared_only=True)
         self.edit_log.init_shared_journals_for_read()
         self._follow_applied_txid(self.edit_log)
-        self.namesystem.edit_log = _StandbyEditLog()  # type: ignore[union-attr]
+        self.namesystem.edit_log = StandbyEditLog()  # type: ignore[union-attr]
         LOG.info(
             "NameNode started in standby: namespace %d, %d inodes, loaded up to txid %d",
             self.ns_info.namespace_id,  # type: ignore[union-attr]
@@ -443,7 +444,7 @@ class NameNodeCore:
         )
         readers = streams
         if max_txns:
-            readers = [_CutStream(stream, first + max_txns - 1) for stream in streams]
+            readers = [CutStream(stream, first + max_txns - 1) for stream in streams]
         # Mid rolling upgrade, the rollback image ends where a segment does (rolling_upgrade).
         point = RollbackImagePoint(self.storage, namesystem.dir)  # type: ignore[arg-type]
         readers = readers if catching_up else point.wrap(readers)
@@ -511,7 +512,7 @@ class NameNodeCore:
                 self.edit_log.close()
             except OSError as e:
                 LOG.warning("Could not end the segment cleanly: %s", e)
-            namesystem.edit_log = _StandbyEditLog(self.edit_log)
+            namesystem.edit_log = StandbyEditLog(self.edit_log)
             if was_writing:
                 self.fs_image.last_applied_txid = max(  # type: ignore[union-attr]
                     self.fs_image.last_applied_txid,  # type: ignore[union-attr]
@@ -567,44 +568,3 @@ class NameNodeCore:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-class _StandbyEditLog:
-    """The namesystem's edit log while standby: a write that passed the RPC layer's check
-    just before a transition to standby is refused here, before it changes anything
-    (FSNamesystem checks the HA state again under its lock). A write logged by the edit
-    log that was closed (``previous``) and now waits for its sync returns only if that
-    log made it durable."""
-
-    def __init__(self, previous: FSEditLog | None = None) -> None:
-        self._previous = previous
-
-    def log_edit(self, op) -> int:
-        raise self._refusal()
-
-    def log_sync(self, txid: int | None = None) -> None:
-        previous = self._previous
-        if txid is not None and previous is not None and txid <= previous.synced_txid:
-            return
-        raise self._refusal()
-
-    @staticmethod
-    def _refusal() -> Exception:
-        from hadoop_qjm.namenode.protocol.exceptions import StandbyException
-
-        return StandbyException("Operation category WRITE is not supported in state standby")
-
-
-class _CutStream:
-    """A stream that ends after ``last`` (dfs.ha.tail-edits.max-txns-per-lock)."""
-
-    def __init__(self, stream, last: int) -> None:
-        self._stream = stream
-        self._last = last
-
-    def read_op(self):
-        op = self._stream.read_op()
-        return None if op is None or op.txid > self._last else op
-
-    def __str__(self) -> str:
-        return str(self._stream)

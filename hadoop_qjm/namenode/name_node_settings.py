@@ -23,9 +23,10 @@ from hadoop_qjm.namenode.ha.edit_log_tailer import TailerSettings
 from hadoop_qjm.namenode.ha.ha_util import is_automatic_failover_enabled
 from hadoop_qjm.namenode.ha.observer_state import observer_start_refusal
 from hadoop_qjm.namenode.ha.standby_checkpointer import CheckpointConf
+from hadoop_qjm.namenode.protocol.client import parse_hdfs_uri
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalTimeouts
 
-__all__ = ["NameNodeSettings"]
+__all__ = ["NameNodeSettings", "rpc_bind_address"]
 
 
 @dataclass(frozen=True)
@@ -124,3 +125,20 @@ class NameNodeSettings:
         # Every other key the schema says a NameNode reads (conf/hdfs-default.xml).
         config_schema.validate(conf, "namenode")
         return settings
+
+
+def rpc_bind_address(conf: Configuration) -> tuple[str, int]:
+    """Where the daemon listens: ``dfs.namenode.rpc-address`` if set, else the authority of
+    an ``hdfs://`` ``fs.defaultFS``, else ``0.0.0.0:8020``; ``dfs.namenode.rpc-bind-host``
+    overrides the host."""
+    default_fs = conf.get_trimmed(keys.FS_DEFAULT_NAME_KEY, "") or ""
+    explicit = conf.source(keys.DFS_NAMENODE_RPC_ADDRESS_KEY) not in (None, "defaults")
+    if not explicit and default_fs.startswith("hdfs:"):
+        host, port = parse_hdfs_uri(default_fs)
+        return conf.get_trimmed(keys.DFS_NAMENODE_RPC_BIND_HOST_KEY) or host, port
+    return conf.get_socket_address(
+        keys.DFS_NAMENODE_RPC_ADDRESS_KEY,
+        keys.DFS_NAMENODE_RPC_ADDRESS_DEFAULT,
+        keys.DFS_NAMENODE_RPC_PORT_DEFAULT,
+        bind_host_key=keys.DFS_NAMENODE_RPC_BIND_HOST_KEY,
+    )

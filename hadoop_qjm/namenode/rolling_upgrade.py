@@ -62,6 +62,7 @@ __all__ = [
     "has_rollback_image",
     "query_rolling_upgrade",
     "rename_rollback_images",
+    "rolling_upgrade_call",
     "rolling_upgrade_message",
     "start_rolling_upgrade",
 ]
@@ -275,3 +276,17 @@ class _StopAt:
 
     def __str__(self) -> str:
         return str(self._stream)
+
+
+def rolling_upgrade_call(name_node: Any, action: str) -> RollingUpgradeInfo | None:
+    """``name_node``'s ClientProtocol.rollingUpgrade: QUERY (a read), PREPARE or FINALIZE
+    (writes, on the active only: ``check_operation``)."""
+    chosen = RollingUpgradeAction.from_string(action)
+    LOG.info("rollingUpgrade %s", chosen.value)
+    name_node.check_operation("READ" if chosen is RollingUpgradeAction.QUERY else "WRITE")
+    core, now = name_node._running(), lambda: int(time.time() * 1000)
+    if chosen is RollingUpgradeAction.PREPARE:
+        return start_rolling_upgrade(core, name_node.ha_enabled, now)
+    if chosen is RollingUpgradeAction.FINALIZE:
+        return finalize_rolling_upgrade(core, name_node.ha_enabled, now)
+    return query_rolling_upgrade(core)
