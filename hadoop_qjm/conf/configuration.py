@@ -52,17 +52,19 @@ for _i, _p in enumerate("kmgtpe", start=1):
 _SIZE_VALUE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtpe]?b?)\s*$", re.IGNORECASE)
 
 
-def parse_time_duration(text: str, unit: str = "ms") -> int:
+def parse_time_duration(text: str, unit: str = "ms", return_unit: str | None = None) -> int:
     """``'60s'`` → 60000 (in ``unit``); a bare number is already in ``unit``.
 
     Hadoop's ``Configuration.getTimeDuration``: the suffix (``ns us ms s m h d``, any
     case) names the value's unit; the result is truncated towards zero in ``unit``
-    (``1500us`` in ms is 1), as Java's ``TimeUnit.convert``."""
+    (``1500us`` in ms is 1), as Java's ``TimeUnit.convert``. With ``return_unit`` (the
+    four-argument getTimeDuration) a bare number is in ``unit`` and the result in
+    ``return_unit``: ``'2'`` with unit s and return unit ms is 2000, ``'20ms'`` is 20."""
     match = _TIME_VALUE.match(text)
     if not match:
         raise ValueError(f"not a time duration: '{text}'")
     number, suffix = int(match.group(1)), (match.group(2) or unit).lower()
-    magnitude = abs(number) * _TIME_UNITS_NS[suffix] // _TIME_UNITS_NS[unit]
+    magnitude = abs(number) * _TIME_UNITS_NS[suffix] // _TIME_UNITS_NS[return_unit or unit]
     return -magnitude if number < 0 else magnitude
 
 
@@ -326,19 +328,29 @@ class Configuration:
         return self._typed(key, default, _parse_bool, "true or false")
 
     def get_time_duration(
-        self, key: str, default: int | str | None, unit: str = "ms", *, minimum: int | None = None
+        self,
+        key: str,
+        default: int | str | None,
+        unit: str = "ms",
+        *,
+        minimum: int | None = None,
+        return_unit: str | None = None,
     ) -> int:
         """A duration in ``unit``, as Hadoop's ``getTimeDuration``: ``60s``, ``5m``,
         ``100ms`` (suffixes ``ns us ms s m h d``), or a bare number already in ``unit``
         (the key's default unit). The one reader of every duration key the daemons read.
+        ``return_unit``: the result in that unit instead (Hadoop's four-argument form, for
+        a key whose bare numbers are seconds read in ms).
 
-        ``minimum`` (in ``unit``), when given, is the least value accepted (1: positive).
-        A value that does not parse or is below ``minimum`` raises one ConfigurationError
-        naming the key, the value and where it was set."""
+        ``minimum`` (in the unit returned), when given, is the least value accepted (1:
+        positive). A value that does not parse or is below ``minimum`` raises one
+        ConfigurationError naming the key, the value and where it was set."""
         if isinstance(default, str):
-            default = parse_time_duration(default, unit)
+            default = parse_time_duration(default, unit, return_unit)
         expected = duration_expected(unit, minimum)
-        value = self._typed(key, default, lambda v: parse_time_duration(v, unit), expected)
+        value = self._typed(
+            key, default, lambda v: parse_time_duration(v, unit, return_unit), expected
+        )
         if minimum is not None and value is not None and value < minimum:
             raise self.invalid_value(key, expected)
         return value

@@ -278,7 +278,6 @@ def _duration_readers():
     from hadoop_qjm.ha.health_monitor import HealthMonitorSettings
     from hadoop_qjm.ha.node_fencer import ShellCommandFencer, SshFenceByTcpPort
     from hadoop_qjm.ha.zk_failover_controller import ZKFCSettings
-    from hadoop_qjm.namenode.ha.edit_log_tailer import TailerSettings
     from hadoop_qjm.namenode.ha.failover_proxy import FailoverNameNodeProxy
     from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalTimeouts
     from hadoop_qjm.qjournal.server.journal_node_settings import (
@@ -331,9 +330,6 @@ def _duration_readers():
         ("ha.failover-controller.cli-check.rpc-timeout.ms", attr(admin, "check_timeout_s", 1000)),
         ("dfs.ha.fencing.shell.timeout.ms", attr(ShellCommandFencer, "timeout_ms")),
         ("dfs.ha.fencing.ssh.connect-timeout", attr(SshFenceByTcpPort, "connect_timeout_ms")),
-        ("dfs.ha.tail-edits.period", attr(TailerSettings, "period_s", 1000)),
-        ("dfs.ha.tail-edits.period.backoff-max", attr(TailerSettings, "backoff_max_s", 1000)),
-        ("dfs.ha.log-roll.period", attr(TailerSettings, "log_roll_period_s", 1000)),
         (
             "dfs.client.failover.sleep.base.millis",
             attr(lambda c: FailoverNameNodeProxy(c, "ns1"), "sleep_base_ms"),
@@ -367,6 +363,37 @@ def test_every_duration_key_takes_hadoops_time_units(key, read):
     message = str(info.value)
     assert "\n" not in message
     assert message.startswith(f"Invalid value for {key}: '2 fortnights' is not a ")
+
+
+def _seconds_readers():
+    from hadoop_qjm.namenode.ha.edit_log_tailer import TailerSettings
+    from hadoop_qjm.namenode.ha.standby_checkpointer import CheckpointConf
+
+    def attr(reader, name):
+        return lambda conf: getattr(reader(conf), name) * 1000
+
+    return [
+        ("dfs.ha.tail-edits.period", attr(TailerSettings, "period_s")),
+        ("dfs.ha.tail-edits.period.backoff-max", attr(TailerSettings, "backoff_max_s")),
+        ("dfs.ha.log-roll.period", attr(TailerSettings, "log_roll_period_s")),
+        ("dfs.namenode.checkpoint.check.period", attr(CheckpointConf.from_conf, "check_period_s")),
+    ]
+
+
+_SECONDS_READERS = _seconds_readers()
+
+
+@pytest.mark.parametrize("key,read", _SECONDS_READERS, ids=[k for k, _ in _SECONDS_READERS])
+def test_a_bare_number_is_seconds_where_hadoop_reads_seconds(key, read):
+    """Hadoop reads these with getTimeDuration(key, default, SECONDS, MILLISECONDS)
+    (EditLogTailer, CheckpointConf): an hdfs-site.xml of Hadoop's with `120` meant 120 ms
+    here. A suffix still says its own unit, and a fraction of a second is kept."""
+    assert read(_ha_conf(**{key: "90"})) == pytest.approx(90_000)
+    assert read(_ha_conf(**{key: "20ms"})) == pytest.approx(20)
+    assert read(_ha_conf(**{key: "2m"})) == pytest.approx(120_000)
+    with pytest.raises(ConfigurationError) as info:
+        read(_ha_conf(**{key: "2 fortnights"}))
+    assert str(info.value).startswith(f"Invalid value for {key}: '2 fortnights' is not a ")
 
 
 def test_duration_keys_in_other_units_and_bounds():

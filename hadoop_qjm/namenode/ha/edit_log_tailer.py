@@ -56,9 +56,14 @@ class TailerSettings:
     """The tailer's configuration, read once."""
 
     def __init__(self, conf: Configuration) -> None:
+        # Hadoop reads these three with getTimeDuration(key, default, SECONDS, MILLISECONDS):
+        # a bare number is seconds ("60"), a suffix says otherwise ("20ms").
         self.period_s = (
             conf.get_time_duration(
-                keys.DFS_HA_TAILEDITS_PERIOD_KEY, keys.DFS_HA_TAILEDITS_PERIOD_DEFAULT, "ms"
+                keys.DFS_HA_TAILEDITS_PERIOD_KEY,
+                keys.DFS_HA_TAILEDITS_PERIOD_DEFAULT,
+                "s",
+                return_unit="ms",
             )
             / 1000.0
         )
@@ -66,7 +71,8 @@ class TailerSettings:
             conf.get_time_duration(
                 keys.DFS_HA_TAILEDITS_PERIOD_BACKOFF_MAX_KEY,
                 keys.DFS_HA_TAILEDITS_PERIOD_BACKOFF_MAX_DEFAULT,
-                "ms",
+                "s",
+                return_unit="ms",
             )
             / 1000.0
         )
@@ -74,7 +80,10 @@ class TailerSettings:
             keys.DFS_HA_TAILEDITS_INPROGRESS_KEY, keys.DFS_HA_TAILEDITS_INPROGRESS_DEFAULT
         )
         roll_ms = conf.get_time_duration(
-            keys.DFS_HA_LOGROLL_PERIOD_KEY, keys.DFS_HA_LOGROLL_PERIOD_DEFAULT, "ms"
+            keys.DFS_HA_LOGROLL_PERIOD_KEY,
+            keys.DFS_HA_LOGROLL_PERIOD_DEFAULT,
+            "s",
+            return_unit="ms",
         )
         self.log_roll_period_s = roll_ms / 1000.0 if roll_ms >= 0 else None
         max_txns = conf.get_int(

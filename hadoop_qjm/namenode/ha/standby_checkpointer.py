@@ -65,10 +65,11 @@ class CheckpointConf:
                 keys.DFS_NAMENODE_CHECKPOINT_PERIOD_DEFAULT,
                 "s",
             ),
-            check_period_s=conf.get_time_duration(
+            check_period_s=conf.get_time_duration(  # a bare number is seconds, as Hadoop's
                 keys.DFS_NAMENODE_CHECKPOINT_CHECK_PERIOD_KEY,
                 keys.DFS_NAMENODE_CHECKPOINT_CHECK_PERIOD_DEFAULT,
-                "ms",
+                "s",
+                return_unit="ms",
             )
             / 1000.0,
             quiet_multiplier=conf.get_float(
