@@ -394,6 +394,30 @@ def rpc_activity(http_port: int, rpc_port: int) -> dict:
     return bean
 
 
+def _write_three_finalized_segments(proxies) -> None:
+    """Format, take epoch 1 and write segments 1-3, 4-6 and 7-9 on every node, committed."""
+    for p in proxies:
+        p.format(JID, FAKE_NSINFO)
+        p.new_epoch(JID, FAKE_NSINFO, 1)
+    serial = 0
+    for start in (1, 4, 7):
+        for p in proxies:
+            p.start_log_segment(make_request(serial + 1, committed_txid=start - 1), start, LV)
+            p.journal(
+                make_request(serial + 2, committed_txid=start - 1),
+                start,
+                start,
+                3,
+                create_txn_data(start, 3),
+            )
+            p.finalize_log_segment(
+                make_request(serial + 3, committed_txid=start + 2), start, start + 2
+            )
+        serial += 3
+    for p in proxies:  # piggy-back the last committed txid
+        p.heartbeat(make_request(serial + 1, committed_txid=9))
+
+
 def test_syncer_restores_a_deleted_finalized_segment(tmp_path):
     """TestJournalNodeSync.testJournalNodeSync: a finalized segment deleted on one node
     comes back from its peers, and each node's RPC server counted its requests."""
@@ -406,28 +430,7 @@ def test_syncer_restores_a_deleted_finalized_segment(tmp_path):
             cluster.restart_journal_node(i)
         proxies = [QJournalProtocolProxy(*cluster.rpc_address(i), timeout_s=30) for i in range(3)]
         try:
-            for p in proxies:
-                p.format(JID, FAKE_NSINFO)
-                p.new_epoch(JID, FAKE_NSINFO, 1)
-            serial = 0
-            for start in (1, 4, 7):
-                for p in proxies:
-                    p.start_log_segment(
-                        make_request(serial + 1, committed_txid=start - 1), start, LV
-                    )
-                    p.journal(
-                        make_request(serial + 2, committed_txid=start - 1),
-                        start,
-                        start,
-                        3,
-                        create_txn_data(start, 3),
-                    )
-                    p.finalize_log_segment(
-                        make_request(serial + 3, committed_txid=start + 2), start, start + 2
-                    )
-                serial += 3
-            for p in proxies:  # piggy-back the last committed txid
-                p.heartbeat(make_request(serial + 1, committed_txid=9))
+            _write_three_finalized_segments(proxies)
             victim = cluster.current_dir(0, JID) / "edits_0000000000000000004-0000000000000000006"
             original = (cluster.current_dir(1, JID) / victim.name).read_bytes()
             victim.unlink()
@@ -460,6 +463,52 @@ def test_syncer_restores_a_deleted_finalized_segment(tmp_path):
         finally:
             for p in proxies:
                 p.close()
+
+
+def test_syncer_downloads_are_throttled_by_edit_log_transfer_bandwidth(tmp_path, monkeypatch):
+    """dfs.edit.log.transfer.bandwidthPerSec: the syncer's download goes through Hadoop's
+    DataTransferThrottler at that rate (JournalNodeSyncer.getThrottler), every byte of it;
+    unset, no throttler at all."""
+    from hadoop_qjm.common.http_server import DataTransferThrottler
+    from hadoop_qjm.qjournal.server import journal_node_syncer
+
+    made: list[tuple[int, list[int]]] = []
+
+    class Recording(DataTransferThrottler):
+        def __init__(self, bandwidth_per_sec: int) -> None:
+            super().__init__(bandwidth_per_sec, sleep=lambda s: None)
+            self.counted: list[int] = []
+            made.append((bandwidth_per_sec, self.counted))
+
+        def throttle(self, num_bytes: int) -> None:
+            self.counted.append(num_bytes)
+            super().throttle(num_bytes)
+
+    monkeypatch.setattr(journal_node_syncer, "DataTransferThrottler", Recording)
+    for bandwidth in ("0", "4096"):
+        conf = Configuration()
+        conf.set("dfs.journalnode.sync.interval", "100")
+        conf.set("dfs.edit.log.transfer.bandwidthPerSec", bandwidth)
+        with MiniJournalCluster(3, base_dir=tmp_path / bandwidth, conf=conf) as cluster:
+            cluster.conf.set("dfs.namenode.shared.edits.dir", cluster.quorum_journal_uri(JID))
+            for i in range(3):
+                cluster.restart_journal_node(i)
+            proxies = [
+                QJournalProtocolProxy(*cluster.rpc_address(i), timeout_s=30) for i in range(3)
+            ]
+            try:
+                _write_three_finalized_segments(proxies)
+                name = "edits_0000000000000000004-0000000000000000006"
+                victim = cluster.current_dir(0, JID) / name
+                victim.unlink()
+                wait_for(victim.exists, what="the syncer to restore the segment")
+            finally:
+                for p in proxies:
+                    p.close()
+        if bandwidth == "0":
+            assert made == []
+    ((rate, counted),) = made
+    assert rate == 4096 and sum(counted) == victim.stat().st_size
 
 
 # ---- when a journal gets its syncer (TestJournalNode's testJournalNodeSyncer* cases) ---------

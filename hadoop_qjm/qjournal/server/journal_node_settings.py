@@ -104,6 +104,9 @@ class JournalNodeSettings:
     enable_sync: bool
     sync_interval_ms: int
     edit_log_transfer_timeout_ms: int
+    #: ``dfs.edit.log.transfer.bandwidthPerSec``: the syncer's downloads, bytes/s (0: no
+    #: throttle), as Hadoop's JournalNodeSyncer.getThrottler.
+    edit_log_transfer_bandwidth: int = 0
     #: ``dfs.journalnode.enable.sync.format``: an unformatted journal formats itself from
     #: its peers (HDFS-16690; docs/journalnode.md "Replacing a JournalNode").
     enable_sync_format: bool = False
@@ -121,6 +124,7 @@ class JournalNodeSettings:
             enable_sync=read(conf, keys.DFS_JOURNALNODE_ENABLE_SYNC_KEY),
             sync_interval_ms=read(conf, keys.DFS_JOURNALNODE_SYNC_INTERVAL_KEY),
             edit_log_transfer_timeout_ms=read(conf, keys.DFS_EDIT_LOG_TRANSFER_TIMEOUT_KEY),
+            edit_log_transfer_bandwidth=read(conf, keys.DFS_EDIT_LOG_TRANSFER_RATE_KEY),
             enable_sync_format=read(conf, keys.DFS_JOURNALNODE_ENABLE_SYNC_FORMAT_KEY),
         )
         # The keys the journals, the edits cache and the HTTP server read where they use them.

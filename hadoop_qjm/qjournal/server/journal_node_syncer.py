@@ -39,6 +39,7 @@ import psutil
 
 from hadoop_qjm.common.domain_name_resolver import DNSDomainNameResolver, DomainNameResolver
 from hadoop_qjm.common.exceptions import HadoopException
+from hadoop_qjm.common.http_server import DataTransferThrottler
 from hadoop_qjm.common.http_transfer import TransferSession
 from hadoop_qjm.common.progress import TransferProgress, transfer_summary
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog
@@ -180,6 +181,7 @@ class JournalNodeSyncer:
         settings = journal_node.settings  # read and checked when the JournalNode was made
         self.interval_s = settings.sync_interval_ms / 1000.0
         self.transfer_timeout_s = settings.edit_log_transfer_timeout_ms / 1000.0
+        self.bandwidth_per_sec = settings.edit_log_transfer_bandwidth
         self._next_peer = 0
         self._stop = threading.Event()
         # For the status page: when the last round ended (wall-clock ms) and how.
@@ -423,9 +425,17 @@ class JournalNodeSyncer:
         # Every op's frame, CRC and txid are checked as the bytes arrive (the scrubber's
         # check), not in a second pass over the file.
         verifier = SegmentVerifier(log.start_txid, log.end_txid, DEFAULT_MAX_OP_SIZE)
+        on_chunk = verifier.feed
+        if self.bandwidth_per_sec > 0:  # dfs.edit.log.transfer.bandwidthPerSec
+            throttler = DataTransferThrottler(self.bandwidth_per_sec)
+
+            def on_chunk(chunk: bytes) -> None:
+                verifier.feed(chunk)
+                throttler.throttle(len(chunk))
+
         started = time.monotonic()
         try:
-            size = self.fetch(peer, from_url, log, tmp, progress=progress, on_chunk=verifier.feed)
+            size = self.fetch(peer, from_url, log, tmp, progress=progress, on_chunk=on_chunk)
             took = transfer_summary(size, time.monotonic() - started)
             finding = verifier.finish()
             if finding is not None:
