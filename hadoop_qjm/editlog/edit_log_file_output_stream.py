@@ -52,12 +52,21 @@ class EditLogFileOutputStream:
     """
 
     def __init__(
-        self, path: str | os.PathLike, initial_size: int = DEFAULT_OUTPUT_BUFFER_CAPACITY
+        self,
+        path: str | os.PathLike,
+        initial_size: int = DEFAULT_OUTPUT_BUFFER_CAPACITY,
+        *,
+        sync_writes: bool = False,
     ) -> None:
         self.path = Path(path)
         self.double_buf: EditsDoubleBuffer | None = EditsDoubleBuffer(initial_size)
+        #: ``dfs.namenode.edits.noeditlogchannelflush``: the file is opened O_SYNC (Hadoop's
+        #: RandomAccessFile "rws"), so every write is durable when it returns and no
+        #: fdatasync follows it (Hadoop skips FileChannel.force).
+        self.sync_writes = sync_writes
+        flags = os.O_RDWR | os.O_CREAT | (os.O_SYNC if sync_writes else 0)
         try:
-            self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            self._fd: int | None = os.open(self.path, flags, 0o644)
         except OSError as e:
             raise IOException(f"Unable to open edit log {self.path}: {e}") from e
         # Like Hadoop, an existing file is appended to until create() truncates it.
@@ -185,7 +194,7 @@ class EditLogFileOutputStream:
                 self._preallocate(fd, buf.count_ready_bytes())
                 buf.flush_to(functools.partial(self._write_at_position, fd))
                 if durable:
-                    os.fdatasync(fd)
+                    self._fdatasync(fd)
         except OSError as e:
             self._fail(e)
             raise IOException(f"Unable to write edit log {self.path}: {e}") from e
@@ -232,7 +241,7 @@ class EditLogFileOutputStream:
                     written = self._batches_written
                 with self._using_fd() as fd:
                     try:
-                        os.fdatasync(fd)
+                        self._fdatasync(fd)
                     except OSError as e:
                         self._fail(e)  # before the next fdatasync may start
                         raise
@@ -260,7 +269,7 @@ class EditLogFileOutputStream:
                 self._preallocate(fd, len(data))
                 self._write_at_position(fd, data)
                 if durable:
-                    os.fdatasync(fd)
+                    self._fdatasync(fd)
         except OSError as e:
             self._fail(e)
             raise IOException(f"Unable to write edit log {self.path}: {e}") from e
@@ -271,10 +280,14 @@ class EditLogFileOutputStream:
         self._check_usable()
         try:
             with self._using_fd() as fd:
-                os.fdatasync(fd)
+                self._fdatasync(fd)
         except OSError as e:
             self._fail(e)
             raise IOException(f"Unable to sync edit log {self.path}: {e}") from e
+
+    def _fdatasync(self, fd: int) -> None:
+        if not self.sync_writes:  # O_SYNC: each write was durable when it returned
+            os.fdatasync(fd)
 
     def _write_at_position(self, fd: int, data: bytes | bytearray | memoryview) -> None:
         pos = self._pos

@@ -24,6 +24,7 @@ from hadoop_qjm.common.durable import fsync_dir
 from hadoop_qjm.common.exceptions import CorruptionException, IllegalStateException, IOException
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog
 from hadoop_qjm.common.storage_info import StorageInfo
+from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.editlog.edit_log_file_input_stream import EditLogFileInputStream, scan_edit_log
 from hadoop_qjm.editlog.edit_log_file_output_stream import EditLogFileOutputStream
 from hadoop_qjm.editlog.journal_manager import JournalManager
@@ -183,6 +184,11 @@ class FileJournalManager(JournalManager):
             max_op_size = conf.get_int("dfs.namenode.max.op.size", 50 * 1024 * 1024)
         self.max_op_size = max_op_size
         self.output_buffer_capacity = DEFAULT_OUTPUT_BUFFER_CAPACITY
+        #: dfs.namenode.edits.noeditlogchannelflush: segments written O_SYNC, no fdatasync.
+        self.sync_writes = conf is not None and conf.get_bool(
+            keys.DFS_NAMENODE_EDITS_NOEDITLOGCHANNELFLUSH_KEY,
+            keys.DFS_NAMENODE_EDITS_NOEDITLOGCHANNELFLUSH_DEFAULT,
+        )
         self.current_in_progress: Path | None = None
         #: Scans of in-progress files stop here (the JournalNode sets its highest written txid).
         self.last_readable_txid: int | None = None
@@ -196,7 +202,9 @@ class FileJournalManager(JournalManager):
 
     def start_log_segment(self, txid: int, layout_version: int) -> EditLogFileOutputStream:
         path = self.current_dir / inprogress_edits_file_name(txid)
-        stream = EditLogFileOutputStream(path, self.output_buffer_capacity)
+        stream = EditLogFileOutputStream(
+            path, self.output_buffer_capacity, sync_writes=self.sync_writes
+        )
         stream.create(layout_version)
         fsync_dir(self.current_dir)
         self.current_in_progress = path

@@ -189,6 +189,46 @@ def test_durable_flush_syncs_and_non_durable_does_not(
     stream.close()
 
 
+def test_noeditlogchannelflush_writes_o_sync_and_never_fdatasyncs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dfs.namenode.edits.noeditlogchannelflush (Hadoop's "rws" file, no FileChannel.force):
+    the segment's fd is O_SYNC, so each write is durable when it returns, and none of the
+    ways a batch is made durable (flush, write_batch, sync, the pipelined wait_sent) calls
+    fdatasync; the bytes are the same. FileJournalManager takes it from its conf."""
+    import fcntl
+
+    from hadoop_qjm.conf import Configuration
+    from hadoop_qjm.editlog.file_journal_manager import FileJournalManager
+
+    calls: list[int] = []
+    real = os.fdatasync
+    monkeypatch.setattr(output_module.os, "fdatasync", lambda fd: (calls.append(fd), real(fd)))
+    conf = Configuration()
+    conf.set("dfs.namenode.edits.noeditlogchannelflush", "true")
+    fjm = FileJournalManager(conf, tmp_path)
+    stream = fjm.start_log_segment(1, -67)
+    assert stream.sync_writes and fcntl.fcntl(stream._fd, fcntl.F_GETFL) & os.O_SYNC
+    stream.write(MkdirOp.create(1, "/a"))
+    stream.set_ready_to_flush()
+    stream.flush()
+    stream.write_batch(encode_op(MkdirOp.create(2, "/b")))
+    stream.sync()
+    stream.write(MkdirOp.create(3, "/c"))
+    stream.set_ready_to_flush()
+    stream.wait_sent(stream.send_ready())
+    assert calls == []
+    stream.close()
+    plain = FileJournalManager(Configuration(), tmp_path / "plain")
+    (tmp_path / "plain").mkdir()
+    other = plain.start_log_segment(1, -67)
+    assert not other.sync_writes and not fcntl.fcntl(other._fd, fcntl.F_GETFL) & os.O_SYNC
+    other.abort()
+    segment = tmp_path / "edits_inprogress_0000000000000000001"
+    with EditLogFileInputStream(segment, 1, is_in_progress=True) as reader:
+        assert [op.path for op in reader] == ["/a", "/b", "/c"]
+
+
 def test_pipelined_batches_reach_the_file_in_order_only_when_waited_for(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

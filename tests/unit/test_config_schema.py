@@ -211,8 +211,6 @@ NOT_KEYS = {
 NOT_READ = {
     "dfs.ha.log-roll.rpc.timeout": "Hadoop's default; the standby's roll uses its own timeout",
     "dfs.ha.tail-edits.namenode-retries": "Hadoop's default; a standby here asks one active",
-    # Found by this test: documented as working, read nowhere (left for their own fix).
-    "dfs.namenode.edits.noeditlogchannelflush": "documented as skipping local fsyncs; unread",
 }
 
 
