@@ -31,7 +31,7 @@ checks each equals the schema's ``<value>``.
 
 from __future__ import annotations
 
-import os
+import importlib.resources
 import re
 import sys
 from collections.abc import Iterator
@@ -120,11 +120,15 @@ def _form_regex(form: str) -> re.Pattern[str]:
     return re.compile(r"[^.]+".join(re.escape(part) for part in parts))
 
 
-def schema_dir() -> Path:
+def schema_dir() -> Any:
     """Where the schema files are: ``conf/`` beside the package in a checkout, else
-    ``<prefix>/etc/hadoop-qjm-py`` (where ``pip install`` puts the shipped ``conf/``)."""
+    ``<prefix>/etc/hadoop-qjm-py`` (where ``pip install`` puts the shipped ``conf/``), else
+    inside the package itself (``hadoop_qjm/conf/``: the zip a Spark job ships to its
+    executors carries them there, :func:`hadoop_qjm.spark.session.package_zip`). A
+    directory, or an ``importlib.resources`` traversable of one."""
     checkout = Path(__file__).resolve().parents[2] / "conf"
-    for candidate in (checkout, Path(sys.prefix) / "etc" / "hadoop-qjm-py"):
+    packaged = importlib.resources.files("hadoop_qjm.conf")
+    for candidate in (checkout, Path(sys.prefix) / "etc" / "hadoop-qjm-py", packaged):
         if (candidate / SCHEMA_FILES[-1]).is_file():
             return candidate
     raise ConfigurationError(f"The configuration schema ({', '.join(SCHEMA_FILES)}) is missing")
@@ -141,9 +145,9 @@ def load(directory: str | None = None) -> tuple[ConfigKey, ...]:
     return tuple(entries)
 
 
-def _parse_file(path: Path) -> Iterator[ConfigKey]:
+def _parse_file(path: Any) -> Iterator[ConfigKey]:
     parser = etree.XMLParser(resolve_entities=False, no_network=True, remove_comments=True)
-    root = etree.parse(os.fspath(path), parser).getroot()
+    root = etree.fromstring(path.read_bytes(), parser)
     for prop in root.iter("property"):
         fields: dict[str, list[str]] = {}
         for child in prop:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hadoop_qjm.common.exceptions import HadoopException
+from hadoop_qjm.conf import config_schema
 
 __all__ = [
     "PYSPARK_MISSING",
@@ -125,8 +126,9 @@ def _scratch_dir(prefix: str) -> str:
 def package_zip() -> Path:
     """``hadoop_qjm`` as a zip for ``addPyFile``: built once per process, removed at exit.
 
-    Sources and package data (the Thrift IDL) only: no ``__pycache__``. Importing from a
-    zip works because the IDL is read through ``importlib.resources``.
+    Sources and package data (the Thrift IDL) only: no ``__pycache__``; and the
+    configuration schema. Importing from a zip works because the IDL and the schema are
+    read through ``importlib.resources``.
     """
     global _zip_path
     if _zip_path is not None and _zip_path.exists():
@@ -146,6 +148,11 @@ def package_zip() -> Path:
             if "__pycache__" in path.parts or path.suffix in (".pyc", ".pyo") or path.is_dir():
                 continue
             zf.write(path, Path("hadoop_qjm") / path.relative_to(package_dir))
+        # The configuration schema (conf/*-default.xml), which every daemon and the quorum
+        # client read: in the package, where config_schema looks last.
+        schema = config_schema.schema_dir()
+        for name in config_schema.SCHEMA_FILES:
+            zf.writestr(f"hadoop_qjm/conf/{name}", (schema / name).read_bytes())
     _zip_path = target
     return target
 

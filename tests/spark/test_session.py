@@ -26,3 +26,17 @@ def test_executors_import_the_shipped_zip(spark) -> None:
     files = spark.sparkContext.parallelize(range(4), 2).map(where).collect()
     assert all("hadoop_qjm.zip" in f for f in files), files
     assert package_zip() == package_zip()  # built once per process
+
+
+def test_executors_read_the_configuration_schema_from_the_shipped_zip(spark) -> None:
+    """The zip carries conf/*-default.xml in hadoop_qjm/conf/: an executor importing the
+    package from it (no checkout beside it) finds the schema every daemon reads at start;
+    without it every seed of the campaign failed ("The configuration schema … is missing")."""
+
+    def schema_where(_):
+        from hadoop_qjm.conf import config_schema
+
+        return str(config_schema.schema_dir()), len(config_schema.load())
+
+    found = spark.sparkContext.parallelize(range(2), 2).map(schema_where).collect()
+    assert all("hadoop_qjm.zip" in where and keys > 100 for where, keys in found), found
