@@ -134,7 +134,7 @@ def prepare_responses(draw) -> list[PrepareRecoveryResponse]:
     return answers
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(prepare_responses())
 def test_chosen_source_follows_the_papers_rules(answers) -> None:
     chosen, _ = best_recovery_source(list(enumerate(answers)))
