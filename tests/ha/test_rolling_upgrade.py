@@ -13,6 +13,7 @@ docs/ha.md "Upgrades"): prepare, query, finalize, rollback and each refusal.
 from __future__ import annotations
 
 import json
+import random
 import re
 import urllib.request
 from pathlib import Path
@@ -252,3 +253,73 @@ def test_bootstrap_standby_mid_upgrade_takes_the_rollback_image(pair, mjc, tmp_p
     info = nn2.rolling_upgrade("QUERY")
     assert info is not None and info.created_rollback_images
     assert rollback_images(tmp_path, "nn2") == [f"fsimage_rollback_{r:019d}"]
+
+
+# ---- the whole HA procedure (Hadoop's TestJournalNodeSync.testSyncDuringRollingUpgrade) -----
+def restart_into_the_upgrade(pair, nnid: str) -> None:
+    """``namenode -rollingUpgrade started`` in process: stop ``nnid`` and start it again
+    (the option only starts the daemon; the upgrade's state is in its edits and images)."""
+    pair[nnid].stop()
+    pair.start(nnid)
+
+
+def fail_over(pair, active: str, standby: str) -> None:
+    pair[active].transition_to_standby()
+    pair[standby].transition_to_active()
+
+
+def delete_segments_from_random_journal_nodes(pair, mjc, active: str, rng) -> list[Path]:
+    """TestJournalNodeSync.deleteEditLogsFromRandomJN: 20 segments of one mkdir each (a
+    roll after each), then 5 of them, chosen at random, deleted from a random JournalNode;
+    returns the deleted files. One more mkdir takes the committed txid past them all."""
+    names = []
+    with pair.proxy(active) as client:
+        start = pair[active].roll_edit_log().cur_segment_txid
+        for _ in range(20):
+            client.mkdirs(f"/sync/{start}")
+            end = pair[active].roll_edit_log().cur_segment_txid
+            names.append(f"edits_{start:019d}-{end - 1:019d}")
+            start = end
+        deleted = []
+        for name in rng.sample(names, 5):
+            victim = mjc.current_dir(rng.randrange(3), JID) / name
+            wait_until(victim.exists, 30, f"{victim} finalized")
+            victim.unlink()
+            deleted.append(victim)
+        client.mkdirs(f"/sync/after-{start}")
+    return deleted
+
+
+def all_exist(paths: list[Path]) -> bool:
+    return all(p.exists() for p in paths)
+
+
+def syncing(mjc) -> None:
+    """Every JournalNode of ``mjc`` runs a JournalNodeSyncer for the journal, every 100 ms."""
+    mjc.conf.set("dfs.journalnode.sync.interval", "100")
+    mjc.share_edits(JID)
+
+
+def test_sync_during_rolling_upgrade(pair, mjc, tmp_path) -> None:
+    """TestJournalNodeSync.testSyncDuringRollingUpgrade: through prepare, the restart of
+    each NameNode into the upgrade and a failover, the query answers the same upgrade, and
+    finalized segments deleted on random JournalNodes are restored by their syncers; they
+    are all still there after finalize."""
+    syncing(mjc)
+    p, _ = prepared(pair, tmp_path)
+    info = p.rolling_upgrade("QUERY")
+    restart_into_the_upgrade(pair, "nn2")
+    assert p.rolling_upgrade("QUERY") == info
+    rng = random.Random(36)
+    missing = delete_segments_from_random_journal_nodes(pair, mjc, "nn1", rng)
+    wait_until(lambda: all_exist(missing), 30, "the syncers to restore the segments")
+    p.close()
+    fail_over(pair, "nn1", "nn2")
+    restart_into_the_upgrade(pair, "nn1")
+    with pair.proxy("nn2") as p2:
+        assert p2.rolling_upgrade("QUERY") == info
+        missing += delete_segments_from_random_journal_nodes(pair, mjc, "nn2", rng)
+        wait_until(lambda: all_exist(missing), 30, "the syncers to restore the segments")
+        done = p2.rolling_upgrade("FINALIZE")
+    assert done.is_finalized
+    assert [p for p in missing if not p.exists()] == []
