@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import threading
 import urllib.request
 from pathlib import Path
 
@@ -23,10 +24,11 @@ import pytest
 from hadoop_qjm.common.exceptions import AccessControlException, FileNotFoundException
 from hadoop_qjm.editlog.fs_edit_log_op import RollingUpgradeFinalizeOp, RollingUpgradeStartOp
 from hadoop_qjm.namenode.ha.bootstrap_standby import bootstrap_standby
+from hadoop_qjm.namenode.ha.failover_proxy import namenode_proxy_from_conf
 from hadoop_qjm.namenode.ha.ha_util import resolve_ha_conf
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy
 from hadoop_qjm.namenode.rolling_rollback import rolling_rollback
-from hadoop_qjm.namenode.rolling_upgrade import NO_ROLLING_UPGRADE
+from hadoop_qjm.namenode.rolling_upgrade import NO_ROLLING_UPGRADE, rolling_upgrade_message
 from hadoop_qjm.testing.in_process_ha import NS, wait_until
 from hadoop_qjm.tools import dfs_admin
 from tests.integration.namenode_support import read_ops
@@ -323,3 +325,103 @@ def test_sync_during_rolling_upgrade(pair, mjc, tmp_path) -> None:
         done = p2.rolling_upgrade("FINALIZE")
     assert done.is_finalized
     assert [p for p in missing if not p.exists()] == []
+
+
+class Writer:
+    """A client streaming mkdirs through the nameservice's failover proxy: ``acked`` the
+    paths it was told were made, ``errors`` the calls that failed after its retries."""
+
+    def __init__(self, pair) -> None:
+        self.acked: list[str] = []
+        self.errors: list[BaseException] = []
+        self._stop = threading.Event()
+        self._client = namenode_proxy_from_conf(pair.client_conf(), timeout_s=30)
+        self._thread = threading.Thread(target=self._run, name="mkdirs")
+        self._thread.start()
+
+    def _run(self) -> None:
+        i = 0
+        while not self._stop.is_set():
+            try:
+                if self._client.mkdirs(f"/load/{i}"):
+                    self.acked.append(f"/load/{i}")
+            except Exception as e:  # noqa: BLE001 - the test asserts there is none
+                self.errors.append(e)
+            i += 1
+
+    def more(self, n: int, what: str) -> None:
+        """Wait for ``n`` more acknowledged mkdirs (the writer goes on through each step)."""
+        target = len(self.acked) + n
+        wait_until(lambda: len(self.acked) >= target or self.errors, 30, what)
+        assert self.errors == [], self.errors[:3]
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        self._client.close()
+
+
+def start_then_finalize(ops: list) -> bool:
+    """One OP_ROLLING_UPGRADE_START, its segment's end right after it, then one
+    OP_ROLLING_UPGRADE_FINALIZE."""
+    names = [type(op).__name__ for op in ops]
+    if names.count("RollingUpgradeStartOp") != 1 or names.count("RollingUpgradeFinalizeOp") != 1:
+        return False
+    start = names.index("RollingUpgradeStartOp")
+    return names[start + 1] == "EndLogSegmentOp" and start < names.index("RollingUpgradeFinalizeOp")
+
+
+def test_rolling_upgrade_of_the_ha_pair_while_a_client_writes(pair, mjc, tmp_path) -> None:
+    """docs/ha.md "Upgrades", every step, in process (tests/system has it with processes,
+    slow): prepare, query until "Proceed", nn2 restarted into the upgrade, failover, nn1
+    restarted, each JournalNode restarted then a roll, finalize — while a client writes
+    through the failover proxy. No acknowledged mkdir lost, no call failed, one START and
+    one FINALIZE in the journal after it, no rollback image left."""
+    pair["nn1"].transition_to_active()
+    writer = Writer(pair)
+    try:
+        writer.more(20, "mkdirs on nn1")
+        with pair.proxy("nn1") as p1:
+            assert p1.rolling_upgrade("PREPARE").is_started
+            wait_until(
+                lambda: (
+                    "Proceed with rolling upgrade:"
+                    in rolling_upgrade_message(p1.rolling_upgrade("QUERY"))
+                ),
+                30,
+                "Proceed",
+            )
+        writer.more(20, "mkdirs after prepare")
+        restart_into_the_upgrade(pair, "nn2")
+        writer.more(20, "mkdirs with nn2 restarted")
+        fail_over(pair, "nn1", "nn2")
+        writer.more(20, "mkdirs on nn2")
+        restart_into_the_upgrade(pair, "nn1")
+        writer.more(20, "mkdirs with nn1 restarted")
+        for i in range(3):
+            # A restarted JournalNode joins the stream at the next segment: roll before the
+            # next one stops (docs/ha.md, step 6).
+            mjc.restart_journal_node(i)
+            pair["nn2"].roll_edit_log()
+            writer.more(20, f"mkdirs after JournalNode {i} restarted")
+        with pair.proxy("nn2") as p2:
+            assert p2.rolling_upgrade("FINALIZE").is_finalized
+        writer.more(20, "mkdirs after finalize")
+    finally:
+        writer.stop()
+    assert writer.errors == [], writer.errors[:3]
+    with pair.proxy("nn2") as p2:
+        lost = [path for path in writer.acked if p2.get_file_info(path) is None]
+    assert lost == [], f"{len(lost)} acknowledged mkdirs lost, e.g. {lost[:5]}"
+    # A quorum's copies (one JournalNode may lag the acknowledgement, or lack the segment
+    # written while it restarted) hold the START, its segment's end, then the FINALIZE.
+    wait_until(
+        lambda: sum(start_then_finalize(journal_ops(mjc, i)) for i in range(3)) >= 2,
+        30,
+        f"START then FINALIZE in a quorum's journals: {[journal_ops(mjc, i)[-3:] for i in range(3)]}",
+    )
+    wait_until(
+        lambda: rollback_images(tmp_path, "nn1") == rollback_images(tmp_path, "nn2") == [],
+        30,
+        "the rollback images renamed",
+    )
