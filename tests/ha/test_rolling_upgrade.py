@@ -327,6 +327,29 @@ def test_sync_during_rolling_upgrade(pair, mjc, tmp_path) -> None:
     assert [p for p in missing if not p.exists()] == []
 
 
+def test_the_syncers_do_not_bring_back_what_a_rollback_discarded(pair, mjc, tmp_path) -> None:
+    """With every JournalNode syncing, a rollback's discards stay discarded: JournalNode 0
+    discarded from R+1 (the rollback got there first) while its peers still list the later
+    segments, and a round of its syncer installs none of them (its committed-txid is R
+    now); after the whole rollback no segment after R is back in any ``current/``."""
+    syncing(mjc)
+    p, r = prepared(pair, tmp_path)
+    for i in range(3):
+        p.mkdirs(f"/after/{i}")
+        pair["nn1"].roll_edit_log()
+    pair.stop()
+    node0 = mjc.journal_node(0)
+    node0.get_or_create_journal(JID).discard_segments(r + 1)
+    assert node0._syncers[JID].sync_once() == 0
+    assert rolling_rollback(resolve_ha_conf(pair.conf, "nn1")[0]) == r
+    for i in range(3):
+        assert mjc.journal_node(i)._syncers[JID].sync_once() == 0
+        cur = mjc.current_dir(i, JID)
+        kept = [f.name for f in cur.glob("edits_*") if not f.name.endswith(".trash")]
+        assert all(first_txid(name) <= r for name in kept), (i, kept)
+        assert len(list(cur.glob("edits_*.trash"))) >= 3, i
+
+
 class Writer:
     """A client streaming mkdirs through the nameservice's failover proxy: ``acked`` the
     paths it was told were made, ``errors`` the calls that failed after its retries."""
