@@ -8,6 +8,11 @@ docs/ha.md "Upgrades"): prepare, query, finalize, rollback and each refusal.
     query          "Preparing ..." until nn1 has fsimage_rollback_R, then "Proceed ..."
     rollback       (both stopped) fsimage_rollback_R -> fsimage_R; every JournalNode's
                    segments from R+1 on -> .trash, committed-txid = R
+
+The whole HA procedure (both NameNodes restarted into the upgrade, a failover, each
+JournalNode restarted) runs here in process while a client writes, and as Hadoop's
+TestJournalNodeSync.testSyncDuringRollingUpgrade with the JournalNodes' syncers restoring
+deleted segments; tests/system/test_rolling_upgrade.py does it with processes (slow).
 """
 
 from __future__ import annotations
