@@ -8,12 +8,19 @@ docs/ha.md "Upgrades"): prepare, query, finalize, rollback and each refusal.
     query          "Preparing ..." until nn1 has fsimage_rollback_R, then "Proceed ..."
     rollback       (both stopped) fsimage_rollback_R -> fsimage_R; every JournalNode's
                    segments from R+1 on -> .trash, committed-txid = R
+
+The whole HA procedure (both NameNodes restarted into the upgrade, a failover, each
+JournalNode restarted) runs here in process while a client writes, and as Hadoop's
+TestJournalNodeSync.testSyncDuringRollingUpgrade with the JournalNodes' syncers restoring
+deleted segments; tests/system/test_rolling_upgrade.py does it with processes (slow).
 """
 
 from __future__ import annotations
 
 import json
+import random
 import re
+import threading
 import urllib.request
 from pathlib import Path
 
@@ -22,10 +29,11 @@ import pytest
 from hadoop_qjm.common.exceptions import AccessControlException, FileNotFoundException
 from hadoop_qjm.editlog.fs_edit_log_op import RollingUpgradeFinalizeOp, RollingUpgradeStartOp
 from hadoop_qjm.namenode.ha.bootstrap_standby import bootstrap_standby
+from hadoop_qjm.namenode.ha.failover_proxy import namenode_proxy_from_conf
 from hadoop_qjm.namenode.ha.ha_util import resolve_ha_conf
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy
 from hadoop_qjm.namenode.rolling_rollback import rolling_rollback
-from hadoop_qjm.namenode.rolling_upgrade import NO_ROLLING_UPGRADE
+from hadoop_qjm.namenode.rolling_upgrade import NO_ROLLING_UPGRADE, rolling_upgrade_message
 from hadoop_qjm.testing.in_process_ha import NS, wait_until
 from hadoop_qjm.tools import dfs_admin
 from tests.integration.namenode_support import read_ops
@@ -252,3 +260,196 @@ def test_bootstrap_standby_mid_upgrade_takes_the_rollback_image(pair, mjc, tmp_p
     info = nn2.rolling_upgrade("QUERY")
     assert info is not None and info.created_rollback_images
     assert rollback_images(tmp_path, "nn2") == [f"fsimage_rollback_{r:019d}"]
+
+
+# ---- the whole HA procedure (Hadoop's TestJournalNodeSync.testSyncDuringRollingUpgrade) -----
+def restart_into_the_upgrade(pair, nnid: str) -> None:
+    """``namenode -rollingUpgrade started`` in process: stop ``nnid`` and start it again
+    (the option only starts the daemon; the upgrade's state is in its edits and images)."""
+    pair[nnid].stop()
+    pair.start(nnid)
+
+
+def fail_over(pair, active: str, standby: str) -> None:
+    pair[active].transition_to_standby()
+    pair[standby].transition_to_active()
+
+
+def delete_segments_from_random_journal_nodes(pair, mjc, active: str, rng) -> list[Path]:
+    """TestJournalNodeSync.deleteEditLogsFromRandomJN: 20 segments of one mkdir each (a
+    roll after each), then 5 of them, chosen at random, deleted from a random JournalNode;
+    returns the deleted files. One more mkdir takes the committed txid past them all."""
+    names = []
+    with pair.proxy(active) as client:
+        start = pair[active].roll_edit_log().cur_segment_txid
+        for _ in range(20):
+            client.mkdirs(f"/sync/{start}")
+            end = pair[active].roll_edit_log().cur_segment_txid
+            names.append(f"edits_{start:019d}-{end - 1:019d}")
+            start = end
+        deleted = []
+        for name in rng.sample(names, 5):
+            victim = mjc.current_dir(rng.randrange(3), JID) / name
+            wait_until(victim.exists, 30, f"{victim} finalized")
+            victim.unlink()
+            deleted.append(victim)
+        client.mkdirs(f"/sync/after-{start}")
+    return deleted
+
+
+def all_exist(paths: list[Path]) -> bool:
+    return all(p.exists() for p in paths)
+
+
+def syncing(mjc) -> None:
+    """Every JournalNode of ``mjc`` runs a JournalNodeSyncer for the journal, every 100 ms."""
+    mjc.conf.set("dfs.journalnode.sync.interval", "100")
+    mjc.share_edits(JID)
+
+
+def test_sync_during_rolling_upgrade(pair, mjc, tmp_path) -> None:
+    """TestJournalNodeSync.testSyncDuringRollingUpgrade: through prepare, the restart of
+    each NameNode into the upgrade and a failover, the query answers the same upgrade, and
+    finalized segments deleted on random JournalNodes are restored by their syncers; they
+    are all still there after finalize."""
+    syncing(mjc)
+    p, _ = prepared(pair, tmp_path)
+    info = p.rolling_upgrade("QUERY")
+    restart_into_the_upgrade(pair, "nn2")
+    assert p.rolling_upgrade("QUERY") == info
+    rng = random.Random(36)
+    missing = delete_segments_from_random_journal_nodes(pair, mjc, "nn1", rng)
+    wait_until(lambda: all_exist(missing), 30, "the syncers to restore the segments")
+    p.close()
+    fail_over(pair, "nn1", "nn2")
+    restart_into_the_upgrade(pair, "nn1")
+    with pair.proxy("nn2") as p2:
+        assert p2.rolling_upgrade("QUERY") == info
+        missing += delete_segments_from_random_journal_nodes(pair, mjc, "nn2", rng)
+        wait_until(lambda: all_exist(missing), 30, "the syncers to restore the segments")
+        done = p2.rolling_upgrade("FINALIZE")
+    assert done.is_finalized
+    assert [p for p in missing if not p.exists()] == []
+
+
+def test_the_syncers_do_not_bring_back_what_a_rollback_discarded(pair, mjc, tmp_path) -> None:
+    """With every JournalNode syncing, a rollback's discards stay discarded: JournalNode 0
+    discarded from R+1 (the rollback got there first) while its peers still list the later
+    segments, and a round of its syncer installs none of them (its committed-txid is R
+    now); after the whole rollback no segment after R is back in any ``current/``."""
+    syncing(mjc)
+    p, r = prepared(pair, tmp_path)
+    for i in range(3):
+        p.mkdirs(f"/after/{i}")
+        pair["nn1"].roll_edit_log()
+    pair.stop()
+    node0 = mjc.journal_node(0)
+    node0.get_or_create_journal(JID).discard_segments(r + 1)
+    assert node0._syncers[JID].sync_once() == 0
+    assert rolling_rollback(resolve_ha_conf(pair.conf, "nn1")[0]) == r
+    for i in range(3):
+        assert mjc.journal_node(i)._syncers[JID].sync_once() == 0
+        cur = mjc.current_dir(i, JID)
+        kept = [f.name for f in cur.glob("edits_*") if not f.name.endswith(".trash")]
+        assert all(first_txid(name) <= r for name in kept), (i, kept)
+        assert len(list(cur.glob("edits_*.trash"))) >= 3, i
+
+
+class Writer:
+    """A client streaming mkdirs through the nameservice's failover proxy: ``acked`` the
+    paths it was told were made, ``errors`` the calls that failed after its retries."""
+
+    def __init__(self, pair) -> None:
+        self.acked: list[str] = []
+        self.errors: list[BaseException] = []
+        self._stop = threading.Event()
+        self._client = namenode_proxy_from_conf(pair.client_conf(), timeout_s=30)
+        self._thread = threading.Thread(target=self._run, name="mkdirs")
+        self._thread.start()
+
+    def _run(self) -> None:
+        i = 0
+        while not self._stop.is_set():
+            try:
+                if self._client.mkdirs(f"/load/{i}"):
+                    self.acked.append(f"/load/{i}")
+            except Exception as e:  # noqa: BLE001 - the test asserts there is none
+                self.errors.append(e)
+            i += 1
+
+    def more(self, n: int, what: str) -> None:
+        """Wait for ``n`` more acknowledged mkdirs (the writer goes on through each step)."""
+        target = len(self.acked) + n
+        wait_until(lambda: len(self.acked) >= target or self.errors, 30, what)
+        assert self.errors == [], self.errors[:3]
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        self._client.close()
+
+
+def start_then_finalize(ops: list) -> bool:
+    """One OP_ROLLING_UPGRADE_START, its segment's end right after it, then one
+    OP_ROLLING_UPGRADE_FINALIZE."""
+    names = [type(op).__name__ for op in ops]
+    if names.count("RollingUpgradeStartOp") != 1 or names.count("RollingUpgradeFinalizeOp") != 1:
+        return False
+    start = names.index("RollingUpgradeStartOp")
+    return names[start + 1] == "EndLogSegmentOp" and start < names.index("RollingUpgradeFinalizeOp")
+
+
+def test_rolling_upgrade_of_the_ha_pair_while_a_client_writes(pair, mjc, tmp_path) -> None:
+    """docs/ha.md "Upgrades", every step, in process (tests/system has it with processes,
+    slow): prepare, query until "Proceed", nn2 restarted into the upgrade, failover, nn1
+    restarted, each JournalNode restarted then a roll, finalize — while a client writes
+    through the failover proxy. No acknowledged mkdir lost, no call failed, one START and
+    one FINALIZE in the journal after it, no rollback image left."""
+    pair["nn1"].transition_to_active()
+    writer = Writer(pair)
+    try:
+        writer.more(20, "mkdirs on nn1")
+        with pair.proxy("nn1") as p1:
+            assert p1.rolling_upgrade("PREPARE").is_started
+            wait_until(
+                lambda: (
+                    "Proceed with rolling upgrade:"
+                    in rolling_upgrade_message(p1.rolling_upgrade("QUERY"))
+                ),
+                30,
+                "Proceed",
+            )
+        writer.more(20, "mkdirs after prepare")
+        restart_into_the_upgrade(pair, "nn2")
+        writer.more(20, "mkdirs with nn2 restarted")
+        fail_over(pair, "nn1", "nn2")
+        writer.more(20, "mkdirs on nn2")
+        restart_into_the_upgrade(pair, "nn1")
+        writer.more(20, "mkdirs with nn1 restarted")
+        for i in range(3):
+            # A restarted JournalNode joins the stream at the next segment: roll before the
+            # next one stops (docs/ha.md, step 6).
+            mjc.restart_journal_node(i)
+            pair["nn2"].roll_edit_log()
+            writer.more(20, f"mkdirs after JournalNode {i} restarted")
+        with pair.proxy("nn2") as p2:
+            assert p2.rolling_upgrade("FINALIZE").is_finalized
+        writer.more(20, "mkdirs after finalize")
+    finally:
+        writer.stop()
+    assert writer.errors == [], writer.errors[:3]
+    with pair.proxy("nn2") as p2:
+        lost = [path for path in writer.acked if p2.get_file_info(path) is None]
+    assert lost == [], f"{len(lost)} acknowledged mkdirs lost, e.g. {lost[:5]}"
+    # A quorum's copies (one JournalNode may lag the acknowledgement, or lack the segment
+    # written while it restarted) hold the START, its segment's end, then the FINALIZE.
+    wait_until(
+        lambda: sum(start_then_finalize(journal_ops(mjc, i)) for i in range(3)) >= 2,
+        30,
+        f"START then FINALIZE in a quorum's journals: {[journal_ops(mjc, i)[-3:] for i in range(3)]}",
+    )
+    wait_until(
+        lambda: rollback_images(tmp_path, "nn1") == rollback_images(tmp_path, "nn2") == [],
+        30,
+        "the rollback images renamed",
+    )
