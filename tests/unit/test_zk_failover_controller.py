@@ -154,14 +154,17 @@ class FakeElector:
         self.calls: list[tuple[Any, ...]] = []
         self.active_data: bytes | None = None
         self.state = ElectorState.INIT
+        self.is_in_election = False
         self.joined = threading.Event()
 
     def join_election(self, data: bytes) -> None:
         self.calls.append(("join", data))
+        self.is_in_election = True
         self.joined.set()
 
     def quit_election(self, need_fence: bool) -> None:
         self.calls.append(("quit", need_fence))
+        self.is_in_election = False
 
     def get_active_data(self) -> bytes | None:
         return self.active_data
@@ -351,6 +354,52 @@ def test_reports_before_any_claim_change_nothing(fx: Fixture) -> None:
     for state in (HAServiceState.ACTIVE, HAServiceState.STANDBY, HAServiceState.ACTIVE):
         fx.report(state)
     assert fx.elector.calls == [("join", NN1.info().to_bytes())]
+
+
+# ---- observers (HDFS-14130) ----------------------------------------------------------------------
+
+
+def test_a_controller_beside_an_observer_never_joins_the_election(fx: Fixture) -> None:
+    """The monitor reports the state before the health: an observer found at the first poll
+    keeps its controller out, however often it is healthy."""
+    fx.report(HAServiceState.OBSERVER)
+    for _ in range(3):
+        fx.healthy()
+        fx.report(HAServiceState.OBSERVER)
+    assert fx.elector.calls == []
+    assert fx.controller.service_state is HAServiceState.OBSERVER
+
+
+def test_a_standby_made_an_observer_quits_at_once_and_rejoins_as_a_standby_again() -> None:
+    time = FakeTime()
+    fx = Fixture(time=time)
+    try:
+        fx.healthy()
+        fx.controller.become_standby()
+        del fx.elector.calls[:]
+        fx.report(HAServiceState.OBSERVER)  # -transitionToObserver: out at the first report
+        assert fx.elector.calls == [("quit", True)]
+        fx.healthy()
+        fx.report(HAServiceState.OBSERVER)
+        assert fx.elector.calls == [("quit", True)]
+
+        fx.report(HAServiceState.STANDBY)  # -transitionToStandby: once may be in flight
+        fx.report(HAServiceState.STANDBY)  # twice: back to standby, a candidate again
+        assert fx.controller.service_state is HAServiceState.INITIALIZING
+        time.advance(1.0)  # the bad-state bar
+        fx.report(HAServiceState.STANDBY)
+        assert fx.elector.calls[-1] == ("join", NN1.info().to_bytes())
+    finally:
+        fx.controller.stop()
+
+
+def test_an_observer_is_no_graceful_failover_target(fx: Fixture) -> None:
+    fx.healthy()
+    fx.report(HAServiceState.OBSERVER)
+    fx.elector.active_data = NN2.info().to_bytes()
+    with pytest.raises(ServiceFailedException, match="is in observer state"):
+        fx.controller.graceful_failover()
+    assert fx.zkfcs.calls == []
 
 
 def test_the_health_monitor_waits_are_hadoops_three_intervals() -> None:
