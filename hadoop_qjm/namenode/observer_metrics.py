@@ -16,13 +16,21 @@ attribute                                 meaning
 ``AlignmentHeldCallsTotalTimeMillis``     their total time held
 ``AlignmentHeldCallsNow``                 calls held at this moment
 ========================================  ========================================================
+
+The same on ``/prom`` (:class:`ObserverCollector`): ``namenode_observer`` (1 on an
+observer), ``namenode_observer_lag_txns``, ``namenode_millis_since_last_loaded_edits``,
+``namenode_alignment_held_calls`` and ``namenode_alignment_held_seconds`` (counters),
+``namenode_alignment_held_calls_now``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["observer_status_bean"]
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+__all__ = ["ObserverCollector", "observer_status_bean"]
 
 OBSERVER_STATUS_BEAN = "Hadoop:service=NameNode,name=ObserverStatus"
 
@@ -52,3 +60,40 @@ def observer_status_bean(name_node: Any) -> dict[str, object]:
         "AlignmentHeldCallsTotalTimeMillis": int(context.held_ms) if context is not None else 0,
         "AlignmentHeldCallsNow": context.holding if context is not None else 0,
     }
+
+
+class ObserverCollector:
+    """The bean's numbers for ``/prom`` (the Prometheus collector protocol)."""
+
+    def __init__(self, name_node: Any) -> None:
+        self.name_node = name_node
+
+    def collect(self) -> Iterator[Any]:
+        bean = observer_status_bean(self.name_node)
+        observer = 1 if bean["State"] == "observer" else 0
+        yield GaugeMetricFamily("namenode_observer", "1 on an observer NameNode", value=observer)
+        yield GaugeMetricFamily(
+            "namenode_observer_lag_txns",
+            "Txns the highest client state id is ahead of the last applied txid",
+            value=bean["LagTxns"],
+        )
+        yield GaugeMetricFamily(
+            "namenode_millis_since_last_loaded_edits",
+            "ms since the tailer last loaded edits (0: not tailing)",
+            value=bean["MillisSinceLastLoadedEdits"],
+        )
+        yield CounterMetricFamily(
+            "namenode_alignment_held_calls",
+            "Reads held until their state id was applied",
+            value=bean["AlignmentHeldCallsNumOps"],
+        )
+        yield CounterMetricFamily(
+            "namenode_alignment_held_seconds",
+            "Total time reads were held for state alignment",
+            value=bean["AlignmentHeldCallsTotalTimeMillis"] / 1000,  # type: ignore[operator]
+        )
+        yield GaugeMetricFamily(
+            "namenode_alignment_held_calls_now",
+            "Reads held for state alignment now",
+            value=bean["AlignmentHeldCallsNow"],
+        )

@@ -8,9 +8,11 @@ client's last write; no observer at all."""
 
 from __future__ import annotations
 
+import re
 import threading
 
 import pytest
+from prometheus_client import generate_latest
 
 from hadoop_qjm.cli import main
 from hadoop_qjm.ipc.alignment_context import ClientGSIContext
@@ -161,6 +163,10 @@ def test_an_observer_behind_its_clients_shows_its_lag(observed) -> None:
         status = observer_status(nn2)
         assert status["LagTxns"] == context.last_seen_state_id - nn2.transaction_id >= 3
         assert status["AlignmentHeldCallsNow"] == 0
+        prom = generate_latest(nn2.metrics.registry).decode()
+        assert "namenode_observer 1.0" in prom
+        assert f"namenode_observer_lag_txns {float(status['LagTxns'])}" in prom
+        assert re.search(r"^namenode_alignment_held_calls_total [1-9]", prom, re.M), prom
     finally:
         start_tailing(nn2)
 
