@@ -70,17 +70,23 @@ class ElectionAction(enum.Enum):
     QUIT_FENCE = "quit-fence"
     #: Barred from joining for a while (it ceded the active role): check again later.
     WAIT = "wait"
+    #: Healthy, but the NameNode is an observer: it never becomes active, so it is no
+    #: candidate (HDFS-14130); it rejoins when it goes back to standby.
+    STAY_OUT = "stay-out"
     #: The health monitor itself died: the controller stops.
     FATAL = "fatal"
 
 
-def electability(health: HealthState, now_ns: int, delay_joining_until_ns: int) -> ElectionAction:
+def electability(
+    health: HealthState, now_ns: int, delay_joining_until_ns: int, *, observer: bool = False
+) -> ElectionAction:
     """ZKFailoverController.recheckElectability: the election follows the health, except
-    while a cede (``cedeActive``) bars joining until ``delay_joining_until_ns``."""
+    while a cede (``cedeActive``) bars joining until ``delay_joining_until_ns``, and a
+    healthy ``observer`` stays out (HDFS-14130: ``serviceState != OBSERVER``)."""
     if delay_joining_until_ns - now_ns > 0:
         return ElectionAction.WAIT
     if health is HealthState.SERVICE_HEALTHY:
-        return ElectionAction.JOIN
+        return ElectionAction.STAY_OUT if observer else ElectionAction.JOIN
     if health is HealthState.INITIALIZING:
         return ElectionAction.QUIT_NO_FENCE
     if health in (HealthState.SERVICE_UNHEALTHY, HealthState.SERVICE_NOT_RESPONDING):
@@ -107,6 +113,9 @@ class StateCheck(enum.Enum):
     #: Different twice in a row: leave the election (fencing needed) and rejoin after a
     #: short bar, so that exactly one node acts on the lock.
     QUIT = "quit"
+    #: The NameNode is an observer (HDFS-14130): leave the election (Hadoop's
+    #: ``quitElection(true)``) and stay out while it is one.
+    OBSERVER = "observer"
 
 
 def check_reported_state(
@@ -114,7 +123,10 @@ def check_reported_state(
 ) -> tuple[StateCheck, int]:
     """ZKFailoverController.verifyChangedServiceState: ``(what to do, mismatches now)``
     given the state the controller made its NameNode (``expected``), the state it reports,
-    and how many reports in a row differed before this one."""
+    and how many reports in a row differed before this one. An observer is no surprise
+    to look at twice: the controller leaves at once, as Hadoop's."""
+    if reported is HAServiceState.OBSERVER and expected is not HAServiceState.OBSERVER:
+        return StateCheck.OBSERVER, 0
     if not service_state_changed_unexpectedly(expected, reported):
         return StateCheck.OK, 0
     if mismatches == 0:

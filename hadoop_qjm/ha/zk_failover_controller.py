@@ -224,7 +224,8 @@ class ZKFailoverController:
             on_status=self._on_service_status,
         )
         self.last_health = HealthState.INITIALIZING
-        #: What the controller made its NameNode: INITIALIZING, ACTIVE or STANDBY.
+        #: What the controller made its NameNode: INITIALIZING, ACTIVE or STANDBY (or OBSERVER:
+        #: it found it one, and stays out of the election).
         self.service_state = HAServiceState.INITIALIZING
         self._delay_joining_until_ns = 0
         self._quit_on_bad_state = False
@@ -271,12 +272,19 @@ class ZKFailoverController:
         reported = status.state
         with self.lock:
             if self.service_state is HAServiceState.INITIALIZING:
-                if self._quit_on_bad_state:
+                if reported is HAServiceState.OBSERVER:
+                    # Not yet a candidate (or one the elector has told nothing): an
+                    # observer is none, so it never joins (HDFS-14130).
+                    self._enter_observer(need_fence=False)
+                elif self._quit_on_bad_state:
                     self._recheck_electability()
                 return
             check, self._mismatches = check_reported_state(
                 self.service_state, reported, self._mismatches
             )
+            if check is StateCheck.OBSERVER:
+                self._enter_observer(need_fence=True)
+                return
             if check is not StateCheck.QUIT:
                 return
             LOG.error(
@@ -291,12 +299,31 @@ class ZKFailoverController:
             self._quit_on_bad_state = True
             self.service_state = HAServiceState.INITIALIZING
 
+    def _enter_observer(self, need_fence: bool) -> None:
+        """The local NameNode is an observer: out of the election while it is one. When it
+        goes back to standby, the report differs from OBSERVER twice and the controller
+        rejoins after the bad-state bar, as after any state changed behind its back."""
+        LOG.info(
+            "Local service %s is in observer state: it does not participate in active "
+            "master election",
+            self.local,
+        )
+        if self.elector.is_in_election:
+            self.elector.quit_election(need_fence=need_fence)
+        self.service_state = HAServiceState.OBSERVER
+        self._mismatches = 0
+
     def _now_ns(self) -> int:
         return int(self._clock() * 1_000_000_000)
 
     def _recheck_electability(self) -> None:
         now = self._now_ns()
-        action = electability(self.last_health, now, self._delay_joining_until_ns)
+        action = electability(
+            self.last_health,
+            now,
+            self._delay_joining_until_ns,
+            observer=self.service_state is HAServiceState.OBSERVER,
+        )
         if action is ElectionAction.WAIT:
             remaining_s = (self._delay_joining_until_ns - now) / 1e9
             if self.last_health is HealthState.SERVICE_HEALTHY:
@@ -306,6 +333,8 @@ class ZKFailoverController:
                     remaining_s * 1000,
                 )
             self._schedule_recheck(remaining_s)
+        elif action is ElectionAction.STAY_OUT:
+            pass
         elif action is ElectionAction.JOIN:
             self.elector.join_election(self.local.info().to_bytes())
             self._quit_on_bad_state = False
@@ -432,6 +461,10 @@ class ZKFailoverController:
             if self.last_health is not HealthState.SERVICE_HEALTHY:
                 raise ServiceFailedException(
                     f"{self.local} is not currently healthy. Cannot be failed over."
+                )
+            if self.service_state is HAServiceState.OBSERVER:
+                raise ServiceFailedException(
+                    f"{self.local} is in observer state. Cannot be failover target"
                 )
         data = self.elector.get_active_data()
         if data is None:

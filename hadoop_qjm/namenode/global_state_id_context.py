@@ -119,6 +119,8 @@ class GlobalStateIdContext:
         self.held_ms = 0.0
         #: Calls being held now.
         self.holding = 0
+        #: The highest state id a client sent (the active's txid it had seen).
+        self.highest_client_state_id = 0
 
     @property
     def call_queue_length(self) -> int:
@@ -165,6 +167,9 @@ class GlobalStateIdContext:
         """Return once a coordinated call carrying ``client_state_id`` may be served here;
         raise StandbyException or RetriableException when it may not (module docstring)."""
         server_state_id = self.last_seen_state_id
+        if client_state_id is not None and client_state_id > self.highest_client_state_id:
+            with self._stats_lock:
+                self.highest_client_state_id = max(self.highest_client_state_id, client_state_id)
         verdict = alignment_verdict(
             self._state(), client_state_id, server_state_id, self.client_wait_ms
         )

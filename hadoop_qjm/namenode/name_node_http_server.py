@@ -58,6 +58,7 @@ from hadoop_qjm.namenode.ha.ha_util import ha_namenodes
 from hadoop_qjm.namenode.ha_peer_status import HAPeerStatus
 from hadoop_qjm.namenode.name_node_metrics import journal_states
 from hadoop_qjm.namenode.nn_storage import checkpoint_file_name, rollback_image_file_name
+from hadoop_qjm.namenode.observer_metrics import observer_status_bean
 from hadoop_qjm.namenode.protocol.messages import HAServiceState
 from hadoop_qjm.namenode.transfer_fs_image import (
     MD5_HEADER,
@@ -426,6 +427,7 @@ def name_node_beans(name_node: Any, ha_peers: HAPeerStatus | None) -> list[dict[
     rpc_server = getattr(nn, "rpc_server", None)
     if rpc_server is not None:
         beans.append(rpc_activity_bean("NameNode", rpc_port, rpc_server.rpc_metrics))
+    beans.append(observer_status_bean(nn))
     beans.append(jvm_metrics_bean("NameNode", hostname))
     return beans
 

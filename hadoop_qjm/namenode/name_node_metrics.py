@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from hadoop_qjm.ipc.rpc_metrics import RpcCollector
+from hadoop_qjm.namenode.observer_metrics import ObserverCollector
 
 __all__ = ["LAGGING_MS", "NameNodeMetrics", "journal_node_sync_state", "journal_states"]
 
@@ -123,6 +124,8 @@ class NameNodeMetrics:
         self.registry.register(self)
         # The RPC server's RpcActivity (Hadoop's RpcMetrics), once it is bound.
         self.registry.register(RpcCollector(lambda: getattr(name_node, "rpc_server", None)))
+        # An observer's lag and alignment holds (issue 37 item 7).
+        self.registry.register(ObserverCollector(name_node))
 
     # ---- recording (the RPC dispatcher's observer) ----------------------------------------------
     def observe_rpc(self, method: str, ok: bool) -> None:

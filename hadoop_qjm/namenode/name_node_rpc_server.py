@@ -24,10 +24,12 @@ from hadoop_qjm.common.net import (
     ServerSocketFactoryLike,
     as_server_socket_factory,
 )
+from hadoop_qjm.ha.ha_service_protocol import HAServiceState
 from hadoop_qjm.ipc.frames import DEFAULT_MAX_FRAME_SIZE
 from hadoop_qjm.ipc.selector_server import DEFAULT_HANDLER_QUEUE_SIZE, IpcServer
 from hadoop_qjm.ipc.server import Server
 from hadoop_qjm.namenode.global_state_id_context import GlobalStateIdContext
+from hadoop_qjm.namenode.ha.ha_state_change import refuse_zkfc_standby_of_an_observer
 from hadoop_qjm.namenode.protocol import messages as m
 from hadoop_qjm.namenode.protocol.rpc import ThriftServiceDispatcher, remote_ip
 from hadoop_qjm.namenode.protocol.thrift_idl import SERVICES
@@ -182,6 +184,11 @@ class HAServiceProtocolHandler:
 
     def transition_to_standby(self, req_info: Any) -> None:
         self._check()
+        refuse_zkfc_standby_of_an_observer(
+            req_info.reqSource,
+            self.name_node.state is HAServiceState.OBSERVER,
+            remote_ip() or "a local caller",
+        )
         self.name_node.transition_to_standby(req_info.reqSource)
 
     def transition_to_observer(self, req_info: Any) -> None:

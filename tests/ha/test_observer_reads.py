@@ -8,15 +8,18 @@ client's last write; no observer at all."""
 
 from __future__ import annotations
 
+import re
 import threading
 
 import pytest
+from prometheus_client import generate_latest
 
 from hadoop_qjm.cli import main
 from hadoop_qjm.ipc.alignment_context import ClientGSIContext
 from hadoop_qjm.namenode.global_state_id_context import GlobalStateIdContext
 from hadoop_qjm.namenode.ha.failover_proxy import FailoverNameNodeProxy, namenode_proxy_from_conf
 from hadoop_qjm.namenode.ha.observer_read_proxy import ObserverReadProxy
+from hadoop_qjm.namenode.name_node_http_server import name_node_beans
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy
 from hadoop_qjm.namenode.protocol.exceptions import RetriableException, StandbyException
 from hadoop_qjm.testing.in_process_ha import wait_until
@@ -126,6 +129,46 @@ def test_msync_lets_another_client_see_a_write(observed) -> None:
             restart.join()
         assert b.observer_reads == 3 and b.active_reads == 0
         assert nn2.rpc_server.state_context.held_calls == held + 1
+    status = observer_status(nn2)
+    assert status["State"] == "observer"
+    assert status["AlignmentHeldCallsNumOps"] == held + 1
+    assert status["AlignmentHeldCallsTotalTimeMillis"] >= 100  # held until the restart
+    assert status["AlignmentHeldCallsNow"] == 0
+    assert status["LastAppliedTxId"] >= observed["nn1"].transaction_id - 1
+    assert status["LagTxns"] == 0  # it has applied what its clients had seen
+    assert 0 <= status["MillisSinceLastLoadedEdits"] < 60_000
+
+
+def observer_status(node) -> dict:
+    """The ObserverStatus bean of ``node``'s /jmx."""
+    beans = name_node_beans(node, None)
+    return next(b for b in beans if b["name"] == "Hadoop:service=NameNode,name=ObserverStatus")
+
+
+def test_an_observer_behind_its_clients_shows_its_lag(observed) -> None:
+    """A client that saw the active's txid T asks a stalled observer: held, refused as too
+    far behind, and the observer's ObserverStatus shows the lag."""
+    nn1, nn2 = observed["nn1"], observed["nn2"]
+    stop_tailing(nn2)
+    try:
+        context = ClientGSIContext()
+        with NameNodeProxy(*nn1.rpc_address, timeout_s=30, alignment=context) as p1:
+            for i in range(3):
+                assert p1.mkdirs(f"/lagging/{i}")
+        behind = nn1.transaction_id - nn2.transaction_id
+        assert behind >= 3
+        with NameNodeProxy(*nn2.rpc_address, timeout_s=30, alignment=context) as p2:
+            with pytest.raises(RetriableException, match="too far behind"):
+                p2.get_file_info("/lagging/2")
+        status = observer_status(nn2)
+        assert status["LagTxns"] == context.last_seen_state_id - nn2.transaction_id >= 3
+        assert status["AlignmentHeldCallsNow"] == 0
+        prom = generate_latest(nn2.metrics.registry).decode()
+        assert "namenode_observer 1.0" in prom
+        assert f"namenode_observer_lag_txns {float(status['LagTxns'])}" in prom
+        assert re.search(r"^namenode_alignment_held_calls_total [1-9]", prom, re.M), prom
+    finally:
+        start_tailing(nn2)
 
 
 def test_a_stalled_observer_never_serves_a_read_older_than_the_last_write(observed) -> None:

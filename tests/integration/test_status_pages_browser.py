@@ -283,3 +283,36 @@ def test_a_standby_and_journal_nodes_with_peers_show_what_is_true(
                 page.close()
         finally:
             pair.stop()
+
+
+def test_an_observers_page_shows_its_lag_and_held_reads(
+    browser: HeadlessBrowser, tmp_path: Path
+) -> None:
+    """Issue 37 item 7: an observer's overview has its lag behind the active and the reads it
+    held for alignment (ObserverStatus); an active's has neither row."""
+    from hadoop_qjm.testing.in_process_ha import HAPair, ha_conf
+
+    with MiniJournalCluster(3, base_dir=tmp_path / "jns") as mjc:
+        mjc.share_edits(JID)
+        conf = ha_conf(tmp_path, mjc, JID, **{"dfs.namenode.state.context.enabled": "true"})
+        pair = HAPair(conf, tmp_path)
+        try:
+            pair["nn1"].transition_to_active()
+            with pair.proxy("nn2") as p2:
+                p2.transition_to_observer()
+            page = browser.open(f"http://127.0.0.1:{pair['nn2'].http_address[1]}/")
+            try:
+                page.wait_for("document.querySelectorAll('#overview-rows tr').length > 3")
+                rows = overview(page)
+                assert rows["State"] == "observer"
+                assert rows["Lag behind the active (txns)"] == "0"
+                assert rows["Reads held for alignment"] == "0 (0 ms in all, 0 now)"
+                assert int(rows["Since edits last loaded (ms)"]) >= 0
+                page.navigate(f"http://127.0.0.1:{pair['nn1'].http_address[1]}/")
+                page.wait_for("document.querySelectorAll('#overview-rows tr').length > 3")
+                assert "Lag behind the active (txns)" not in overview(page)
+                assert page.console_errors == []
+            finally:
+                page.close()
+        finally:
+            pair.stop()

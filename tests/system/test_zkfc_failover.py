@@ -13,6 +13,8 @@ and each client's next listing showed its acknowledged directory.
                          nn2 standby ──lock──fence──active──▶   quits, the lock goes)
     kill -9 active ZKFC  zkfc1 ✗ ·· session expires (3 s) ·· lock goes
                          zkfc2 ──lock── transitionToStandby(nn1) ── nn2 active
+    kill -9 beside an    nn3 observer: its ZKFC out of the election; nn2 takes over,
+    observer             nn3 serves reads before and after (issue 37 item 6)
     SIGSTOP active NN    nn1 frozen ·· health RPC times out (3 s) ·· zkfc1 quits
     (and its ZKFC)       nn2 active, new epoch; SIGCONT: nn1's writes refused by the JNs
     2 of 3 JNs killed    active aborts; no quorum, no active; JNs back → standby takes over
@@ -28,15 +30,18 @@ from __future__ import annotations
 
 import re
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from hadoop_qjm.namenode.ha.failover_proxy import namenode_proxy_from_conf
 from hadoop_qjm.testing.in_process_ha import wait_until
-from hadoop_qjm.testing.mini_ha_cluster import NNIDS, MiniHACluster
+from hadoop_qjm.testing.mini_ha_cluster import NAMESERVICE, NNIDS, MiniHACluster
 from tests.system.zkfc_support import (
+    CALL_TIMEOUT_S,
     HistoryLoad,
     PinnedWriter,
     Sample,
@@ -240,6 +245,123 @@ def test_three_namenodes_each_with_a_controller(zk_server, make_cluster) -> None
             for path in ("/before-failover", "/on-target"):
                 assert fs.get_file_info(path) is not None, path
             assert fs.mkdirs("/after-kill")
+
+
+# ---- 1c. kill -9 of the active beside an observer (issue 37 item 6) -------------------------------
+# Expected duration: ~25 s (three NameNodes and controllers ~10 s, the observer watched 5 s).
+#: An observer with automatic failover (docs/ha.md "Observers and automatic failover").
+OBSERVER_PROPERTIES = {
+    "dfs.ha.tail-edits.in-progress": "true",
+    "dfs.namenode.state.context.enabled": "true",
+    "ipc.client.connection.maxidletime": "500",
+}
+#: How long the observer's state is watched after its controller left the election.
+OBSERVER_WATCH_S = 5.0
+OBSERVER_PROVIDER = "org.apache.hadoop.hdfs.server.namenode.ha.ObserverReadProxyProvider"
+
+
+class ObserverReader:
+    """One client of the observer read proxy: mkdirs (to the active) then getFileInfo of it
+    (to an observer), in a loop until stopped; records each acknowledged path and each read
+    that did not see the client's own write."""
+
+    def __init__(self, cluster: MiniHACluster) -> None:
+        conf = cluster.client_conf()
+        conf.set(f"dfs.client.failover.proxy.provider.{NAMESERVICE}", OBSERVER_PROVIDER)
+        self.proxy = namenode_proxy_from_conf(conf, timeout_s=CALL_TIMEOUT_S)
+        self.acked: list[str] = []
+        self.stale: list[str] = []
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="observer-reader")
+        self._thread.start()
+
+    def _run(self) -> None:
+        i = 0
+        while not self._stop.is_set():
+            path = f"/observed/d{i}"
+            try:
+                if self.proxy.mkdirs(path):
+                    self.acked.append(path)
+                    if self.proxy.get_file_info(path) is None:
+                        self.stale.append(path)
+            except Exception as e:  # noqa: BLE001 - through a failover: tried again
+                self.errors.append(f"{path}: {e}")
+            i += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        self.proxy.close()
+
+
+@pytest.mark.slow
+def test_kill_active_beside_an_observer_promotes_the_standby(zk_server, make_cluster) -> None:
+    """nn1..nn3 with their controllers, one standby made an observer: its controller leaves
+    the election. kill -9 of the active: the standby becomes active, the observer never
+    does and serves the reads of the observer read proxy before and after (its reads see
+    the client's own writes, the new active's included); every acknowledged mkdir is on
+    the new active."""
+    cluster = make_cluster(zk_server.connect_string, num_namenodes=3, **OBSERVER_PROPERTIES)
+    with explained(cluster):
+        active, _ = wait_one_active(cluster, 60)
+        standby, observer = [n for n in cluster.nnids if n != active]
+        zkfc_off = log_offset(cluster.zkfc_log_path(observer))
+        with cluster.proxy(observer, timeout_s=10) as proxy:
+            proxy.transition_to_observer(forced=True)
+        wait_log(
+            cluster.zkfc_log_path(observer),
+            r"is in observer state: it does not participate in active master election",
+            zkfc_off,
+            30,
+            f"{observer}'s controller to leave the election",
+        )
+        # Long enough for a controller that took it for a standby gone astray to quit, wait
+        # out its bad-state bar, rejoin and make it a standby (three health polls and 1 s).
+        watch_states(
+            cluster,
+            OBSERVER_WATCH_S,
+            lambda states: None if states[observer] == "observer" else "no longer an observer",
+        )
+        watcher = StateWatcher(cluster)
+        load = HistoryLoad(cluster, threads=2, max_ops=3000, seconds=90)
+        reader = ObserverReader(cluster)
+        try:
+            load.wait_acks(30, 30, what=f"on {active}")
+            wait_until(lambda: reader.proxy.observer_reads >= 20, 30, "reads from the observer")
+            cluster.namenode(active).kill(signal.SIGKILL)
+            wait_until(becomes_active(cluster, standby), 30, f"{standby} to become active")
+            assert quick_states(cluster)[observer] == "observer"
+            after = reader.proxy.observer_reads
+            acked_after = len(reader.acked)
+            load.wait_acks(30, 30, since=time.monotonic(), what=f"on {standby} after failover")
+            wait_until(
+                lambda: (
+                    reader.proxy.observer_reads >= after + 20
+                    and len(reader.acked) >= acked_after + 20
+                ),
+                30,
+                "reads from the observer after the failover",
+            )
+        finally:
+            reader.stop()
+            load.stop()
+            watcher.stop()
+        assert quick_states(cluster)[observer] == "observer"
+        assert reader.stale == [], f"reads older than the client's own write: {reader.stale}"
+        assert_history(cluster, load)
+        assert watcher.double_actives() == []
+        with cluster.proxy(standby, timeout_s=10) as fs:
+            missing = [p for p in reader.acked if fs.get_file_info(p) is None]
+        assert missing == [], f"acknowledged mkdirs lost: {missing}"
+        assert not re.search(
+            rf"Successfully transitioned NameNode {observer} at \S+ to active state",
+            log_since(cluster.zkfc_log_path(observer)),
+        )
+        print(
+            f"observer reads {reader.proxy.observer_reads}, active reads "
+            f"{reader.proxy.active_reads}, acked {len(reader.acked)}"
+        )
 
 
 # ---- 2. kill -9 the active's controller -----------------------------------------------------------

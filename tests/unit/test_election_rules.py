@@ -109,6 +109,35 @@ def test_electability_is_recheck_electability(
     )
 
 
+@pytest.mark.parametrize("health", list(HealthState), ids=lambda h: h.value)
+def test_a_healthy_observer_stays_out_and_is_otherwise_like_any_node(
+    health: HealthState,
+) -> None:
+    """HDFS-14130's ``if (serviceState != OBSERVER) joinElection``: only the join changes."""
+    free = EXPECTED_WHEN_FREE[health]
+    expected = ElectionAction.STAY_OUT if free is ElectionAction.JOIN else free
+    assert electability(health, NOW, 0, observer=True) is expected
+    assert electability(health, NOW, NOW + 1, observer=True) is ElectionAction.WAIT
+
+
+@pytest.mark.parametrize("mismatches", [0, 1])
+@pytest.mark.parametrize(
+    "expected", [HAServiceState.ACTIVE, HAServiceState.STANDBY, HAServiceState.INITIALIZING]
+)
+def test_a_report_of_observer_leaves_at_once(expected: HAServiceState, mismatches: int) -> None:
+    assert check_reported_state(expected, HAServiceState.OBSERVER, mismatches) == (
+        StateCheck.OBSERVER,
+        0,
+    )
+
+
+def test_an_observer_going_back_to_standby_is_a_change_seen_twice() -> None:
+    observer = HAServiceState.OBSERVER
+    assert check_reported_state(observer, observer, 1) == (StateCheck.OK, 0)
+    assert check_reported_state(observer, HAServiceState.STANDBY, 0) == (StateCheck.LOOK_AGAIN, 1)
+    assert check_reported_state(observer, HAServiceState.STANDBY, 1) == (StateCheck.QUIT, 0)
+
+
 # ---- needs_fencing: ActiveStandbyElector.fenceOldActive ----------------------------------------
 
 OWN = ActiveNodeInfo("mycluster", "nn1", "127.0.0.1", 8020, 8019).to_bytes()

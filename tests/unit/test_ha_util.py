@@ -6,10 +6,14 @@ import socket
 
 import pytest
 
-from hadoop_qjm.common.exceptions import ConfigurationError
+from hadoop_qjm.common.exceptions import AccessControlException, ConfigurationError
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.ha.ha_service_protocol import HARequestSource
-from hadoop_qjm.namenode.ha.ha_state_change import HAStateChangeVerdict, check_ha_state_change
+from hadoop_qjm.namenode.ha.ha_state_change import (
+    HAStateChangeVerdict,
+    check_ha_state_change,
+    refuse_zkfc_standby_of_an_observer,
+)
 from hadoop_qjm.namenode.ha.ha_util import (
     get_namenode_id,
     get_namenode_ids,
@@ -164,3 +168,17 @@ def test_check_ha_state_change_is_namenodes_check_ha_state_change(source, automa
     """NameNode.checkHaStateChange: with automatic failover the controllers own the state
     (a forced manual request passes, with a warning); without it a controller is refused."""
     assert check_ha_state_change(source, automatic) is verdict
+
+
+def test_a_zkfc_cannot_make_an_observer_standby() -> None:
+    """HDFS-14961: the controller's transitionToStandby on an observer is refused in
+    Hadoop's words; a user's (haadmin -transitionToStandby) and any on a standby pass."""
+    with pytest.raises(AccessControlException) as e:
+        refuse_zkfc_standby_of_an_observer(HARequestSource.REQUEST_BY_ZKFC, True, "10.0.0.9")
+    assert str(e.value) == (
+        "Request from ZK failover controller at 10.0.0.9 denied since the namenode is in "
+        "Observer state."
+    )
+    refuse_zkfc_standby_of_an_observer(HARequestSource.REQUEST_BY_USER, True, "10.0.0.9")
+    refuse_zkfc_standby_of_an_observer(HARequestSource.REQUEST_BY_USER_FORCED, True, "x")
+    refuse_zkfc_standby_of_an_observer(HARequestSource.REQUEST_BY_ZKFC, False, "10.0.0.9")

@@ -154,14 +154,17 @@ class FakeElector:
         self.calls: list[tuple[Any, ...]] = []
         self.active_data: bytes | None = None
         self.state = ElectorState.INIT
+        self.is_in_election = False
         self.joined = threading.Event()
 
     def join_election(self, data: bytes) -> None:
         self.calls.append(("join", data))
+        self.is_in_election = True
         self.joined.set()
 
     def quit_election(self, need_fence: bool) -> None:
         self.calls.append(("quit", need_fence))
+        self.is_in_election = False
 
     def get_active_data(self) -> bytes | None:
         return self.active_data
@@ -246,6 +249,17 @@ def fx() -> Iterator[Fixture]:
 
 
 @pytest.fixture
+def fx_timed() -> Iterator[tuple[Fixture, FakeTime]]:
+    """A controller on a fake clock and fake timers (FakeTime)."""
+    time = FakeTime()
+    fixture = Fixture(time=time)
+    try:
+        yield fixture, time
+    finally:
+        fixture.controller.stop()
+
+
+@pytest.fixture
 def fx3() -> Iterator[Fixture]:
     fixture = Fixture(others=(NN2, NN3))
     try:
@@ -311,27 +325,25 @@ def test_a_state_changed_behind_the_controllers_back_quits_and_bars_rejoining_fo
     assert fx.elector.calls == [("quit", True), ("join", NN1.info().to_bytes())]
 
 
-def test_the_bad_state_bar_ends_on_the_controllers_clock_not_before() -> None:
+def test_the_bad_state_bar_ends_on_the_controllers_clock_not_before(
+    fx_timed: tuple[Fixture, FakeTime],
+) -> None:
     """The 1 s bar after a state changed behind the controller's back, on a fake clock: still
     barred a millisecond before it ends, joined by the recheck due when it ends."""
-    time = FakeTime()
-    fx = Fixture(time=time)
-    try:
-        fx.healthy()
-        fx.controller.become_active()
-        del fx.elector.calls[:]
-        fx.report(HAServiceState.STANDBY)
-        fx.report(HAServiceState.STANDBY)
-        assert fx.elector.calls == [("quit", True)]
+    fx, time = fx_timed
+    fx.healthy()
+    fx.controller.become_active()
+    del fx.elector.calls[:]
+    fx.report(HAServiceState.STANDBY)
+    fx.report(HAServiceState.STANDBY)
+    assert fx.elector.calls == [("quit", True)]
 
-        time.advance(0.999)
-        fx.healthy()  # barred for one more millisecond: a recheck is due then
-        assert fx.elector.calls == [("quit", True)]
-        assert [t.due for t in time.timers if not t.cancelled] == [pytest.approx(1001.0)]
-        time.advance(0.001)
-        assert fx.elector.calls == [("quit", True), ("join", NN1.info().to_bytes())]
-    finally:
-        fx.controller.stop()
+    time.advance(0.999)
+    fx.healthy()  # barred for one more millisecond: a recheck is due then
+    assert fx.elector.calls == [("quit", True)]
+    assert [t.due for t in time.timers if not t.cancelled] == [pytest.approx(1001.0)]
+    time.advance(0.001)
+    assert fx.elector.calls == [("quit", True), ("join", NN1.info().to_bytes())]
 
 
 def test_a_matching_report_resets_the_mismatch_count(fx: Fixture) -> None:
@@ -351,6 +363,50 @@ def test_reports_before_any_claim_change_nothing(fx: Fixture) -> None:
     for state in (HAServiceState.ACTIVE, HAServiceState.STANDBY, HAServiceState.ACTIVE):
         fx.report(state)
     assert fx.elector.calls == [("join", NN1.info().to_bytes())]
+
+
+# ---- observers (HDFS-14130) ----------------------------------------------------------------------
+
+
+def test_a_controller_beside_an_observer_never_joins_the_election(fx: Fixture) -> None:
+    """The monitor reports the state before the health: an observer found at the first poll
+    keeps its controller out, however often it is healthy."""
+    fx.report(HAServiceState.OBSERVER)
+    for _ in range(3):
+        fx.healthy()
+        fx.report(HAServiceState.OBSERVER)
+    assert fx.elector.calls == []
+    assert fx.controller.service_state is HAServiceState.OBSERVER
+
+
+def test_a_standby_made_an_observer_quits_at_once_and_rejoins_as_a_standby_again(
+    fx_timed: tuple[Fixture, FakeTime],
+) -> None:
+    fx, time = fx_timed
+    fx.healthy()
+    fx.controller.become_standby()
+    del fx.elector.calls[:]
+    fx.report(HAServiceState.OBSERVER)  # -transitionToObserver: out at the first report
+    assert fx.elector.calls == [("quit", True)]
+    fx.healthy()
+    fx.report(HAServiceState.OBSERVER)
+    assert fx.elector.calls == [("quit", True)]
+
+    fx.report(HAServiceState.STANDBY)  # -transitionToStandby: once may be in flight
+    fx.report(HAServiceState.STANDBY)  # twice: back to standby, a candidate again
+    assert fx.controller.service_state is HAServiceState.INITIALIZING
+    time.advance(1.0)  # the bad-state bar
+    fx.report(HAServiceState.STANDBY)
+    assert fx.elector.calls[-1] == ("join", NN1.info().to_bytes())
+
+
+def test_an_observer_is_no_graceful_failover_target(fx: Fixture) -> None:
+    fx.healthy()
+    fx.report(HAServiceState.OBSERVER)
+    fx.elector.active_data = NN2.info().to_bytes()
+    with pytest.raises(ServiceFailedException, match="is in observer state"):
+        fx.controller.graceful_failover()
+    assert fx.zkfcs.calls == []
 
 
 def test_the_health_monitor_waits_are_hadoops_three_intervals() -> None:

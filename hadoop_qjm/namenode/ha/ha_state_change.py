@@ -15,7 +15,12 @@ import logging
 from hadoop_qjm.common.exceptions import AccessControlException
 from hadoop_qjm.ha.ha_service_protocol import HARequestSource
 
-__all__ = ["HAStateChangeVerdict", "check_ha_state_change", "enforce_ha_state_change"]
+__all__ = [
+    "HAStateChangeVerdict",
+    "check_ha_state_change",
+    "enforce_ha_state_change",
+    "refuse_zkfc_standby_of_an_observer",
+]
 
 LOG = logging.getLogger("hadoop_qjm.namenode.name_node")  # the NameNode's log, as before
 
@@ -62,4 +67,15 @@ def enforce_ha_state_change(source: int, automatic_failover: bool, caller: str) 
         raise AccessControlException(
             f"Request from ZK failover controller at {caller} denied since automatic HA is "
             "not enabled"
+        )
+
+
+def refuse_zkfc_standby_of_an_observer(source: int, observer: bool, caller: str) -> None:
+    """NameNodeRpcServer.transitionToStandby (HDFS-14961): a failover controller that joined
+    the election before its NameNode became an observer must not turn it back into a
+    standby; AccessControlException, Hadoop's words."""
+    if observer and source == HARequestSource.REQUEST_BY_ZKFC:
+        raise AccessControlException(
+            f"Request from ZK failover controller at {caller} denied since the namenode is "
+            "in Observer state."
         )

@@ -25,7 +25,21 @@
     return el("a", { href: url.href, title: "this JournalNode's status page" }, label);
   }
 
-  function renderOverview(info, status, fsn, activity) {
+  /** An observer's rows (ObserverStatus): its lag and the reads it held for alignment. */
+  function observerRows(observer) {
+    if (!observer || observer.State !== "observer") {
+      return [];
+    }
+    return [
+      ["Lag behind the active (txns)", observer.LagTxns],
+      ["Since edits last loaded (ms)", observer.MillisSinceLastLoadedEdits],
+      ["Reads held for alignment", observer.AlignmentHeldCallsNumOps + " (" +
+        observer.AlignmentHeldCallsTotalTimeMillis + " ms in all, " +
+        observer.AlignmentHeldCallsNow + " now)"],
+    ];
+  }
+
+  function renderOverview(info, status, fsn, activity, observer) {
     setText("host-and-port", "'" + status.HostAndPort + "'");
     const state = document.getElementById("state");
     state.textContent = status.State;
@@ -46,6 +60,7 @@
       ["Transactions since last checkpoint", fsn.TransactionsSinceLastCheckpoint],
       ["Last HA transition", fmtTime(status.LastHATransitionTime)],
       ["Rolling upgrade", rollingUpgrade(info.RollingUpgradeStatus)],
+      ...observerRows(observer),
     ]));
   }
 
@@ -137,7 +152,8 @@
     }
     const info = beans[SERVICE + "NameNodeInfo"];
     const status = beans[SERVICE + "NameNodeStatus"];
-    renderOverview(info, status, beans[SERVICE + "FSNamesystem"], beans[SERVICE + "NameNodeActivity"]);
+    renderOverview(info, status, beans[SERVICE + "FSNamesystem"], beans[SERVICE + "NameNodeActivity"],
+      beans[SERVICE + "ObserverStatus"]);
     renderJournals(info, channels);
     renderStorage(info);
     renderHa(status);
