@@ -69,6 +69,7 @@ def test_bench_failover_quick_prints_every_figure(
     assert list(work.iterdir()) == []
 
 
+@pytest.mark.slow  # the quick run above exercises the same command in the default run
 def test_bench_failover_includes_the_goal_line_for_10000_txns(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
