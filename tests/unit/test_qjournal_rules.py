@@ -235,7 +235,7 @@ def naive_check_request(
 SMALL = st.integers(-3, 8)
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(
     promised=st.integers(0, 6),
     serial=st.integers(-1, 6),
@@ -323,7 +323,7 @@ _IN_ORDER_CASES = {
 }
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=700, deadline=None)
 @given(**_IN_ORDER_CASES)
 def test_the_in_order_batch_and_its_step_are_what_the_step_functions_write_plainly(
     promised, serial, committed, writer_epoch, cur_segment, next_txid, epoch, ipc,
