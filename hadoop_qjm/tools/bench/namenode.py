@@ -207,6 +207,31 @@ def _format_namenode(conf_dir: Path) -> None:
         raise RuntimeError(f"namenode -format failed: {result.stderr.strip()[-2000:]}")
 
 
+def _formatted_namenode_conf(
+    conf_dir: Path,
+    name_dir: Path,
+    shared_edits: str,
+    handlers: int,
+    pipeline_depth: int | None,
+    extra: Mapping[str, object] | None = None,
+) -> Path:
+    """A NameNode's configuration directory on 127.0.0.1 with OS-chosen ports, and its
+    namespace formatted (``extra``: more properties)."""
+    props: dict[str, object] = {
+        "dfs.namenode.name.dir": str(name_dir),
+        "dfs.namenode.shared.edits.dir": shared_edits,
+        "dfs.namenode.rpc-address": "127.0.0.1:0",
+        "dfs.namenode.http-address": "127.0.0.1:0",
+        "dfs.namenode.handler.count": handlers,
+        **(extra or {}),
+    }
+    if pipeline_depth is not None:
+        props["dfs.namenode.edits.sync.pipeline.depth"] = pipeline_depth
+    written = write_conf_dir(conf_dir, props)
+    _format_namenode(written)
+    return written
+
+
 class _FloorServer:
     """The RPC-floor process (``_nn_load floor``), stopped by its pid."""
 
@@ -338,19 +363,17 @@ def _permission_runs(
     with contextlib.ExitStack() as stack:
         nodes = {}
         for label, checked, asynchronous in _PERMISSION_SIDES:
-            props = {
-                "dfs.namenode.name.dir": str(base / f"name-perm-{label}"),
-                "dfs.namenode.shared.edits.dir": cluster.quorum_journal_uri(f"{JID}-perm-{label}"),
-                "dfs.namenode.rpc-address": "127.0.0.1:0",
-                "dfs.namenode.http-address": "127.0.0.1:0",
-                "dfs.namenode.handler.count": handlers,
-                "dfs.permissions.enabled": "true" if checked else "false",
-                "dfs.namenode.audit.log.async": "true" if asynchronous else "false",
-            }
-            if args.pipeline_depth is not None:
-                props["dfs.namenode.edits.sync.pipeline.depth"] = args.pipeline_depth
-            conf_dir = write_conf_dir(base / f"conf-perm-{label}", props)
-            _format_namenode(conf_dir)
+            conf_dir = _formatted_namenode_conf(
+                base / f"conf-perm-{label}",
+                base / f"name-perm-{label}",
+                cluster.quorum_journal_uri(f"{JID}-perm-{label}"),
+                handlers,
+                args.pipeline_depth,
+                {
+                    "dfs.permissions.enabled": "true" if checked else "false",
+                    "dfs.namenode.audit.log.async": "true" if asynchronous else "false",
+                },
+            )
             env = {
                 "HADOOP_LOG_DIR": str(log_dir / label),
                 "HDFS_AUDIT_LOGGER": "INFO,RFAAUDIT" if checked else "INFO,NullAppender",
@@ -471,17 +494,13 @@ def run(argv: Sequence[str], conf) -> int:
     handlers = args.handlers or 10
     try:
         with MiniJournalCluster(3, base_dir=base / "jn", processes=True) as cluster:
-            props = {
-                "dfs.namenode.name.dir": str(base / "name"),
-                "dfs.namenode.shared.edits.dir": cluster.quorum_journal_uri(JID),
-                "dfs.namenode.rpc-address": "127.0.0.1:0",
-                "dfs.namenode.http-address": "127.0.0.1:0",
-                "dfs.namenode.handler.count": handlers,
-            }
-            if args.pipeline_depth is not None:
-                props["dfs.namenode.edits.sync.pipeline.depth"] = args.pipeline_depth
-            conf_dir = write_conf_dir(base / "conf", props)
-            _format_namenode(conf_dir)
+            conf_dir = _formatted_namenode_conf(
+                base / "conf",
+                base / "name",
+                cluster.quorum_journal_uri(JID),
+                handlers,
+                args.pipeline_depth,
+            )
             with NameNodeProcess(conf_dir, base / "namenode.log") as nn:
                 print(
                     f"NameNode pid {nn.pid} on 127.0.0.1:{nn.rpc_port}, 3 JournalNode processes, "
