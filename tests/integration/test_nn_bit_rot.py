@@ -41,24 +41,27 @@ def write_dirs(mjc: MiniJournalCluster, tmp_path):
     conf = nn_conf(tmp_path, name_dirs=("image",), edits=(mjc.quorum_journal_uri(JOURNAL),))
     format_namenode(conf)
     nn = start_nn(conf)
-    try:
-        for d in DIRS:
-            nn.namesystem.mkdirs(d)
-    finally:
-        nn.close()
 
     def finalized(i: int) -> set[str]:
         return {
             p.name for p in mjc.current_dir(i, JOURNAL).iterdir() if p.name.startswith("edits_0")
         }
 
-    # close() returns once a majority finalized; the third node may still be finalizing
-    wait_until(
-        lambda: finalized(0) and finalized(0) == finalized(1) == finalized(2),
-        timeout_s=20,
-        what="every JournalNode to hold the same finalized segments",
-    )
-    segments = [mjc.current_dir(0, JOURNAL) / name for name in finalized(0)]
+    try:
+        for d in DIRS:
+            nn.namesystem.mkdirs(d)
+        # Roll while the writer is open: the finalize reaches every node (close() waits
+        # for a majority only, and a third node's call still queued when it closes fails).
+        nn.roll_edit_log()
+        wait_until(
+            lambda: all(finalized(i) for i in range(3))
+            and finalized(0) == finalized(1) == finalized(2),
+            timeout_s=20,
+            what="every JournalNode to hold the same finalized segments",
+        )
+        segments = [mjc.current_dir(0, JOURNAL) / name for name in finalized(0)]
+    finally:
+        nn.close()
     segment = max(segments, key=lambda p: len(op_offsets(p))).name
     for i in (1, 2):  # every node holds the same finalized bytes
         assert (mjc.current_dir(i, JOURNAL) / segment).read_bytes() == (
