@@ -450,6 +450,11 @@ def _permissions_goal(sides: dict[str, PhaseResult] | None) -> None:
 def run(argv: Sequence[str], conf) -> int:
     from hadoop_qjm.common.command_line import CommandParser, finite_float
 
+    if any(a == "--observers" or a.startswith("--observers=") for a in argv):
+        from hadoop_qjm.tools.bench._nn_observers import run as run_observers
+
+        return run_observers(argv, conf)
+
     parser = CommandParser(prog="hdfs-py bench namenode", description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--clients", default="1,8,64,256", help="comma-separated client thread counts (1,8,64,256)"
@@ -473,6 +478,10 @@ def run(argv: Sequence[str], conf) -> int:
     )
     parser.add_argument("--no-floor", action="store_true", help="skip the RPC floor phases")
     parser.add_argument("--dir", default=None, help="where the NameNode and JournalNodes write")
+    parser.add_argument(
+        "--observers",
+        help="reads over observers instead (0,1,2; its flags: --observers --help, docs/ha.md)",
+    )
     args = parser.parse_args(argv)
     try:
         counts = [int(c) for c in args.clients.split(",") if c.strip()]
