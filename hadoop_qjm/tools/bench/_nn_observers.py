@@ -87,6 +87,7 @@ class ObserverPhase:
     cpu_s: dict[str, float] = field(default_factory=dict)
     states: dict[str, str] = field(default_factory=dict)
     reader_cpu_s: float = 0.0
+    journal_cpu_s: float = 0.0
 
     @property
     def mkdirs_per_s(self) -> float:
@@ -282,15 +283,18 @@ def _phase(
             for n, cap in zip(threads, caps, strict=True)
         ]
     pids = {nnid: cluster.namenode(nnid).pid for nnid in cluster.nnids}
+    journal_pids = [node.pid for node in cluster.journal_nodes.nodes if node is not None]
     states = cluster.states()
     with _clients(writers + readers) as group:
         before = _activity(cluster)
         cpu0 = {nnid: _cpu_seconds(pid) for nnid, pid in pids.items()}
+        journal0 = sum(_cpu_seconds(pid) for pid in journal_pids)  # type: ignore[arg-type]
         start = time.perf_counter()
         group.go()
         reports = group.reports(args.seconds + 180)
         elapsed = time.perf_counter() - start
         cpu1 = {nnid: _cpu_seconds(pid) for nnid, pid in pids.items()}
+        journal1 = sum(_cpu_seconds(pid) for pid in journal_pids)  # type: ignore[arg-type]
         after = _activity(cluster)
     written, read = reports[0], reports[1:]
     write_lat = sorted(x / 1e3 for x in written["lat_us"])
@@ -311,6 +315,7 @@ def _phase(
         cpu_s={n: cpu1[n] - cpu0[n] for n in cluster.nnids},
         states=states,
         reader_cpu_s=sum(r["cpu_s"] for r in read),
+        journal_cpu_s=journal1 - journal0,
     )
 
 
@@ -324,6 +329,7 @@ def _combined(runs: Sequence[ObserverPhase]) -> ObserverPhase:
         errors=sum(r.errors for r in runs),
         cpu_s={n: sum(r.cpu_s[n] for r in runs) for n in runs[0].cpu_s},
         states=runs[-1].states,
+        journal_cpu_s=sum(r.journal_cpu_s for r in runs),
     )
 
 
@@ -362,8 +368,10 @@ def phase_lines(phase: ObserverPhase, args: Any) -> list[str]:
         for n, s in phase.cpu_s.items()
     )
     lines.append(f"  CPU: {cpu}")
+    others = f"  CPU of the 3 JournalNodes: {phase.journal_cpu_s:.2f} s"
     if phase.observers is not None:
-        lines.append(f"  CPU of the reader processes: {phase.reader_cpu_s:.2f} s")
+        others += f", of the reader processes: {phase.reader_cpu_s:.2f} s"
+    lines.append(others)
     if phase.errors:
         lines.append(f"  {phase.errors} errors")
     return lines
@@ -386,6 +394,11 @@ def goal_lines(phases: Sequence[ObserverPhase], baseline: ObserverPhase) -> list
         f"goal >= {WRITE_GOAL_RATIO:g}x: {met})"
     )
     alone = by_count.get(0)
+    if alone is not None and baseline.mkdirs_per_s:
+        lines.append(
+            f"  (reads on the active alone: {alone.mkdirs_per_s / baseline.mkdirs_per_s:.2f}x "
+            "the mkdirs/s with no readers)"
+        )
     if alone is None:
         lines.append("no phase of 0 observers: the reads goal needs --observers with 0")
         return lines
