@@ -1,4 +1,5 @@
-"""The processes of ``bench namenode``: a client process and the RPC-floor server.
+"""The processes of ``bench namenode``: a client process and the RPC-floor server (and
+the helpers the benches that start them share).
 
 ``python -m hadoop_qjm.tools.bench._nn_load client HOST PORT THREADS SECONDS MAX_OPS TAG``
 connects THREADS proxies, makes each one's parent directory, prints ``READY``, waits for a
@@ -19,7 +20,30 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["client_main", "floor_main"]
+__all__ = ["CLIENT_COMMAND", "client_main", "cpu_seconds", "floor_main", "percentile", "split"]
+
+#: This module as a child process (``client …`` or ``floor …`` after it).
+CLIENT_COMMAND = [sys.executable, "-m", "hadoop_qjm.tools.bench._nn_load"]
+
+
+def percentile(sorted_values: list[float], fraction: float) -> float:
+    if not sorted_values:
+        return 0.0
+    index = min(len(sorted_values) - 1, int(fraction * len(sorted_values)))
+    return sorted_values[index]
+
+
+def cpu_seconds(pid: int) -> float:
+    """A process's user + system CPU time so far (psutil)."""
+    import psutil  # the bench's, not the client processes' import
+
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
+def split(total: int, parts: int) -> list[int]:
+    """``total`` in ``parts`` shares differing by one at most."""
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
 
 
 def client_main(host: str, port: int, threads: int, seconds: float, max_ops: int, tag: str) -> int:

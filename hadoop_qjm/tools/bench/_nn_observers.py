@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from hadoop_qjm.testing.mini_ha_cluster import NAMESERVICE, MiniHACluster, child_env
-from hadoop_qjm.tools.bench.namenode import _CLIENT, _cpu_seconds, _percentile, _split
+from hadoop_qjm.tools.bench._nn_load import CLIENT_COMMAND, cpu_seconds, percentile, split
 
 __all__ = [
     "OBSERVER_PROVIDER",
@@ -271,13 +271,13 @@ def _phase(
     tag: str,
 ) -> ObserverPhase:
     writers = [
-        [*_CLIENT, "client", "127.0.0.1", str(cluster.rpc_ports["nn1"]), str(args.writers)]
+        [*CLIENT_COMMAND, "client", "127.0.0.1", str(cluster.rpc_ports["nn1"]), str(args.writers)]
         + [str(args.seconds), str(args.max_ops), tag]
     ]
     readers = []
     if observers is not None:
-        threads = [n for n in _split(args.readers, args.client_processes) if n > 0]
-        caps = _split(args.max_ops, len(threads))
+        threads = [n for n in split(args.readers, args.client_processes) if n > 0]
+        caps = split(args.max_ops, len(threads))
         readers = [
             [*_READER, str(cluster.conf_dir), str(n), str(args.seconds), str(cap)]
             for n, cap in zip(threads, caps, strict=True)
@@ -287,14 +287,14 @@ def _phase(
     states = cluster.states()
     with _clients(writers + readers) as group:
         before = _activity(cluster)
-        cpu0 = {nnid: _cpu_seconds(pid) for nnid, pid in pids.items()}
-        journal0 = sum(_cpu_seconds(pid) for pid in journal_pids)  # type: ignore[arg-type]
+        cpu0 = {nnid: cpu_seconds(pid) for nnid, pid in pids.items()}
+        journal0 = sum(cpu_seconds(pid) for pid in journal_pids)  # type: ignore[arg-type]
         start = time.perf_counter()
         group.go()
         reports = group.reports(args.seconds + 180)
         elapsed = time.perf_counter() - start
-        cpu1 = {nnid: _cpu_seconds(pid) for nnid, pid in pids.items()}
-        journal1 = sum(_cpu_seconds(pid) for pid in journal_pids)  # type: ignore[arg-type]
+        cpu1 = {nnid: cpu_seconds(pid) for nnid, pid in pids.items()}
+        journal1 = sum(cpu_seconds(pid) for pid in journal_pids)  # type: ignore[arg-type]
         after = _activity(cluster)
     written, read = reports[0], reports[1:]
     write_lat = sorted(x / 1e3 for x in written["lat_us"])
@@ -304,10 +304,10 @@ def _phase(
         observers=observers,
         seconds=elapsed,
         mkdirs=len(write_lat),
-        write_lat_ms=(_percentile(write_lat, 0.5), _percentile(write_lat, 0.99)),
+        write_lat_ms=(percentile(write_lat, 0.5), percentile(write_lat, 0.99)),
         file_infos=sum(r["file_infos"] for r in read),
         listings=sum(r["listings"] for r in read),
-        read_lat_ms=(_percentile(read_lat, 0.5), _percentile(read_lat, 0.99)),
+        read_lat_ms=(percentile(read_lat, 0.5), percentile(read_lat, 0.99)),
         errors=written["errors"] + sum(r["errors"] for r in read),
         held_calls=sum(after[n][1] - before[n][1] for n in observing),
         held_ms=sum(after[n][2] - before[n][2] for n in observing),
