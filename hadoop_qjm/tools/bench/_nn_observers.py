@@ -415,9 +415,7 @@ def goal_lines(phases: Sequence[ObserverPhase], baseline: ObserverPhase) -> list
 def _parse(argv: Sequence[str]) -> Any:
     from hadoop_qjm.common.command_line import CommandParser, finite_float
 
-    parser = CommandParser(
-        prog="hdfs-py bench namenode --observers", description=__doc__.split("\n\n")[0]
-    )
+    parser = CommandParser(prog="hdfs-py bench namenode", description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--observers", required=True, help="comma-separated observer counts, 0 to 3 (0,1,2)"
     )
@@ -430,7 +428,7 @@ def _parse(argv: Sequence[str]) -> Any:
     parser.add_argument(
         "--max-ops", type=int, default=1_000_000, help="cap per phase and side (1000000)"
     )
-    parser.add_argument("--handlers", type=int, default=10, help="dfs.namenode.handler.count")
+    parser.add_argument("--handlers", type=int, default=10, help="dfs.namenode.handler.count (10)")
     parser.add_argument("--dir", default=None, help="where the NameNodes and JournalNodes write")
     args = parser.parse_args(list(argv))
     try:

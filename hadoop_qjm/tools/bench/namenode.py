@@ -465,7 +465,7 @@ def run(argv: Sequence[str], conf) -> int:
     parser.add_argument("--dir", default=None, help="where the NameNode and JournalNodes write")
     parser.add_argument(
         "--observers",
-        help="reads over observers instead (0,1,2; its flags: --observers --help, docs/ha.md)",
+        help="reads over observers instead (0,1,2; its flags: --observers 0 --help; docs/ha.md)",
     )
     args = parser.parse_args(argv)
     try:
