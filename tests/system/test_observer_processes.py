@@ -18,7 +18,6 @@ ObserverStatus). Slow: ~2 min on a loaded 2-core machine (one run: 2,613 reads h
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,7 @@ from hadoop_qjm.namenode.ha.observer_read_proxy import ObserverReadProxy
 from hadoop_qjm.testing.daemon_process import child_env
 from hadoop_qjm.testing.in_process_ha import wait_until
 from hadoop_qjm.testing.mini_ha_cluster import NAMESERVICE, MiniHACluster
+from hadoop_qjm.tools.bench._nn_load import CLIENT_COMMAND
 from hadoop_qjm.tools.bench._nn_observers import OBSERVER_PROVIDER, namenode_bean
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -41,7 +41,7 @@ def _writer(cluster: MiniHACluster, n: int) -> subprocess.Popen:
     """One client process doing mkdirs on the active (bench namenode's load client)."""
     args = ["client", "127.0.0.1", str(cluster.rpc_ports["nn1"]), "1", str(WRITER_SECONDS)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hadoop_qjm.tools.bench._nn_load", *args, "1000000", f"w{n}"],
+        [*CLIENT_COMMAND, *args, "1000000", f"w{n}"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,

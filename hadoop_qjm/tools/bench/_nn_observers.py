@@ -36,7 +36,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -45,7 +44,13 @@ from pathlib import Path
 from typing import Any
 
 from hadoop_qjm.testing.mini_ha_cluster import NAMESERVICE, MiniHACluster, child_env
-from hadoop_qjm.tools.bench._nn_load import CLIENT_COMMAND, cpu_seconds, percentile, split
+from hadoop_qjm.tools.bench._nn_load import (
+    CLIENT_COMMAND,
+    cpu_seconds,
+    percentile,
+    split,
+    timed_calls,
+)
 
 __all__ = [
     "OBSERVER_PROVIDER",
@@ -106,74 +111,31 @@ def reader_main(conf_dir: str, threads: int, seconds: float, max_ops: int) -> in
     conf = Configuration()
     conf.add_conf_dir(conf_dir)
     clients = [namenode_proxy_from_conf(conf, timeout_s=60) for _ in range(threads)]
-    latencies: list[list[float]] = [[] for _ in range(threads)]
-    counts = [[0, 0] for _ in range(threads)]  # getFileInfo, getListing
-    errors = [0] * threads
-    ops_left = [max_ops]
-    lock = threading.Lock()
-    go = threading.Event()
-    deadline = [0.0]
-    ready = threading.Barrier(threads + 1)
+    listings = [0] * threads
 
-    def reader(i: int) -> None:
-        fs, mine, count = clients[i], latencies[i], counts[i]
-        try:
-            fs.get_file_info(READ_DIR)  # probe the states and msync outside the timing
-        except Exception:  # noqa: BLE001 - counted; the figures say so
-            errors[i] += 1
-        try:
-            ready.wait(timeout=120)
-        except threading.BrokenBarrierError:
-            return
-        go.wait()
-        n = i
-        perf = time.perf_counter
-        while perf() < deadline[0]:
-            with lock:
-                if ops_left[0] <= 0:
-                    return
-                ops_left[0] -= 1
-            listing = n % 2 == 1
-            t0 = perf()
-            try:
-                if listing:
-                    fs.get_listing(READ_DIR)
-                else:
-                    fs.get_file_info(f"{READ_DIR}/e{n // 2 % READ_ENTRIES}")
-            except Exception:  # noqa: BLE001 - counted; the figures say so
-                errors[i] += 1
-                if errors[i] > 100:
-                    return
-                continue
-            mine.append(perf() - t0)
-            count[listing] += 1
-            n += 1
+    def read(i: int, n: int) -> None:
+        if (i + n) % 2:
+            clients[i].get_listing(READ_DIR)
+            listings[i] += 1
+        else:
+            clients[i].get_file_info(f"{READ_DIR}/e{(i + n) // 2 % READ_ENTRIES}")
 
-    workers = [threading.Thread(target=reader, args=(i,), daemon=True) for i in range(threads)]
-    cpu0 = time.process_time()
     try:
-        for worker in workers:
-            worker.start()
-        ready.wait(timeout=180)
-        print("READY", flush=True)
-        sys.stdin.readline()
-        cpu0 = time.process_time()
-        deadline[0] = time.perf_counter() + seconds
-        go.set()
-        for worker in workers:
-            worker.join(seconds + 120)
+        report = timed_calls(
+            threads,
+            lambda i: clients[i].get_file_info(READ_DIR),  # probe the states and msync
+            read,
+            seconds,
+            max_ops,
+            errors=(Exception,),  # whatever a read raises is counted, not a dead thread
+        )
     finally:
         for fs in clients:
             fs.close()
-    report = {
-        "file_infos": sum(c[0] for c in counts),
-        "listings": sum(c[1] for c in counts),
-        "errors": sum(errors),
-        "lat_us": [round(x * 1e6) for mine in latencies for x in mine],
-        "cpu_s": time.process_time() - cpu0,
-        "observer_reads": sum(fs.observer_reads for fs in clients),
-        "active_reads": sum(fs.active_reads for fs in clients),
-    }
+    report["listings"] = sum(listings)
+    report["file_infos"] = report["ops"] - report["listings"]
+    report["observer_reads"] = sum(fs.observer_reads for fs in clients)
+    report["active_reads"] = sum(fs.active_reads for fs in clients)
     print(json.dumps(report), flush=True)
     return 0
 
