@@ -30,7 +30,6 @@ until SECONDS pass or MAX_OPS reads are made in all; one JSON line.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
 import subprocess
@@ -38,7 +37,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -150,24 +149,28 @@ def namenode_bean(http_port: int, name: str) -> dict[str, Any]:
 
 class _Clients:
     """Client processes started together: each prints READY, starts on a line on stdin
-    and ends with one JSON line; stopped by their pids."""
+    and ends with one JSON line; stopped by their pids (also when one fails to start)."""
 
     def __init__(self, commands: Sequence[Sequence[str]]) -> None:
         self.procs: list[subprocess.Popen] = []
-        for command in commands:
-            self.procs.append(
-                subprocess.Popen(
-                    list(command),
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    text=True,
-                    env=child_env(),
+        try:
+            for command in commands:
+                self.procs.append(
+                    subprocess.Popen(
+                        list(command),
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        text=True,
+                        env=child_env(),
+                    )
                 )
-            )
-        for proc in self.procs:
-            line = proc.stdout.readline()  # type: ignore[union-attr]
-            if line.strip() != "READY":
-                raise RuntimeError(f"bench client {proc.pid} did not start: {line.strip()!r}")
+            for proc in self.procs:
+                line = proc.stdout.readline()  # type: ignore[union-attr]
+                if line.strip() != "READY":
+                    raise RuntimeError(f"bench client {proc.pid} did not start: {line.strip()!r}")
+        except BaseException:
+            self.stop()
+            raise
 
     def go(self) -> None:
         for proc in self.procs:
@@ -187,16 +190,11 @@ class _Clients:
                 proc.kill()
             proc.wait()
 
+    def __enter__(self) -> _Clients:
+        return self
 
-@contextlib.contextmanager
-def _clients(commands: Sequence[Sequence[str]]) -> Iterator[_Clients]:
-    group = None
-    try:
-        group = _Clients(commands)
-        yield group
-    finally:
-        if group is not None:
-            group.stop()
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
 
 
 def _set_observers(cluster: MiniHACluster, candidates: Sequence[str], count: int) -> None:
@@ -245,18 +243,22 @@ def _phase(
             for n, cap in zip(threads, caps, strict=True)
         ]
     pids = {nnid: cluster.namenode(nnid).pid for nnid in cluster.nnids}
-    journal_pids = [node.pid for node in cluster.journal_nodes.nodes if node is not None]
+    journal_pids: list[int] = [
+        node.pid  # type: ignore[attr-defined]  # JournalNode processes
+        for node in cluster.journal_nodes.nodes
+        if node is not None
+    ]
     states = cluster.states()
-    with _clients(writers + readers) as group:
+    with _Clients(writers + readers) as group:
         before = _activity(cluster)
         cpu0 = {nnid: cpu_seconds(pid) for nnid, pid in pids.items()}
-        journal0 = sum(cpu_seconds(pid) for pid in journal_pids)  # type: ignore[arg-type]
+        journal0 = sum(cpu_seconds(pid) for pid in journal_pids)
         start = time.perf_counter()
         group.go()
         reports = group.reports(args.seconds + 180)
         elapsed = time.perf_counter() - start
         cpu1 = {nnid: cpu_seconds(pid) for nnid, pid in pids.items()}
-        journal1 = sum(cpu_seconds(pid) for pid in journal_pids)  # type: ignore[arg-type]
+        journal1 = sum(cpu_seconds(pid) for pid in journal_pids)
         after = _activity(cluster)
     written, read = reports[0], reports[1:]
     write_lat = sorted(x / 1e3 for x in written["lat_us"])
@@ -431,7 +433,7 @@ def run(argv: Sequence[str], conf: Any = None) -> int:
                 f"{num_namenodes} NameNode processes ({pids}; nn1 active) on 3 JournalNode "
                 f"processes, {args.handlers} handlers, {args.seconds:g} s per phase, "
                 f"{args.writers} writers in 1 process, {args.readers} readers in "
-                f"{args.client_processes}",
+                f"{args.client_processes} processes",
                 flush=True,
             )
             candidates = cluster.nnids[2:]
