@@ -23,16 +23,19 @@ import pytest
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, FUTURE_LAYOUT_VERSION_FOR_TESTING
 from hadoop_qjm.common.exceptions import IOException
+from hadoop_qjm.namenode import rolling_upgrade as ru
 from hadoop_qjm.namenode.fs_image_format import read_image
 from hadoop_qjm.namenode.ha.bootstrap_standby import bootstrap_standby
 from hadoop_qjm.namenode.ha.ha_util import resolve_ha_conf
 from hadoop_qjm.namenode.name_node_commands import one_line
+from hadoop_qjm.namenode.name_node_core import format_namenode
 from hadoop_qjm.namenode.name_node_layout_version import (
     ROLLING_UPGRADE_STARTED,
     effective_layout_version,
 )
 from hadoop_qjm.namenode.rolling_rollback import rolling_rollback
 from hadoop_qjm.testing.in_process_ha import NS, wait_until
+from tests.integration.namenode_support import nn_conf, start_nn
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -262,3 +265,40 @@ def test_an_observer_of_the_new_software_takes_the_new_layout_at_finalize(
         assert p1.rolling_upgrade("FINALIZE").is_finalized
     wait_until(lambda: version_layout(current(tmp_path, "nn2")) == NEW, 30, "the observer")
     assert version_layout(current(tmp_path, "nn1")) == OLD  # the old software's own
+
+
+# ---- without HA: one NameNode and its local edits --------------------------------------------
+def now_ms() -> int:
+    return 1_700_000_000_000
+
+
+def test_one_namenode_rolls_to_the_new_layout_and_a_lost_version_write_is_replayed(
+    tmp_path,
+) -> None:
+    """Non-HA: prepare (the rollback image at once), restart as the new software with
+    -rollingUpgrade started: its segment is -67. Finalize with the active's VERSION write
+    lost (a crash right after FINALIZE was durable): the restart into the upgrade replays
+    FINALIZE and writes -68 then (FSEditLogLoader's updateStorageVersion), and from there
+    the new software starts without the option and writes -68."""
+    old = nn_conf(tmp_path)
+    format_namenode(old, fs_owner="hdfs")
+    cur = tmp_path / "name" / "current"
+    with start_nn(old) as core:
+        core.namesystem.mkdirs("/old")
+        assert ru.start_rolling_upgrade(core, False, now_ms).is_started
+    new = nn_conf(tmp_path, **STARTED)
+    core = start_nn(new)
+    first = core.edit_log.cur_segment_txid
+    core.namesystem.mkdirs("/new")
+    assert segment_layouts(cur)[first] == OLD
+    core.storage.update_storage_version = lambda: False  # the crash loses the VERSION write
+    assert ru.finalize_rolling_upgrade(core, False, now_ms).is_finalized
+    core.abort()
+    assert version_layout(cur) == OLD
+    with pytest.raises(IOException, match="old layout version -67"):
+        start_nn(nn_conf(tmp_path, **NEW_SOFTWARE))
+    with start_nn(new) as core:
+        assert version_layout(cur) == NEW
+        assert core.namesystem.dir.get_inode("/new") is not None
+    with start_nn(nn_conf(tmp_path, **NEW_SOFTWARE)) as core:
+        assert segment_layouts(cur)[core.edit_log.cur_segment_txid] == NEW
