@@ -35,7 +35,7 @@ from hadoop_qjm.namenode.name_node_layout_version import (
 )
 from hadoop_qjm.namenode.rolling_rollback import rolling_rollback
 from hadoop_qjm.testing.in_process_ha import NS, wait_until
-from tests.integration.namenode_support import nn_conf, start_nn
+from tests.integration.namenode_support import nn_conf, start_nn, wait_for_journal_nodes
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -156,6 +156,7 @@ def test_new_software_keeps_the_old_layout_until_finalize(pair, mjc, tmp_path) -
     checkpoint = nn1.core.save_namespace()
     image = current(tmp_path, "nn1") / f"fsimage_{checkpoint:019d}"
     assert read_image(image).layout_version == OLD
+    wait_for_journal_nodes(nn2.core)
     for cur in every_copy(pair, mjc, tmp_path):
         layouts = segment_layouts(cur)
         assert layouts and set(layouts.values()) == {OLD}, (cur, layouts)
@@ -168,6 +169,7 @@ def test_new_software_keeps_the_old_layout_until_finalize(pair, mjc, tmp_path) -
     assert version_layout(current(tmp_path, "nn2")) == NEW
     wait_until(lambda: version_layout(current(tmp_path, "nn1")) == NEW, 30, "nn1's VERSION")
     client.mkdirs("nn2", "finalized")
+    wait_for_journal_nodes(nn2.core)  # the third JournalNode too, not just a quorum
     for cur in [*(mjc.current_dir(i, JID) for i in range(3)), current(tmp_path, "nn2")]:
         layouts = segment_layouts(cur)
         assert layouts[finalized_at] == NEW, (cur, layouts)
@@ -227,6 +229,7 @@ def test_newer_software_on_an_older_layout_is_refused_and_changes_nothing(
 ) -> None:
     pair["nn1"].transition_to_active()
     Client(pair).mkdirs("nn1", "old")
+    wait_for_journal_nodes(pair["nn1"].core)  # nothing left to change a JournalNode's files
     pair["nn2"].stop()
     old_layout = f"File system image contains an old layout version {OLD}.; An upgrade to"
     # Neither -upgrade nor -rollingUpgrade started: Hadoop's message.
