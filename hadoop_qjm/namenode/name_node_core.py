@@ -394,8 +394,12 @@ class NameNodeCore:
             self.fs_image.load(self.namesystem, reader, to_at_least_txid=0)  # type: ignore[union-attr, arg-type]
         finally:
             reader.close()
-        check_started_into_rolling_upgrade(self.storage, self.namesystem.dir)  # type: ignore[arg-type, union-attr]
         self.shared_edits_error = reader.shared_read_error
+        check_started_into_rolling_upgrade(
+            self.storage,  # type: ignore[arg-type]
+            self.namesystem.dir,  # type: ignore[union-attr]
+            self.shared_edits_error,
+        )
         self.edit_log = self._new_edit_log(shared_only=True)
         self.edit_log.init_shared_journals_for_read()
         self._follow_applied_txid(self.edit_log)

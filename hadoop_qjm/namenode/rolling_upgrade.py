@@ -240,14 +240,20 @@ def effective_layout_of(storage: NNStorage, fs_dir: Any) -> int:
     )
 
 
-def check_started_into_rolling_upgrade(storage: NNStorage, fs_dir: Any) -> None:
+def check_started_into_rolling_upgrade(
+    storage: NNStorage, fs_dir: Any, unread: str | None = None
+) -> None:
     """Once the namespace is loaded: a directory of an older layout than the software's
     (let through by ``-rollingUpgrade started``) needs a rolling upgrade in progress —
     without one the software would write its own layout into an old directory. A FINALIZE
-    replayed while loading has written the software's layout already (and that passes)."""
+    replayed while loading has written the software's layout already (and that passes).
+    ``unread``: why a standby could not read the shared edits (their START may be there)."""
     storage_lv = storage.ns_info.layout_version  # type: ignore[union-attr]
     if storage_lv != storage.software_layout_version and not fs_dir.rolling_upgrade_start_time:
-        raise IOException(no_rolling_upgrade_message(storage_lv, storage.software_layout_version))
+        message = no_rolling_upgrade_message(storage_lv, storage.software_layout_version)
+        if unread is not None:
+            message += f" The shared edits could not be read: {unread}"
+        raise IOException(message)
 
 
 def rename_rollback_images(storage: NNStorage) -> int:

@@ -305,3 +305,16 @@ def test_one_namenode_rolls_to_the_new_layout_and_a_lost_version_write_is_replay
         assert core.namesystem.dir.get_inode("/new") is not None
     with start_nn(nn_conf(tmp_path, **NEW_SOFTWARE)) as core:
         assert segment_layouts(cur)[core.edit_log.cur_segment_txid] == NEW
+
+
+def test_the_command_line_flag_sets_hadoops_startup_option(monkeypatch, tmp_path) -> None:
+    """``namenode -rollingUpgrade started`` reaches the storage checks as Hadoop's
+    NameNode.setStartupOption does: dfs.namenode.startup=ROLLINGUPGRADE(STARTED)."""
+    from hadoop_qjm.cli import name_node as cli
+    from hadoop_qjm.namenode.name_node_layout_version import rolling_upgrade_started
+
+    seen = []
+    monkeypatch.setattr(cli, "run_daemon", lambda conf, upgrade: seen.append(conf) or 0)
+    assert cli.run(["-rollingUpgrade", "started"], nn_conf(tmp_path)) == 0
+    assert cli.run([], nn_conf(tmp_path)) == 0
+    assert [rolling_upgrade_started(conf) for conf in seen] == [True, False]
