@@ -17,6 +17,7 @@ and the refusals of a newer software on an older directory.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,8 @@ from hadoop_qjm.namenode.name_node_layout_version import (
     effective_layout_version,
 )
 from hadoop_qjm.namenode.rolling_rollback import rolling_rollback
-from hadoop_qjm.testing.in_process_ha import NS, wait_until
+from hadoop_qjm.testing.in_process_ha import NS, journal_node_conf, wait_until
+from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from tests.integration.namenode_support import nn_conf, start_nn, wait_for_journal_nodes
 
 pytestmark = pytest.mark.timeout(120)
@@ -83,6 +85,18 @@ def dir_listing(paths: list[Path]) -> dict[str, bytes]:
         for f in sorted(root.rglob("*"))
         if f.is_file() and f.name != "in_use.lock"
     }
+
+
+@pytest.fixture
+def mjc() -> Iterator[MiniJournalCluster]:
+    """tests/ha/conftest.py's JournalNodes, but a stopped writer counts as gone once its
+    connection is (``dfs.journalnode.format.live-writer.window.ms`` 0): a NameNode's close
+    returns when a majority finalized, and a third node's finalize still queued is dropped,
+    which would leave its segment open and "recently written" to the rollback's check."""
+    conf = journal_node_conf()
+    conf.set("dfs.journalnode.format.live-writer.window.ms", "0")
+    with MiniJournalCluster(3, conf=conf) as cluster:
+        yield cluster
 
 
 class Client:
