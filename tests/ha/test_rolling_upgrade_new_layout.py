@@ -32,6 +32,7 @@ from hadoop_qjm.namenode.name_node_commands import one_line
 from hadoop_qjm.namenode.name_node_core import format_namenode
 from hadoop_qjm.namenode.name_node_layout_version import (
     ROLLING_UPGRADE_STARTED,
+    check_rolling_upgrade_layout,
     effective_layout_version,
 )
 from hadoop_qjm.namenode.rolling_rollback import rolling_rollback
@@ -159,6 +160,28 @@ def test_effective_layout_version_is_hadoops() -> None:
     assert effective_layout_version(False, -61, -61, -63) == -63
     assert effective_layout_version(False, -62, -61, -63) == -63
     assert effective_layout_version(False, -63, -61, -63) == -63
+
+
+@pytest.mark.parametrize(
+    "storage_lv, software_lv, started, refusal",
+    [
+        (-67, -67, False, None),
+        (-67, -67, True, None),
+        (-68, -68, False, None),
+        (-67, -68, False, 'restart NameNode with the "-rollingUpgrade started" option'),
+        (-67, -68, True, None),  # the rolling upgrade itself is checked once loaded
+        (-66, -68, True, "the minimum compatible layout version of this software is -67"),
+        (-66, -67, True, "the minimum compatible layout version of this software is -67"),
+    ],
+)
+def test_which_older_layouts_the_software_loads(storage_lv, software_lv, started, refusal):
+    """The storage check before anything is loaded (check_rolling_upgrade_layout)."""
+    if refusal is None:
+        check_rolling_upgrade_layout(storage_lv, software_lv, started)
+        return
+    with pytest.raises(IOException) as failure:
+        check_rolling_upgrade_layout(storage_lv, software_lv, started)
+    assert refusal in str(failure.value)
 
 
 def test_new_software_keeps_the_old_layout_until_finalize(pair, mjc, tmp_path) -> None:
