@@ -22,6 +22,7 @@ import random
 import re
 import threading
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,13 +35,25 @@ from hadoop_qjm.namenode.ha.ha_util import resolve_ha_conf
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy
 from hadoop_qjm.namenode.rolling_rollback import rolling_rollback
 from hadoop_qjm.namenode.rolling_upgrade import NO_ROLLING_UPGRADE, rolling_upgrade_message
-from hadoop_qjm.testing.in_process_ha import NS, wait_until
+from hadoop_qjm.testing.in_process_ha import NS, journal_node_conf, wait_until
+from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.tools import dfs_admin
 from tests.integration.namenode_support import read_ops
 
 pytestmark = pytest.mark.timeout(120)
 
 JID = "ru"
+
+
+@pytest.fixture
+def mjc() -> Iterator[MiniJournalCluster]:
+    """tests/ha/conftest.py's JournalNodes with ``dfs.journalnode.format.live-writer.window.ms``
+    0: a NameNode's close returns once a majority finalized and drops a third node's queued
+    finalize, whose open segment would otherwise be "recently written" to the rollback."""
+    conf = journal_node_conf()
+    conf.set("dfs.journalnode.format.live-writer.window.ms", "0")
+    with MiniJournalCluster(3, conf=conf) as cluster:
+        yield cluster
 
 
 def current(base: Path, nnid: str) -> Path:
