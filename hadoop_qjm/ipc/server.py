@@ -28,6 +28,7 @@ from hadoop_qjm.common.net import (
     as_server_socket_factory,
 )
 from hadoop_qjm.common.security.caller_identity import CallerIdentity
+from hadoop_qjm.common.security.tls_connection import TlsConnection
 from hadoop_qjm.ipc import call_context
 from hadoop_qjm.ipc.exceptions import ProtocolError
 from hadoop_qjm.ipc.frames import DEFAULT_MAX_FRAME_SIZE
@@ -337,7 +338,7 @@ class Server:
             if hasattr(self._socket_factory, "on_handshake_failure"):  # a TLS factory
                 self.rpc_metrics.authenticated(False)
             raise
-        if isinstance(wrapped, ssl.SSLSocket):
+        if isinstance(wrapped, (ssl.SSLSocket, TlsConnection)):
             self.rpc_metrics.authenticated(True)
         return wrapped
 

@@ -25,6 +25,7 @@ from hadoop_qjm.common.net import (
     as_client_socket_factory,
     as_server_socket_factory,
 )
+from hadoop_qjm.common.security.tls_connection import TlsConnection
 from hadoop_qjm.ipc.connection_context import decode_connection_context, is_connection_context
 from hadoop_qjm.ipc.exceptions import ProtocolError
 from hadoop_qjm.ipc.frames import (
@@ -51,6 +52,7 @@ __all__ = [
     "call_failed",
     "dropped_by_tls_server",
     "read_frame",
+    "sends_without_waiting",
     "server_speaks_tls",
     "write_frame",
 ]
@@ -304,6 +306,16 @@ class FrameReader:
                 )
             self._end += received
         return True
+
+
+def sends_without_waiting(sock: object) -> bool:
+    """Whether ``sock.send(data, MSG_DONTWAIT)`` never waits: a plain blocking socket
+    without a timeout (Python would wait for a socket with one to be writable first), or
+    a server's TLS connection over one (:class:`TlsConnection`; an SSLSocket takes no
+    flags)."""
+    return (type(sock) is socket.socket or type(sock) is TlsConnection) and (
+        sock.gettimeout() is None  # type: ignore[attr-defined]
+    )
 
 
 def write_frame(sock: socket.socket, payload: bytes) -> None:

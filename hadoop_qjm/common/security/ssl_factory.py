@@ -336,6 +336,10 @@ class SSLFactory:
             files = read_key_store_files(self.conf, "server")
             context = _load(files, ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER))
             context.verify_mode = ssl.CERT_REQUIRED if require_client_cert else ssl.CERT_OPTIONAL
+            # No TLS 1.3 session tickets: no client of ours resumes a session, and each
+            # ticket would cost the server an encryption and the client a record to
+            # decrypt with its first reply, after every handshake.
+            context.num_tickets = 0
             self._contexts[require_client_cert] = context
         return context
 

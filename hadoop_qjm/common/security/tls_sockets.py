@@ -11,13 +11,16 @@ never the accept loop. A failed handshake is logged with its reason, reported to
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import ssl
+import struct
 from collections.abc import Callable
 
 from hadoop_qjm.common.net import PlainSocketFactory
 from hadoop_qjm.common.security.authorization import identity_from_peer_cert
+from hadoop_qjm.common.security.tls_connection import TlsConnection
 
 __all__ = [
     "TlsClientSocketFactory",
@@ -32,6 +35,8 @@ LOG = logging.getLogger(__name__)
 _EXPIRED = {9, 10}  # CERT_NOT_YET_VALID, CERT_HAS_EXPIRED
 _UNTRUSTED = {2, 18, 19, 20, 21, 27}  # unknown issuer, self-signed, untrusted
 _NOT_TLS = {"WRONG_VERSION_NUMBER", "HTTP_REQUEST", "HTTPS_PROXY_REQUEST", "UNKNOWN_PROTOCOL"}
+#: SO_LINGER on, 0 s: close() resets the connection.
+_RESET_ON_CLOSE = struct.pack("ii", 1, 0)
 
 
 def handshake_failure_reason(error: BaseException) -> str:
@@ -88,7 +93,9 @@ def _peer_name(sock: socket.socket) -> str:
 
 class TlsServerSocketFactory(PlainSocketFactory):
     """Listens on plain TCP; each accepted connection must complete a TLS handshake in
-    which the client presents a certificate the ``context`` trusts (CERT_REQUIRED)."""
+    which the client presents a certificate the ``context`` trusts (CERT_REQUIRED), and is
+    then served as a :class:`~hadoop_qjm.common.security.tls_connection.TlsConnection`
+    (memory BIOs: records read in large chunks, a reply encrypted as one write)."""
 
     def __init__(
         self,
@@ -100,25 +107,22 @@ class TlsServerSocketFactory(PlainSocketFactory):
         self.handshake_timeout_s = handshake_timeout_s
         self.on_handshake_failure = on_handshake_failure
 
-    def wrap_accepted(self, conn: socket.socket) -> socket.socket:
+    def wrap_accepted(self, conn: socket.socket) -> TlsConnection:  # type: ignore[override]
         conn = super().wrap_accepted(conn)
         peer = _peer_name(conn)
-        timeout = conn.gettimeout()
-        conn.settimeout(self.handshake_timeout_s)
-        tls: ssl.SSLSocket | None = None
         try:
-            tls = self.context.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
-            tls.do_handshake()
-            tls.settimeout(timeout)
+            return TlsConnection.accept(self.context, conn, self.handshake_timeout_s)
         except OSError as e:
             reason = handshake_failure_reason(e)
             LOG.warning("TLS handshake with %s failed (%s): %s", peer, reason, e)
             if self.on_handshake_failure is not None:
                 self.on_handshake_failure(reason)
-            if tls is not None:
-                tls.close()
+            if reason == "not_tls":
+                # Close with a reset, not a FIN: a plain client learns at once that its
+                # request was refused (docs/security.md, "What a client sees").
+                with contextlib.suppress(OSError):
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET_ON_CLOSE)
             raise
-        return tls
 
     def peer_identity(self, sock: socket.socket) -> str | None:
         return peer_identity(sock)

@@ -429,7 +429,7 @@ class PipelinedChannel:
         self._heard = True
         if tls is not None:
             try:
-                chunk, closed = tls.decrypt(bytes(chunk))
+                chunk, closed = tls.decrypt(chunk)
             except ssl.SSLError as e:  # e.g. the server's alert refusing our certificate
                 self._fail(sock, IOException(f"Call to {self.host}:{self.port} failed: {e}"))
                 return

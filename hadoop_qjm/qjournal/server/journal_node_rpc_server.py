@@ -49,6 +49,7 @@ from hadoop_qjm.qjournal.protocol.journal_call import JournalCall, parse_journal
 from hadoop_qjm.qjournal.protocol.sockets import (
     FrameReader,
     ServerSocketFactoryLike,
+    sends_without_waiting,
 )
 from hadoop_qjm.qjournal.protocol.thrift_idl import SERVICES
 from hadoop_qjm.qjournal.protocol.wire import (
@@ -106,8 +107,9 @@ class QJournalProtocolDispatcher(RpcDispatcher):
     At most ``handler_slots`` (a :class:`HandlerSlots` or a semaphore;
     ``None``: no limit) handler calls run at once; decoding and encoding
     happen outside the limit. With an ``authorizer`` every call is checked
-    against the caller's identity before its arguments are even decoded; a
-    refused call is answered with the AuthorizationException.
+    against the caller's identity before the handler sees it — a writer's batch
+    on the one-pass path too; a refused call is answered with the
+    AuthorizationException.
     """
 
     def __init__(
@@ -125,14 +127,14 @@ class QJournalProtocolDispatcher(RpcDispatcher):
             for rpc in self._rpcs.values()
             if hasattr(handler, "await_" + rpc.method_name)
         }
-        # The one-pass path for a writer's next batch: only for a handler that has one,
-        # and not with an authorizer (every call is then authorized first).
-        self._one_pass: Callable[[JournalCall, Callable[[], None] | None], bool] | None = (
-            getattr(handler, "journal_in_order", None) if authorizer is None else None
+        # The one-pass path for a writer's next batch, for a handler that has one; with an
+        # authorizer each such call is authorized first, as every other call is.
+        self._one_pass: Callable[[JournalCall, Callable[[], None] | None], bool] | None = getattr(
+            handler, "journal_in_order", None
         )
         # Several of them read together: one fsync for all (process_many).
-        self._group: Callable[..., list[Exception | None]] | None = (
-            getattr(handler, "journal_in_order_group", None) if authorizer is None else None
+        self._group: Callable[..., list[Exception | None]] | None = getattr(
+            handler, "journal_in_order_group", None
         )
 
     def process(
@@ -141,6 +143,8 @@ class QJournalProtocolDispatcher(RpcDispatcher):
         remote_ip: str | None = None,
         remote_user: str | None = None,
         early: EarlyAcknowledger | None = None,
+        *,
+        authorized: bool = False,
     ) -> bytes:
         """The reply payload for the request ``payload``.
 
@@ -151,11 +155,19 @@ class QJournalProtocolDispatcher(RpcDispatcher):
         acknowledged through it the moment the batch is durable, from inside the
         Journal's lock and before the metrics count it; the reply returned is then
         the same acknowledgement, for :meth:`EarlyAcknowledger.finish` to drop.
+        ``authorized``: the authorizer has let this call through already (process_many).
         """
         if self._one_pass is not None:
             # Most calls are a writer's next batch: read and written in one pass.
             call = parse_journal_call(payload)
             if call is not None:
+                if self._authorize is not None and not authorized:
+                    refusal = self._refusal(
+                        self._rpcs["journal"], "journal", call.seqid, remote_ip, remote_user
+                    )
+                    if refusal is not None:
+                        return refusal
+                    authorized = True
                 reply = self._journal_in_order(call, remote_ip, early)
                 if reply is not None:
                     return reply
@@ -165,7 +177,9 @@ class QJournalProtocolDispatcher(RpcDispatcher):
             # The hot calls (journal, heartbeat) are checked and decoded in one pass.
             args = decode_flat_struct(payload, body_offset, rpc.args_cls)
             if args is not None:
-                return self._process_decoded(rpc, name, seqid, args, remote_ip, remote_user, True)
+                return self._process_decoded(
+                    rpc, name, seqid, args, remote_ip, remote_user, True, authorized
+                )
         # Anything else is checked whole (a bad frame raises here), then decoded.
         header = decode_message_header(payload)
         if header.type != TMessageType.CALL:
@@ -174,7 +188,7 @@ class QJournalProtocolDispatcher(RpcDispatcher):
             return self._unknown_method_reply(header.name, header.seqid, remote_ip)
         args = decode_message_body(payload, header, rpc.args_cls)
         return self._process_decoded(
-            rpc, header.name, header.seqid, args, remote_ip, remote_user, False
+            rpc, header.name, header.seqid, args, remote_ip, remote_user, False, authorized
         )
 
     def process_many(
@@ -195,8 +209,23 @@ class QJournalProtocolDispatcher(RpcDispatcher):
             if self._one_pass is not None and self._group is not None
             else [None] * count
         )
+        # With an authorizer, each journal call is authorized once, here: a refused one
+        # is answered in its turn and ends the group before it.
+        refused: dict[int, bytes] = {}
+        if self._authorize is not None:
+            rpc = self._rpcs["journal"]
+            for n, call in enumerate(calls):
+                if call is not None:
+                    refusal = self._refusal(rpc, "journal", call.seqid, remote_ip, None)
+                    if refusal is not None:
+                        refused[n] = refusal
+                        calls[n] = None
         i = 0
         while i < count:
+            if refused and i in refused:
+                early.finish(refused[i])
+                i += 1
+                continue
             call = calls[i]
             if call is not None:
                 end = i + 1
@@ -209,7 +238,9 @@ class QJournalProtocolDispatcher(RpcDispatcher):
                     if handled:
                         i += handled
                         continue
-            early.finish(self.process(payloads[i], remote_ip, early=early))
+            early.finish(
+                self.process(payloads[i], remote_ip, early=early, authorized=call is not None)
+            )
             i += 1
 
     def _journal_group(
@@ -247,20 +278,14 @@ class QJournalProtocolDispatcher(RpcDispatcher):
         remote_ip: str | None,
         remote_user: str | None,
         checked: bool,
+        authorized: bool = False,
     ) -> bytes:
-        """The reply to a decoded call; ``checked``: its required fields are known to be set."""
-        if self._authorize is not None:
-            # Hadoop's Server.authorize: before the handler sees the call's arguments.
-            try:
-                self._authorize(
-                    name.rpartition(":")[2],
-                    remote_user if remote_user is not None else _current_remote_user(),
-                    remote_ip,
-                )
-            except AuthorizationException as exc:
-                result = rpc.result_cls()
-                result.e = to_wire(exc)
-                return encode_message(name, TMessageType.REPLY, seqid, result)
+        """The reply to a decoded call; ``checked``: its required fields are known to be set;
+        ``authorized``: the authorizer has let it through already."""
+        if self._authorize is not None and not authorized:
+            refusal = self._refusal(rpc, name, seqid, remote_ip, remote_user)
+            if refusal is not None:
+                return refusal
         try:
             result = self._call(rpc, args, remote_ip, checked)
             if result is None:
@@ -269,6 +294,24 @@ class QJournalProtocolDispatcher(RpcDispatcher):
         except Exception as exc:  # every failure becomes a reply
             # Includes a result the handler returned that cannot be encoded.
             return self._failure_reply(rpc, name, seqid, remote_ip, exc)
+
+    def _refusal(
+        self, rpc: Rpc, name: str, seqid: int, remote_ip: str | None, remote_user: str | None
+    ) -> bytes | None:
+        """The AuthorizationException reply if the authorizer refuses the call (it logs
+        and counts the refusal), else None (the call may run). Hadoop's Server.authorize:
+        before the handler sees the call's arguments."""
+        try:
+            self._authorize(  # type: ignore[misc]
+                name.rpartition(":")[2],
+                remote_user if remote_user is not None else _current_remote_user(),
+                remote_ip,
+            )
+        except AuthorizationException as exc:
+            result = rpc.result_cls()
+            result.e = to_wire(exc)
+            return encode_message(name, TMessageType.REPLY, seqid, result)
+        return None
 
     def _journal_in_order(
         self, call: JournalCall, remote_ip: str | None, early: EarlyAcknowledger | None
@@ -338,9 +381,10 @@ class PipelinedBatchReader:
     they share one fsync (group fsync, :meth:`QJournalProtocolDispatcher.process_many`), and
     each batch is acknowledged the moment it is durable (:class:`EarlyAcknowledger`).
 
-    Only on a plain, blocking socket: the acknowledgement must go out without waiting, which
-    neither an SSLSocket nor a socket with a timeout (Python waits for it to be writable
-    first) can do; any other socket is served one frame at a time
+    Only on a plain, blocking socket or a TLS connection over one (``sends_without_waiting``):
+    the acknowledgement must go out without waiting, which neither an SSLSocket nor a
+    socket with a timeout (Python waits for it to be writable first) can do; any other
+    socket is served one frame at a time
     (:func:`~hadoop_qjm.ipc.server.serve_frames`). The reader thread runs the call itself
     (holding a handler slot inside ``process()``): no hand-off to a handler thread and back.
     """
@@ -355,7 +399,7 @@ class PipelinedBatchReader:
 
     def __call__(self, sock: socket.socket, reader: FrameReader, client_ip: str) -> None:
         process = self.dispatcher.process
-        if not (type(sock) is socket.socket and sock.gettimeout() is None):
+        if not sends_without_waiting(sock):
             serve_frames(process, sock, reader, client_ip)
             return
         early = EarlyAcknowledger(sock)

@@ -54,10 +54,7 @@ DEFAULT_BUSY_POLL_US = 1000
 FROZEN_P50_GOAL = 1.1
 #: p50 with 5 JournalNodes / p50 with 3.
 FIVE_P50_GOAL = 1.3
-#: txns/s with mutual TLS / without, at batch 100 (TLS costs at most 15 %).
-TLS_RATIO_GOAL = 0.85
-TLS_GOAL_BATCH = 100
-#: The two clusters of ``--secure``.
+#: The two clusters of ``--secure`` (``qjm_secure``).
 PLAIN, TLS = "3 JNs, plain", "3 JNs, TLS"
 #: The phases compared with each other run in alternating slices of this length (s).
 DEFAULT_SLICE_S = 0.5

@@ -1,5 +1,6 @@
 """How ``bench qjm`` prints its results: each phase's figures with the goal beside them and
-the ratios against the same run's baselines (:func:`report`, :func:`report_secure`)."""
+the ratios against the same run's baselines (:func:`report`; ``--secure``'s is
+:mod:`~hadoop_qjm.tools.bench.qjm_secure`'s)."""
 
 from __future__ import annotations
 
@@ -13,15 +14,11 @@ from hadoop_qjm.tools.bench.qjm_measure import (
     FROZEN_P50_GOAL,
     IDEAL_GOAL_BATCHES,
     IDEAL_RATIO_GOAL,
-    PLAIN,
     PRE_ENCODED,
-    TLS,
-    TLS_GOAL_BATCH,
-    TLS_RATIO_GOAL,
     PhaseResult,
 )
 
-__all__ = ["report", "report_secure"]
+__all__ = ["report"]
 
 
 def _verdict(ok: bool) -> str:
@@ -141,49 +138,3 @@ def report(results: list[PhaseResult], batches: Sequence[int], busy_poll_us: int
             if r.ideal is not None and r.round_ratios:
                 line += f"; {_ideal_ratio(r):.2f}x the ideal's{_spread(r.round_ratios)}"
             print(line)
-
-
-def _median_result(results: list[PhaseResult]) -> PhaseResult:
-    """The round with the median txns/s (its latencies and CPU times come with it)."""
-    ordered = sorted(results, key=lambda r: r.txns_per_s)
-    return ordered[(len(ordered) - 1) // 2]
-
-
-def report_secure(results: list[PhaseResult], batches: Sequence[int]) -> None:
-    """Per batch: every round's txns/s, the medians side by side, the ratio; then the goal."""
-    by_key: dict[tuple[str, int], list[PhaseResult]] = {}
-    for r in results:
-        by_key.setdefault((r.phase, r.batch), []).append(r)
-    print(
-        f"{'batch':>5} {'plain txns/s':>12} {'TLS txns/s':>11} {'ratio':>6} "
-        f"{'plain p50':>10} {'TLS p50':>9} {'writer CPU us/batch':>20} {'JNs CPU us/batch':>17}"
-    )
-    ratios: dict[int, float] = {}
-    for batch in batches:
-        plain, tls = by_key.get((PLAIN, batch)), by_key.get((TLS, batch))
-        if not plain or not tls:
-            continue
-        p, t = _median_result(plain), _median_result(tls)
-        ratios[batch] = ratio = t.txns_per_s / p.txns_per_s if p.txns_per_s else 0.0
-        print(
-            f"{batch:>5} {p.txns_per_s:>12,.0f} {t.txns_per_s:>11,.0f} {ratio:>6.2f} "
-            f"{p.p50_ms:>7.2f} ms {t.p50_ms:>6.2f} ms "
-            f"{p.per_batch_us(p.cpu_seconds):>9,.0f} → {t.per_batch_us(t.cpu_seconds):>7,.0f} "
-            f"{p.per_batch_us(p.jn_cpu_seconds):>7,.0f} → {t.per_batch_us(t.jn_cpu_seconds):>6,.0f}"
-        )
-        rounds = ", ".join(
-            f"{a.txns_per_s:,.0f}/{b.txns_per_s:,.0f}" for a, b in zip(plain, tls, strict=False)
-        )
-        print(f"      rounds (plain/TLS txns/s): {rounds}")
-    print("medians over the rounds; a round's plain and TLS runs are neighbours in time")
-    print()
-    print("goal (printed, not asserted):")
-    ratio = ratios.get(TLS_GOAL_BATCH)
-    if ratio is None:
-        print(f"  batch {TLS_GOAL_BATCH} not measured (add it to --batches)")
-    else:
-        print(
-            f"  batch {TLS_GOAL_BATCH}: TLS gives {ratio:.2f}x the plain txns/s, a cost of "
-            f"{(1 - ratio) * 100:.0f}% (goal <= {(1 - TLS_RATIO_GOAL) * 100:.0f}%) "
-            f"{_verdict(ratio >= TLS_RATIO_GOAL)}"
-        )
