@@ -118,6 +118,25 @@ def test_is_valid_name(path: str, valid: bool) -> None:
     assert is_valid_name(path) is valid
 
 
+def _literal_is_valid_name(src: str) -> bool:
+    """DFSUtil.isValidName read literally, component by component."""
+    if not src.startswith("/") or any("\ud800" <= c <= "\udfff" for c in src):
+        return False
+    parts = src.split("/")
+    for i, part in enumerate(parts):
+        if part in (".", "..") or ":" in part or (not part and i not in (0, len(parts) - 1)):
+            return False
+    return True
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("/.:a\ud800\u00e9")), max_size=12))
+def test_is_valid_name_against_its_literal_reading(path: str) -> None:
+    """The fast check (string searches, a split only for a dot component) and the
+    literal one agree on every path of these characters."""
+    assert is_valid_name(path) is _literal_is_valid_name(path)
+
+
 # ---- mkdirs --------------------------------------------------------------------------------------
 
 
