@@ -143,6 +143,7 @@ class FSNamesystem:
         self.umask = get_umask(conf)
         #: Shared PermissionStatus objects: the MKDIR encoder caches by identity.
         self._statuses = PermissionStatuses()
+        self._checked_modes: dict[tuple[str, int], PermissionStatus] = {}
         #: Held for every read and every mutation; also by save_namespace and rolls.
         self.lock = threading.RLock()
         self.layout_version = software_layout_version(conf)  # the newest edits it applies
@@ -199,8 +200,22 @@ class FSNamesystem:
         applied) owned by ``owner`` (NameNodeRpcServer: the caller's short name)."""
         if permission is None:
             permission = FsPermission(default_mode).apply_umask(self.umask).mode
+        if type(permission) is int:  # not a bool: check_mode refuses those
+            # Most calls give a mode: one checked status per (caller, mode), kept.
+            key = (owner, permission)
+            status = self._checked_modes.get(key)
+            if status is None:
+                status = self._checked(PermissionStatus(owner, None, permission))
+                if len(self._checked_modes) >= 1024:
+                    self._checked_modes.clear()
+                self._checked_modes[key] = status
+            return status
         if isinstance(permission, int):
             permission = PermissionStatus(owner, None, permission)  # type: ignore[arg-type]
+        return self._checked(permission)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _checked(permission: PermissionStatus) -> PermissionStatus:
         check_principal(permission.user, "user")
         if permission.group is not None:
             check_principal(permission.group, "group")

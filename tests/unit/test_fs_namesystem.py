@@ -22,6 +22,7 @@ from hadoop_qjm.common.exceptions import (
     PathComponentTooLongException,
     PathIsNotEmptyDirectoryException,
 )
+from hadoop_qjm.common.security.user_group_information import UserGroupInformation
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.editlog.fs_edit_log_op import (
     AddOp,
@@ -257,6 +258,29 @@ def test_create_refusals(ns, log) -> None:
         ns.create("/" + "z" * 8001)
     with pytest.raises(IllegalArgumentException):
         ns.create("/r", replication=0)
+
+
+def test_a_mode_is_checked_once_per_caller_and_refused_every_time() -> None:
+    """A mode given as an int becomes one checked PermissionStatus per (caller, mode),
+    kept; a bad mode (a bool, out of range) is refused on every call."""
+    caller = [UserGroupInformation("hdfs")]
+    ns = FSNamesystem(
+        edit_log=RecordingEditLog(), clock=Clock(), fs_owner="hdfs", caller=lambda: caller[0]
+    )
+    ns.set_owner("/", "alice", None)
+    caller[0] = UserGroupInformation("alice")
+    ns.mkdirs("/a", 0o750)
+    ns.mkdirs("/b", 0o750)
+    assert [(n.user, n.mode) for n in (ns.dir.get_inode("/a"), ns.dir.get_inode("/b"))] == [
+        ("alice", 0o750),
+        ("alice", 0o750),
+    ]
+    for _ in range(2):
+        with pytest.raises(IllegalArgumentException, match="^Invalid permission mode True$"):
+            ns.mkdirs("/c", True)
+        with pytest.raises(IllegalArgumentException, match="^Invalid permission mode 65536$"):
+            ns.mkdirs("/c", 0o200000)
+    assert ns.dir.get_inode("/c") is None
 
 
 def test_create_overwrite_replaces_the_file(ns, log) -> None:
