@@ -1,6 +1,7 @@
 """``hdfs-py namenode``: run a NameNode in the foreground, or one of its one-shot commands
 (``-format``, ``-initializeSharedEdits``, ``-bootstrapStandby``, ``-checkpointOffline``;
-``-rollingUpgrade rollback`` rolls back before the daemon starts, ``started`` just starts it;
+``-rollingUpgrade rollback`` rolls back before the daemon starts, ``started`` starts it into
+the rolling upgrade in progress, which lets software of a newer layout load the older one;
 :mod:`hadoop_qjm.namenode.name_node_commands`). The daemon is
 :class:`~hadoop_qjm.namenode.name_node.NameNode`.
 """
@@ -96,5 +97,10 @@ def run(argv: Sequence[str], conf: Configuration | None) -> int:
             conf.set(keys.DFS_NAMENODE_OBSERVER_ENABLED_KEY, "true")
         if option.rolling_upgrade == "rollback":
             _rolling_rollback(conf)
+        elif option.rolling_upgrade == "started":
+            # NameNode.setStartupOption: how the option reaches the storage checks.
+            from hadoop_qjm.namenode.name_node_layout_version import ROLLING_UPGRADE_STARTED
+
+            conf.set(keys.DFS_NAMENODE_STARTUP_KEY, ROLLING_UPGRADE_STARTED)
         return run_daemon(conf, upgrade=option.command == "upgrade")
     return run_command(option, conf)  # type: ignore[arg-type]

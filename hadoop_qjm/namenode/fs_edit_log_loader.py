@@ -77,10 +77,17 @@ def rename_old_target(fs_dir: FSDirectory, src: str, dst: str) -> str:
 class FSEditLogLoader:
     """Applies ops to ``fs_dir``; not thread-safe (the namesystem's lock guards it)."""
 
-    def __init__(self, fs_dir: FSDirectory, layout_version: int = CURRENT_LAYOUT_VERSION) -> None:
+    def __init__(
+        self,
+        fs_dir: FSDirectory,
+        layout_version: int = CURRENT_LAYOUT_VERSION,
+        namesystem: object = None,
+    ) -> None:
         self.fs_dir = fs_dir
         #: The software's layout: edits of a newer one are refused (readLogVersion).
         self.layout_version = layout_version
+        #: Whose ``on_rolling_upgrade_finalized`` (if set) hears of each FINALIZE applied.
+        self.namesystem = namesystem
         self._handlers: dict[type, Callable[[FSEditLogOp], None]] = {
             MkdirOp: self._apply_mkdir,
             AddOp: self._apply_add,
@@ -317,6 +324,10 @@ class FSEditLogLoader:
         # Only when one is in progress: a FINALIZE without its START is fine (the image
         # after the START was saved before a restart), as Hadoop's loader says.
         self.fs_dir.rolling_upgrade_start_time = 0
+        # Then, as Hadoop's case OP_ROLLING_UPGRADE_FINALIZE, the storage's version.
+        finalized = getattr(self.namesystem, "on_rolling_upgrade_finalized", None)
+        if finalized is not None:
+            finalized()
 
     # ---- streams ---------------------------------------------------------------------------------
     def load_edits(

@@ -149,13 +149,14 @@ class FSNamesystem:
         self.layout_version = software_layout_version(conf)  # the newest edits it applies
         self.edit_log = edit_log
         self._clock = clock
+        self.on_rolling_upgrade_finalized: Callable[[], None] | None = None  # see the loader
         self.set_directory(FSDirectory(self.fs_owner, self.supergroup, 0o755, 0))
 
     def set_directory(self, fs_dir: FSDirectory) -> None:
         """Replace the whole namespace (an image was loaded)."""
         with self.lock:
             self.dir = fs_dir
-            self.loader = FSEditLogLoader(fs_dir, self.layout_version)
+            self.loader = FSEditLogLoader(fs_dir, self.layout_version, self)
 
     # ---- helpers ---------------------------------------------------------------------------------
     def _writer(self) -> EditLogWriter:

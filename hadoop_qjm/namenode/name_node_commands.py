@@ -72,7 +72,8 @@ With no option, run a NameNode in the foreground until SIGTERM.
   -rollback                every NameNode stopped: return the local directories and every
                            JournalNode to the state before -upgrade (asks first)
   -finalize                no longer supported (Hadoop's): use dfsadmin -finalizeUpgrade
-  -rollingUpgrade started  run the NameNode into the rolling upgrade in progress
+  -rollingUpgrade started  run the NameNode into the rolling upgrade in progress (new
+                           software keeps the older layout it finds until finalize)
   -rollingUpgrade rollback (every NameNode stopped) go back to the rollback image of
                            'dfsadmin -rollingUpgrade prepare': the later edits are discarded
                            on every JournalNode (.trash); then run the NameNode

@@ -44,8 +44,13 @@ from hadoop_qjm.namenode.fs_edit_log import (
 from hadoop_qjm.namenode.fs_image import FSImage, SaveNamespaceFaultInjector
 from hadoop_qjm.namenode.fs_namesystem import FSNamesystem
 from hadoop_qjm.namenode.journal_set import JournalSet
+from hadoop_qjm.namenode.name_node_layout_version import rolling_upgrade_started
 from hadoop_qjm.namenode.nn_storage import NameNodeDirs, NNStorage, uri_path
-from hadoop_qjm.namenode.rolling_upgrade import RollbackImagePoint
+from hadoop_qjm.namenode.rolling_upgrade import (
+    RollbackImagePoint,
+    check_started_into_rolling_upgrade,
+    effective_layout_of,
+)
 from hadoop_qjm.namenode.standby_edit_log import CutStream, StandbyEditLog
 
 __all__ = [
@@ -313,12 +318,16 @@ class NameNodeCore:
         dirs = self._dirs = NameNodeDirs.from_conf(self.conf)
         self.storage = NNStorage.from_conf(self.conf, dirs, fsync=self._fsync)
         try:
-            self.ns_info = self.storage.recover_storage_dirs(upgrading=self.upgrade)
+            self.ns_info = self.storage.recover_storage_dirs(
+                upgrading=self.upgrade,
+                rolling_upgrade_started=rolling_upgrade_started(self.conf),
+            )
             self.fs_image = FSImage(
                 self.conf, self.storage, fault_injector=self._fault_injector, fsync=self._fsync
             )
             self.fs_image.recover_checkpoints()
             self.namesystem = FSNamesystem(self.conf, fs_owner=self._fs_owner, **self._ns_kwargs)
+            self.namesystem.on_rolling_upgrade_finalized = self._rolling_upgrade_finalized
             if self.ha_enabled and not self.upgrade:
                 self._load_as_standby()
                 return
@@ -328,6 +337,9 @@ class NameNodeCore:
                 layout_upgrade.check_shared_log_ctime(self.edit_log.journal_set, self.storage)
             self.edit_log.recover_unclosed_streams()
             last_txid = self.fs_image.load(self.namesystem, self.edit_log)
+            if not self.upgrade:
+                check_started_into_rolling_upgrade(self.storage, self.namesystem.dir)
+            self.edit_log.layout_version = effective_layout_of(self.storage, self.namesystem.dir)
             self.edit_log.set_next_txid(last_txid + 1)
             if self.upgrade:
                 self.ns_info = layout_upgrade.do_upgrade(self.fs_image, self.namesystem)
@@ -361,9 +373,17 @@ class NameNodeCore:
                 keys.DFS_NAMENODE_EDITS_SYNC_PIPELINE_DEPTH_DEFAULT,
             ),
         )
-        edit_log.layout_version = self.storage.ns_info.layout_version  # type: ignore[union-attr]
+        # Mid rolling upgrade the directory's older layout (effective_layout_of).
+        edit_log.layout_version = effective_layout_of(self.storage, self.namesystem.dir)  # type: ignore[arg-type]
         self.fs_image.attach_edit_log(edit_log)  # type: ignore[union-attr]
         return edit_log
+
+    def _rolling_upgrade_finalized(self) -> None:
+        """OP_ROLLING_UPGRADE_FINALIZE applied (FSEditLogLoader: FSImage.updateStorageVersion)
+        where it is read — a standby or an observer tailing it, a start-up replaying it; the
+        active that logs it writes VERSION once the op is durable (finalize_rolling_upgrade)."""
+        if self.edit_log is None or not self.edit_log.is_segment_open():
+            self.storage.update_storage_version()  # type: ignore[union-attr]
 
     def _load_as_standby(self) -> None:
         """Load the image and every *finalized* edit of every journal, recovering nothing
@@ -375,6 +395,11 @@ class NameNodeCore:
         finally:
             reader.close()
         self.shared_edits_error = reader.shared_read_error
+        check_started_into_rolling_upgrade(
+            self.storage,  # type: ignore[arg-type]
+            self.namesystem.dir,  # type: ignore[union-attr]
+            self.shared_edits_error,
+        )
         self.edit_log = self._new_edit_log(shared_only=True)
         self.edit_log.init_shared_journals_for_read()
         self._follow_applied_txid(self.edit_log)
@@ -492,6 +517,7 @@ class NameNodeCore:
             while self.tail_edits(in_progress_ok=False, catching_up=True) > 0:
                 pass
             self.edit_log.set_next_txid(self.fs_image.last_applied_txid + 1)  # type: ignore[union-attr]
+            self.edit_log.layout_version = effective_layout_of(self.storage, namesystem.dir)  # type: ignore[arg-type]
             self.edit_log.open_for_write()
             namesystem.edit_log = self.edit_log
             LOG.info("Active: writing from txid %d", self.edit_log.last_written_txid)

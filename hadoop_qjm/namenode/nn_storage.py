@@ -28,7 +28,7 @@ import logging
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -306,14 +306,19 @@ class NNStorage:
         PersistentLongFile.write_file(d.seen_txid_file, 0, fsync=self._fsync)
         LOG.info("Storage directory %s has been successfully formatted.", d.root)
 
-    def recover_storage_dirs(self, *, upgrading: bool = False) -> NamespaceInfo:
+    def recover_storage_dirs(
+        self, *, upgrading: bool = False, rolling_upgrade_started: bool = False
+    ) -> NamespaceInfo:
         """Lock and check every directory at start-up; returns their common NamespaceInfo.
 
         A missing directory is an error (FSImage.recoverStorageDirs); a transition a crash
         interrupted (upgrade, rollback, finalize, checkpoint) is completed or undone first;
         unformatted ones are formatted with the namespace of the others; directories that
         disagree on the namespace are an InconsistentFSStateException. A directory of a
-        layout newer than the software's is refused, one of an older layout unless ``upgrading`` (``namenode -upgrade``, refused where previous/ exists).
+        layout newer than the software's is refused, one of an older layout unless
+        ``upgrading`` (``namenode -upgrade``, refused where previous/ exists) or
+        ``rolling_upgrade_started`` (``-rollingUpgrade started``, down to the minimum
+        compatible layout: ``name_node_layout_version.check_rolling_upgrade_layout``).
         """
         formatted: list[tuple[NNStorageDirectory, NamespaceInfo]] = []
         unformatted: list[NNStorageDirectory] = []
@@ -340,8 +345,10 @@ class NNStorage:
             if not formatted:
                 raise IOException("NameNode is not formatted.")
             first_dir, ns_info = formatted[0]
-            if ns_info.layout_version != layout_version and not upgrading:
-                raise IOException(layout.old_layout_message(ns_info.layout_version, layout_version))
+            if not upgrading:
+                layout.check_rolling_upgrade_layout(
+                    ns_info.layout_version, layout_version, rolling_upgrade_started
+                )
             for d, info in formatted[1:]:
                 for what, mine, theirs in (
                     ("namespaceID", info.namespace_id, ns_info.namespace_id),
@@ -361,6 +368,28 @@ class NNStorage:
             raise
         self.ns_info = ns_info
         return ns_info
+
+    def update_storage_version(self) -> bool:
+        """Write the software's layout into every directory's VERSION (FSImage.
+        updateStorageVersion, at the finalize of a rolling upgrade that kept the older one);
+        False, nothing written, when VERSION has it already."""
+        ns_info = self.ns_info
+        if ns_info is None or ns_info.layout_version == self.software_layout_version:
+            return False
+        LOG.info(
+            "Updating the layout version of the storage directories from %d to %d",
+            ns_info.layout_version,
+            self.software_layout_version,
+        )
+        self.ns_info = replace(ns_info, layout_version=self.software_layout_version)
+        for d in list(self.dirs):
+            try:
+                d.sd.write_properties(self.ns_info)
+            except OSError as e:
+                self.report_error(d, e)
+        if not self.dirs:
+            raise IOException("Unable to write VERSION to any storage directory")
+        return True
 
     def close(self) -> None:
         """Release every directory's lock."""

@@ -16,7 +16,11 @@ them) and kept by every image saved meanwhile. The rollback image is
                      then log START (Hadoop's non-HA path).
     query            "Proceed with rolling upgrade" once this NameNode has the image.
     finalize         FINALIZE, roll (HA); every fsimage_rollback_N becomes fsimage_N
-                     (FSImage.renameCheckpoint(IMAGE_ROLLBACK, IMAGE)).
+                     (FSImage.renameCheckpoint(IMAGE_ROLLBACK, IMAGE)). Software of a
+                     newer layout, started into the upgrade (``-rollingUpgrade started``),
+                     kept writing the directory's older layout until here (the effective
+                     layout, HDFS-8432); now VERSION gets its own, and so does every segment
+                     from the roll on — on a standby or an observer when it reads FINALIZE.
     rollback         (cluster stopped) load fsimage_rollback_R, discard every segment
                      from R+1 on in every journal (the JournalNodes' discardSegments:
                      ``.trash``), rename it fsimage_R, purge the images after R
@@ -38,13 +42,18 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from hadoop_qjm.common.durable import fsync_dir
-from hadoop_qjm.common.exceptions import IllegalArgumentException
+from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
 from hadoop_qjm.editlog.fs_edit_log_op import (
     EndLogSegmentOp,
     RollingUpgradeFinalizeOp,
     RollingUpgradeStartOp,
 )
 from hadoop_qjm.namenode.fs_image_format import read_stored_md5, save_md5_file
+from hadoop_qjm.namenode.name_node_layout_version import (
+    MINIMUM_COMPATIBLE_LAYOUT_VERSION,
+    effective_layout_version,
+    no_rolling_upgrade_message,
+)
 from hadoop_qjm.namenode.nn_storage import (
     NNStorage,
     image_file_name,
@@ -58,6 +67,8 @@ __all__ = [
     "RollingUpgradeAction",
     "RollingUpgradeException",
     "RollingUpgradeInfo",
+    "check_started_into_rolling_upgrade",
+    "effective_layout_of",
     "finalize_rolling_upgrade",
     "has_rollback_image",
     "query_rolling_upgrade",
@@ -207,10 +218,42 @@ def finalize_rolling_upgrade(
             return None
         finalized = now_ms()
         namesystem.log_admin_op(RollingUpgradeFinalizeOp(0, time=finalized))
+        # FSImage.updateStorageVersion once FINALIZE is durable (a crash before it: the
+        # restart replays FINALIZE and does it then); the roll's segment and every later
+        # one are of the software's layout, no longer the effective older one.
+        core.storage.update_storage_version()
+        image.edit_log.layout_version = effective_layout_of(core.storage, namesystem.dir)
         if ha_enabled:
             image.roll_edit_log(namesystem)
         rename_rollback_images(core.storage)
         return replace(existing, finalize_time=finalized, created_rollback_images=False)
+
+
+def effective_layout_of(storage: NNStorage, fs_dir: Any) -> int:
+    """FSNamesystem.getEffectiveLayoutVersion of this NameNode: the layout of the segments
+    it starts and of the images it saves."""
+    return effective_layout_version(
+        bool(fs_dir.rolling_upgrade_start_time),
+        storage.ns_info.layout_version,  # type: ignore[union-attr]
+        MINIMUM_COMPATIBLE_LAYOUT_VERSION,
+        storage.software_layout_version,
+    )
+
+
+def check_started_into_rolling_upgrade(
+    storage: NNStorage, fs_dir: Any, unread: str | None = None
+) -> None:
+    """Once the namespace is loaded: a directory of an older layout than the software's
+    (let through by ``-rollingUpgrade started``) needs a rolling upgrade in progress —
+    without one the software would write its own layout into an old directory. A FINALIZE
+    replayed while loading has written the software's layout already (and that passes).
+    ``unread``: why a standby could not read the shared edits (their START may be there)."""
+    storage_lv = storage.ns_info.layout_version  # type: ignore[union-attr]
+    if storage_lv != storage.software_layout_version and not fs_dir.rolling_upgrade_start_time:
+        message = no_rolling_upgrade_message(storage_lv, storage.software_layout_version)
+        if unread is not None:
+            message += f" The shared edits could not be read: {unread}"
+        raise IOException(message)
 
 
 def rename_rollback_images(storage: NNStorage) -> int:

@@ -106,8 +106,12 @@ class HAPair:
         for nnid in self.nnids if start is None else start:
             self.start(nnid)
 
-    def start(self, nnid: str) -> NameNode:
+    def start(self, nnid: str, **overrides: str) -> NameNode:
+        """Start ``nnid`` (again); ``overrides`` are keys of its configuration only (new
+        software: ``dfs.namenode.testing.future-layout``, a startup option)."""
         conf, _, _ = resolve_ha_conf(self.conf, nnid)
+        for key, value in overrides.items():
+            conf.set(key, value)
         record = self.terminations[nnid]
         node = NameNode(conf, terminate=lambda s, m: record.append((s, m)), fs_owner="hdfs")
         node.start()

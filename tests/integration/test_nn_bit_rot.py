@@ -54,8 +54,9 @@ def write_dirs(mjc: MiniJournalCluster, tmp_path):
         # for a majority only, and a third node's call still queued when it closes fails).
         nn.roll_edit_log()
         wait_until(
-            lambda: all(finalized(i) for i in range(3))
-            and finalized(0) == finalized(1) == finalized(2),
+            lambda: (
+                all(finalized(i) for i in range(3)) and finalized(0) == finalized(1) == finalized(2)
+            ),
             timeout_s=20,
             what="every JournalNode to hold the same finalized segments",
         )

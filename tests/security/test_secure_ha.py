@@ -73,6 +73,10 @@ def tenant_client_conf(cluster: MiniHACluster, user: str) -> Path:
     )  # fmt: skip
 
 
+# Slow (~29 s, four daemons and a dozen commands over TLS): the same superuser rule runs
+# in the default run over RPC (tests/integration/test_name_node_rpc.py, test_ha_admin.py) and
+# certificate users in tests/security/test_tenant_certificates.py.
+@pytest.mark.slow
 def test_a_tenant_certificate_cannot_make_admin_calls_and_the_operator_can(
     tmp_path: Path,
 ) -> None:

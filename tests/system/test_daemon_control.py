@@ -48,6 +48,9 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+# Slow (~19 s): the default run starts JournalNodes on three loopback addresses from the
+# shipped templates (tests/system/test_shipped_conf.py, direct).
+@pytest.mark.slow
 def test_start_journalnodes_runs_one_per_loopback_address_on_the_same_port(tmp_path):
     """The operator's three "hosts" 127.0.0.1/.2/.3 on one port: three daemons with pid files
     of their own, each on its own address at the configured HTTP port, and one line saying
@@ -269,6 +272,9 @@ def _per_host_confs(tmp_path: Path) -> list[Path]:
     return confs
 
 
+# Slow (~27 s): start-dfs from the one shared directory runs in the default run
+# (tests/system/test_shipped_conf.py, direct).
+@pytest.mark.slow
 def test_per_host_configuration_directories_on_one_machine(tmp_path):
     """Issue 33 item 8. start-dfs with host1's directory starts host1's JournalNode and nn1,
     not nn2 (before: nn2 with host1's directories, "Cannot lock storage"); stop-dfs stops

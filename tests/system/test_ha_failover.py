@@ -245,6 +245,9 @@ def failover_and_back(cluster: MiniHACluster, rounds: int, per_round: int) -> No
     }
 
 
+# Slow (~24 s): failover of daemons under load runs in the default run through quickstart
+# (tests/system/test_quickstart.py), and under a changing journal set in tests/ha.
+@pytest.mark.slow
 def test_failover_and_back_then_under_load(make_cluster) -> None:
     """One cluster for two checks (building it is most of either one's time): nn1 -> nn2 ->
     nn1 by ``haadmin -failover``, every acknowledged mkdirs kept; then nn1, active again, is

@@ -4,23 +4,28 @@ step by step, with the commands an operator runs::
 
     dfsadmin -rollingUpgrade prepare      nn1 logs START, rolls; nn2 saves and uploads
     dfsadmin -rollingUpgrade query        ... until "Proceed with rolling upgrade:"
-    nn2: stop, namenode -rollingUpgrade started
+    nn2: stop, namenode -rollingUpgrade started      as the new software (layout -68)
     haadmin -failover nn1 nn2
-    nn1: stop, namenode -rollingUpgrade started
+    nn1: stop, namenode -rollingUpgrade started      the new software too
     each JournalNode: stop, start, dfsadmin -rollEdits (one at a time)
     dfsadmin -rollingUpgrade finalize     nn2 logs FINALIZE, rolls; rollback images renamed
 
 No acknowledged mkdir is lost, no client call fails (the failover proxy retries), the
-journal holds one START and one FINALIZE (``oev``), and no rollback image is left.
+journal holds one START and one FINALIZE (``oev``), and no rollback image is left. The
+new software kept the old layout (-67) in every segment until finalize; from the
+finalize's roll on the segments are -68, and so are both NameNodes' VERSION files
+(docs/ha.md, "Rolling upgrade to new software of a newer layout").
 """
 
 from __future__ import annotations
 
 import re
+import struct
 from pathlib import Path
 
 import pytest
 
+from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, FUTURE_LAYOUT_VERSION_FOR_TESTING
 from hadoop_qjm.testing.in_process_ha import wait_until
 from hadoop_qjm.testing.mini_ha_cluster import MiniHACluster
 from hadoop_qjm.testing.name_node_process import NameNodeProcess
@@ -36,14 +41,35 @@ def hdfs(cluster: MiniHACluster, *args: str) -> str:
     return result.stdout
 
 
-def restart_into_the_upgrade(cluster: MiniHACluster, tmp_path: Path, nnid: str) -> None:
+#: The new software: the project's test-only layout -68 (docs/ha.md).
+NEW_SOFTWARE = ("-D", "dfs.namenode.testing.future-layout=true")
+
+
+def restart_into_the_upgrade(
+    cluster: MiniHACluster, tmp_path: Path, nnid: str, generic_args: tuple[str, ...] = ()
+) -> None:
     """Stop ``nnid`` and start it with ``-rollingUpgrade started`` (a new log file)."""
     cluster.stop_namenode(nnid)
     cluster.namenodes[nnid] = NameNodeProcess(
         cluster.conf_dir,
         tmp_path / f"{nnid}-upgraded.log",
+        generic_args=generic_args,
         namenode_args=("-nnid", nnid, "-rollingUpgrade", "started"),
     )
+
+
+def header_layouts(current: Path) -> dict[int, int]:
+    """Each segment's first txid and the layout version its header holds (4 bytes)."""
+    return {
+        int(m.group(1)): struct.unpack(">i", f.read_bytes()[:4])[0]
+        for f in current.glob("edits_*")
+        if (m := re.fullmatch(r"edits_(?:inprogress_)?(\d{19})(?:-\d{19})?", f.name))
+    }
+
+
+def version_layout(current: Path) -> int:
+    text = (current / "VERSION").read_text()
+    return int(re.search(r"^layoutVersion=(-?\d+)$", text, re.M).group(1))
 
 
 def wait_for_proceed(cluster: MiniHACluster) -> None:
@@ -80,11 +106,11 @@ def test_rolling_upgrade_of_the_ha_pair_under_load(tmp_path: Path) -> None:
             wait_for_proceed(cluster)
             assert rollback_images(cluster, "nn2")
             more(50, "load after prepare")
-            restart_into_the_upgrade(cluster, tmp_path, "nn2")
+            restart_into_the_upgrade(cluster, tmp_path, "nn2", NEW_SOFTWARE)
             more(50, "load with nn2 upgraded")
             hdfs(cluster, "haadmin", "-failover", "nn1", "nn2")
             more(50, "load on nn2")
-            restart_into_the_upgrade(cluster, tmp_path, "nn1")
+            restart_into_the_upgrade(cluster, tmp_path, "nn1", NEW_SOFTWARE)
             more(50, "load with both upgraded")
             for i in range(3):
                 # A restarted JournalNode joins the stream at the next segment: roll before
@@ -123,6 +149,20 @@ def test_rolling_upgrade_of_the_ha_pair_under_load(tmp_path: Path) -> None:
         )
         xml = hdfs(cluster, "oev", "-i", str(segment), "-o", "-")
         assert "<OPCODE>OP_ROLLING_UPGRADE_START</OPCODE>" in xml
+        # The old layout until finalize's roll (the segment after FINALIZE's), then the new.
+        finalize_txid = ops[names.index("RollingUpgradeFinalizeOp")].txid
+        layouts = header_layouts(current)
+        assert {lv for first, lv in layouts.items() if first <= finalize_txid} == {
+            CURRENT_LAYOUT_VERSION
+        }, layouts
+        assert layouts[finalize_txid + 2] == FUTURE_LAYOUT_VERSION_FOR_TESTING, layouts
+        for nnid in ("nn1", "nn2"):
+            name_current = cluster.name_dir(nnid) / "current"
+            wait_until(
+                lambda c=name_current: version_layout(c) == FUTURE_LAYOUT_VERSION_FOR_TESTING,
+                60,
+                f"{nnid}'s VERSION",
+            )
 
 
 @pytest.mark.slow

@@ -118,7 +118,7 @@ def calls(draw, state: tuple[Any, ...]):
     return req, call["segment"], call["first"], num
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)
 @given(st.data())
 def test_the_node_path_answers_and_writes_as_journal_does(data):
     conf = Configuration()

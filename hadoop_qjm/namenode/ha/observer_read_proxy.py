@@ -12,12 +12,16 @@ carries the highest state id the client has seen, each reply raises it.
 * **Reads** (``get_file_info``, ``get_listing``, ``list_status``) go to an observer. The
   NameNodes' states are probed (ClientProtocol.getHAServiceState, each probe bounded by
   ``probe_timeout_s``, HDFS-17030) at the first read and whenever no observer is left;
-  reads are spread round robin over the observers found. An observer that fails a read
-  (StandbyException — it is no observer any more —, RetriableException — it is too far
-  behind —, a connection error or a timeout) is skipped for the rest of this probe
-  round. With no observer (none found, or all skipped) reads go to the active at once;
-  the states are probed again only after ``dfs.client.failover.observer.probe.retry.period``
-  (10 min), so a cluster without observers costs nothing.
+  reads are spread round robin over the observers found. A read that an observer fails
+  goes to the next one, and to the active when every observer failed it (Hadoop's
+  ObserverReadInvocationHandler). An observer that is too far behind (RetriableException)
+  stays in the rotation: the next read asks it again, so a lag costs reads only while it
+  lasts. One that is no observer any more (StandbyException) or cannot be reached (a
+  connection error or a timeout) is left out until the next probe, which comes at the
+  next read once every observer is left out. With no observer found at all reads go to
+  the active at once and the states are probed again only after
+  ``dfs.client.failover.observer.probe.retry.period`` (10 min), so a cluster without
+  observers costs nothing.
 * **msync()** asks the active for its state id; the first read of a client msyncs first,
   as Hadoop's (so a new client reads at least what the active had when it started), and
   with ``dfs.client.failover.observer.auto-msync-period.<ns>`` ≥ 0 a read msyncs first
@@ -203,12 +207,15 @@ class ObserverReadProxy:
         return observers[start:] + observers[:start]
 
     def _skip(self, nn: NameNodeAddress, error: BaseException) -> None:
-        LOG.info("Observer %s skipped until the next probe: %s", nn.nnid, error)
+        if isinstance(error, RetriableException):
+            LOG.debug("Observer %s is behind; the next read asks it again: %s", nn.nnid, error)
+            return
+        LOG.info("Observer %s left out until the next probe: %s", nn.nnid, error)
         with self._lock:
             if nn in self._observers:
                 self._observers.remove(nn)
             if not self._observers:
-                self._next_probe = self._clock() + self.probe_retry_period_s
+                self._next_probe = float("-inf")  # they failed, so look again (Hadoop's)
 
     def _read(self, method: str, *args: Any, **kwargs: Any) -> Any:
         self._auto_msync()

@@ -1,4 +1,5 @@
-"""The processes of ``bench namenode``: a client process and the RPC-floor server.
+"""The processes of ``bench namenode``: a client process and the RPC-floor server (and
+the helpers the benches that start them share).
 
 ``python -m hadoop_qjm.tools.bench._nn_load client HOST PORT THREADS SECONDS MAX_OPS TAG``
 connects THREADS proxies, makes each one's parent directory, prints ``READY``, waits for a
@@ -17,29 +18,72 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["client_main", "floor_main"]
+__all__ = [
+    "CLIENT_COMMAND",
+    "client_main",
+    "cpu_seconds",
+    "floor_main",
+    "percentile",
+    "split",
+    "timed_calls",
+]
+
+#: This module as a child process (``client …`` or ``floor …`` after it).
+CLIENT_COMMAND = [sys.executable, "-m", "hadoop_qjm.tools.bench._nn_load"]
 
 
-def client_main(host: str, port: int, threads: int, seconds: float, max_ops: int, tag: str) -> int:
-    from hadoop_qjm.namenode.protocol.client import NameNodeProxy
+def percentile(sorted_values: list[float], fraction: float) -> float:
+    if not sorted_values:
+        return 0.0
+    index = min(len(sorted_values) - 1, int(fraction * len(sorted_values)))
+    return sorted_values[index]
 
-    proxies = [NameNodeProxy(host, port, timeout_s=60) for _ in range(threads)]
+
+def cpu_seconds(pid: int) -> float:
+    """A process's user + system CPU time so far (psutil)."""
+    import psutil  # the bench's, not the client processes' import
+
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
+def split(total: int, parts: int) -> list[int]:
+    """``total`` in ``parts`` shares differing by one at most."""
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+
+
+def timed_calls(
+    threads: int,
+    prepare: Callable[[int], object],
+    call: Callable[[int, int], object],
+    seconds: float,
+    max_ops: int,
+    errors: tuple[type[BaseException], ...] = (OSError,),
+) -> dict[str, Any]:
+    """The load loop of a client process: ``threads`` threads each run ``prepare(i)``
+    (outside the timing); once all have, ``READY`` is printed and a line awaited on stdin;
+    then each thread calls ``call(i, n)`` (``n``: its calls that returned so far) until
+    ``seconds`` pass or ``max_ops`` calls are made in all. A call raising one of ``errors``
+    is counted (a thread stops after 100: a broken server ends the phase, the figures say
+    so). Returns ``{"ops", "errors", "lat_us": [...], "cpu_s"}`` (this process's CPU time
+    over the calls)."""
     latencies: list[list[float]] = [[] for _ in range(threads)]
-    errors = [0] * threads
+    failed = [0] * threads
     ops_left = [max_ops]
     lock = threading.Lock()
     go = threading.Event()
     deadline = [0.0]
     ready = threading.Barrier(threads + 1)
 
-    def client(i: int) -> None:
-        proxy, mine, parent = proxies[i], latencies[i], f"/bench/{tag}/c{i}"
+    def worker(i: int) -> None:
+        mine = latencies[i]
         try:
-            proxy.mkdirs(parent)  # connect and make the parent outside the timing
-        except OSError:
-            errors[i] += 1
+            prepare(i)
+        except errors:
+            failed[i] += 1
         try:
             ready.wait(timeout=120)
         except threading.BrokenBarrierError:
@@ -54,31 +98,52 @@ def client_main(host: str, port: int, threads: int, seconds: float, max_ops: int
                 ops_left[0] -= 1
             t0 = perf()
             try:
-                proxy.mkdirs(f"{parent}/d{n}", create_parent=False)
-            except OSError:
-                errors[i] += 1
-                if errors[i] > 100:
-                    return  # a broken server ends the phase; the figures say so
+                call(i, n)
+            except errors:
+                failed[i] += 1
+                if failed[i] > 100:
+                    return
                 continue
             mine.append(perf() - t0)
             n += 1
 
-    workers = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(threads)]
+    workers = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(threads)]
+    for thread in workers:
+        thread.start()
+    ready.wait(timeout=180)
+    print("READY", flush=True)
+    sys.stdin.readline()
+    cpu0 = time.process_time()
+    deadline[0] = time.perf_counter() + seconds
+    go.set()
+    for thread in workers:
+        thread.join(seconds + 120)
+    lat_us = [round(x * 1e6) for mine in latencies for x in mine]
+    return {
+        "ops": len(lat_us),
+        "errors": sum(failed),
+        "lat_us": lat_us,
+        "cpu_s": time.process_time() - cpu0,
+    }
+
+
+def client_main(host: str, port: int, threads: int, seconds: float, max_ops: int, tag: str) -> int:
+    from hadoop_qjm.namenode.protocol.client import NameNodeProxy
+
+    proxies = [NameNodeProxy(host, port, timeout_s=60) for _ in range(threads)]
+    parents = [f"/bench/{tag}/c{i}" for i in range(threads)]
     try:
-        for worker in workers:
-            worker.start()
-        ready.wait(timeout=180)
-        print("READY", flush=True)
-        sys.stdin.readline()
-        deadline[0] = time.perf_counter() + seconds
-        go.set()
-        for worker in workers:
-            worker.join(seconds + 120)
+        report = timed_calls(
+            threads,
+            lambda i: proxies[i].mkdirs(parents[i]),  # connect, make the parent
+            lambda i, n: proxies[i].mkdirs(f"{parents[i]}/d{n}", create_parent=False),
+            seconds,
+            max_ops,
+        )
     finally:
         for proxy in proxies:
             proxy.close()
-    lat_us = [round(x * 1e6) for mine in latencies for x in mine]
-    print(json.dumps({"ops": len(lat_us), "errors": sum(errors), "lat_us": lat_us}), flush=True)
+    print(json.dumps(report), flush=True)
     return 0
 
 

@@ -40,13 +40,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
-
 from hadoop_qjm.common.daemon_logging import AUDIT_LOG_FILE
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy
 from hadoop_qjm.testing.daemon_process import child_env
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.name_node_process import NameNodeProcess, write_conf_dir
+from hadoop_qjm.tools.bench._nn_load import CLIENT_COMMAND as _CLIENT
+from hadoop_qjm.tools.bench._nn_load import cpu_seconds as _cpu_seconds
+from hadoop_qjm.tools.bench._nn_load import percentile as _percentile
+from hadoop_qjm.tools.bench._nn_load import split as _split
 from hadoop_qjm.tools.bench._nn_permissions import PERMISSIONS_GOAL_RATIO, permissions_lines
 
 __all__ = [
@@ -65,7 +67,6 @@ GOAL_RATIO = 12.0
 FLOOR_GOAL_RATIO = 0.5
 #: NameNode CPU per mkdir with 64 clients, in µs.
 CPU_GOAL_US = 60.0
-_CLIENT = [sys.executable, "-m", "hadoop_qjm.tools.bench._nn_load"]
 
 
 @dataclass(frozen=True)
@@ -94,13 +95,6 @@ class PhaseResult:
         return self.cpu_s / self.ops * 1e6 if self.ops else 0.0
 
 
-def _percentile(sorted_values: list[float], fraction: float) -> float:
-    if not sorted_values:
-        return 0.0
-    index = min(len(sorted_values) - 1, int(fraction * len(sorted_values)))
-    return sorted_values[index]
-
-
 def _edit_log_counters(http_port: int) -> tuple[int, int, float]:
     """(transactions, syncs, the most syncs ever in flight at once) from the NameNode's
     /metrics; 1 when the NameNode reports none (one sync at a time)."""
@@ -115,15 +109,6 @@ def _edit_log_counters(http_port: int) -> tuple[int, int, float]:
         int(values["namenode_syncs_total"] or 0),
         values["namenode_max_syncs_in_flight"] or 1.0,
     )
-
-
-def _cpu_seconds(pid: int) -> float:
-    times = psutil.Process(pid).cpu_times()
-    return times.user + times.system
-
-
-def _split(total: int, parts: int) -> list[int]:
-    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
 
 
 def run_phase(
@@ -451,6 +436,11 @@ def _permissions_goal(sides: dict[str, PhaseResult] | None) -> None:
 def run(argv: Sequence[str], conf) -> int:
     from hadoop_qjm.common.command_line import CommandParser, finite_float
 
+    if any(a == "--observers" or a.startswith("--observers=") for a in argv):
+        from hadoop_qjm.tools.bench._nn_observers import run as run_observers
+
+        return run_observers(argv, conf)
+
     parser = CommandParser(prog="hdfs-py bench namenode", description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--clients", default="1,8,64,256", help="comma-separated client thread counts (1,8,64,256)"
@@ -474,6 +464,10 @@ def run(argv: Sequence[str], conf) -> int:
     )
     parser.add_argument("--no-floor", action="store_true", help="skip the RPC floor phases")
     parser.add_argument("--dir", default=None, help="where the NameNode and JournalNodes write")
+    parser.add_argument(
+        "--observers",
+        help="reads over observers instead (0,1,2; its flags: --observers 0 --help; docs/ha.md)",
+    )
     args = parser.parse_args(argv)
     try:
         counts = [int(c) for c in args.clients.split(",") if c.strip()]
