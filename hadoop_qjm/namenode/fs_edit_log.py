@@ -115,7 +115,8 @@ class FSEditLog:
         self._terminate_callback = terminate
         #: Called with the first txid of every segment started (FSImage writes seen_txid).
         self.on_segment_started = on_segment_started
-        self._cond = threading.Condition(threading.RLock())
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
         self._state = EditLogState.UNINITIALIZED
         self._txid = 0  # the last txid handed out
         self._synctxid = 0  # every txid up to here is durable
@@ -373,7 +374,7 @@ class FSEditLog:
         Durable only after :meth:`log_sync`. When a buffer is full the caller syncs at
         once and other writers wait for that (HDFS-13977's auto-sync).
         """
-        with self._cond:
+        with self._lock:  # the condition's own lock: no Condition.__enter__ frame per op
             self._check_alive()
             if self._state is not EditLogState.IN_SEGMENT:
                 raise IllegalStateException(f"bad state: {self._state.value}")

@@ -125,20 +125,39 @@ class FSEditLogLoader:
             )
         return parent  # type: ignore[return-value]
 
-    def _apply_mkdir(self, op: MkdirOp) -> None:  # FSDirMkdirOp.mkdirForEditLog
-        fs_dir = self.fs_dir
-        iip = fs_dir.resolve(op.path)
-        inode_id = fs_dir.update_last_inode_id(op.inode_id)
+    def apply_mkdir(self, op: MkdirOp, parent: INodeDirectory | None = None) -> INode | None:
+        """:meth:`apply` of a MKDIR, whose path's parent directory the live caller may
+        pass: it resolved the path under the namesystem lock it still holds, so walking
+        the path again would find that same directory. Returns the directory at the
+        op's path."""
+        if parent is None:
+            return self._apply_mkdir(op)
+        if not parent.is_dir:
+            raise EditLogApplyException(f"Cannot create directory {op.path}: parent is a file")
+        name = op.path.rpartition("/")[2]
+        existing = parent.children.get(name)
+        if existing is not None:
+            self.fs_dir.update_last_inode_id(op.inode_id)
+            LOG.warning("Ignoring MKDIR of existing path %s (txid %d)", op.path, op.txid)
+            return existing
+        return self._add_directory(op, parent, name)
+
+    def _apply_mkdir(self, op: MkdirOp) -> INode | None:  # FSDirMkdirOp.mkdirForEditLog
+        iip = self.fs_dir.resolve(op.path)
         parent = self._parent_dir(iip, "create directory")
         if iip.last is not None:
+            self.fs_dir.update_last_inode_id(op.inode_id)
             LOG.warning("Ignoring MKDIR of existing path %s (txid %d)", op.path, op.txid)
-            return
+            return iip.last
+        return self._add_directory(op, parent, iip.last_name)
+
+    def _add_directory(self, op: MkdirOp, parent: INodeDirectory, name: str) -> INode:
+        inode_id = self.fs_dir.update_last_inode_id(op.inode_id)
         perm = op.permissions
         # A directory has no access time: MKDIR's atime field is read and ignored.
-        node = INodeDirectory(
-            inode_id, iip.last_name, perm.user, perm.group, perm.mode, op.timestamp, 0
-        )
-        fs_dir.add_child(parent, node)
+        node = INodeDirectory(inode_id, name, perm.user, perm.group, perm.mode, op.timestamp, 0)
+        self.fs_dir.add_child(parent, node)
+        return node
 
     def _apply_add(self, op: AddOp) -> None:  # FSEditLogLoader OP_ADD (no append)
         fs_dir = self.fs_dir

@@ -8,6 +8,9 @@ a user or group name (what the edit log can carry and replay unchanged).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+
 from hadoop_qjm.common.exceptions import (
     IllegalArgumentException,
     InvalidPathException,
@@ -29,6 +32,7 @@ MAX_PATH_LENGTH = 8000
 MAX_PATH_DEPTH = 1000
 #: Longest user or group name accepted (the edit log's UTF8 strings truncate far above it).
 _MAX_PRINCIPAL_LENGTH = 1024
+_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 def check_path_length(src: object, operation: str) -> None:
@@ -41,10 +45,17 @@ def check_path_length(src: object, operation: str) -> None:
         )
 
 
-def check_component_length(name: str, parent_path: str, limit: int) -> None:
-    """``name``'s UTF-8 length against ``limit`` (0: none)."""
+def check_component_length(components: Sequence[str], index: int, limit: int) -> None:
+    """The UTF-8 length of ``components[index]`` against ``limit`` (0: none); the message
+    names the directory above it (joined only then: this runs for every name created)."""
+    if not components:
+        return  # the root has no name
+    name = components[index]
+    if limit <= 0 or len(name) * 4 <= limit:  # UTF-8 takes at most 4 bytes a character
+        return
     length = len(name.encode("utf-8"))
-    if 0 < limit < length:
+    if length > limit:
+        parent_path = "/" + "/".join(components[:index])
         raise PathComponentTooLongException(
             f"The maximum path component name limit of {name} in directory {parent_path} "
             f"is exceeded: limit={limit} length={length}"
@@ -59,5 +70,5 @@ def check_mode(mode: object) -> None:
 def check_principal(name: object, what: str) -> None:
     if not isinstance(name, str) or len(name) > _MAX_PRINCIPAL_LENGTH:
         raise IllegalArgumentException(f"Invalid {what} name {name!r}")
-    if any("\ud800" <= c <= "\udfff" for c in name):
+    if not name.isascii() and _SURROGATES.search(name):
         raise IllegalArgumentException(f"Invalid {what} name {name!r}: it has surrogates")

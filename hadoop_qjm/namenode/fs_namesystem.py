@@ -39,7 +39,6 @@ from hadoop_qjm.common.exceptions import (
     IllegalStateException,
     InvalidPathException,
     IOException,
-    ParentNotDirectoryException,
     PathIsNotEmptyDirectoryException,
 )
 from hadoop_qjm.common.fs_permission import FsAction, FsPermission, get_umask
@@ -51,7 +50,6 @@ from hadoop_qjm.editlog.fs_edit_log_op import (
     CloseOp,
     DeleteOp,
     FSEditLogOp,
-    MkdirOp,
     PermissionStatus,
     RenameOldOp,
     RenameOp,
@@ -60,6 +58,7 @@ from hadoop_qjm.editlog.fs_edit_log_op import (
     TimesOp,
 )
 from hadoop_qjm.ipc import call_context
+from hadoop_qjm.namenode.fs_dir_mkdir_op import PermissionStatuses, mkdir_ops, verify_parent_dir
 from hadoop_qjm.namenode.fs_dir_rename_op import check_rename2, rename_old_refused
 from hadoop_qjm.namenode.fs_directory import (
     FileStatus,
@@ -142,12 +141,14 @@ class FSNamesystem:
         self.access = NamespaceAccess(self.fs_owner, self.supergroup, enabled, caller, remote_ip)
         #: Applied to the default modes (0777 directories, 0666 files) of a call given none.
         self.umask = get_umask(conf)
+        #: Shared PermissionStatus objects: the MKDIR encoder caches by identity.
+        self._statuses = PermissionStatuses()
+        self._checked_modes: dict[tuple[str, int], PermissionStatus] = {}
         #: Held for every read and every mutation; also by save_namespace and rolls.
         self.lock = threading.RLock()
         self.layout_version = software_layout_version(conf)  # the newest edits it applies
         self.edit_log = edit_log
         self._clock = clock
-        self._perm_cache: dict[tuple[str, str, int], PermissionStatus] = {}
         self.on_rolling_upgrade_finalized: Callable[[], None] | None = None  # see the loader
         self.set_directory(FSDirectory(self.fs_owner, self.supergroup, 0o755, 0))
 
@@ -163,14 +164,18 @@ class FSNamesystem:
             raise IllegalStateException("The namesystem is not open for write")
         return self.edit_log
 
-    def _log_and_apply(self, ops: list[FSEditLogOp]) -> int:
-        """Log each op, then apply it through the loader; returns the last txid."""
+    def _log_and_apply(self, ops: list[FSEditLogOp], parent: INodeDirectory | None = None) -> int:
+        """Log each op, then apply it through the loader; returns the last txid. ``parent``:
+        where a chain of MKDIRs (each in the one before) starts, as this caller resolved it."""
         writer = self._writer()
         txid = 0
         for op in ops:
             txid = writer.log_edit(op)
             try:
-                self.loader.apply(op)
+                if parent is None:
+                    self.loader.apply(op)
+                else:
+                    parent = self.loader.apply_mkdir(op, parent)  # type: ignore[arg-type]
             except Exception as e:
                 # Validation admitted an op the loader refuses: the log and the namespace
                 # now disagree, which is a bug, never a client error.
@@ -186,8 +191,8 @@ class FSNamesystem:
     ) -> INodesInPath:
         return self.access.resolve(self.dir, src, pc, invalid)
 
-    def _check_component_length(self, name: str, parent_path: str) -> None:
-        check_component_length(name, parent_path, self.max_component_length)
+    def _check_component_length(self, components: list[str]) -> None:
+        check_component_length(components, -1, self.max_component_length)
 
     def _permission(
         self, permission: PermissionStatus | int | None, default_mode: int, owner: str
@@ -196,23 +201,27 @@ class FSNamesystem:
         applied) owned by ``owner`` (NameNodeRpcServer: the caller's short name)."""
         if permission is None:
             permission = FsPermission(default_mode).apply_umask(self.umask).mode
+        if type(permission) is int:  # not a bool: check_mode refuses those
+            # Most calls give a mode: one checked status per (caller, mode), kept.
+            key = (owner, permission)
+            status = self._checked_modes.get(key)
+            if status is None:
+                status = self._checked(PermissionStatus(owner, None, permission))
+                if len(self._checked_modes) >= 1024:
+                    self._checked_modes.clear()
+                self._checked_modes[key] = status
+            return status
         if isinstance(permission, int):
             permission = PermissionStatus(owner, None, permission)  # type: ignore[arg-type]
+        return self._checked(permission)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _checked(permission: PermissionStatus) -> PermissionStatus:
         check_principal(permission.user, "user")
         if permission.group is not None:
             check_principal(permission.group, "group")
         check_mode(permission.mode)
         return permission
-
-    def _permission_status(self, user: str, group: str, mode: int) -> PermissionStatus:
-        """A shared PermissionStatus object: the MKDIR encoder caches by identity."""
-        key = (user, group, mode)
-        perm = self._perm_cache.get(key)
-        if perm is None:
-            if len(self._perm_cache) >= 1024:
-                self._perm_cache.clear()
-            perm = self._perm_cache[key] = PermissionStatus(user, group, mode)
-        return perm
 
     def _now(self) -> int:
         return int(self._clock())
@@ -245,46 +254,20 @@ class FSNamesystem:
                 self.access.check(call.pc, iip, ancestor_access=FsAction.WRITE)
                 perm = self._permission(permission, 0o777, call.pc.user)
                 if not create_parent:
-                    self._verify_parent_dir(iip)
-                ops = self._mkdir_ops(iip, perm, len(iip.components), self._now())
-                txid = self._log_and_apply(ops)
+                    verify_parent_dir(iip)
+                ops = mkdir_ops(
+                    self.dir,
+                    iip,
+                    perm,
+                    len(iip.components),
+                    self._now(),
+                    self.max_component_length,
+                    self._statuses,
+                )
+                txid = self._log_and_apply(ops, iip.inodes[iip.existing_depth() - 1])
                 call.status_created(iip)
             self._sync(txid)
         return True
-
-    def _verify_parent_dir(self, iip: INodesInPath) -> None:
-        if len(iip.components) > 1:  # FSDirectory.verifyParentDir
-            parent = iip.parent
-            if parent is None:
-                raise FileNotFoundException(f"Parent directory doesn't exist: {iip.parent_path}")
-            if not parent.is_dir:
-                raise ParentNotDirectoryException(
-                    f"Parent path is not a directory: {iip.parent_path}"
-                )
-
-    def _mkdir_ops(
-        self, iip: INodesInPath, perm: PermissionStatus, upto: int, now: int
-    ) -> list[FSEditLogOp]:
-        """MKDIR ops for the missing directories among ``iip.components[:upto]``."""
-        depth = iip.existing_depth()  # inodes[depth - 1] is the deepest existing node
-        parent = iip.inodes[depth - 1]
-        group = perm.group if perm.group is not None else parent.group  # type: ignore[union-attr]
-        ops: list[FSEditLogOp] = []
-        for i in range(depth - 1, upto):
-            name = iip.components[i]
-            parent_path = "/" + "/".join(iip.components[:i])
-            self._check_component_length(name, parent_path)
-            mode = perm.mode if i == len(iip.components) - 1 else perm.mode | 0o300
-            ops.append(
-                MkdirOp(
-                    0,
-                    inode_id=self.dir.peek_next_inode_id(len(ops) + 1),
-                    path="/" + "/".join(iip.components[: i + 1]),
-                    timestamp=now,
-                    permissions=self._permission_status(perm.user, group, mode),
-                )
-            )
-        return ops
 
     def create(
         self,
@@ -334,16 +317,24 @@ class FSNamesystem:
                 if not iip.components:
                     raise InvalidPathException(src)
                 if not create_parent:
-                    self._verify_parent_dir(iip)
+                    verify_parent_dir(iip)
                 perm = self._permission(permission, 0o666, pc.user)
                 now = self._now()
-                ops = self._mkdir_ops(iip, perm, len(iip.components) - 1, now)
+                ops = mkdir_ops(
+                    self.dir,
+                    iip,
+                    perm,
+                    len(iip.components) - 1,
+                    now,
+                    self.max_component_length,
+                    self._statuses,
+                )
                 parent = iip.parent
                 group = perm.group
                 if group is None:
                     # The new file inherits the group of its (possibly just-created) parent.
                     group = parent.group if parent is not None else ops[-1].permissions.group  # type: ignore[attr-defined]
-                self._check_component_length(iip.last_name, iip.parent_path)
+                self._check_component_length(iip.components)
                 # What OP_ADD and OP_CLOSE both carry.
                 file_fields = dict(
                     path=iip.path,
@@ -351,7 +342,7 @@ class FSNamesystem:
                     mtime=now,
                     atime=now,
                     block_size=block_size,
-                    permissions=self._permission_status(perm.user, group, perm.mode),
+                    permissions=self._statuses.get(perm.user, group, perm.mode),
                 )
                 inode_id = self.dir.peek_next_inode_id(len(ops) + 1)
                 ops.append(
@@ -432,7 +423,7 @@ class FSNamesystem:
                 if rename_old_refused(self.dir.root, src_iip, target):
                     return False
                 if actual != src_iip.path:
-                    self._check_component_length(target.last_name, target.parent_path)
+                    self._check_component_length(target.components)
                 op = RenameOldOp(0, src=src_iip.path, dst=actual, timestamp=self._now())
                 txid = self._log_and_apply([op])
                 call.succeeded = True
@@ -461,7 +452,7 @@ class FSNamesystem:
     def _rename2_op(self, src_iip: INodesInPath, dst_iip: INodesInPath, overwrite: bool) -> int:
         """FSDirRenameOp.unprotectedRenameTo's checks, then OP_RENAME; returns its txid."""
         check_rename2(self.dir.root, src_iip, dst_iip, overwrite)
-        self._check_component_length(dst_iip.last_name, dst_iip.parent_path)
+        self._check_component_length(dst_iip.components)
         option = _RENAME_OVERWRITE if overwrite else _RENAME_NONE
         op = RenameOp(
             0, src=src_iip.path, dst=dst_iip.path, timestamp=self._now(), options=(option,)

@@ -133,17 +133,27 @@ class JournalSet:
             try:
                 closure(jas)
             except Exception as e:  # noqa: BLE001 - any failure disables the journal
-                jas.last_error = e
-                if jas.required:
-                    message = f"Error: {status} failed for required journal ({jas})"
-                    LOG.error(message, exc_info=e)
-                    # Stop every other journal too, so that no retry lets them go on alone.
-                    self.abort_all_journals()
-                    raise JournalSetFailure(f"{message}: {e}", required=True) from e
-                LOG.error("Error: %s failed for (journal %s)", status, jas, exc_info=e)
+                self.journal_failed(jas, e, status)
                 bad.append(jas)
-        if not bad:
-            return  # nothing changed: the set is as usable as before (the hot path)
+        if bad:
+            self.disable_failed(bad, status)
+
+    def journal_failed(self, jas: JournalAndStream, error: Exception, status: str) -> None:
+        """``jas`` failed ``status``: a required journal stops every journal and raises
+        JournalSetFailure(required=True); an optional one is only logged here (then
+        :meth:`disable_failed`)."""
+        jas.last_error = error
+        if jas.required:
+            message = f"Error: {status} failed for required journal ({jas})"
+            LOG.error(message, exc_info=error)
+            # Stop every other journal too, so that no retry lets them go on alone.
+            self.abort_all_journals()
+            raise JournalSetFailure(f"{message}: {error}", required=True) from error
+        LOG.error("Error: %s failed for (journal %s)", status, jas, exc_info=error)
+
+    def disable_failed(self, bad: list[JournalAndStream], status: str) -> None:
+        """Abort and disable the optional journals that failed ``status``;
+        JournalSetFailure if too few are left to write."""
         with self._state_lock:
             for jas in bad:
                 jas.abort()
@@ -262,7 +272,21 @@ class JournalSetOutputStream:
         self.journal_set.map_journals_and_report_errors(apply, status)
 
     def write(self, op: FSEditLogOp) -> None:
-        self._each_active(lambda s: s.write(op), f"write op {op.txid}")
+        # map_journals_and_report_errors unrolled: this runs once per transaction, and
+        # needs no closure, and no status text unless a journal fails.
+        journal_set = self.journal_set
+        bad: list[JournalAndStream] | None = None
+        for jas in tuple(journal_set.journals):
+            stream = jas.stream  # read once: a concurrent failure may abort it
+            if stream is None:
+                continue
+            try:
+                stream.write(op)
+            except Exception as e:  # noqa: BLE001 - any failure disables the journal
+                journal_set.journal_failed(jas, e, f"write op {op.txid}")
+                bad = [*(bad or ()), jas]
+        if bad:
+            journal_set.disable_failed(bad, f"write op {op.txid}")
 
     def set_ready_to_flush(self) -> None:
         self._each_active(lambda s: s.set_ready_to_flush(), "setReadyToFlush")
@@ -328,10 +352,11 @@ class JournalSetOutputStream:
         return any(jas.stream is not None for jas in self.journal_set.journals)
 
     def should_force_sync(self) -> bool:
-        return any(
-            jas.stream is not None and jas.stream.should_force_sync()
-            for jas in self.journal_set.journals
-        )
+        for jas in self.journal_set.journals:  # once per transaction: no generator
+            stream = jas.stream
+            if stream is not None and stream.should_force_sync():
+                return True
+        return False
 
     def close(self) -> None:
         self.journal_set.map_journals_and_report_errors(lambda jas: jas.close_stream(), "close")

@@ -46,6 +46,7 @@ class NameNodeCallers:
         self.identity = caller_identity_from_conf(conf, clock)
         self.fs_owner = fs_owner or getpass.getuser()
         self.superusers = superuser_names(self.fs_owner)
+        self._own: UserGroupInformation | None = None
         self.supergroup = (
             conf.get_trimmed(keys.DFS_PERMISSIONS_SUPERUSERGROUP_KEY)
             or keys.DFS_PERMISSIONS_SUPERUSERGROUP_DEFAULT
@@ -67,7 +68,11 @@ class NameNodeCallers:
         remote = call_context.remote_ugi()
         if remote is not None:
             return remote
-        return UserGroupInformation(self.fs_owner, self.identity.groups.groups(self.fs_owner))
+        groups = self.identity.groups.groups(self.fs_owner)
+        own = self._own
+        if own is None or own.groups != groups:  # one object while the groups hold
+            own = self._own = UserGroupInformation(self.fs_owner, groups)
+        return own
 
     def check_superuser_privilege(self) -> None:
         """AccessControlException ``Access denied for user alice. Superuser privilege is

@@ -119,8 +119,11 @@ class NameNodeMetrics:
         self.name_node = name_node
         self.registry = CollectorRegistry()
         self._lock = threading.Lock()
-        self._calls: dict[str, int] = {}
-        self._failures: dict[str, int] = {}
+        self._local = threading.local()
+        #: Each thread's own (calls, failures) by method, beside the thread; and the counts
+        #: of threads that ended.
+        self._per_thread: list[tuple[threading.Thread, dict[str, int], dict[str, int]]] = []
+        self._ended: tuple[dict[str, int], dict[str, int]] = ({}, {})
         self.registry.register(self)
         # The RPC server's RpcActivity (Hadoop's RpcMetrics), once it is bound.
         self.registry.register(RpcCollector(lambda: getattr(name_node, "rpc_server", None)))
@@ -129,15 +132,48 @@ class NameNodeMetrics:
 
     # ---- recording (the RPC dispatcher's observer) ----------------------------------------------
     def observe_rpc(self, method: str, ok: bool) -> None:
+        # Every call of every handler comes here: each thread counts into dicts only it
+        # writes, so no lock is taken per call; a scrape adds them up.
+        try:
+            calls, failures = self._local.counts
+        except AttributeError:
+            calls, failures = self._local.counts = self._thread_counts()
+        calls[method] = calls.get(method, 0) + 1
+        if not ok:
+            failures[method] = failures.get(method, 0) + 1
+
+    def _thread_counts(self) -> tuple[dict[str, int], dict[str, int]]:
+        """New counts for the calling thread; those of ended threads are folded into
+        ``_ended`` meanwhile (a TLS server runs calls in a thread per connection)."""
+        calls: dict[str, int] = {}
+        failures: dict[str, int] = {}
         with self._lock:
-            self._calls[method] = self._calls.get(method, 0) + 1
-            if not ok:
-                self._failures[method] = self._failures.get(method, 0) + 1
+            live = []
+            for entry in self._per_thread:
+                if entry[0].is_alive():
+                    live.append(entry)
+                else:
+                    for ended, counted in zip(self._ended, entry[1:], strict=True):
+                        for method, n in counted.items():
+                            ended[method] = ended.get(method, 0) + n
+            live.append((threading.current_thread(), calls, failures))
+            self._per_thread = live
+        return calls, failures
+
+    def _totals(self) -> tuple[dict[str, int], dict[str, int]]:
+        with self._lock:
+            totals = (dict(self._ended[0]), dict(self._ended[1]))
+            per_thread = list(self._per_thread)
+        for _, *counted in per_thread:
+            for total, counts in zip(totals, counted, strict=True):
+                # dict() copies in one step under the GIL: the owner may be counting.
+                for method, n in dict(counts).items():
+                    total[method] = total.get(method, 0) + n
+        return totals
 
     def calls(self) -> dict[str, int]:
         """RPC calls so far, by method name."""
-        with self._lock:
-            return dict(self._calls)
+        return self._totals()[0]
 
     # ---- reading ---------------------------------------------------------------------------------
     def edit_log_stats(self) -> Any:
@@ -162,8 +198,7 @@ class NameNodeMetrics:
 
     def collect(self) -> Iterator[Any]:
         """The Prometheus collector protocol: read everything now."""
-        with self._lock:
-            calls, failures = dict(self._calls), dict(self._failures)
+        calls, failures = self._totals()
         rpc = CounterMetricFamily(
             "namenode_rpc_calls", "RPC calls served, by method", labels=["method"]
         )

@@ -22,6 +22,7 @@ from hadoop_qjm.common.exceptions import (
     PathComponentTooLongException,
     PathIsNotEmptyDirectoryException,
 )
+from hadoop_qjm.common.security.user_group_information import UserGroupInformation
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.editlog.fs_edit_log_op import (
     AddOp,
@@ -116,6 +117,25 @@ def assert_replays(ns: FSNamesystem, log: RecordingEditLog) -> None:
 )
 def test_is_valid_name(path: str, valid: bool) -> None:
     assert is_valid_name(path) is valid
+
+
+def _literal_is_valid_name(src: str) -> bool:
+    """DFSUtil.isValidName read literally, component by component."""
+    if not src.startswith("/") or any("\ud800" <= c <= "\udfff" for c in src):
+        return False
+    parts = src.split("/")
+    for i, part in enumerate(parts):
+        if part in (".", "..") or ":" in part or (not part and i not in (0, len(parts) - 1)):
+            return False
+    return True
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("/.:a\ud800\u00e9")), max_size=12))
+def test_is_valid_name_against_its_literal_reading(path: str) -> None:
+    """The fast check (string searches, a split only for a dot component) and the
+    literal one agree on every path of these characters."""
+    assert is_valid_name(path) is _literal_is_valid_name(path)
 
 
 # ---- mkdirs --------------------------------------------------------------------------------------
@@ -238,6 +258,29 @@ def test_create_refusals(ns, log) -> None:
         ns.create("/" + "z" * 8001)
     with pytest.raises(IllegalArgumentException):
         ns.create("/r", replication=0)
+
+
+def test_a_mode_is_checked_once_per_caller_and_refused_every_time() -> None:
+    """A mode given as an int becomes one checked PermissionStatus per (caller, mode),
+    kept; a bad mode (a bool, out of range) is refused on every call."""
+    caller = [UserGroupInformation("hdfs")]
+    ns = FSNamesystem(
+        edit_log=RecordingEditLog(), clock=Clock(), fs_owner="hdfs", caller=lambda: caller[0]
+    )
+    ns.set_owner("/", "alice", None)
+    caller[0] = UserGroupInformation("alice")
+    ns.mkdirs("/a", 0o750)
+    ns.mkdirs("/b", 0o750)
+    assert [(n.user, n.mode) for n in (ns.dir.get_inode("/a"), ns.dir.get_inode("/b"))] == [
+        ("alice", 0o750),
+        ("alice", 0o750),
+    ]
+    for _ in range(2):
+        with pytest.raises(IllegalArgumentException, match="^Invalid permission mode True$"):
+            ns.mkdirs("/c", True)
+        with pytest.raises(IllegalArgumentException, match="^Invalid permission mode 65536$"):
+            ns.mkdirs("/c", 0o200000)
+    assert ns.dir.get_inode("/c") is None
 
 
 def test_create_overwrite_replaces_the_file(ns, log) -> None:

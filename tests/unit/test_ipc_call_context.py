@@ -74,3 +74,22 @@ def test_the_callers_ugi_comes_from_the_certificate_or_the_claim() -> None:
     assert str(e.value) == (
         "No rules applied to CN=intruder in hadoop.security.auth_to_local: the caller has no user name"
     )
+
+
+def test_a_connections_ugi_is_one_object_until_its_user_or_groups_change() -> None:
+    """ConnectionUser keeps the UserGroupInformation it built (each call asks for it), and
+    builds another when the claim or the group cache's answer changes."""
+    now = [0.0]
+    groups = {"alice": ["staff"], "bob": ["users"]}
+    identity = CallerIdentity(
+        parse_auth_to_local(None), Groups(lambda user: groups[user], {}, 300, lambda: now[0])
+    )
+    plain = identity.connection_user(None)
+    plain.claim("alice")
+    first = plain.ugi()
+    assert plain.ugi() is first and first.groups == ("staff",)
+    groups["alice"] = ["staff", "admins"]
+    now[0] = 301.0  # the group cache expired: alice is in admins now
+    assert plain.ugi().groups == ("staff", "admins")
+    plain.claim("bob")
+    assert (plain.ugi().short_user_name, plain.ugi().groups) == ("bob", ("users",))

@@ -66,6 +66,7 @@ PURE_MODULES = {
     "hadoop_qjm.common.fs_permission": set(),
     "hadoop_qjm.namenode.fs_permission_checker": set(),
     "hadoop_qjm.namenode.fs_dir_rename_op": set(),
+    "hadoop_qjm.namenode.fs_dir_mkdir_op": set(),
     "hadoop_qjm.namenode.fs_limits": set(),
     "hadoop_qjm.common.auth_to_local": set(),
     "hadoop_qjm.ipc.connection_context": set(),

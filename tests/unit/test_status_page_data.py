@@ -97,3 +97,31 @@ def test_peer_states_are_fetched_in_the_background_and_kept() -> None:
     assert "Connection refused" in nn2["Error"]
     assert fetch.calls == ["http://127.0.0.1:2"] * 2
     assert nn2["LastContactTime"] == 1_000_000  # when it last answered
+
+
+def test_rpc_counts_add_up_over_threads_also_ended_ones() -> None:
+    """NameNodeMetrics counts each handler thread's calls in dicts of its own (no lock per
+    call): a scrape adds every thread's, those of threads that ended included."""
+    from hadoop_qjm.namenode.name_node_metrics import NameNodeMetrics
+
+    class _NoNameNode:
+        core = None
+        rpc_server = None
+
+    metrics = NameNodeMetrics(_NoNameNode())
+
+    def calls(n: int, ok: bool = True) -> None:
+        for _ in range(n):
+            metrics.observe_rpc("mkdirs", ok)
+
+    for n in (3, 4):  # two threads that end; a third one's start folds their counts
+        thread = threading.Thread(target=calls, args=(n,))
+        thread.start()
+        thread.join()
+    calls(5)
+    calls(2, ok=False)
+    assert metrics.calls() == {"mkdirs": 14}
+    assert metrics.activity_bean()["MkdirsOps"] == 14
+    text = {m.name: {s.labels["method"]: s.value for s in m.samples} for m in metrics.collect()}
+    assert text["namenode_rpc_calls"]["mkdirs"] == 14
+    assert text["namenode_rpc_failures"]["mkdirs"] == 2

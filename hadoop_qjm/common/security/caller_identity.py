@@ -69,6 +69,9 @@ class ConnectionUser:
     user: str | None
     auth_method: AuthenticationMethod
     subject: str | None = None
+    #: The last ugi() answer: every call of the connection asks, and a frozen dataclass
+    #: costs microseconds to build; it is rebuilt when the user or its groups change.
+    _ugi: UserGroupInformation | None = field(default=None, repr=False, compare=False)
 
     def claim(self, user: str) -> None:
         """The client's connection context says it is ``user``: believed over plain TCP
@@ -84,9 +87,12 @@ class ConnectionUser:
                 f"No rules applied to {self.subject} in {AUTH_TO_LOCAL_KEY}: the caller has "
                 "no user name"
             )
-        return UserGroupInformation(
-            self.user, self.identity.groups.groups(self.user), self.auth_method
-        )
+        user = self.user
+        groups = self.identity.groups.groups(user)
+        ugi = self._ugi
+        if ugi is None or ugi.short_user_name != user or ugi.groups != groups:
+            ugi = self._ugi = UserGroupInformation(user, groups, self.auth_method)
+        return ugi
 
 
 def caller_identity_from_conf(
