@@ -38,6 +38,7 @@ from hadoop_qjm.namenode.name_node_layout_version import (
 from hadoop_qjm.namenode.rolling_rollback import rolling_rollback
 from hadoop_qjm.testing.in_process_ha import NS, journal_node_conf, wait_until
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+from tests.ha.test_rolling_upgrade import dir_listing
 from tests.integration.namenode_support import nn_conf, start_nn, wait_for_journal_nodes
 
 pytestmark = pytest.mark.timeout(120)
@@ -77,15 +78,6 @@ def every_copy(pair, mjc, tmp_path) -> list[Path]:
         *(mjc.current_dir(i, JID) for i in range(3)),
         *(current(tmp_path, n) for n in pair.nodes),
     ]
-
-
-def dir_listing(paths: list[Path]) -> dict[str, bytes]:
-    return {
-        str(f): f.read_bytes()
-        for root in paths
-        for f in sorted(root.rglob("*"))
-        if f.is_file() and f.name != "in_use.lock"
-    }
 
 
 @pytest.fixture

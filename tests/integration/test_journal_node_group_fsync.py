@@ -89,8 +89,9 @@ class Setup:
     fsyncs: list[int]
 
 
-@pytest.fixture
-def setup(tmp_path, monkeypatch) -> Iterator[Setup]:
+def journal_with_counted_fsyncs(tmp_path, monkeypatch) -> tuple[Journal, HeldWrites, list[int]]:
+    """A Journal in its epoch with segment 1 open, its writes held by the returned hook, and
+    the list each fdatasync of that segment appends to."""
     hook = HeldWrites()
     journal = Journal(Configuration(), tmp_path / JID, JID, fault_injector=hook)
     journal.format(FAKE_NSINFO)
@@ -106,6 +107,12 @@ def setup(tmp_path, monkeypatch) -> Iterator[Setup]:
             fsyncs.append(fd)
 
     monkeypatch.setattr(edit_log_file_output_stream.os, "fdatasync", counting)
+    return journal, hook, fsyncs
+
+
+@pytest.fixture
+def setup(tmp_path, monkeypatch) -> Iterator[Setup]:
+    journal, hook, fsyncs = journal_with_counted_fsyncs(tmp_path, monkeypatch)
     server = JournalNodeRpcServer(Node(journal), bind_host="127.0.0.1", port=0)
     server.start()
     try:

@@ -11,27 +11,20 @@ session PKI's certificates. The helpers are the plain test's
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
 
-from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.exceptions import AuthorizationException
 from hadoop_qjm.common.security import ServiceAuthorizer, SSLFactory, TlsServerSocketFactory
-from hadoop_qjm.conf import Configuration
-from hadoop_qjm.editlog import edit_log_file_output_stream
-from hadoop_qjm.qjournal.server.journal import Journal
 from hadoop_qjm.qjournal.server.journal_node_rpc_server import JournalNodeRpcServer
-from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, JID, make_request
 from tests.integration.test_journal_node_group_fsync import (
     DEADLINE_S,
-    EPOCH,
-    HeldWrites,
     Node,
     Setup,
     journal_frame,
+    journal_with_counted_fsyncs,
     read_replies,
 )
 
@@ -45,21 +38,7 @@ class SecureSetup(Setup):
 
 @pytest.fixture
 def setup(tmp_path, monkeypatch, pki) -> Iterator[SecureSetup]:
-    hook = HeldWrites()
-    journal = Journal(Configuration(), tmp_path / JID, JID, fault_injector=hook)
-    journal.format(FAKE_NSINFO)
-    journal.new_epoch(FAKE_NSINFO, EPOCH)
-    journal.start_log_segment(make_request(1, epoch=EPOCH), 1, CURRENT_LAYOUT_VERSION)
-    segment_fd = journal._cur_segment._fd
-    fsyncs: list[int] = []
-    real = os.fdatasync
-
-    def counting(fd: int) -> None:
-        real(fd)
-        if fd == segment_fd:
-            fsyncs.append(fd)
-
-    monkeypatch.setattr(edit_log_file_output_stream.os, "fdatasync", counting)
+    journal, hook, fsyncs = journal_with_counted_fsyncs(tmp_path, monkeypatch)
     refusals: list[str] = []
     authorizer = ServiceAuthorizer.of(["namenode"])
 
