@@ -32,6 +32,7 @@ FRAME_HEADER = struct.Struct(">i")
 #: An HTTP response's first four bytes, ``HTTP``, read as a frame length: what a client
 #: pointed at a JournalNode's HTTP port (8480) instead of its RPC port (8485) reads.
 HTTP_REPLY_FRAME_LENGTH = int.from_bytes(b"HTTP", "big")  # 1213486160
+_unpack_length = FRAME_HEADER.unpack_from
 
 
 class HttpReplyError(ProtocolError):
@@ -97,7 +98,9 @@ class FrameDecoder:
         data = self._data
         if len(data) - start < FRAME_HEADER.size:
             return None
-        size = frame_length(data, start, self.max_frame_size)
+        (size,) = _unpack_length(data, start)
+        if not 0 <= size <= self.max_frame_size or size == HTTP_REPLY_FRAME_LENGTH:
+            check_frame_length(size, self.max_frame_size)  # raises (frame_length's check)
         begin = start + FRAME_HEADER.size
         if len(data) - begin < size:
             return None

@@ -221,10 +221,11 @@ class QuorumCall(Generic[K, V]):
         """Whether one of :meth:`wait_for`'s conditions holds (the lock is held)."""
         if rule is not None and rule(self._successes.keys(), self._exceptions.keys()):
             return True
+        successes, exceptions = len(self._successes), len(self._exceptions)
         return (
-            (min_responses > 0 and len(self._successes) + len(self._exceptions) >= min_responses)
-            or (min_successes > 0 and len(self._successes) >= min_successes)
-            or (max_exceptions >= 0 and len(self._exceptions) > max_exceptions)
+            (min_responses > 0 and successes + exceptions >= min_responses)
+            or (min_successes > 0 and successes >= min_successes)
+            or (max_exceptions >= 0 and exceptions > max_exceptions)
         )
 
     # ---- waiting -------------------------------------------------------------------------------

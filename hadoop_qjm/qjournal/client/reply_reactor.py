@@ -263,6 +263,14 @@ class ReplyReactor:
                 LOG.exception("Unexpected error in the QJM reply reader")
 
 
+def _forget_shared_reactor() -> None:
+    """In a forked child: the parent's reactor thread did not survive the fork."""
+    ReplyReactor._shared = None
+
+
+os.register_at_fork(after_in_child=_forget_shared_reactor)
+
+
 def select_with_busy_poll(
     select: Callable[[float | None], list],
     timeout: float | None,
@@ -309,10 +317,9 @@ class ReadRepliesWhileWaiting:
 
     @staticmethod
     def _reactor() -> ReplyReactor | None:
-        reactor = ReplyReactor._shared
-        if reactor is None or ReplyReactor._shared_pid != os.getpid():
-            return None
-        return reactor
+        # A forked child has none until it makes its own (_forget_shared_reactor): no
+        # getpid() here, a system call, made several times per batch.
+        return ReplyReactor._shared
 
     def __call__(self, timeout_s: float, held: Any = None) -> bool:
         """A waiter's turn at reading replies (:meth:`ReplyReactor.read_while_waiting`);
