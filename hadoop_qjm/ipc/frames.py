@@ -56,8 +56,9 @@ def check_frame_length(size: int, max_frame_size: int) -> None:
 
 def frame_length(data: bytes | bytearray | memoryview, pos: int, max_frame_size: int) -> int:
     """The checked length of the frame whose prefix starts at ``data[pos]``."""
-    (size,) = FRAME_HEADER.unpack_from(data, pos)
-    check_frame_length(size, max_frame_size)
+    (size,) = _unpack_length(data, pos)
+    if not 0 <= size <= max_frame_size or size == HTTP_REPLY_FRAME_LENGTH:
+        check_frame_length(size, max_frame_size)  # raises: the check, only when it fails
     return size
 
 
@@ -100,7 +101,7 @@ class FrameDecoder:
             return None
         (size,) = _unpack_length(data, start)
         if not 0 <= size <= self.max_frame_size or size == HTTP_REPLY_FRAME_LENGTH:
-            check_frame_length(size, self.max_frame_size)  # raises (frame_length's check)
+            check_frame_length(size, self.max_frame_size)  # raises, as in frame_length
         begin = start + FRAME_HEADER.size
         if len(data) - begin < size:
             return None
