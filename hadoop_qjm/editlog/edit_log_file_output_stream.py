@@ -109,21 +109,31 @@ class EditLogFileOutputStream:
     @contextlib.contextmanager
     def _using_fd(self) -> Iterator[int]:
         """The open fd, kept open until the block ends even if abort() runs meanwhile."""
+        fd = self._take_fd()
+        try:
+            yield fd
+        finally:
+            self._give_back_fd()
+
+    def _take_fd(self) -> int:
+        """The open fd, kept open until :meth:`_give_back_fd` even if abort() runs
+        meanwhile (:meth:`_using_fd` without a generator: the JournalNode's write path
+        takes it twice per batch)."""
         with self._fd_guard:
             fd = self._fd
             if fd is None:
                 raise IOException(_ABORTED)
             self._fd_users += 1
-        try:
-            yield fd
-        finally:
-            with self._fd_guard:
-                self._fd_users -= 1
-                fd = self._close_when_unused if self._fd_users == 0 else None
-                if fd is not None:
-                    self._close_when_unused = None
+        return fd
+
+    def _give_back_fd(self) -> None:
+        with self._fd_guard:
+            self._fd_users -= 1
+            fd = self._close_when_unused if self._fd_users == 0 else None
             if fd is not None:
-                self._close_fd(fd)
+                self._close_when_unused = None
+        if fd is not None:
+            self._close_fd(fd)
 
     def _retire_fd(self) -> None:
         """Make the stream unusable; close its fd now, or when its last user is done."""
@@ -265,11 +275,14 @@ class EditLogFileOutputStream:
             self.flush(durable)
             return
         try:
-            with self._using_fd() as fd:
+            fd = self._take_fd()
+            try:
                 self._preallocate(fd, len(data))
                 self._write_at_position(fd, data)
                 if durable:
                     self._fdatasync(fd)
+            finally:
+                self._give_back_fd()
         except OSError as e:
             self._fail(e)
             raise IOException(f"Unable to write edit log {self.path}: {e}") from e
@@ -279,8 +292,11 @@ class EditLogFileOutputStream:
         batches written with ``write_batch(..., durable=False)``, then one sync)."""
         self._check_usable()
         try:
-            with self._using_fd() as fd:
+            fd = self._take_fd()
+            try:
                 self._fdatasync(fd)
+            finally:
+                self._give_back_fd()
         except OSError as e:
             self._fail(e)
             raise IOException(f"Unable to sync edit log {self.path}: {e}") from e

@@ -32,6 +32,7 @@ FRAME_HEADER = struct.Struct(">i")
 #: An HTTP response's first four bytes, ``HTTP``, read as a frame length: what a client
 #: pointed at a JournalNode's HTTP port (8480) instead of its RPC port (8485) reads.
 HTTP_REPLY_FRAME_LENGTH = int.from_bytes(b"HTTP", "big")  # 1213486160
+_unpack_length = FRAME_HEADER.unpack_from
 
 
 class HttpReplyError(ProtocolError):
@@ -55,8 +56,9 @@ def check_frame_length(size: int, max_frame_size: int) -> None:
 
 def frame_length(data: bytes | bytearray | memoryview, pos: int, max_frame_size: int) -> int:
     """The checked length of the frame whose prefix starts at ``data[pos]``."""
-    (size,) = FRAME_HEADER.unpack_from(data, pos)
-    check_frame_length(size, max_frame_size)
+    (size,) = _unpack_length(data, pos)
+    if not 0 <= size <= max_frame_size or size == HTTP_REPLY_FRAME_LENGTH:
+        check_frame_length(size, max_frame_size)  # raises: the check, only when it fails
     return size
 
 
@@ -97,7 +99,9 @@ class FrameDecoder:
         data = self._data
         if len(data) - start < FRAME_HEADER.size:
             return None
-        size = frame_length(data, start, self.max_frame_size)
+        (size,) = _unpack_length(data, start)
+        if not 0 <= size <= self.max_frame_size or size == HTTP_REPLY_FRAME_LENGTH:
+            check_frame_length(size, self.max_frame_size)  # raises, as in frame_length
         begin = start + FRAME_HEADER.size
         if len(data) - begin < size:
             return None

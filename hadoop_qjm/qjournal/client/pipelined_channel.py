@@ -194,7 +194,8 @@ class PipelinedChannel:
         except OSError as e:
             callback(None, e)
             return
-        data = [FRAME_HEADER.pack(sum(map(len, parts))) + parts[0], *parts[1:]]
+        size = sum(map(len, parts))
+        data = [FRAME_HEADER.pack(size) + parts[0], *parts[1:]]
         error: BaseException | None = None
         queued = want_write = False
         with self._send_lock:
@@ -215,7 +216,11 @@ class PipelinedChannel:
                     except ssl.SSLError as e:  # the session is broken: fail it, below
                         error = e
                 if error is None:
-                    error = self._send_or_queue(sock, data)
+                    # (The size is known for a plain call: not counted again per send.)
+                    plain = tls is None and len(data) == len(parts)
+                    error = self._send_or_queue(
+                        sock, data, FRAME_HEADER.size + size if plain else None
+                    )
                 want_write = bool(self._out)
         if not queued:  # dropped since we looked: this call never went out
             callback(None, IOException(f"Call to {self.host}:{self.port} failed: connection reset"))
@@ -231,14 +236,17 @@ class PipelinedChannel:
             always_assert(reactor is not None, f"{self} is connected without a reply reactor")
             reactor.run_soon(lambda: reactor._want_write(sock, True))
 
-    def _send_or_queue(self, sock: socket.socket, data: list[bytes]) -> OSError | None:
-        """Write ``data`` now as far as the socket takes it, queue the rest (send lock held)."""
+    def _send_or_queue(
+        self, sock: socket.socket, data: list[bytes], size: int | None = None
+    ) -> OSError | None:
+        """Write ``data`` (``size`` bytes in all; None: count them) now as far as the socket
+        takes it, queue the rest (send lock held)."""
         if self._out:
             self._out.extend(memoryview(part) for part in data)
             return None
         try:
             sent = sock.sendmsg(data)
-            if sent < sum(map(len, data)):
+            if sent < (sum(map(len, data)) if size is None else size):
                 self._queue_unsent(data, sent)
         except BlockingIOError:
             self._queue_unsent(data, 0)

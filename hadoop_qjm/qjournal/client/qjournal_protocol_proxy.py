@@ -101,6 +101,11 @@ def _rpc_classes(service: Any, rpc: str) -> tuple[type, type, bool]:
     return classes
 
 
+# A successful journal reply is this, the seqid, and an empty struct's STOP byte
+# (encode_void_reply's bytes).
+_JOURNAL_DONE = encode_void_reply("journal", 0)[:-5]
+_SEQID = struct.Struct(">i")
+
 # The last batch's encoded journal body: every node's call of one flush shares it.
 _journal_body_cache: tuple[Any, tuple[int, int, int, str | None], bytes] | None = None
 
@@ -383,7 +388,8 @@ class QJournalProtocolProxy:
             head = _journal_head(seqid, req)
 
             def on_reply(reply: bytes | None, error: BaseException | None) -> None:
-                if error is None:
+                # "Done" compared inline (the reply of almost every call), else decoded.
+                if error is None and reply != _JOURNAL_DONE + _SEQID.pack(seqid) + b"\x00":
                     try:
                         self._check_journal_reply(seqid, reply)  # type: ignore[arg-type]
                     except Exception as e:  # noqa: BLE001 - the call's answer

@@ -59,7 +59,9 @@ class Assist(Protocol):
     ``assist(timeout_s, held_lock)`` does the work that brings the answers (reads
     the replies) for up to ``timeout_s``, releasing ``held_lock`` meanwhile;
     False if that is not possible now. ``wake()`` cuts such a turn short: an
-    answer came in another thread.
+    answer came in another thread. An assist may also have ``stop_handling()``,
+    called by an answer read in the waiter's own turn that may end its wait: the
+    turn then reads nothing more (what else came is read by the next turn).
     """
 
     def __call__(self, timeout_s: float, held: Any) -> bool: ...
@@ -201,9 +203,17 @@ class QuorumCall(Generic[K, V]):
                 if self._cond is not None:
                     self._cond.notify_all()
                 assisting = self._assisting
-                if assisting is not None and assisting != threading.get_ident():
+                if assisting is None:
+                    pass
+                elif assisting != threading.get_ident():
                     # The waiter polls for replies, not on the condition: interrupt it.
                     self._assist.wake()  # type: ignore[union-attr]
+                else:
+                    # The waiter itself is reading this reply: it goes on before reading
+                    # the others that came with it (a third node's, on the writer's path).
+                    stop = getattr(self._assist, "stop_handling", None)
+                    if stop is not None:
+                        stop()
 
     def _reached(
         self, min_responses: int, min_successes: int, max_exceptions: int, rule: Rule | None
@@ -211,10 +221,11 @@ class QuorumCall(Generic[K, V]):
         """Whether one of :meth:`wait_for`'s conditions holds (the lock is held)."""
         if rule is not None and rule(self._successes.keys(), self._exceptions.keys()):
             return True
+        successes, exceptions = len(self._successes), len(self._exceptions)
         return (
-            (min_responses > 0 and len(self._successes) + len(self._exceptions) >= min_responses)
-            or (min_successes > 0 and len(self._successes) >= min_successes)
-            or (max_exceptions >= 0 and len(self._exceptions) > max_exceptions)
+            (min_responses > 0 and successes + exceptions >= min_responses)
+            or (min_successes > 0 and successes >= min_successes)
+            or (max_exceptions >= 0 and exceptions > max_exceptions)
         )
 
     # ---- waiting -------------------------------------------------------------------------------

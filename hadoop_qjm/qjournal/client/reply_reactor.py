@@ -92,6 +92,9 @@ class ReplyReactor:
         self._lease_until = 0.0  # the reactor thread leaves the role to waiters until then
         # No channel's reply deadline comes before this (see _poll); -inf: look again.
         self._next_deadline = -math.inf
+        # Set by the role holder's own callbacks (stop_handling) when what it waits for
+        # came: the rest of that poll's events wait for the next poll.
+        self._enough = False
         self._thread = threading.Thread(target=self._run, name="QJM reply reader", daemon=True)
         self._thread.start()
 
@@ -125,6 +128,11 @@ class ReplyReactor:
             if held is not None:
                 held.acquire()
         return True
+
+    def stop_handling(self) -> None:
+        """Called by the role holder (a reply's callback): handle no more of this poll's
+        events, so that the waiter sees at once what it waited for."""
+        self._enough = True
 
     def wake(self) -> None:
         """Make the role holder's poll return (it re-checks what it waits for)."""
@@ -203,7 +211,13 @@ class ReplyReactor:
         if self._next_deadline != math.inf:
             wait = max(self._next_deadline - now, 0.0)
             timeout = wait if timeout is None else min(timeout, wait)
+        self._enough = False
         for key, mask in select_with_busy_poll(self._selector.select, timeout, busy_poll_s):
+            if self._enough:
+                # The waiter has its quorum: the other sockets stay readable (the selector
+                # is level-triggered), and their replies - a third node's - are read by
+                # the next poll, after the writer has gone on.
+                break
             if key.data is None:
                 self._drain_wake_pipe()
                 continue
@@ -247,6 +261,14 @@ class ReplyReactor:
                 fn()
             except Exception:  # noqa: BLE001 - one failed change must not stop the others
                 LOG.exception("Unexpected error in the QJM reply reader")
+
+
+def _forget_shared_reactor() -> None:
+    """In a forked child: the parent's reactor thread did not survive the fork."""
+    ReplyReactor._shared = None
+
+
+os.register_at_fork(after_in_child=_forget_shared_reactor)
 
 
 def select_with_busy_poll(
@@ -295,16 +317,22 @@ class ReadRepliesWhileWaiting:
 
     @staticmethod
     def _reactor() -> ReplyReactor | None:
-        reactor = ReplyReactor._shared
-        if reactor is None or ReplyReactor._shared_pid != os.getpid():
-            return None
-        return reactor
+        # A forked child has none until it makes its own (_forget_shared_reactor): no
+        # getpid() here, a system call, made several times per batch.
+        return ReplyReactor._shared
 
     def __call__(self, timeout_s: float, held: Any = None) -> bool:
         """A waiter's turn at reading replies (:meth:`ReplyReactor.read_while_waiting`);
         False if there is no reactor yet or another thread is reading."""
         reactor = self._reactor()
         return reactor is not None and reactor.read_while_waiting(timeout_s, held, self.busy_poll_s)
+
+    def stop_handling(self) -> None:
+        """From a reply's callback in the waiter's own poll: what it waits for came, so
+        the poll handles no more events (:meth:`ReplyReactor.stop_handling`)."""
+        reactor = self._reactor()
+        if reactor is not None and reactor.holds_role():
+            reactor.stop_handling()
 
     def wake(self) -> None:
         """Interrupt the poll of a waiter reading replies: what it waits for may have

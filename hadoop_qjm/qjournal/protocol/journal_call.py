@@ -61,6 +61,28 @@ _USUAL_HEADERS = (_EPOCH, _SERIAL, _COMMITTED, 0, _FIRST, _NUM, _RECORDS)
 _USUAL_TAIL = struct.Struct(">3sqB")
 
 
+# Per (journal id, name service id): one struct for a head with a committed txid — the
+# writer's every call after its first — and the ids' encoded bytes (a writer has one).
+_HEADS: dict[tuple[str, str | None], tuple[struct.Struct, bytes, bytes]] = {}
+_MAX_HEADS = 64
+
+
+def _head_struct(
+    journal_id: str, name_service_id: str | None
+) -> tuple[struct.Struct, bytes, bytes]:
+    jid = journal_id.encode("utf-8")
+    ns = b"" if name_service_id is None else name_service_id.encode("utf-8")
+    ns_format = "" if name_service_id is None else f"3si{len(ns)}s"
+    if len(_HEADS) >= _MAX_HEADS:
+        _HEADS.clear()
+    head = _HEADS[(journal_id, name_service_id)] = (
+        struct.Struct(f">i3s3si{len(jid)}s3sq3sq3sq{ns_format}B"),
+        jid,
+        ns,
+    )
+    return head
+
+
 def encode_journal_head(
     seqid: int,
     journal_id: str,
@@ -73,6 +95,19 @@ def encode_journal_head(
 
     Raises struct.error if a number does not fit its field.
     """
+    if committed_txid is not None:  # the usual head: one pack
+        packer, jid, ns = _HEADS.get((journal_id, name_service_id)) or _head_struct(
+            journal_id, name_service_id
+        )
+        if name_service_id is None:
+            return _HEADER + packer.pack(
+                seqid, *_REQINFO_JID, len(jid), jid, _EPOCH, epoch, _SERIAL,
+                ipc_serial_number, _COMMITTED, committed_txid, 0,
+            )  # fmt: skip
+        return _HEADER + packer.pack(
+            seqid, *_REQINFO_JID, len(jid), jid, _EPOCH, epoch, _SERIAL, ipc_serial_number,
+            _COMMITTED, committed_txid, _REQ_NS_ID, len(ns), ns, 0,
+        )  # fmt: skip
     jid = journal_id.encode("utf-8")
     parts = [
         _HEADER,

@@ -73,7 +73,8 @@ class RollingQuantiles:
             self._add_locked(value, self._clock() if now is None else now)
 
     def _add_locked(self, value: float, now: float) -> None:
-        self._roll(now)
+        if now - self._window_start >= self.interval_s:  # (_roll's test: once per batch)
+            self._roll(now)
         self._count += 1
         if len(self._samples) < self._max:
             self._samples.append(value)

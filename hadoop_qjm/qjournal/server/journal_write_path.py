@@ -101,7 +101,9 @@ class JournalWritePath:
                 return
             self._fault.before_write_edits()
             first, last, must_sync = batch
-            _, error = self._write_group_locked(((first, last, records, not must_sync),), None)
+            _, error = self._write_group_locked(
+                ((first, last, records, not must_sync),), None, alone=True
+            )
             if error is not None:
                 raise error
 
@@ -153,22 +155,30 @@ class JournalWritePath:
         acknowledgement. It must not block. A metrics reader that saw the
         acknowledgement still sees the batch counted (:attr:`JournalMetrics.batch_lock`).
         """
-        failed: list[Exception] = []
         with self._lock:
-            if self._state.storage_failure is not None or not self._storage.is_formatted():
+            state = self._state
+            if state.storage_failure is not None or not self._storage.is_formatted():
                 return False
-            call = journal_step.BatchCall(
-                epoch, ipc_serial, committed_txid, segment_txid, first_txid, num_txns
+            # _in_order_batches for a group of one, without the generator: the step, then
+            # checkRequest's effects and the write hook (an error there is the call's).
+            ready = journal_step.step(
+                state.writer_state(),
+                journal_step.BatchCall(
+                    epoch, ipc_serial, committed_txid, segment_txid, first_txid, num_txns
+                ),
             )
-            count, error = self._write_group_locked(
-                self._in_order_batches(((call, records),), failed),
+            if type(ready) is not journal_step.Ready:
+                return False  # not the writer's next batch: the caller serves it by journal()
+            self._checks.take_request_effects(ready.state.ipc_serial, ready.committed_txid)
+            self._fault.before_write_edits()
+            _, error = self._write_group_locked(
+                ((ready.first_txid, ready.last_txid, records, not ready.must_sync),),
                 None if acknowledge is None else lambda _count: acknowledge(),
+                alone=True,
             )
         if error is not None:
             raise error
-        if failed:
-            raise failed[0]
-        return count == 1
+        return True
 
     def journal_in_order_group(
         self,
@@ -246,6 +256,8 @@ class JournalWritePath:
         self,
         batches: Iterable[tuple[int, int, bytes | memoryview, bool]],
         acknowledge: Callable[[int], None] | None,
+        *,
+        alone: bool = False,
     ) -> tuple[int, IOException | None]:
         """The one write path (lock held): write → fsync → publish → acknowledge.
 
@@ -257,6 +269,8 @@ class JournalWritePath:
         Returns how many batches were taken, and None; or, when a write or the fsync
         failed, that count and the IOException every one of them fails with: nothing of
         the group is durable, and the journal stops (:meth:`JournalChecks.fail_storage`).
+        ``alone``: ``batches`` is one batch (a call served by itself), written and
+        fdatasynced by one call to the segment.
         """
         state = self._state
         segment = state.cur_segment
@@ -268,10 +282,10 @@ class JournalWritePath:
                 # The next batch's continuity check needs the next txid now; readers
                 # learn of the batch only once it is durable (below).
                 written.append((first_txid, last_txid, records, segment.position, lagging))
-                segment.write_batch(records, False)
-                state.next_txid = last_txid + 1
                 must_sync = must_sync or not lagging
-            if must_sync:
+                segment.write_batch(records, alone and must_sync)
+                state.next_txid = last_txid + 1
+            if must_sync and not alone:
                 segment.sync()
         except OSError as e:  # a write or the fsync: nothing of the group is durable
             first, last = written[0][0], written[-1][1]
