@@ -25,14 +25,29 @@ from typing import Any
 
 from hadoop_qjm.common.exceptions import IOException
 
-__all__ = ["download_to_file", "open_transfer", "open_url", "CHUNK_SIZE", "TransferSession"]
+__all__ = [
+    "CHUNK_SIZE",
+    "DigestMismatchException",
+    "MD5_HEADER",
+    "TransferSession",
+    "download_to_file",
+    "open_transfer",
+    "open_url",
+]
 
+#: TransferFsImage.MD5_HEADER: the MD5 of the body, when the server knows it.
+MD5_HEADER = "X-MD5-Digest"
 CHUNK_SIZE = 64 * 1024
 #: What a download reads at once: one python iteration (write, MD5, callbacks) per MiB
 #: rather than per 64 KiB.
 RECV_CHUNK = 1024 * 1024
 #: fdatasync where the platform has it: the file's data and size, not its timestamps.
 _fdatasync = getattr(os, "fdatasync", os.fsync)
+
+
+class DigestMismatchException(IOException):
+    """The body's MD5 is not the ``X-MD5-Digest`` the server sent (TransferFsImage's
+    IOException): damaged on the way, or at the source after its MD5 was computed."""
 
 
 def open_url(url: str, timeout_s: float, ssl_context: ssl.SSLContext | None = None):
@@ -130,14 +145,22 @@ class TransferSession:
         timeout_s: float = 60.0,
         progress: Callable[[int, int], object] | None = None,
         on_chunk: Callable[[memoryview], object] | None = None,
+        on_response: Callable[[Any], Callable[[memoryview], object] | None] | None = None,
+        sync: bool = True,
     ) -> int:
-        """As the module's :func:`download_to_file`, on a kept-alive connection."""
+        """As the module's :func:`download_to_file`, on a kept-alive connection.
+        ``on_response(headers)``, when given, is called with the 200 answer's headers
+        before the body is read, and returns the ``on_chunk`` to use (or None): a
+        receiver that is sent an ``X-MD5-Digest`` may then skip a check of its own.
+        ``sync=False``: the file is not fdatasynced here; the caller must before it counts."""
         path = Path(path)
         closes = self._closes
         key, conn, response, expected = self._get(url, timeout_s)
         keep = False
         try:
-            md5_header = response.getheader("X-MD5-Digest")
+            if on_response is not None:
+                on_chunk = on_response(response.headers)
+            md5_header = response.getheader(MD5_HEADER)
             digest = hashlib.md5(usedforsecurity=False) if md5_header else None
             buf = bytearray(min(RECV_CHUNK, max(expected, 1)))
             view = memoryview(buf)
@@ -159,7 +182,8 @@ class TransferSession:
                             progress(received, expected)
                     out.flush()
                     try:
-                        _fdatasync(out.fileno())
+                        if sync:
+                            _fdatasync(out.fileno())
                     except OSError as e:  # the download fails; never retried, never ignored
                         raise IOException(f"Failed to fdatasync {path}: {e}") from e
                 if received != expected:
@@ -167,7 +191,7 @@ class TransferSession:
                         f"File {url} received length {received} is not of the advertised size {expected}"
                     )
                 if digest is not None and digest.hexdigest() != md5_header.strip().lower():
-                    raise IOException(
+                    raise DigestMismatchException(
                         f"File {url} computed digest {digest.hexdigest()} does not match advertised digest {md5_header}"
                     )
             except BaseException:

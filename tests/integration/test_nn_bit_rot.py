@@ -44,7 +44,9 @@ def write_dirs(mjc: MiniJournalCluster, tmp_path):
 
     def finalized(i: int) -> set[str]:
         return {
-            p.name for p in mjc.current_dir(i, JOURNAL).iterdir() if p.name.startswith("edits_0")
+            p.name
+            for p in mjc.current_dir(i, JOURNAL).iterdir()
+            if p.name.startswith("edits_0") and not p.name.endswith(".md5")
         }
 
     try:
@@ -54,8 +56,9 @@ def write_dirs(mjc: MiniJournalCluster, tmp_path):
         # for a majority only, and a third node's call still queued when it closes fails).
         nn.roll_edit_log()
         wait_until(
-            lambda: all(finalized(i) for i in range(3))
-            and finalized(0) == finalized(1) == finalized(2),
+            lambda: (
+                all(finalized(i) for i in range(3)) and finalized(0) == finalized(1) == finalized(2)
+            ),
             timeout_s=20,
             what="every JournalNode to hold the same finalized segments",
         )
