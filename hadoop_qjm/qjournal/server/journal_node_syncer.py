@@ -379,8 +379,11 @@ class JournalNodeSyncer:
         # Each segment is received here while the one before it is made durable in the
         # installer's thread (segment_installer): the disk's waits overlap the next download.
         installer = SegmentInstaller(self.journal, committed_bound, on_segment)
+        # The next segment's GET is sent before this one is received: its peer prepares
+        # the answer meanwhile (on a second connection).
+        ahead = None
         try:
-            for log in missing:
+            for i, log in enumerate(missing):
                 if self._stop.is_set() or installer.failed.is_set():
                     break
                 if log.end_txid > self._committed(committed_bound):
@@ -388,10 +391,14 @@ class JournalNodeSyncer:
                     # download from each peer holding it, every round, to be refused.
                     LOG.info("Not fetching %s yet: beyond the committed txid", log)
                     break
+                sent, ahead = ahead, None
+                if i + 1 < len(missing):
+                    ahead = self._send_ahead(missing[i + 1], responses, committed_bound)
                 received = None
                 for peer, response in responses.items():
                     if log in response.manifest.logs:
-                        received = self._receive(peer, response.from_url, log)
+                        received = self._receive(peer, response.from_url, log, sent)
+                        sent = None
                         if received is not None:
                             break
                 if received is None:
@@ -401,6 +408,8 @@ class JournalNodeSyncer:
                 else:
                     installer.submit(received)
         finally:
+            if ahead is not None:
+                self._transfers.discard(ahead)
             done = installer.close()
             self._transfers.close()  # no connection idles on a peer between rounds
         installed = [log for log, _ in done]
@@ -413,13 +422,29 @@ class JournalNodeSyncer:
         committed = self.journal.committed_txn_id.get()
         return committed if committed_bound is None else max(committed, committed_bound)
 
-    def _receive(self, peer, from_url: str | None, log: RemoteEditLog):
+    def _send_ahead(self, log: RemoteEditLog, responses, committed_bound: int | None):
+        """The GET of ``log`` sent now to the first peer holding it, or None (not to be
+        fetched this round, held here already, or not sent)."""
+        if log.end_txid > self._committed(committed_bound):
+            return None
+        if self.journal.storage.finalized_edit_log(log.start_txid, log.end_txid).exists():
+            return None
+        for peer, response in responses.items():
+            if log in response.manifest.logs:
+                url = self._url(peer, response.from_url, log.start_txid)
+                return self._transfers.send_ahead(url, self.transfer_timeout_s)
+        return None
+
+    def _receive(self, peer, from_url: str | None, log: RemoteEditLog, sent=None):
         """Download ``log`` from ``peer`` into the sync dir and check it: a
         :class:`ReceivedSegment` to install, the size of a copy already installed here,
-        or None (nothing left behind) when it could not be had or must not be installed."""
+        or None (nothing left behind) when it could not be had or must not be installed.
+        ``sent``: a GET sent ahead (``send_ahead``); used if it is this one's."""
         storage = self.journal.storage
         final = storage.finalized_edit_log(log.start_txid, log.end_txid)
         if final.exists():
+            if sent is not None:
+                self._transfers.discard(sent)
             return final.stat().st_size
         tmp = storage.synced_edits_tmp(log.start_txid, log.end_txid)
         # A long download logs its progress (bytes, rate, ETA) every few seconds; every
@@ -465,6 +490,7 @@ class JournalNodeSyncer:
                 progress=progress,
                 on_response=on_response,
                 sync=False,  # by the installer, before the rename
+                sent=sent,
             )
             took = transfer_summary(size, time.monotonic() - started)
             finding = None if vouched else verifier.finish()
