@@ -110,9 +110,10 @@ class RelayedManifests:
 
 
 @contextlib.contextmanager
-def peer_holding_a_segment(tmp_path):
-    """Node 1 holds the finalized segment 1-20 (with the md5 its finalize kept); node 0,
-    committed to 20, nothing. Syncer rounds and scrubber passes run only when a test says
+def peer_holding_a_segment(tmp_path, committed: int = 20):
+    """Node 1 holds the finalized segments 1-20 and 21-25 (each with the md5 its finalize
+    kept); node 0, committed to ``committed`` (20: only the first may be installed),
+    nothing. Syncer rounds and scrubber passes run only when a test says
     so. Yields (cluster, node 0's syncer)."""
     conf = Configuration()
     conf.set("dfs.journalnode.sync.interval", "3600000")
@@ -127,13 +128,16 @@ def peer_holding_a_segment(tmp_path):
         ):
             p0.format(JID, FAKE_NSINFO)
             p0.new_epoch(JID, FAKE_NSINFO, 1)
-            p0.heartbeat(make_request(1, committed_txid=20))
+            p0.heartbeat(make_request(1, committed_txid=committed))
             p1.format(JID, FAKE_NSINFO)
             p1.new_epoch(JID, FAKE_NSINFO, 1)
             p1.start_log_segment(make_request(1), 1, LV)
             p1.journal(make_request(2), 1, 1, 10, create_txn_data(1, 10))
             p1.journal(make_request(3), 1, 11, 10, create_txn_data(11, 10))
             p1.finalize_log_segment(make_request(4), 1, 20)
+            p1.start_log_segment(make_request(5), 21, LV)
+            p1.journal(make_request(6), 21, 21, 5, create_txn_data(21, 5))
+            p1.finalize_log_segment(make_request(7), 21, 25)
         node0 = cluster.journal_node(0)
         node0.get_or_create_journal(JID)
         yield cluster, node0._syncers[JID]
@@ -238,3 +242,25 @@ def _metrics():
     from hadoop_qjm.qjournal.server.journal_scrubber import ScrubMetrics
 
     return ScrubMetrics(CollectorRegistry())
+
+
+def test_a_failed_fdatasync_installs_nothing_and_stops_the_round(tmp_path, monkeypatch, caplog):
+    """The installer's fdatasync (one segment behind the downloads) fails: that segment is
+    not installed, nor the one received meanwhile; nothing is left in the sync dir."""
+    from hadoop_qjm.qjournal.server import segment_installer
+
+    with peer_holding_a_segment(tmp_path, committed=25) as (cluster, syncer):
+
+        def failing(fd: int) -> None:
+            raise OSError(5, "Input/output error")
+
+        monkeypatch.setattr(segment_installer, "_fdatasync", failing)
+        with caplog.at_level(logging.WARNING, logger="hadoop_qjm.qjournal.server"):
+            assert syncer.sync_once() == 0
+        current = cluster.current_dir(0, JID)
+        assert not any(p.name.startswith("edits_0") for p in current.iterdir())
+        journal = cluster.journal_node(0).get_or_create_journal(JID)
+        assert list(journal.storage.edits_sync_dir.iterdir()) == []
+        assert f"Failed to sync {SEGMENT}" in caplog.text and "fdatasync" in caplog.text
+        monkeypatch.undo()
+        assert syncer.sync_once() == 2

@@ -40,7 +40,7 @@ LOG = logging.getLogger(__name__)
 PAXOS_DIR = "paxos"
 EDITS_SYNC_DIR = "edits.sync"
 _PAXOS_FILE = re.compile(r"\d+")
-_SEGMENT_MD5_FILE = re.compile(r"edits_(\d+)-(\d+)\.md5", re.ASCII)
+_SEGMENT_MD5_FILE = re.compile(r"edits_(\d+)-(\d+)\.md5(\.tmp)?", re.ASCII)
 _NO_RECOVERY = (StorageState.NORMAL, StorageState.NON_EXISTENT, StorageState.NOT_FORMATTED)
 
 
@@ -161,7 +161,7 @@ class JNStorage:
         """
         self.fjm.purge_logs_older_than(min_txid_to_keep)
         # The md5s kept beside the purged segments (segment_md5), and any a crash left
-        # without its segment: both below the txid kept.
+        # without its segment or half written (.tmp): all below the txid kept.
         try:
             old = [
                 self.sd.current / name

@@ -290,7 +290,7 @@ def run(argv, conf) -> int:
     )
     parser.add_argument("--segments", type=int, default=20, help="with --catch-up (20)")
     parser.add_argument(
-        "--rounds", type=int, default=3, help="with --catch-up: raw copy + catch-up rounds (3)"
+        "--rounds", type=int, default=5, help="with --catch-up: raw copy + catch-up rounds (5)"
     )
     parser.add_argument(
         "--segment-mb", type=finite_float, default=1.0, help="with --catch-up: MB each (1)"
