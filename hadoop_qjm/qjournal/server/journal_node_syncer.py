@@ -12,6 +12,13 @@ never committed can never be resurrected by a sync (digest §2). Each segment sy
 logged with its size and the download's rate; a download longer than
 :data:`PROGRESS_INTERVAL_S` also logs its progress.
 
+No damaged copy is ever installed (issue 27): a peer that sends the md5 it kept for the
+segment (``X-MD5-Digest``, from bytes that verified: :mod:`.segment_md5`) has the bytes
+hashed as they arrive and the copy installed only if they match; without one every op is
+checked as it arrives. The next segment's GET is sent before this one is received, and
+the install (fdatasync, rename, directory fsync) runs one segment behind in
+:class:`~.segment_installer.SegmentInstaller`'s thread (issue 39 item 3).
+
 Secured, both the manifest RPC and the download use the JournalNode's SSLFactory: this
 node's client certificate must be one its peers allow (docs/security.md).
 
