@@ -144,7 +144,10 @@ class MembershipRun(SeedRun):
         held: dict[str, Path] = {}
         for n in range(MEMBERSHIP_NODES):
             for path in self.cluster.current_dir(n, JID).glob("edits_[0-9]*-[0-9]*"):
-                if int(path.name.split("_")[1].split("-")[1]) >= self.purge_horizon:
+                if (
+                    path.suffix != ".md5"
+                    and int(path.name.split("_")[1].split("-")[1]) >= self.purge_horizon
+                ):
                     held.setdefault(path.name, path)
         for n in new:
             current = self.cluster.current_dir(n, JID)

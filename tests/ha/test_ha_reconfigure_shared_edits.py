@@ -37,7 +37,9 @@ def _uri(mjc: MiniJournalCluster, nodes: list[int]) -> str:
 
 def _finalized(mjc: MiniJournalCluster, i: int) -> dict[str, bytes]:
     current = mjc.current_dir(i, JID)
-    return {p.name: p.read_bytes() for p in current.glob("edits_[0-9]*-[0-9]*")}
+    return {
+        p.name: p.read_bytes() for p in current.glob("edits_[0-9]*-[0-9]*") if p.suffix != ".md5"
+    }
 
 
 def _shared_qjm(nn) -> QuorumJournalManager:  # noqa: ANN001

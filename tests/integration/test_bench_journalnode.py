@@ -53,9 +53,18 @@ def test_bench_journalnode_catch_up_reports_both_rates_and_the_ratio(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     args = ["bench", "journalnode", "--catch-up", "--segments", "3", "--segment-mb", "0.2"]
-    assert main([*args, "--dir", str(tmp_path)]) == 0
+    assert main([*args, "--rounds", "2", "--dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "3 finalized segments" in out
+    assert (
+        len(re.findall(r"^  round \d: raw copy .* MB/s, catch-up .* MB/s: \d+\.\d\d$", out, re.M))
+        == 2
+    )
+    # Every segment came with the md5 its peer's finalize kept: no op checked again.
+    assert (
+        "installed with the md5 their peer kept (hashed as received, ops not checked again): 3 of 3 segments"
+        in out
+    )
     assert re.search(r"raw local copy .*: [\d,.]+ MB/s, [\d,.]+ segments/s", out)
     assert re.search(r"catch-up of a wiped JournalNode .*: [\d,.]+ MB/s, [\d,.]+ segments/s", out)
     assert re.search(r"ratio to the raw copy: \d+\.\d\d \(goal >= 0\.5\)", out)

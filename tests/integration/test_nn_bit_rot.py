@@ -44,7 +44,9 @@ def write_dirs(mjc: MiniJournalCluster, tmp_path):
 
     def finalized(i: int) -> set[str]:
         return {
-            p.name for p in mjc.current_dir(i, JOURNAL).iterdir() if p.name.startswith("edits_0")
+            p.name
+            for p in mjc.current_dir(i, JOURNAL).iterdir()
+            if p.name.startswith("edits_0") and not p.name.endswith(".md5")
         }
 
     try:

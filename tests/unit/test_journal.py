@@ -408,10 +408,11 @@ def test_purge_logs(journal):
     (current / "edits_inprogress_0000000000000000002.empty").write_bytes(b"x")
     journal.purge_logs_older_than(make_request(serial), 3)
     edits = sorted(n for n in os.listdir(current) if n.startswith("edits"))
+    # Each finalized segment with the md5 finalize kept beside it (segment_md5): purged too.
     assert edits == [
-        "edits_0000000000000000003-0000000000000000003",
-        "edits_0000000000000000004-0000000000000000004",
-        "edits_0000000000000000005-0000000000000000005",
+        f"edits_000000000000000000{t}-000000000000000000{t}{suffix}"
+        for t in (3, 4, 5)
+        for suffix in ("", ".md5")
     ]
     assert os.listdir(journal.storage.paxos_dir) == ["3"]
 
@@ -665,6 +666,10 @@ def test_discard_segments(journal):
     assert "edits_0000000000000000004-0000000000000000006.trash" in names
     assert "edits_0000000000000000007-0000000000000000009.trash" in names
     assert "edits_0000000000000000001-0000000000000000003" in names
+    # The kept md5s of the discarded segments go with them (new txns may take their names).
+    assert [n for n in names if n.endswith(".md5")] == [
+        "edits_0000000000000000001-0000000000000000003.md5"
+    ]
     assert journal.get_committed_txid() == 3
     assert INVALID_TXID != journal.get_committed_txid()
 

@@ -84,7 +84,8 @@ def test_pre_upgrade_moves_current_aside_and_takes_the_edits_along(journal, jour
     journal.do_pre_upgrade()
     assert qjm_test_util.snapshot_files(journal_dir / "previous.tmp") == before
     current = journal_dir / "current"
-    assert sorted(os.listdir(current)) == [FINALIZED, IN_PROGRESS]
+    # The finalized segment's kept md5 (segment_md5) goes along, as Hadoop takes every edits* file.
+    assert sorted(os.listdir(current)) == [FINALIZED, FINALIZED + ".md5", IN_PROGRESS]
     # Finalized: hard-linked (Hadoop). In progress: copied, so that finalizing it (which
     # truncates its padding in place) cannot change the copy kept for a rollback.
     assert (

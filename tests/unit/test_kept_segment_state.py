@@ -10,6 +10,7 @@ running md5 not moved on one path) must be caught.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import zlib
 
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION, INVALID_TXID
 from hadoop_qjm.common.exceptions import HadoopException
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.editlog.fs_edit_log_op import edit_log_header
+from hadoop_qjm.editlog.fs_edit_log_op import DEFAULT_MAX_OP_SIZE, edit_log_header
 from hadoop_qjm.qjournal.protocol.messages import SegmentState
 from hadoop_qjm.qjournal.server import journal_recovery
 from hadoop_qjm.qjournal.server import journal_write_path as write_path_module
@@ -30,6 +31,8 @@ from hadoop_qjm.qjournal.server.kept_segment_state import (
     after_append,
     batch_scan,
 )
+from hadoop_qjm.qjournal.server.scrub_rules import SegmentVerifier
+from hadoop_qjm.qjournal.server.segment_md5 import read_stored_md5
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, JID, create_txn_data, make_request
 
 LV = CURRENT_LAYOUT_VERSION
@@ -96,7 +99,21 @@ class Run:
         if self.next_txid == self.segment:  # an empty segment: never finalized
             return
         self.journal.finalize_log_segment(self.req(), self.segment, self.next_txid - 1)
+        self._check_kept_md5(self.segment, self.next_txid - 1)
         self.segment = None
+
+    def _check_kept_md5(self, first: int, last: int) -> None:
+        """An md5 kept beside a finalized segment is of all its bytes, and they verify
+        (issue 39 item 3: what a peer vouches for, receivers install unchecked)."""
+        path = self.journal.storage.finalized_edit_log(first, last)
+        md5 = read_stored_md5(path)
+        if md5 is None:
+            return
+        data = path.read_bytes()
+        assert hashlib.md5(data).hexdigest() == md5
+        verifier = SegmentVerifier(first, last, DEFAULT_MAX_OP_SIZE)
+        verifier.feed(data)
+        assert verifier.finish() is None and verifier.valid_length == len(data)
 
     def recover(self, download: int | None) -> None:
         """A new writer recovers the segment it finds: keeps this copy, or downloads one

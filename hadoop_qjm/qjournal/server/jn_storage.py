@@ -40,6 +40,7 @@ LOG = logging.getLogger(__name__)
 PAXOS_DIR = "paxos"
 EDITS_SYNC_DIR = "edits.sync"
 _PAXOS_FILE = re.compile(r"\d+")
+_SEGMENT_MD5_FILE = re.compile(r"edits_(\d+)-(\d+)\.md5(\.tmp)?", re.ASCII)
 _NO_RECOVERY = (StorageState.NORMAL, StorageState.NON_EXISTENT, StorageState.NOT_FORMATTED)
 
 
@@ -159,11 +160,21 @@ class JNStorage:
         Failures are logged, not raised (Hadoop's JNStorage.purgeMatching).
         """
         self.fjm.purge_logs_older_than(min_txid_to_keep)
+        # The md5s kept beside the purged segments (segment_md5), and any a crash left
+        # without its segment or half written (.tmp): all below the txid kept.
+        try:
+            old = [
+                self.sd.current / name
+                for name in os.listdir(self.sd.current)
+                if (m := _SEGMENT_MD5_FILE.fullmatch(name)) and int(m.group(2)) < min_txid_to_keep
+            ]
+        except OSError:
+            old = []
         try:
             names = os.listdir(self.paxos_dir)
         except OSError:
-            return
-        old = [
+            names = []
+        old += [
             self.paxos_dir / name
             for name in names
             if _PAXOS_FILE.fullmatch(name) and int(name) < min_txid_to_keep

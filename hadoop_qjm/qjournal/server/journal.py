@@ -66,6 +66,11 @@ from hadoop_qjm.qjournal.server.journaled_edits_cache import JournaledEditsCache
 from hadoop_qjm.qjournal.server.kept_segment_state import KeptSegmentState
 from hadoop_qjm.qjournal.server.paxos_record import write_paxos_record
 from hadoop_qjm.qjournal.server.scrub_rules import RepairOutcome
+from hadoop_qjm.qjournal.server.segment_md5 import (
+    remove_stored_md5,
+    save_md5,
+    write_md5_before_rename,
+)
 
 __all__ = [
     "MAX_JOURNALED_EDITS_WAIT_S",
@@ -427,7 +432,14 @@ class Journal:
             self._checks.check_formatted()
             self._checks.abort_cur_segment()
             self._state.drop_kept()
+            trashed = [
+                log.path
+                for log in self.fjm.get_log_files(0)
+                if not log.is_in_progress and log.first_txid >= start_txid
+            ]
             self.fjm.discard_segments(start_txid)
+            # Their kept md5s go too: new txns may be finalized under the same names.
+            remove_stored_md5(p for p in trashed if not p.exists())
             self.committed_txn_id.set_durably(start_txid - 1)
             latest = self.scan_storage_for_latest_edits()
             self._checks.update_highest_written_txid(0 if latest is None else latest.last_txid)
@@ -459,14 +471,19 @@ class Journal:
         return None
 
     def replace_damaged_segment(
-        self, path: Path, replacement: Path | None, readers: SegmentReaders
+        self,
+        path: Path,
+        replacement: Path | None,
+        readers: SegmentReaders,
+        replacement_md5: str | None = None,
     ) -> RepairOutcome:
         """The scrubber's change (issue 27): move the damaged finalized segment ``path``
         aside as ``<name>.corrupt`` and, if given, rename the fsynced ``replacement`` to its
         name. Returns :class:`RepairOutcome` IN_USE (a reader has it open: nothing done),
         GONE (purged meanwhile) or DONE. The commit point is the fsync of the directory after the
         second rename; a crash before it leaves the segment missing here, which the
-        syncer fills from a peer."""
+        syncer fills from a peer. The md5 kept beside it (``segment_md5``) becomes
+        ``replacement_md5`` (the confirmed copy's), or goes with the damaged file."""
         with self._lock:
             self._checks.check_formatted()
             if readers.in_use(path):
@@ -475,10 +492,25 @@ class Journal:
                 return RepairOutcome.GONE
             aside = path.with_name(path.name + ".corrupt")
             os.replace(path, aside)
+            write_md5_before_rename(path, replacement_md5 if replacement is not None else None)
             if replacement is not None:
                 os.replace(replacement, path)
             fsync_dir(path.parent)
             return RepairOutcome.DONE
+
+    def keep_verified_md5(self, path: Path, file_id: int, size: int, md5_hex: str) -> bool:
+        """The scrubber's: keep ``md5_hex``, the md5 of finalized segment ``path`` (inode
+        ``file_id``, ``size`` bytes) whose every op it just verified, beside it
+        (``segment_md5``); False, nothing written, if the file changed meanwhile."""
+        with self._lock:
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                return False
+            if (st.st_ino, st.st_size) != (file_id, size):
+                return False
+            save_md5(path, md5_hex)
+            return True
 
     def close(self) -> None:
         """Release the segment, the committed-txid file and the storage lock."""

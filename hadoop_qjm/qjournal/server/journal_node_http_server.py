@@ -43,6 +43,7 @@ from hadoop_qjm.common.storage_info import StorageInfo
 from hadoop_qjm.editlog.file_journal_manager import match_edit_logs
 from hadoop_qjm.ipc.rpc_metrics import RpcMetrics, rpc_activity_bean
 from hadoop_qjm.qjournal.protocol.rules import validate_journal_id
+from hadoop_qjm.qjournal.server.segment_md5 import MD5_HEADER
 
 __all__ = [
     "DataTransferThrottler",
@@ -187,8 +188,13 @@ class GetJournalEditServlet:
         if opened is None:
             raise HttpError(404, f"No edit log found starting at txid {segment_txid}")
         f, name, length = opened
+        # A finalized segment's kept md5 (segment_md5) as Hadoop's servlet sends a
+        # "<file>.md5" (ImageServlet.setVerificationHeadersForGet): the receiver hashes what
+        # it gets and refuses a copy that differs from the bytes this node verified.
+        md5 = getattr(f, "stored_md5", None)
+        headers = {MD5_HEADER: md5} if md5 else None
         with f:
-            request.send_file(f, length, name, send_body)
+            request.send_file(f, length, name, send_body, headers)
 
 
 def _rpc_metrics(jn: Any) -> RpcMetrics:

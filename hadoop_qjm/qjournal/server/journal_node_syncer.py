@@ -12,6 +12,13 @@ never committed can never be resurrected by a sync (digest §2). Each segment sy
 logged with its size and the download's rate; a download longer than
 :data:`PROGRESS_INTERVAL_S` also logs its progress.
 
+No damaged copy is ever installed (issue 27): a peer that sends the md5 it kept for the
+segment (``X-MD5-Digest``, from bytes that verified: :mod:`.segment_md5`) has the bytes
+hashed as they arrive and the copy installed only if they match; without one every op is
+checked as it arrives. The next segment's GET is sent before this one is received, and
+the install (fdatasync, rename, directory fsync) runs one segment behind in
+:class:`~.segment_installer.SegmentInstaller`'s thread (issue 39 item 3).
+
 Secured, both the manifest RPC and the download use the JournalNode's SSLFactory: this
 node's client certificate must be one its peers allow (docs/security.md).
 
@@ -40,7 +47,7 @@ import psutil
 from hadoop_qjm.common.domain_name_resolver import DNSDomainNameResolver, DomainNameResolver
 from hadoop_qjm.common.exceptions import HadoopException
 from hadoop_qjm.common.http_server import DataTransferThrottler
-from hadoop_qjm.common.http_transfer import TransferSession
+from hadoop_qjm.common.http_transfer import MD5_HEADER, DigestMismatchException, TransferSession
 from hadoop_qjm.common.progress import TransferProgress, transfer_summary
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog
 from hadoop_qjm.conf import dfs_config_keys as keys
@@ -64,7 +71,8 @@ from hadoop_qjm.qjournal.protocol.peer_format import (
 )
 from hadoop_qjm.qjournal.protocol.sync_rules import segments_to_fetch
 from hadoop_qjm.qjournal.server.journal_formatter import peer_name
-from hadoop_qjm.qjournal.server.scrub_rules import SegmentVerifier
+from hadoop_qjm.qjournal.server.scrub_rules import SegmentVerifier, vouched_md5
+from hadoop_qjm.qjournal.server.segment_installer import ReceivedSegment, SegmentInstaller
 
 __all__ = [
     "JournalNodeSyncer",
@@ -76,6 +84,8 @@ __all__ = [
 
 LOG = logging.getLogger(__name__)
 
+#: Hadoop's file-transfer header naming the file sent (TransferFsImage).
+EDITS_NAME_HEADER = "X-Image-Edits-Name"
 #: Seconds between the log lines of one segment's download (none if it is quicker).
 PROGRESS_INTERVAL_S = 10.0
 
@@ -373,31 +383,44 @@ class JournalNodeSyncer:
             answers.append(PeerManifest(peer_name(peer), manifest.logs, manifest.committed_txn_id))
         local = self.journal.get_edit_log_manifest(0, False).logs
         missing = segments_to_fetch(local, [r.manifest.logs for r in responses.values()])
-        installed: list[RemoteEditLog] = []
-        nbytes = 0
+        # Each segment is received here while the one before it is made durable in the
+        # installer's thread (segment_installer): the disk's waits overlap the next download.
+        installer = SegmentInstaller(self.journal, committed_bound, on_segment)
+        # The next segment's GET is sent before this one is received: its peer prepares
+        # the answer meanwhile (on a second connection).
+        ahead = None
         try:
-            for log in missing:
-                if self._stop.is_set():
+            for i, log in enumerate(missing):
+                if self._stop.is_set() or installer.failed.is_set():
                     break
                 if log.end_txid > self._committed(committed_bound):
                     # Not installable yet (move_tmp_segment_to_current checks again): no
                     # download from each peer holding it, every round, to be refused.
                     LOG.info("Not fetching %s yet: beyond the committed txid", log)
                     break
-                size = None
+                sent, ahead = ahead, None
+                if i + 1 < len(missing):
+                    ahead = self._send_ahead(missing[i + 1], responses, committed_bound)
+                received = None
                 for peer, response in responses.items():
                     if log in response.manifest.logs:
-                        size = self._download(peer, response.from_url, log, committed_bound)
-                        if size is not None:
+                        received = self._receive(peer, response.from_url, log, sent)
+                        sent = None
+                        if received is not None:
                             break
-                if size is None:
+                if received is None:
                     break  # Hadoop stops the round at the first failure
-                installed.append(log)
-                nbytes += size
-                if on_segment is not None:
-                    on_segment(log, size)
+                if isinstance(received, int):
+                    installer.add_existing(log, received)
+                else:
+                    installer.submit(received)
         finally:
+            if ahead is not None:
+                self._transfers.discard(ahead)
+            done = installer.close()
             self._transfers.close()  # no connection idles on a peer between rounds
+        installed = [log for log, _ in done]
+        nbytes = sum(size for _, size in done)
         local = self.journal.get_edit_log_manifest(0, False).logs
         catch_up = catch_up_state(local, answers, self._committed(committed_bound))
         return SyncRound(missing, installed, nbytes, catch_up)
@@ -406,13 +429,29 @@ class JournalNodeSyncer:
         committed = self.journal.committed_txn_id.get()
         return committed if committed_bound is None else max(committed, committed_bound)
 
-    def _download(
-        self, peer, from_url: str | None, log: RemoteEditLog, committed_bound: int | None = None
-    ) -> int | None:
-        """Install ``log`` from ``peer``; its size in bytes, or None if it was not."""
+    def _send_ahead(self, log: RemoteEditLog, responses, committed_bound: int | None):
+        """The GET of ``log`` sent now to the first peer holding it, or None (not to be
+        fetched this round, held here already, or not sent)."""
+        if log.end_txid > self._committed(committed_bound):
+            return None
+        if self.journal.storage.finalized_edit_log(log.start_txid, log.end_txid).exists():
+            return None
+        for peer, response in responses.items():
+            if log in response.manifest.logs:
+                url = self._url(peer, response.from_url, log.start_txid)
+                return self._transfers.send_ahead(url, self.transfer_timeout_s)
+        return None
+
+    def _receive(self, peer, from_url: str | None, log: RemoteEditLog, sent=None):
+        """Download ``log`` from ``peer`` into the sync dir and check it: a
+        :class:`ReceivedSegment` to install, the size of a copy already installed here,
+        or None (nothing left behind) when it could not be had or must not be installed.
+        ``sent``: a GET sent ahead (``send_ahead``); used if it is this one's."""
         storage = self.journal.storage
         final = storage.finalized_edit_log(log.start_txid, log.end_txid)
         if final.exists():
+            if sent is not None:
+                self._transfers.discard(sent)
             return final.stat().st_size
         tmp = storage.synced_edits_tmp(log.start_txid, log.end_txid)
         # A long download logs its progress (bytes, rate, ETA) every few seconds; every
@@ -422,52 +461,77 @@ class JournalNodeSyncer:
             write=LOG.info,
             interval_s=PROGRESS_INTERVAL_S,
         )
-        # Every op's frame, CRC and txid are checked as the bytes arrive (the scrubber's
-        # check), not in a second pass over the file.
+        # A peer that sends the md5 it kept for this segment (computed from bytes that
+        # verified, segment_md5) vouches for it: the bytes are hashed as they arrive and
+        # the copy is installed only if they match (the transfer checks). Otherwise every
+        # op's frame, CRC and txid are checked as the bytes arrive (the scrubber's check),
+        # not in a second pass over the file.
         verifier = SegmentVerifier(log.start_txid, log.end_txid, DEFAULT_MAX_OP_SIZE)
-        on_chunk = verifier.feed
-        if self.bandwidth_per_sec > 0:  # dfs.edit.log.transfer.bandwidthPerSec
-            throttler = DataTransferThrottler(self.bandwidth_per_sec)
+        throttler = (  # dfs.edit.log.transfer.bandwidthPerSec
+            DataTransferThrottler(self.bandwidth_per_sec) if self.bandwidth_per_sec > 0 else None
+        )
+        vouched: list[str] = []
 
-            def on_chunk(chunk: bytes) -> None:
-                verifier.feed(chunk)
+        def on_response(headers):
+            md5 = vouched_md5(headers.get(MD5_HEADER), headers.get(EDITS_NAME_HEADER), final.name)
+            check = None if md5 is not None else verifier.feed
+            if md5 is not None:
+                vouched.append(md5)
+            if throttler is None:
+                return check
+
+            def on_chunk(chunk) -> None:
+                if check is not None:
+                    check(chunk)
                 throttler.throttle(len(chunk))
 
+            return on_chunk
+
         started = time.monotonic()
+        keep = False
         try:
-            size = self.fetch(peer, from_url, log, tmp, progress=progress, on_chunk=on_chunk)
+            size = self._transfers.download_to_file(
+                self._url(peer, from_url, log.start_txid),
+                tmp,
+                self.transfer_timeout_s,
+                progress=progress,
+                on_response=on_response,
+                sync=False,  # by the installer, before the rename
+                sent=sent,
+            )
             took = transfer_summary(size, time.monotonic() - started)
-            finding = verifier.finish()
+            finding = None if vouched else verifier.finish()
             if finding is not None:
                 # Never install a damaged copy (issue 27): another peer may have a good one.
                 LOG.warning("Not installing %s from %s:%d: %s", final.name, *peer, finding)
                 return None
-            if not self.journal.move_tmp_segment_to_current(
-                tmp, final, log.start_txid, log.end_txid, committed_bound
-            ):
-                LOG.info("Not installing %s (%s) yet: beyond the committed txid", final.name, took)
-                return None
-            self.journal.metrics.edit_log_synced()
-            LOG.info("Synced %s from %s:%d: %s", final.name, peer[0], peer[1], took)
-            return size
+            keep = True
+            return ReceivedSegment(
+                log, peer, tmp, final, size, vouched[0] if vouched else None, took
+            )
+        except DigestMismatchException as e:
+            LOG.warning("Not installing %s from %s:%d: %s", final.name, *peer, e)
+            return None
         except (OSError, HadoopException) as e:
             LOG.warning("Failed to sync %s from %s:%d: %s", final.name, peer[0], peer[1], e)
             return None
         finally:
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
+            if not keep:
+                try:
+                    tmp.unlink()
+                except OSError:
+                    pass
 
     def fetch(
-        self, peer, from_url: str | None, log: RemoteEditLog, tmp, progress=None, on_chunk=None
+        self, peer, from_url: str | None, log: RemoteEditLog, tmp, progress=None, on_response=None
     ) -> int:
         """Download finalized segment ``log`` from ``peer`` into ``tmp`` (fdatasynced): the
-        one download path of the syncer and the scrubber. Its size in bytes.
-        ``on_chunk(bytes)`` sees each chunk as it arrives."""
+        one download path of the syncer and the scrubber. Its size in bytes. An
+        ``X-MD5-Digest`` the peer sends is checked (DigestMismatchException);
+        ``on_response(headers)`` returns what sees each chunk as it arrives (or None)."""
         url = self._url(peer, from_url, log.start_txid)
         return self._transfers.download_to_file(
-            url, tmp, self.transfer_timeout_s, progress=progress, on_chunk=on_chunk
+            url, tmp, self.transfer_timeout_s, progress=progress, on_response=on_response
         )
 
     def peers_holding(self, log: RemoteEditLog) -> list[tuple[tuple[str, int], str | None]]:

@@ -18,6 +18,7 @@ from hadoop_qjm.qjournal.protocol.messages import GetJournaledEditsResponse
 from hadoop_qjm.qjournal.server.journal_checks import JournalCore
 from hadoop_qjm.qjournal.server.journal_metrics import JournalMetrics
 from hadoop_qjm.qjournal.server.journal_scrubber import SegmentReaders
+from hadoop_qjm.qjournal.server.segment_md5 import read_stored_md5
 
 __all__ = ["MAX_JOURNALED_EDITS_WAIT_S", "JournalReads"]
 
@@ -65,7 +66,10 @@ class JournalReads:
             except BaseException:
                 f.close()
                 raise
-            return self._segment_readers.track(f, elf.path), elf.name, size
+            # A finalized segment's kept md5 (segment_md5), read with the open under the
+            # lock, so it is the one of the file opened: /getJournal's X-MD5-Digest.
+            md5 = None if elf.is_in_progress else read_stored_md5(elf.path)
+            return self._segment_readers.track(f, elf.path, md5), elf.name, size
 
     def get_edit_log_manifest(
         self, since_txid: int, in_progress_ok: bool = False

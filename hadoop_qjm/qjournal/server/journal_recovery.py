@@ -38,6 +38,7 @@ from hadoop_qjm.qjournal.server.journal_faults import JournalFaultInjector
 from hadoop_qjm.qjournal.server.journal_state import JournalState
 from hadoop_qjm.qjournal.server.kept_segment_state import KeptSegmentState
 from hadoop_qjm.qjournal.server.paxos_record import read_paxos_record, write_paxos_record
+from hadoop_qjm.qjournal.server.segment_md5 import write_md5_before_rename
 
 __all__ = [
     "JournalRecovery",
@@ -327,6 +328,7 @@ class JournalRecovery:
         start_txid: int,
         end_txid: int,
         committed_bound: int | None = None,
+        md5: str | None = None,
     ) -> bool:
         """Install a segment the syncer downloaded, but only if it is committed here.
 
@@ -338,6 +340,8 @@ class JournalRecovery:
         ``committed_bound``: a txid known committed elsewhere (``journalnode -bootstrap``
         passes the highest committed txid its agreeing peers report, having no writer to
         learn one from); it raises the bound for this call only, never the stored txid.
+        ``md5``: the md5 its peer vouched for and the download matched, kept beside it
+        (``segment_md5``; none: any stale one is removed), durable with the segment.
         """
         with self._lock:
             self._checks.check_formatted()
@@ -355,6 +359,7 @@ class JournalRecovery:
                 # (it missed the finalize); keep the old bytes aside, never two segments at S.
                 stale.move_aside_stale_inprogress_file()
                 self._state.drop_kept(start_txid)
+            write_md5_before_rename(final, md5)  # made durable by _install's directory fsync
             self._install(tmp, final)
             return True
 

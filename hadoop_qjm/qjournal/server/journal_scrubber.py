@@ -48,6 +48,7 @@ from hadoop_qjm.qjournal.server.scrub_rules import (
     confirmed_copy,
     throttle_delay,
 )
+from hadoop_qjm.qjournal.server.segment_md5 import read_stored_md5
 
 __all__ = [
     "JournalNodeScrubber",
@@ -115,12 +116,13 @@ class SegmentReaders:
         self._lock = threading.Lock()
         self._open: dict[str, int] = {}
 
-    def track(self, f: BinaryIO, path: Path) -> BinaryIO:
-        """``f`` (open on ``path``), counted as a reader until it is closed."""
+    def track(self, f: BinaryIO, path: Path, stored_md5: str | None = None) -> BinaryIO:
+        """``f`` (open on ``path``), counted as a reader until it is closed; its
+        ``stored_md5`` attribute is ``stored_md5`` (the segment's kept md5, if any)."""
         key = str(path)
         with self._lock:
             self._open[key] = self._open.get(key, 0) + 1
-        return _TrackedFile(f, lambda: self._release(key))
+        return _TrackedFile(f, lambda: self._release(key), stored_md5)
 
     def _release(self, key: str) -> None:
         with self._lock:
@@ -138,9 +140,12 @@ class SegmentReaders:
 class _TrackedFile:
     """A file object whose close also releases its :class:`SegmentReaders` entry."""
 
-    def __init__(self, f: BinaryIO, release: Callable[[], None]) -> None:
+    def __init__(
+        self, f: BinaryIO, release: Callable[[], None], stored_md5: str | None = None
+    ) -> None:
         self._f = f
         self._release: Callable[[], None] | None = release
+        self.stored_md5 = stored_md5
 
     def __getattr__(self, name: str):
         return getattr(self._f, name)
@@ -170,8 +175,9 @@ def verify_segment_file(
     after_read: Callable[[int], bool] | None = None,
 ) -> tuple[ScrubFinding | None, str, int]:
     """Verify a finalized segment file: (the finding or None, the md5 of its bytes up to
-    the end of its last txid's op, bytes read). ``after_read(n)`` is called after each read
-    (the scrubber's throttle); returning False stops early with no finding."""
+    the end of its last txid's op, where that end is: -1 if not reached).
+    ``after_read(n)`` is called after each read (the scrubber's throttle); returning False
+    stops early with no finding."""
     verifier = SegmentVerifier(first_txid, last_txid, max_op_size)
     digest = hashlib.md5(usedforsecurity=False)
     read = 0
@@ -187,8 +193,8 @@ def verify_segment_file(
                 data = data[: len(data) - (read - verifier.valid_length)]
             digest.update(data)
             if after_read is not None and not after_read(len(data)):
-                return None, "", read
-    return verifier.finish(), digest.hexdigest(), read
+                return None, "", -1
+    return verifier.finish(), digest.hexdigest(), verifier.valid_length
 
 
 class JournalNodeScrubber:
@@ -280,7 +286,8 @@ class JournalNodeScrubber:
             self.state = "scrubbing"
             self.current = log.name
             try:
-                finding, _, _ = verify_segment_file(
+                st = os.stat(log.path)
+                finding, md5, valid_length = verify_segment_file(
                     log.path,
                     log.first_txid,
                     log.last_txid,
@@ -298,6 +305,8 @@ class JournalNodeScrubber:
             if finding is not None:
                 findings.append(finding)
                 self._handle(log, finding)
+            elif valid_length == st.st_size:
+                self._check_kept_md5(log.path, st, md5)
         self.current = None
         self._passes.inc()
         self._last_pass.set(time.time())
@@ -313,6 +322,26 @@ class JournalNodeScrubber:
             self._stop.wait(delay)
         return not self._stop.is_set()
 
+    def _check_kept_md5(self, path: Path, st: os.stat_result, md5: str) -> None:
+        """A segment that just verified (all of its bytes: no padding after its last op)
+        has its md5 kept beside it (``segment_md5``): written when missing, rewritten when
+        it differs (the ``.md5`` rotted: receivers would refuse this node's copy)."""
+        stored = read_stored_md5(path)
+        if stored == md5:
+            return
+        try:
+            kept = self.journal.keep_verified_md5(path, st.st_ino, st.st_size, md5)
+        except OSError as e:
+            self.log.warning("Scrubber: could not keep the md5 of %s: %s", path.name, e)
+            return
+        if kept and stored is not None:
+            self.log.warning(
+                "Scrubber: the md5 kept for %s was %s but its verified bytes hash to %s; rewritten",
+                path.name,
+                stored,
+                md5,
+            )
+
     # ---- findings ------------------------------------------------------------------------------
     def _note(self, text: str) -> None:
         self.findings = [*self.findings[-9:], text]
@@ -320,10 +349,10 @@ class JournalNodeScrubber:
     def _handle(self, log, finding: ScrubFinding) -> None:
         self._corrupt.inc()
         self.log.error("Scrubber: %s is corrupt at %s", log.path, finding)
-        replacement = self._fetch_confirmed_copy(log)
+        replacement, replacement_md5 = self._fetch_confirmed_copy(log)
         try:
             outcome = self.journal.replace_damaged_segment(
-                log.path, replacement, self.journal.segment_readers
+                log.path, replacement, self.journal.segment_readers, replacement_md5
             )
         finally:
             if replacement is not None:
@@ -357,10 +386,11 @@ class JournalNodeScrubber:
             )
             self._note(f"{log.name}: corrupt at {finding}; UNREPAIRABLE, moved aside")
 
-    def _fetch_confirmed_copy(self, log) -> Path | None:
-        """A verified peer copy whose bytes a second peer confirms, or None."""
+    def _fetch_confirmed_copy(self, log) -> tuple[Path | None, str | None]:
+        """A verified peer copy whose bytes a second peer confirms, and its md5 when it
+        covers the whole copy; (None, None) if there is none."""
         if self.syncer is None:
-            return None
+            return None, None
         wanted = RemoteEditLog(log.first_txid, log.last_txid, False)
         sync_dir = self.journal.storage.edits_sync_dir
         sync_dir.mkdir(exist_ok=True)
@@ -369,10 +399,11 @@ class JournalNodeScrubber:
             for i, (peer, from_url) in enumerate(self.syncer.peers_holding(wanted)):
                 tmp = sync_dir / f"{log.name}.scrub.{i}"
                 try:
-                    self.syncer.fetch(peer, from_url, wanted, tmp)
-                    finding, md5, _ = verify_segment_file(
+                    size = self.syncer.fetch(peer, from_url, wanted, tmp)
+                    finding, md5, valid_length = verify_segment_file(
                         tmp, log.first_txid, log.last_txid, self.max_op_size
                     )
+                    whole = valid_length == size
                 except (OSError, HadoopException) as e:
                     self.log.warning("Scrubber: no copy of %s from %s: %s", log.name, peer, e)
                     continue
@@ -384,15 +415,16 @@ class JournalNodeScrubber:
                         peer[1],
                         finding,
                     )
-                copies.append((tmp, finding is None, md5))
-            chosen = confirmed_copy([(verified, md5) for _, verified, md5 in copies])
+                copies.append((tmp, finding is None, md5, whole))
+            chosen = confirmed_copy([(verified, md5) for _, verified, md5, _ in copies])
             if chosen is None:
-                return None
-            final_tmp = copies[chosen][0].with_name(f"{log.name}.scrub")
-            os.replace(copies[chosen][0], final_tmp)
-            return final_tmp
+                return None, None
+            tmp, _, md5, whole = copies[chosen]
+            final_tmp = tmp.with_name(f"{log.name}.scrub")
+            os.replace(tmp, final_tmp)
+            return final_tmp, md5 if whole else None
         finally:
-            for tmp, _, _ in copies:
+            for tmp, _, _, _ in copies:
                 try:
                     tmp.unlink()
                 except OSError:

@@ -12,6 +12,8 @@ every check of digest §2). A failed write or fsync stops the journal (see
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
@@ -38,6 +40,7 @@ from hadoop_qjm.qjournal.server.journal_recovery import (
     segment_md5,
 )
 from hadoop_qjm.qjournal.server.kept_segment_state import after_append
+from hadoop_qjm.qjournal.server.segment_md5 import write_md5_before_rename
 
 __all__ = ["WARN_SYNC_MILLIS_THRESHOLD", "JournalWritePath"]
 
@@ -350,6 +353,36 @@ class JournalWritePath:
                 sync_micros / 1000,
             )
 
+    def _checked_md5(self, start_txid: int, end_txid: int) -> str | None:
+        """The md5 of the closed open segment ``[start_txid, end_txid]`` if every byte of
+        it was checked as it was written (its kept state says so and describes exactly
+        the file as closed); else None."""
+        kept = self._state.kept
+        if (
+            kept is None
+            or not kept.checked_from_start
+            or kept.start_txid != start_txid
+            or kept.last_txid != end_txid
+        ):
+            return None
+        try:
+            size = os.stat(self._storage.in_progress_edit_log(start_txid)).st_size
+        except OSError:
+            return None
+        return kept.md5_hex if size == kept.valid_length else None
+
+    def _keep_md5(self, start_txid: int, end_txid: int, md5_hex: str | None) -> None:
+        """Keep ``md5_hex`` beside the segment about to be finalized (or remove a stale
+        one); a failure costs only the md5 (receivers then check every op), never the
+        finalize."""
+        final = self._storage.finalized_edit_log(start_txid, end_txid)
+        try:
+            write_md5_before_rename(final, md5_hex)
+        except OSError as e:
+            self._log.warning("Not keeping the md5 of %s: %s", final.name, e)
+            with contextlib.suppress(OSError):
+                write_md5_before_rename(final, None)
+
     def start_log_segment(
         self, req: RequestInfo, txid: int, layout_version: int | None = None
     ) -> None:
@@ -399,7 +432,10 @@ class JournalWritePath:
                 raise
             if self._scanner.enabled:
                 # A new file holds only its header: its scan costs nothing.
-                state.kept = scan_segment_state(self._storage.in_progress_edit_log(txid), txid)
+                kept = scan_segment_state(self._storage.in_progress_edit_log(txid), txid)
+                if kept is not None:
+                    kept.checked_from_start = True  # its header, just checked by the scan
+                state.kept = kept
             state.cur_segment_txid = txid
             state.cur_segment_layout_version = layout_version
             state.next_txid = txid
@@ -413,6 +449,7 @@ class JournalWritePath:
             self._checks.check_writable()
             self._checks.check_request(req)
             needs_validation = True
+            checked_md5 = None
             if start_txid == state.cur_segment_txid:
                 # Check before closing (Hadoop closes first): a rejected finalize must leave
                 # the file byte-identical, so it only drops the open segment, as Hadoop does.
@@ -432,6 +469,7 @@ class JournalWritePath:
                     except OSError as e:
                         self._checks.fail_storage(f"closing segment {start_txid}: {e}")
                         raise
+                    checked_md5 = self._checked_md5(start_txid, end_txid)
                     state.cur_segment = None
                     state.cur_segment_txid = INVALID_TXID
                     state.cur_segment_layout_version = 0
@@ -473,6 +511,9 @@ class JournalWritePath:
                     truncate_to = elf.valid_length
                 state.drop_kept(start_txid)  # renamed (and cut) below: no longer open
                 try:
+                    # Before the rename, whose directory fsync makes both durable; a copy
+                    # whose every op was not checked as it was written gets none.
+                    self._keep_md5(start_txid, end_txid, checked_md5)
                     self._fjm.finalize_log_segment(start_txid, end_txid, truncate_to=truncate_to)
                 except IllegalStateException as e:
                     if isinstance(e.__cause__, OSError):  # the disk failed, not the request

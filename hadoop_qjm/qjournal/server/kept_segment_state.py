@@ -50,6 +50,12 @@ class KeptSegmentState:
     valid_length: int
     md5: hashlib._Hash = field(repr=False)
     file_id: int = 0
+    #: Every byte from the header on was checked as it was written: the header by the
+    #: scan of a new segment, then each batch's ops (frame, CRC32) with txids running on
+    #: from the segment's first one by one — what the scrubber's SegmentVerifier checks.
+    #: Only then is :attr:`md5` kept beside the finalized segment (``segment_md5``).
+    #: False for a state set from a scan of older bytes (after a restart, a recovery).
+    checked_from_start: bool = False
 
     @property
     def md5_hex(self) -> str:
@@ -66,10 +72,20 @@ def batch_scan(
     """The highest txid of ``records`` if it is only whole ops that a scan takes on its
     fast path (length in range, CRC good, not a terminator); INVALID_TXID for no bytes;
     None otherwise."""
+    scanned = _scan(records, max_op_size)
+    return None if scanned is None else scanned[1]
+
+
+def _scan(
+    records: bytes | bytearray | memoryview, max_op_size: int
+) -> tuple[int, int, bool] | None:
+    """(first txid, highest txid, whether each op's txid is the one before plus one) of
+    ``records`` as :func:`batch_scan` takes them; INVALID_TXID twice for no bytes."""
     view = memoryview(records)
     end = len(view)
     pos = 0
-    last = INVALID_TXID
+    first = last = prev = INVALID_TXID
+    in_order = True
     unpack_head = _FRAME_HEAD.unpack_from
     unpack_crc = _U32.unpack_from
     crc32 = zlib.crc32
@@ -86,10 +102,15 @@ def batch_scan(
             or crc32(view[pos : frame_end - 4]) != unpack_crc(view, frame_end - 4)[0]
         ):
             return None
+        if first == INVALID_TXID:
+            first = txid
+        elif txid != prev + 1:
+            in_order = False
         if last == INVALID_TXID or txid > last:
             last = txid
+        prev = txid
         pos = frame_end
-    return last
+    return first, last, in_order
 
 
 def after_append(
@@ -102,9 +123,13 @@ def after_append(
     the file could find anything else (see the module doc). Updates ``state`` in place."""
     if position != state.valid_length:
         return None
-    last = batch_scan(records, max_op_size)
-    if last is None:
+    scanned = _scan(records, max_op_size)
+    if scanned is None:
         return None
+    first, last, in_order = scanned
+    if state.checked_from_start and first != INVALID_TXID:
+        expected = state.start_txid if state.last_txid == INVALID_TXID else state.last_txid + 1
+        state.checked_from_start = in_order and first == expected
     state.md5.update(records)
     state.valid_length += len(records)
     if last != INVALID_TXID and (state.last_txid == INVALID_TXID or last > state.last_txid):

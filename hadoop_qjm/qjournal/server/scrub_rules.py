@@ -8,12 +8,14 @@
   as every reader ignores them.
 * :func:`throttle_delay` — how long to pause so reading stays under a rate.
 * :func:`is_copy_confirmed` — may a peer's copy replace a damaged one?
+* :func:`vouched_md5` — may a download's md5 stand in for checking its every op?
 
 No file, socket or thread code here; the scrubber (``journal_scrubber.py``) does the I/O.
 """
 
 from __future__ import annotations
 
+import re
 import struct
 import zlib
 from collections.abc import Iterable, Sequence
@@ -29,7 +31,13 @@ from hadoop_qjm.editlog.fs_edit_log_op import (
     scan_op,
 )
 
-__all__ = ["ScrubFinding", "SegmentVerifier", "is_copy_confirmed", "throttle_delay"]
+__all__ = [
+    "ScrubFinding",
+    "SegmentVerifier",
+    "is_copy_confirmed",
+    "throttle_delay",
+    "vouched_md5",
+]
 
 _LENGTH_TXID = struct.Struct(">iq").unpack_from  # after the opcode byte
 _U32 = struct.Struct(">I").unpack_from
@@ -166,6 +174,20 @@ class SegmentVerifier:
                 next_txid += 1
         self._next_txid = next_txid
         return pos
+
+
+_MD5_HEX = re.compile(r"[0-9a-f]{32}", re.ASCII)
+
+
+def vouched_md5(md5_header: str | None, served_name: str | None, wanted_name: str) -> str | None:
+    """The md5 a peer's ``/getJournal`` answer vouches for: its ``X-MD5-Digest`` (the md5
+    it kept from bytes that verified) when the answer is the very segment asked for
+    (``X-Image-Edits-Name``). A copy whose md5 matches it may be installed without its
+    ops checked again here; None means every op must be (issue 39 item 3)."""
+    if md5_header is None or served_name != wanted_name:
+        return None
+    md5 = md5_header.strip().lower()
+    return md5 if _MD5_HEX.fullmatch(md5) else None
 
 
 def throttle_delay(bytes_done: int, elapsed_s: float, bytes_per_s: float) -> float:

@@ -290,15 +290,18 @@ def run(argv, conf) -> int:
     )
     parser.add_argument("--segments", type=int, default=20, help="with --catch-up (20)")
     parser.add_argument(
+        "--rounds", type=int, default=5, help="with --catch-up: raw copy + catch-up rounds (5)"
+    )
+    parser.add_argument(
         "--segment-mb", type=finite_float, default=1.0, help="with --catch-up: MB each (1)"
     )
     args = parser.parse_args(argv)
     if args.catch_up:
-        if args.segments <= 0 or args.segment_mb <= 0:
-            parser.error("--segments and --segment-mb must be positive")
+        if args.segments <= 0 or args.segment_mb <= 0 or args.rounds <= 0:
+            parser.error("--segments, --segment-mb and --rounds must be positive")
         from hadoop_qjm.tools.bench.catch_up import run_catch_up
 
-        return run_catch_up(args.segments, args.segment_mb, args.dir)
+        return run_catch_up(args.segments, args.segment_mb, args.dir, args.rounds)
     if args.batch <= 0 or args.seconds <= 0 or args.max_batches <= 0 or args.slice <= 0:
         parser.error("--batch, --seconds, --slice and --max-batches must be positive")
     slices = max(1, round(args.seconds / args.slice))

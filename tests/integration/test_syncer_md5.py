@@ -1,0 +1,266 @@
+"""The syncer's catch-up through the md5 a peer kept (issue 39 item 3): a copy is installed
+without its ops checked again only when its md5 is the one the peer computed from bytes
+that verified; damaged in flight or at the source, it is refused and never installed."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import logging
+import re
+import socket
+import threading
+
+import pytest
+
+from hadoop_qjm.conf import Configuration
+from hadoop_qjm.editlog.fs_edit_log_op import HEADER_LENGTH
+from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
+from hadoop_qjm.qjournal.server.journal_scrubber import JournalNodeScrubber
+from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, create_txn_data, make_request
+
+pytestmark = pytest.mark.timeout(120)
+
+JID = "test-journal"
+LV = -67
+SEGMENT = "edits_0000000000000000001-0000000000000000020"
+#: The body byte the relay flips: inside the second op, after the header (its CRC breaks).
+FLIPPED_AT = HEADER_LENGTH + 40
+
+
+class ByteFlippingRelay:
+    """A TCP relay in front of an HTTP server that flips the byte ``FLIPPED_AT`` of the
+    body of the first answer on each connection (after the server computed its md5):
+    damage on the way, which neither end's disk holds."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.flips = 0
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._threads: list[threading.Thread] = []
+        self._sockets: list[socket.socket] = []
+        self._closed = False
+        self._start(self._accept)
+
+    def _start(self, target, *args) -> None:
+        t = threading.Thread(target=target, args=args, daemon=True)
+        self._threads.append(t)
+        t.start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.target_port))
+            self._sockets += [client, server]
+            self._start(self._pump, client, server, False)
+            self._start(self._pump, server, client, True)
+
+    def _pump(self, src: socket.socket, dst: socket.socket, flip: bool) -> None:
+        seen = bytearray()  # the answer's bytes up to the flipped one
+        body_at = -1
+        with contextlib.suppress(OSError):
+            while data := src.recv(65536):
+                data = bytearray(data)
+                if flip and body_at < 0:
+                    seen += data
+                    end = seen.find(b"\r\n\r\n")
+                    if end >= 0:
+                        body_at = end + 4 - (len(seen) - len(data))  # in this chunk
+                if flip and 0 <= body_at and body_at + FLIPPED_AT < len(data):
+                    data[body_at + FLIPPED_AT] ^= 0x01
+                    self.flips += 1
+                    flip = False
+                elif flip and body_at >= 0:
+                    body_at -= len(data)
+                dst.sendall(data)
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        self._closed = True
+        # shutdown, not close alone: it wakes a thread blocked in accept or recv (Linux).
+        for s in [self._listener, *self._sockets]:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()
+        for t in self._threads:
+            t.join(timeout=10)
+
+
+class RelayedManifests:
+    """Node 1's RPC proxy as node 0's syncer holds it, with the ``fromURL`` of its
+    manifests pointing at ``relay``: the syncer downloads through the relay."""
+
+    def __init__(self, proxy, relay: ByteFlippingRelay) -> None:
+        self._proxy = proxy
+        self._from_url = f"http://127.0.0.1:{relay.port}"
+
+    def get_edit_log_manifest_from_journal(self, *args):
+        response = self._proxy.get_edit_log_manifest_from_journal(*args)
+        return dataclasses.replace(response, from_url=self._from_url)
+
+    def close(self) -> None:
+        self._proxy.close()
+
+
+@contextlib.contextmanager
+def peer_holding_a_segment(tmp_path, committed: int = 20):
+    """Node 1 holds the finalized segments 1-20 and 21-25 (each with the md5 its finalize
+    kept); node 0, committed to ``committed`` (20: only the first may be installed),
+    nothing. Syncer rounds and scrubber passes run only when a test says
+    so. Yields (cluster, node 0's syncer)."""
+    conf = Configuration()
+    conf.set("dfs.journalnode.sync.interval", "3600000")
+    conf.set("dfs.journalnode.scrub.enabled", "false")
+    with MiniJournalCluster(2, base_dir=tmp_path, conf=conf) as cluster:
+        cluster.conf.set("dfs.namenode.shared.edits.dir", cluster.quorum_journal_uri(JID))
+        for i in range(2):
+            cluster.restart_journal_node(i)
+        with (
+            QJournalProtocolProxy(*cluster.rpc_address(1), timeout_s=30) as p1,
+            QJournalProtocolProxy(*cluster.rpc_address(0), timeout_s=30) as p0,
+        ):
+            p0.format(JID, FAKE_NSINFO)
+            p0.new_epoch(JID, FAKE_NSINFO, 1)
+            p0.heartbeat(make_request(1, committed_txid=committed))
+            p1.format(JID, FAKE_NSINFO)
+            p1.new_epoch(JID, FAKE_NSINFO, 1)
+            p1.start_log_segment(make_request(1), 1, LV)
+            p1.journal(make_request(2), 1, 1, 10, create_txn_data(1, 10))
+            p1.journal(make_request(3), 1, 11, 10, create_txn_data(11, 10))
+            p1.finalize_log_segment(make_request(4), 1, 20)
+            p1.start_log_segment(make_request(5), 21, LV)
+            p1.journal(make_request(6), 21, 21, 5, create_txn_data(21, 5))
+            p1.finalize_log_segment(make_request(7), 21, 25)
+        node0 = cluster.journal_node(0)
+        node0.get_or_create_journal(JID)
+        yield cluster, node0._syncers[JID]
+
+
+@contextlib.contextmanager
+def through(relay_target_port: int, syncer):
+    """Node 0's syncer downloads from node 1 through a ByteFlippingRelay."""
+    relay = ByteFlippingRelay(relay_target_port)
+    (peer,) = syncer.peers
+    real = syncer._proxy(peer)
+    syncer._proxies[peer] = RelayedManifests(real, relay)
+    try:
+        yield relay
+    finally:
+        syncer._proxies[peer] = real
+        relay.close()
+
+
+def _not_installed(cluster, caplog) -> None:
+    current = cluster.current_dir(0, JID)
+    assert not (current / SEGMENT).exists()
+    assert not (current / (SEGMENT + ".md5")).exists()
+    journal = cluster.journal_node(0).get_or_create_journal(JID)
+    assert list(journal.storage.edits_sync_dir.iterdir()) == []
+    refusals = [r.getMessage() for r in caplog.records if "Not installing" in r.getMessage()]
+    assert refusals and refusals[0].startswith(f"Not installing {SEGMENT} from"), refusals
+
+
+def test_a_byte_flipped_in_flight_after_the_md5_is_refused_then_a_clean_copy_installed(
+    tmp_path, caplog
+):
+    with peer_holding_a_segment(tmp_path) as (cluster, syncer):
+        source = cluster.current_dir(1, JID) / SEGMENT
+        intact = source.read_bytes()
+        kept = (cluster.current_dir(1, JID) / (SEGMENT + ".md5")).read_text()
+        # What finalize kept is the md5 of the segment's bytes, in Hadoop's MD5FileUtils form.
+        assert kept == f"{hashlib.md5(intact).hexdigest()} *{SEGMENT}\n"
+        with (
+            through(cluster.http_ports[1], syncer) as relay,
+            caplog.at_level(logging.WARNING, logger="hadoop_qjm.qjournal.server"),
+        ):
+            assert syncer.sync_once() == 0
+            assert relay.flips == 1
+        _not_installed(cluster, caplog)
+        assert "does not match advertised digest" in caplog.text
+        assert source.read_bytes() == intact  # the damage was on the way only
+
+        assert syncer.sync_once() == 1
+        current = cluster.current_dir(0, JID)
+        assert (current / SEGMENT).read_bytes() == intact
+        # The copy's md5 is the peer's, kept here too: this node can vouch for it in turn.
+        assert (current / (SEGMENT + ".md5")).read_text() == kept
+
+
+def test_without_a_kept_md5_a_byte_flipped_in_flight_fails_the_op_check(tmp_path, caplog):
+    """A peer that sends no md5 (Hadoop's JournalNodes never keep one, nor ours for a
+    segment not checked as it was written): every op is checked as it arrives."""
+    with peer_holding_a_segment(tmp_path) as (cluster, syncer):
+        (cluster.current_dir(1, JID) / (SEGMENT + ".md5")).unlink()
+        with (
+            through(cluster.http_ports[1], syncer) as relay,
+            caplog.at_level(logging.WARNING, logger="hadoop_qjm.qjournal.server"),
+        ):
+            assert syncer.sync_once() == 0
+            assert relay.flips == 1
+        _not_installed(cluster, caplog)
+        # The op check's finding: the txid and position of the op the flip spoiled.
+        assert re.search(r"Not installing \S+ from \S+: txid \d+ at position \d+", caplog.text)
+
+        assert syncer.sync_once() == 1
+        current = cluster.current_dir(0, JID)
+        assert (current / SEGMENT).read_bytes() == (
+            cluster.current_dir(1, JID) / SEGMENT
+        ).read_bytes()
+        assert not (current / (SEGMENT + ".md5")).exists()  # its scrubber keeps one later
+
+
+def test_a_rotted_md5_refuses_the_copy_until_the_scrubber_rewrites_it(tmp_path, caplog):
+    """The peer's .md5 itself is damaged (its segment intact): receivers refuse the copy
+    rather than trust either; the peer's scrubber verifies the segment and rewrites it."""
+    with peer_holding_a_segment(tmp_path) as (cluster, syncer):
+        md5_file = cluster.current_dir(1, JID) / (SEGMENT + ".md5")
+        good = md5_file.read_text()
+        md5_file.write_text(("0" if good[0] != "0" else "1") + good[1:])
+        with caplog.at_level(logging.WARNING, logger="hadoop_qjm.qjournal.server"):
+            assert syncer.sync_once() == 0
+        _not_installed(cluster, caplog)
+
+        journal1 = cluster.journal_node(1).get_or_create_journal(JID)
+        scrubber = JournalNodeScrubber(journal1, cluster.journal_node(1).scrub_settings, _metrics())
+        with caplog.at_level(logging.WARNING, logger="hadoop_qjm.qjournal.server"):
+            assert scrubber.scrub_once() == []
+        assert md5_file.read_text() == good
+        assert f"the md5 kept for {SEGMENT} was" in caplog.text
+        assert syncer.sync_once() == 1
+
+
+def _metrics():
+    from prometheus_client import CollectorRegistry
+
+    from hadoop_qjm.qjournal.server.journal_scrubber import ScrubMetrics
+
+    return ScrubMetrics(CollectorRegistry())
+
+
+def test_a_failed_fdatasync_installs_nothing_and_stops_the_round(tmp_path, monkeypatch, caplog):
+    """The installer's fdatasync (one segment behind the downloads) fails: that segment is
+    not installed, nor the one received meanwhile; nothing is left in the sync dir."""
+    from hadoop_qjm.qjournal.server import segment_installer
+
+    with peer_holding_a_segment(tmp_path, committed=25) as (cluster, syncer):
+
+        def failing(fd: int) -> None:
+            raise OSError(5, "Input/output error")
+
+        monkeypatch.setattr(segment_installer, "_fdatasync", failing)
+        with caplog.at_level(logging.WARNING, logger="hadoop_qjm.qjournal.server"):
+            assert syncer.sync_once() == 0
+        current = cluster.current_dir(0, JID)
+        assert not any(p.name.startswith("edits_0") for p in current.iterdir())
+        journal = cluster.journal_node(0).get_or_create_journal(JID)
+        assert list(journal.storage.edits_sync_dir.iterdir()) == []
+        assert f"Failed to sync {SEGMENT}" in caplog.text and "fdatasync" in caplog.text
+        monkeypatch.undo()
+        assert syncer.sync_once() == 2
