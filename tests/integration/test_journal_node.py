@@ -51,6 +51,7 @@ from hadoop_qjm.testing.qjm_test_util import (
     write_segment,
     write_txns,
 )
+from tests.integration.syncer_support import peer_holding_segments
 from tests.unit.qjm_client_fakes import FakeClock
 
 LV = CURRENT_LAYOUT_VERSION
@@ -629,34 +630,10 @@ def test_journal_node_excludes_self_wild_card(tmp_path, own_host):
 SEGMENT_1_3 = "edits_0000000000000000001-0000000000000000003"
 
 
-@contextlib.contextmanager
 def peer_holding_segment_1_3(tmp_path, committed_here: int, **settings: str):
-    """Two JournalNodes whose syncers run only when a test says so: node 1 holds the
-    finalized segment 1-3, node 0 (committed txid ``committed_here``) nothing yet. Yields
-    (cluster, node 0's syncer, a proxy to node 0)."""
-    conf = Configuration()
-    conf.set("dfs.journalnode.sync.interval", "3600000")  # rounds are driven by the test
-    for key, value in settings.items():
-        conf.set(key, value)
-    with MiniJournalCluster(2, base_dir=tmp_path, conf=conf) as cluster:
-        cluster.conf.set("dfs.namenode.shared.edits.dir", cluster.quorum_journal_uri(JID))
-        for i in range(2):
-            cluster.restart_journal_node(i)
-        with (
-            QJournalProtocolProxy(*cluster.rpc_address(1), timeout_s=30) as p1,
-            QJournalProtocolProxy(*cluster.rpc_address(0), timeout_s=30) as p0,
-        ):
-            p0.format(JID, FAKE_NSINFO)
-            p0.new_epoch(JID, FAKE_NSINFO, 1)
-            p0.heartbeat(make_request(1, committed_txid=committed_here))
-            p1.format(JID, FAKE_NSINFO)
-            p1.new_epoch(JID, FAKE_NSINFO, 1)
-            p1.start_log_segment(make_request(1), 1, LV)
-            p1.journal(make_request(2), 1, 1, 3, create_txn_data(1, 3))
-            p1.finalize_log_segment(make_request(3), 1, 3)
-            node0 = cluster.journal_node(0)
-            node0.get_or_create_journal(JID)
-            yield cluster, node0._syncers[JID], p0
+    """Node 1 holds the finalized segment 1-3, node 0 (committed txid ``committed_here``)
+    nothing yet. Yields (cluster, node 0's syncer, a proxy to node 0)."""
+    return peer_holding_segments(tmp_path, committed_here, ((1, 3),), **settings)
 
 
 def test_syncer_never_installs_a_damaged_copy(tmp_path, caplog):

@@ -146,10 +146,14 @@ def read_replies(sock: socket.socket, count: int) -> list[tuple[int, Exception |
     return replies
 
 
-def send_held_then_queued(setup: Setup, queued: list[bytes]) -> socket.socket:
+def send_held_then_queued(
+    setup: Setup, queued: list[bytes], sock: socket.socket | None = None
+) -> socket.socket:
     """Send call 1 (txn 1) and hold its write; send ``queued`` back to back meanwhile
-    (loopback: in the server's socket buffer when sendall returns); then let it go."""
-    sock = socket.create_connection(setup.server.address, timeout=DEADLINE_S)
+    (loopback: in the server's socket buffer when sendall returns); then let it go. Over
+    ``sock`` if given (a TLS one), else a new plain connection; returns the socket."""
+    if sock is None:
+        sock = socket.create_connection(setup.server.address, timeout=DEADLINE_S)
     setup.hook.hold_next()
     sock.sendall(journal_frame(1, 1))
     assert setup.hook.held.wait(DEADLINE_S), "the first batch never reached the journal"

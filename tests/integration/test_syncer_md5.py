@@ -14,12 +14,9 @@ import threading
 
 import pytest
 
-from hadoop_qjm.conf import Configuration
 from hadoop_qjm.editlog.fs_edit_log_op import HEADER_LENGTH
-from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
 from hadoop_qjm.qjournal.server.journal_scrubber import JournalNodeScrubber
-from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
-from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, create_txn_data, make_request
+from tests.integration.syncer_support import peer_holding_segments
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -115,32 +112,13 @@ def peer_holding_a_segment(tmp_path, committed: int = 20):
     kept); node 0, committed to ``committed`` (20: only the first may be installed),
     nothing. Syncer rounds and scrubber passes run only when a test says
     so. Yields (cluster, node 0's syncer)."""
-    conf = Configuration()
-    conf.set("dfs.journalnode.sync.interval", "3600000")
-    conf.set("dfs.journalnode.scrub.enabled", "false")
-    with MiniJournalCluster(2, base_dir=tmp_path, conf=conf) as cluster:
-        cluster.conf.set("dfs.namenode.shared.edits.dir", cluster.quorum_journal_uri(JID))
-        for i in range(2):
-            cluster.restart_journal_node(i)
-        with (
-            QJournalProtocolProxy(*cluster.rpc_address(1), timeout_s=30) as p1,
-            QJournalProtocolProxy(*cluster.rpc_address(0), timeout_s=30) as p0,
-        ):
-            p0.format(JID, FAKE_NSINFO)
-            p0.new_epoch(JID, FAKE_NSINFO, 1)
-            p0.heartbeat(make_request(1, committed_txid=committed))
-            p1.format(JID, FAKE_NSINFO)
-            p1.new_epoch(JID, FAKE_NSINFO, 1)
-            p1.start_log_segment(make_request(1), 1, LV)
-            p1.journal(make_request(2), 1, 1, 10, create_txn_data(1, 10))
-            p1.journal(make_request(3), 1, 11, 10, create_txn_data(11, 10))
-            p1.finalize_log_segment(make_request(4), 1, 20)
-            p1.start_log_segment(make_request(5), 21, LV)
-            p1.journal(make_request(6), 21, 21, 5, create_txn_data(21, 5))
-            p1.finalize_log_segment(make_request(7), 21, 25)
-        node0 = cluster.journal_node(0)
-        node0.get_or_create_journal(JID)
-        yield cluster, node0._syncers[JID]
+    no_scrub = {"dfs.journalnode.scrub.enabled": "false"}
+    with peer_holding_segments(tmp_path, committed, ((1, 20), (21, 25)), **no_scrub) as (
+        cluster,
+        syncer,
+        _,
+    ):
+        yield cluster, syncer
 
 
 @contextlib.contextmanager
@@ -155,6 +133,18 @@ def through(relay_target_port: int, syncer):
     finally:
         syncer._proxies[peer] = real
         relay.close()
+
+
+def _a_round_through_a_flipping_relay_installs_nothing(cluster, syncer, caplog) -> None:
+    """One sync round of node 0 from node 1 through a ByteFlippingRelay that flipped one
+    byte on the way: the copy refused, nothing installed."""
+    with (
+        through(cluster.http_ports[1], syncer) as relay,
+        caplog.at_level(logging.WARNING, logger="hadoop_qjm.qjournal.server"),
+    ):
+        assert syncer.sync_once() == 0
+        assert relay.flips == 1
+    _not_installed(cluster, caplog)
 
 
 def _not_installed(cluster, caplog) -> None:
@@ -176,13 +166,7 @@ def test_a_byte_flipped_in_flight_after_the_md5_is_refused_then_a_clean_copy_ins
         kept = (cluster.current_dir(1, JID) / (SEGMENT + ".md5")).read_text()
         # What finalize kept is the md5 of the segment's bytes, in Hadoop's MD5FileUtils form.
         assert kept == f"{hashlib.md5(intact).hexdigest()} *{SEGMENT}\n"
-        with (
-            through(cluster.http_ports[1], syncer) as relay,
-            caplog.at_level(logging.WARNING, logger="hadoop_qjm.qjournal.server"),
-        ):
-            assert syncer.sync_once() == 0
-            assert relay.flips == 1
-        _not_installed(cluster, caplog)
+        _a_round_through_a_flipping_relay_installs_nothing(cluster, syncer, caplog)
         assert "does not match advertised digest" in caplog.text
         assert source.read_bytes() == intact  # the damage was on the way only
 
@@ -198,13 +182,7 @@ def test_without_a_kept_md5_a_byte_flipped_in_flight_fails_the_op_check(tmp_path
     segment not checked as it was written): every op is checked as it arrives."""
     with peer_holding_a_segment(tmp_path) as (cluster, syncer):
         (cluster.current_dir(1, JID) / (SEGMENT + ".md5")).unlink()
-        with (
-            through(cluster.http_ports[1], syncer) as relay,
-            caplog.at_level(logging.WARNING, logger="hadoop_qjm.qjournal.server"),
-        ):
-            assert syncer.sync_once() == 0
-            assert relay.flips == 1
-        _not_installed(cluster, caplog)
+        _a_round_through_a_flipping_relay_installs_nothing(cluster, syncer, caplog)
         # The op check's finding: the txid and position of the op the flip spoiled.
         assert re.search(r"Not installing \S+ from \S+: txid \d+ at position \d+", caplog.text)
 

@@ -26,6 +26,7 @@ from tests.integration.test_journal_node_group_fsync import (
     journal_frame,
     journal_with_counted_fsyncs,
     read_replies,
+    send_held_then_queued,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -63,19 +64,10 @@ def setup(tmp_path, monkeypatch, pki) -> Iterator[SecureSetup]:
         journal.close()
 
 
-def _send_held_then_queued(setup: SecureSetup, pki, cert: str, queued: list[bytes]):
-    sock = pki.client_factory(cert).connect(*setup.server.address, DEADLINE_S)
-    setup.hook.hold_next()
-    sock.sendall(journal_frame(1, 1))
-    assert setup.hook.held.wait(DEADLINE_S), "the first batch never reached the journal"
-    sock.sendall(b"".join(queued))
-    setup.hook.release()
-    return sock
-
-
 def test_batches_that_arrived_together_over_tls_share_one_fsync(setup, pki):
     queued = [journal_frame(seqid, seqid) for seqid in range(2, 6)]
-    with _send_held_then_queued(setup, pki, "namenode", queued) as sock:
+    tls = pki.client_factory("namenode").connect(*setup.server.address, DEADLINE_S)
+    with send_held_then_queued(setup, queued, tls) as sock:
         replies = read_replies(sock, 5)
     assert replies == [(seqid, None) for seqid in range(1, 6)]
     assert len(setup.fsyncs) == 2  # call 1 alone, calls 2-5 together
