@@ -81,13 +81,13 @@ class FSEditLogLoader:
         self,
         fs_dir: FSDirectory,
         layout_version: int = CURRENT_LAYOUT_VERSION,
-        namesystem: object = None,
+        on_rolling_upgrade_finalized: Callable[[], None] | None = None,
     ) -> None:
         self.fs_dir = fs_dir
         #: The software's layout: edits of a newer one are refused (readLogVersion).
         self.layout_version = layout_version
-        #: Whose ``on_rolling_upgrade_finalized`` (if set) hears of each FINALIZE applied.
-        self.namesystem = namesystem
+        #: Hears of each FINALIZE applied (None: nobody).
+        self._on_rolling_upgrade_finalized = on_rolling_upgrade_finalized
         self._handlers: dict[type, Callable[[FSEditLogOp], None]] = {
             MkdirOp: self._apply_mkdir,
             AddOp: self._apply_add,
@@ -325,9 +325,8 @@ class FSEditLogLoader:
         # after the START was saved before a restart), as Hadoop's loader says.
         self.fs_dir.rolling_upgrade_start_time = 0
         # Then, as Hadoop's case OP_ROLLING_UPGRADE_FINALIZE, the storage's version.
-        finalized = getattr(self.namesystem, "on_rolling_upgrade_finalized", None)
-        if finalized is not None:
-            finalized()
+        if self._on_rolling_upgrade_finalized is not None:
+            self._on_rolling_upgrade_finalized()
 
     # ---- streams ---------------------------------------------------------------------------------
     def load_edits(

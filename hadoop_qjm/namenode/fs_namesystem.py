@@ -120,7 +120,10 @@ class FSNamesystem:
         supergroup: str | None = None,
         caller: Callable[[], UserGroupInformation] | None = None,
         remote_ip: Callable[[], str | None] = call_context.remote_ip,
+        on_rolling_upgrade_finalized: Callable[[], None] | None = None,
     ) -> None:
+        """``on_rolling_upgrade_finalized``: called as each OP_ROLLING_UPGRADE_FINALIZE is
+        applied (the storage's VERSION then takes the software's layout)."""
         conf = conf if conf is not None else Configuration()
         self.fs_owner = fs_owner or getpass.getuser()
         self.supergroup = supergroup or conf.get_trimmed(
@@ -149,14 +152,16 @@ class FSNamesystem:
         self.layout_version = software_layout_version(conf)  # the newest edits it applies
         self.edit_log = edit_log
         self._clock = clock
-        self.on_rolling_upgrade_finalized: Callable[[], None] | None = None  # see the loader
+        self._on_rolling_upgrade_finalized = on_rolling_upgrade_finalized
         self.set_directory(FSDirectory(self.fs_owner, self.supergroup, 0o755, 0))
 
     def set_directory(self, fs_dir: FSDirectory) -> None:
         """Replace the whole namespace (an image was loaded)."""
         with self.lock:
             self.dir = fs_dir
-            self.loader = FSEditLogLoader(fs_dir, self.layout_version, self)
+            self.loader = FSEditLogLoader(
+                fs_dir, self.layout_version, self._on_rolling_upgrade_finalized
+            )
 
     # ---- helpers ---------------------------------------------------------------------------------
     def _writer(self) -> EditLogWriter:

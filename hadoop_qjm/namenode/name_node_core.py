@@ -297,6 +297,7 @@ class NameNodeCore:
         self._journal_factory = journal_factory
         self._fault_injector = fault_injector
         self._ns_kwargs: dict[str, Any] = {"clock": clock} if clock is not None else {}
+        self._ns_kwargs["on_rolling_upgrade_finalized"] = self._rolling_upgrade_finalized
         if caller is not None:
             self._ns_kwargs["caller"] = caller
         self._fs_owner = fs_owner
@@ -305,7 +306,6 @@ class NameNodeCore:
         self.fs_image: FSImage | None = None
         self.edit_log: FSEditLog | None = None
         self.namesystem: FSNamesystem | None = None
-        self.ns_info: NamespaceInfo | None = None
         #: Why the shared edits could not be read when the standby loaded (None: they could).
         self.shared_edits_error: str | None = None
         #: Notified after each tailing round: an observer's held calls wait on it.
@@ -313,12 +313,17 @@ class NameNodeCore:
         if start:
             self.start()
 
+    @property
+    def ns_info(self) -> NamespaceInfo | None:
+        """The storage's (its layout moves at an upgrade or a rolling upgrade's finalize)."""
+        return None if self.storage is None else self.storage.ns_info
+
     def start(self) -> None:
         """Recover, load and open the edit log for write (see the module docstring)."""
         dirs = self._dirs = NameNodeDirs.from_conf(self.conf)
         self.storage = NNStorage.from_conf(self.conf, dirs, fsync=self._fsync)
         try:
-            self.ns_info = self.storage.recover_storage_dirs(
+            self.storage.recover_storage_dirs(
                 upgrading=self.upgrade,
                 rolling_upgrade_started=rolling_upgrade_started(self.conf),
             )
@@ -327,7 +332,6 @@ class NameNodeCore:
             )
             self.fs_image.recover_checkpoints()
             self.namesystem = FSNamesystem(self.conf, fs_owner=self._fs_owner, **self._ns_kwargs)
-            self.namesystem.on_rolling_upgrade_finalized = self._rolling_upgrade_finalized
             if self.ha_enabled and not self.upgrade:
                 self._load_as_standby()
                 return
@@ -342,7 +346,7 @@ class NameNodeCore:
             self.edit_log.layout_version = effective_layout_of(self.storage, self.namesystem.dir)
             self.edit_log.set_next_txid(last_txid + 1)
             if self.upgrade:
-                self.ns_info = layout_upgrade.do_upgrade(self.fs_image, self.namesystem)
+                layout_upgrade.do_upgrade(self.fs_image, self.namesystem)
             self.edit_log.open_for_write()
             self.namesystem.edit_log = self.edit_log
         except BaseException:

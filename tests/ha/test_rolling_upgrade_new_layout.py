@@ -27,6 +27,7 @@ from hadoop_qjm.common.exceptions import IOException
 from hadoop_qjm.namenode import rolling_upgrade as ru
 from hadoop_qjm.namenode.fs_image_format import read_image
 from hadoop_qjm.namenode.ha.bootstrap_standby import bootstrap_standby
+from hadoop_qjm.namenode.ha.checkpoint_receivers import TransferResult
 from hadoop_qjm.namenode.ha.ha_util import resolve_ha_conf
 from hadoop_qjm.namenode.name_node_commands import one_line
 from hadoop_qjm.namenode.name_node_core import format_namenode
@@ -211,6 +212,11 @@ def test_new_software_keeps_the_old_layout_until_finalize(pair, mjc, tmp_path) -
     pair.start("nn1", **NEW_SOFTWARE)
     caught_up(pair, "nn2", "nn1")
     assert client.lost("nn1") == []
+    # The active's namespace info took the new layout with its VERSION: the restarted
+    # standby's checkpoint (its VERSION read as -68) is accepted.
+    assert nn2.core.ns_info.layout_version == NEW
+    checkpoint = pair["nn1"].core.save_namespace()
+    assert pair["nn1"].standby_services.upload_image("nn2", checkpoint) is TransferResult.SUCCESS
 
 
 def test_rollback_from_the_new_software_by_the_old(pair, mjc, tmp_path) -> None:
