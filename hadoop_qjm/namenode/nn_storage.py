@@ -344,12 +344,14 @@ class NNStorage:
                     formatted.append((d, info))  # type: ignore[arg-type]
             if not formatted:
                 raise IOException("NameNode is not formatted.")
-            first_dir, ns_info = formatted[0]
+            # A crash amid a finalize's VERSION writes leaves some directories at the older
+            # layout: take that one, so the replayed FINALIZE rewrites every VERSION.
+            first_dir, ns_info = max(formatted, key=lambda f: f[1].layout_version)
             if not upgrading:
                 layout.check_rolling_upgrade_layout(
                     ns_info.layout_version, layout_version, rolling_upgrade_started
                 )
-            for d, info in formatted[1:]:
+            for d, info in formatted:
                 for what, mine, theirs in (
                     ("namespaceID", info.namespace_id, ns_info.namespace_id),
                     ("clusterID", info.cluster_id, ns_info.cluster_id),

@@ -342,6 +342,29 @@ def test_one_namenode_rolls_to_the_new_layout_and_a_lost_version_write_is_replay
         assert segment_layouts(cur)[core.edit_log.cur_segment_txid] == NEW
 
 
+def test_a_version_write_lost_in_one_of_two_directories_is_replayed(tmp_path) -> None:
+    """A crash amid finalize's VERSION writes: name dir a took -68, b kept -67. The start-up
+    takes the older (whichever directory comes first), so the replayed FINALIZE rewrites
+    both; before, a's -68 was taken and b kept -67 for good."""
+    dirs = {"name_dirs": ("a", "b")}
+    old = nn_conf(tmp_path, **dirs)
+    format_namenode(old, fs_owner="hdfs")
+    with start_nn(old) as core:
+        assert ru.start_rolling_upgrade(core, False, now_ms).is_started
+    new = nn_conf(tmp_path, **dirs, **STARTED)
+    with start_nn(new) as core:
+        core.namesystem.mkdirs("/new")
+        assert ru.finalize_rolling_upgrade(core, False, now_ms).is_finalized
+    a, b = (tmp_path / d / "current" for d in ("a", "b"))
+    assert (version_layout(a), version_layout(b)) == (NEW, NEW)
+    version = b / "VERSION"
+    version.write_text(version.read_text().replace(f"layoutVersion={NEW}", f"layoutVersion={OLD}"))
+    assert version_layout(b) == OLD
+    with start_nn(new) as core:
+        assert (version_layout(a), version_layout(b)) == (NEW, NEW)
+        assert core.namesystem.dir.get_inode("/new") is not None
+
+
 def test_the_command_line_flag_sets_hadoops_startup_option(monkeypatch, tmp_path) -> None:
     """``namenode -rollingUpgrade started`` reaches the storage checks as Hadoop's
     NameNode.setStartupOption does: dfs.namenode.startup=ROLLINGUPGRADE(STARTED)."""
