@@ -29,6 +29,7 @@ __all__ = [
     "ROOT_INODE_ID",
     "GRANDFATHER_INODE_ID",
     "PERMISSION_MASK",
+    "SURROGATE",
     "INode",
     "INodeDirectory",
     "INodeFile",
@@ -47,7 +48,8 @@ GRANDFATHER_INODE_ID = 0
 #: FsPermission keeps the sticky bit and the nine rwx bits of the 16-bit short.
 PERMISSION_MASK = 0o1777
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+#: A lone UTF-16 surrogate code point: the edit log's string encoding cannot keep one.
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def is_valid_name(src: str) -> bool:
@@ -62,7 +64,7 @@ def is_valid_name(src: str) -> bool:
     # the last is a "//".
     if not src.startswith("/") or ":" in src or "//" in src:
         return False
-    if not src.isascii() and _SURROGATE.search(src):
+    if not src.isascii() and SURROGATE.search(src):
         return False
     if "/." in src:
         for part in src.split("/"):

@@ -125,13 +125,10 @@ class FSEditLogLoader:
             )
         return parent  # type: ignore[return-value]
 
-    def apply_mkdir(self, op: MkdirOp, parent: INodeDirectory | None = None) -> INode | None:
-        """:meth:`apply` of a MKDIR, whose path's parent directory the live caller may
-        pass: it resolved the path under the namesystem lock it still holds, so walking
-        the path again would find that same directory. Returns the directory at the
-        op's path."""
-        if parent is None:
-            return self._apply_mkdir(op)
+    def apply_mkdir(self, op: MkdirOp, parent: INodeDirectory) -> INode:
+        """:meth:`apply` of a live MKDIR in ``parent``, its path's parent directory: the
+        caller resolved the path under the namesystem lock it still holds, so walking the
+        path again would find that same directory. Returns the directory at the op's path."""
         if not parent.is_dir:
             raise EditLogApplyException(f"Cannot create directory {op.path}: parent is a file")
         name = op.path.rpartition("/")[2]
@@ -142,14 +139,14 @@ class FSEditLogLoader:
             return existing
         return self._add_directory(op, parent, name)
 
-    def _apply_mkdir(self, op: MkdirOp) -> INode | None:  # FSDirMkdirOp.mkdirForEditLog
+    def _apply_mkdir(self, op: MkdirOp) -> None:  # FSDirMkdirOp.mkdirForEditLog
         iip = self.fs_dir.resolve(op.path)
         parent = self._parent_dir(iip, "create directory")
         if iip.last is not None:
             self.fs_dir.update_last_inode_id(op.inode_id)
             LOG.warning("Ignoring MKDIR of existing path %s (txid %d)", op.path, op.txid)
-            return iip.last
-        return self._add_directory(op, parent, iip.last_name)
+            return
+        self._add_directory(op, parent, iip.last_name)
 
     def _add_directory(self, op: MkdirOp, parent: INodeDirectory, name: str) -> INode:
         inode_id = self.fs_dir.update_last_inode_id(op.inode_id)

@@ -8,7 +8,6 @@ a user or group name (what the edit log can carry and replay unchanged).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from hadoop_qjm.common.exceptions import (
@@ -17,6 +16,7 @@ from hadoop_qjm.common.exceptions import (
     IOException,
     PathComponentTooLongException,
 )
+from hadoop_qjm.namenode.fs_directory import SURROGATE
 
 __all__ = [
     "MAX_PATH_DEPTH",
@@ -32,7 +32,6 @@ MAX_PATH_LENGTH = 8000
 MAX_PATH_DEPTH = 1000
 #: Longest user or group name accepted (the edit log's UTF8 strings truncate far above it).
 _MAX_PRINCIPAL_LENGTH = 1024
-_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 def check_path_length(src: object, operation: str) -> None:
@@ -70,5 +69,5 @@ def check_mode(mode: object) -> None:
 def check_principal(name: object, what: str) -> None:
     if not isinstance(name, str) or len(name) > _MAX_PRINCIPAL_LENGTH:
         raise IllegalArgumentException(f"Invalid {what} name {name!r}")
-    if not name.isascii() and _SURROGATES.search(name):
+    if not name.isascii() and SURROGATE.search(name):
         raise IllegalArgumentException(f"Invalid {what} name {name!r}: it has surrogates")

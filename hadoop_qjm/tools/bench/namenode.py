@@ -464,7 +464,7 @@ def run(argv: Sequence[str], conf) -> int:
     )
     parser.add_argument("--no-floor", action="store_true", help="skip the RPC floor phases")
     parser.add_argument("--dir", default=None, help="where the NameNode and JournalNodes write")
-    parser.add_argument(
+    parser.add_argument(  # for --help only: run() hands --observers off before parsing
         "--observers",
         help="reads over observers instead (0,1,2; its flags: --observers 0 --help; docs/ha.md)",
     )
