@@ -69,24 +69,14 @@ class NamespaceAccess:
         self.remote_ip = remote_ip
         self.audit = audit_logger or FSNamesystemAuditLogger()
         self._checkers: dict[UserGroupInformation, FSPermissionChecker] = {}
-        self._by_identity: dict[int, tuple[UserGroupInformation, FSPermissionChecker]] = {}
 
     def call(self, cmd: str, src: str | None, dst: str | None = None) -> AuditedCall:
         """The current caller's checker for one call of ``cmd`` (Hadoop's audit command
         name), which audits the call when it ends."""
         ugi = self._caller()
-        # By identity first: a connection hands out the same UserGroupInformation for each
-        # of its calls, and hashing one (its fields, an Enum's Python __hash__) costs more
-        # than the rest of this. The entry keeps the object alive, so its id is not reused.
-        kept = self._by_identity.get(id(ugi))
-        if kept is not None and kept[0] is ugi:
-            return AuditedCall(self, ugi, kept[1], cmd, src, dst)
         checker = self._checkers.get(ugi)
         if checker is None:
             checker = self._checker(ugi)
-        if len(self._by_identity) >= 1024:
-            self._by_identity.clear()
-        self._by_identity[id(ugi)] = (ugi, checker)
         return AuditedCall(self, ugi, checker, cmd, src, dst)
 
     def _checker(self, ugi: UserGroupInformation) -> FSPermissionChecker:

@@ -13,7 +13,7 @@ group mapping) is not decided here; :func:`is_superuser` is Hadoop's superuser r
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["AuthenticationMethod", "UserGroupInformation", "is_superuser"]
 
@@ -35,6 +35,24 @@ class UserGroupInformation:
     groups: tuple[str, ...] = ()
     auth_method: AuthenticationMethod = AuthenticationMethod.SIMPLE
     real_user: UserGroupInformation | None = None
+    #: Computed once: the NameNode finds a caller's checker by it on every call, and
+    #: hashing the fields (an Enum's __hash__ is Python code) each time cost more.
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        fields = (self.short_user_name, self.groups, self.auth_method, self.real_user)
+        object.__setattr__(self, "_hash", hash(fields))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self):  # noqa: ANN204 - rebuilt, so the hash is of the receiving process
+        return UserGroupInformation, (
+            self.short_user_name,
+            self.groups,
+            self.auth_method,
+            self.real_user,
+        )
 
     @property
     def primary_group(self) -> str | None:
