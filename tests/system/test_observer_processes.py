@@ -17,16 +17,14 @@ ObserverStatus). Slow: ~2 min on a loaded 2-core machine (one run: 2,613 reads h
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from hadoop_qjm.namenode.ha.observer_read_proxy import ObserverReadProxy
-from hadoop_qjm.testing.daemon_process import child_env
 from hadoop_qjm.testing.in_process_ha import wait_until
 from hadoop_qjm.testing.mini_ha_cluster import NAMESERVICE, MiniHACluster
-from hadoop_qjm.tools.bench._nn_load import CLIENT_COMMAND
+from hadoop_qjm.tools.bench._nn_load import CLIENT_COMMAND, BenchClients
 from hadoop_qjm.tools.bench._nn_observers import OBSERVER_PROVIDER, namenode_bean
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -37,20 +35,12 @@ OTHER_WRITERS = 4
 WRITER_SECONDS = 600
 
 
-def _writer(cluster: MiniHACluster, n: int) -> subprocess.Popen:
-    """One client process doing mkdirs on the active (bench namenode's load client)."""
+def _writers(cluster: MiniHACluster) -> BenchClients:
+    """OTHER_WRITERS client processes doing mkdirs on the active (bench namenode's)."""
     args = ["client", "127.0.0.1", str(cluster.rpc_ports["nn1"]), "1", str(WRITER_SECONDS)]
-    proc = subprocess.Popen(
-        [*CLIENT_COMMAND, *args, "1000000", f"w{n}"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=child_env(),
+    return BenchClients(
+        [[*CLIENT_COMMAND, *args, "1000000", f"w{n}"] for n in range(OTHER_WRITERS)]
     )
-    assert proc.stdout.readline().strip() == "READY"
-    proc.stdin.write("go\n")
-    proc.stdin.flush()
-    return proc
 
 
 def _ops(cluster: MiniHACluster, nnid: str, name: str) -> int:
@@ -69,9 +59,8 @@ def test_read_your_writes_5000_times_through_the_observer_while_4_processes_writ
         result = cluster.run_hdfs("haadmin", "-transitionToObserver", "nn3")
         assert result.returncode == 0, result.stderr
         assert cluster.states() == {"nn1": "active", "nn2": "standby", "nn3": "observer"}
-        writers = []
-        try:
-            writers = [_writer(cluster, n) for n in range(OTHER_WRITERS)]
+        with _writers(cluster) as writers:
+            writers.go()
             others0 = _ops(cluster, "nn1", "MkdirsOps")
             # The writers are writing before the first round, not just started.
             wait_until(lambda: _ops(cluster, "nn1", "MkdirsOps") >= others0 + 20, 60, "writes")
@@ -85,13 +74,8 @@ def test_read_your_writes_5000_times_through_the_observer_while_4_processes_writ
                     assert fs.get_file_info(f"/ryw/{i}") is not None, i
                 assert (fs.observer_reads, fs.active_reads) == (ROUNDS, 0)
             mkdirs = _ops(cluster, "nn1", "MkdirsOps") - mkdirs0
-            still = [w.pid for w in writers if w.poll() is not None]
+            still = [w.pid for w in writers.procs if w.poll() is not None]
             assert still == [], f"writer processes ended early: {still}"
-        finally:
-            for proc in writers:
-                if proc.poll() is None:
-                    proc.kill()
-                proc.wait()
         served = _ops(cluster, "nn3", "FileInfoOps") - served0
         assert served == ROUNDS, served  # the probes and msync are other calls
         assert _ops(cluster, "nn1", "FileInfoOps") == on_active0

@@ -15,14 +15,16 @@ until stdin closes. What it sustains is the RPC floor on this machine.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
     "CLIENT_COMMAND",
+    "BenchClients",
     "client_main",
     "cpu_seconds",
     "floor_main",
@@ -125,6 +127,61 @@ def timed_calls(
         "lat_us": lat_us,
         "cpu_s": time.process_time() - cpu0,
     }
+
+
+class BenchClients:
+    """Client processes started together: each prints READY, starts on a line on stdin
+    and ends with one JSON line; stopped by their pids (also when one fails to start).
+    ``env`` is added to their environment (``HADOOP_USER_NAME``, say)."""
+
+    def __init__(
+        self, commands: Sequence[Sequence[str]], env: Mapping[str, str] | None = None
+    ) -> None:
+        from hadoop_qjm.testing.daemon_process import child_env  # not in the client's start-up
+
+        self.procs: list[subprocess.Popen] = []
+        try:
+            for command in commands:
+                self.procs.append(
+                    subprocess.Popen(
+                        list(command),
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        text=True,
+                        env={**child_env(), **(env or {})},
+                    )
+                )
+            for proc in self.procs:
+                line = proc.stdout.readline()  # type: ignore[union-attr]
+                if line.strip() != "READY":
+                    raise RuntimeError(f"bench client {proc.pid} did not start: {line.strip()!r}")
+        except BaseException:
+            self.stop()
+            raise
+
+    def go(self) -> None:
+        for proc in self.procs:
+            proc.stdin.write("go\n")  # type: ignore[union-attr]
+            proc.stdin.flush()  # type: ignore[union-attr]
+
+    def reports(self, timeout_s: float) -> list[dict[str, Any]]:
+        reports = []
+        for proc in self.procs:
+            out, _ = proc.communicate(timeout=timeout_s)
+            reports.append(json.loads(out.strip().splitlines()[-1]))
+        return reports
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+
+    def __enter__(self) -> BenchClients:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
 
 
 def client_main(host: str, port: int, threads: int, seconds: float, max_ops: int, tag: str) -> int:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,9 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hadoop_qjm.testing.mini_ha_cluster import NAMESERVICE, MiniHACluster, child_env
+from hadoop_qjm.testing.mini_ha_cluster import NAMESERVICE, MiniHACluster
 from hadoop_qjm.tools.bench._nn_load import (
     CLIENT_COMMAND,
+    BenchClients,
     cpu_seconds,
     percentile,
     split,
@@ -147,56 +147,6 @@ def namenode_bean(http_port: int, name: str) -> dict[str, Any]:
         return json.loads(response.read())["beans"][0]
 
 
-class _Clients:
-    """Client processes started together: each prints READY, starts on a line on stdin
-    and ends with one JSON line; stopped by their pids (also when one fails to start)."""
-
-    def __init__(self, commands: Sequence[Sequence[str]]) -> None:
-        self.procs: list[subprocess.Popen] = []
-        try:
-            for command in commands:
-                self.procs.append(
-                    subprocess.Popen(
-                        list(command),
-                        stdin=subprocess.PIPE,
-                        stdout=subprocess.PIPE,
-                        text=True,
-                        env=child_env(),
-                    )
-                )
-            for proc in self.procs:
-                line = proc.stdout.readline()  # type: ignore[union-attr]
-                if line.strip() != "READY":
-                    raise RuntimeError(f"bench client {proc.pid} did not start: {line.strip()!r}")
-        except BaseException:
-            self.stop()
-            raise
-
-    def go(self) -> None:
-        for proc in self.procs:
-            proc.stdin.write("go\n")  # type: ignore[union-attr]
-            proc.stdin.flush()  # type: ignore[union-attr]
-
-    def reports(self, timeout_s: float) -> list[dict[str, Any]]:
-        reports = []
-        for proc in self.procs:
-            out, _ = proc.communicate(timeout=timeout_s)
-            reports.append(json.loads(out.strip().splitlines()[-1]))
-        return reports
-
-    def stop(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
-
-    def __enter__(self) -> _Clients:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-
 def _set_observers(cluster: MiniHACluster, candidates: Sequence[str], count: int) -> None:
     """The first ``count`` of ``candidates`` observers, the others standbys."""
     for i, nnid in enumerate(candidates):
@@ -249,7 +199,7 @@ def _phase(
         if node is not None
     ]
     states = cluster.states()
-    with _Clients(writers + readers) as group:
+    with BenchClients(writers + readers) as group:
         before = _activity(cluster)
         cpu0 = {nnid: cpu_seconds(pid) for nnid, pid in pids.items()}
         journal0 = sum(cpu_seconds(pid) for pid in journal_pids)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import re
 import shutil
 import subprocess
@@ -46,6 +45,7 @@ from hadoop_qjm.testing.daemon_process import child_env
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.name_node_process import NameNodeProcess, write_conf_dir
 from hadoop_qjm.tools.bench._nn_load import CLIENT_COMMAND as _CLIENT
+from hadoop_qjm.tools.bench._nn_load import BenchClients
 from hadoop_qjm.tools.bench._nn_load import cpu_seconds as _cpu_seconds
 from hadoop_qjm.tools.bench._nn_load import percentile as _percentile
 from hadoop_qjm.tools.bench._nn_load import split as _split
@@ -129,41 +129,28 @@ def run_phase(
     is added to the client processes' environment (``HADOOP_USER_NAME``, say)."""
     threads = [n for n in _split(clients, max(1, min(processes, clients))) if n > 0]
     ops = _split(max_ops, len(threads))
-    procs: list[subprocess.Popen] = []
-    try:
-        for i, (n, cap) in enumerate(zip(threads, ops, strict=True)):
-            args = ["client", "127.0.0.1", str(rpc_port), str(n), str(seconds), str(cap)]
-            procs.append(
-                subprocess.Popen(
-                    [*_CLIENT, *args, f"{tag}p{i}"],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    text=True,
-                    env={**child_env(), **(client_env or {})},
-                )
-            )
-        for proc in procs:
-            line = proc.stdout.readline()  # type: ignore[union-attr]
-            if line.strip() != "READY":
-                raise RuntimeError(f"bench client {proc.pid} did not start: {line.strip()!r}")
+    commands = [
+        [
+            *_CLIENT,
+            "client",
+            "127.0.0.1",
+            str(rpc_port),
+            str(n),
+            str(seconds),
+            str(cap),
+            f"{tag}p{i}",
+        ]
+        for i, (n, cap) in enumerate(zip(threads, ops, strict=True))
+    ]
+    with BenchClients(commands, client_env) as group:
         txns0, syncs0, _ = counters() if counters else (0, 0, 1.0)
         cpu0 = _cpu_seconds(server_pid)
         start = time.perf_counter()
-        for proc in procs:
-            proc.stdin.write("go\n")  # type: ignore[union-attr]
-            proc.stdin.flush()  # type: ignore[union-attr]
-        reports = []
-        for proc in procs:
-            out, _ = proc.communicate(timeout=seconds + 180)
-            reports.append(json.loads(out.strip().splitlines()[-1]))
+        group.go()
+        reports = group.reports(seconds + 180)
         elapsed = time.perf_counter() - start
         cpu1 = _cpu_seconds(server_pid)
         txns1, syncs1, in_flight = counters() if counters else (0, 0, 1.0)
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
     latencies = sorted(x / 1e6 for report in reports for x in report["lat_us"])
     return PhaseResult(
         clients=clients,
