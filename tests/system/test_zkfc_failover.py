@@ -617,16 +617,20 @@ def test_zookeeper_servers_lost(zk_ensemble, make_cluster) -> None:
             zk_ensemble.wait_serving(timeout_s=60)
             wait_settled(cluster, back_offsets, "with the ensemble back")
             wait_one_active(cluster, 30)
-            # Past a session timeout: whatever expired has been sorted out by now.
+            # A session the restarted ensemble expires late (a slow machine: seen in a
+            # whole -m slow run) sends its controller back to standby, and the lock of the
+            # session it lost stays until ZooKeeper deletes it: nobody is active for that
+            # moment, as in Hadoop. Never two (the watcher checks throughout), and one again.
             watch_states(
                 cluster,
                 5.0,
                 lambda s: (
                     None
-                    if sorted(s.values()) == ["active", "standby"]
-                    else "not exactly one active after the ensemble came back"
+                    if list(s.values()).count("active") <= 1
+                    else "two actives after the ensemble came back"
                 ),
             )
+            wait_one_active(cluster, 30)
             load.wait_acks(20, 30, since=back_at, what="with the ensemble back")
         finally:
             load.stop()
