@@ -41,9 +41,11 @@ __all__ = [
 #: TransferFsImage.MD5_HEADER: the MD5 of the body, when the server knows it.
 MD5_HEADER = "X-MD5-Digest"
 CHUNK_SIZE = 64 * 1024
-#: What a download reads at once: one python iteration (write, MD5, callbacks) per MiB
-#: rather than per 64 KiB.
-RECV_CHUNK = 1024 * 1024
+#: What a download reads at once: one python iteration (write, MD5, callbacks) per
+#: 256 KiB rather than per 64 KiB, and small enough that the MD5 of one chunk (hashing
+#: thread) overlaps receiving the next within a segment; 1 MiB chunks left a 1 MB segment
+#: one chunk, received and then hashed (bench journalnode --catch-up: ~1.15x MB/s).
+RECV_CHUNK = 256 * 1024
 #: fdatasync where the platform has it: the file's data and size, not its timestamps.
 _fdatasync = getattr(os, "fdatasync", os.fsync)
 

@@ -71,4 +71,5 @@ def test_bench_journalnode_catch_up_reports_both_rates_and_the_ratio(
     assert re.search(r"raw local copy .*: [\d,.]+ MB/s, [\d,.]+ segments/s", out)
     assert re.search(r"catch-up of a wiped JournalNode .*: [\d,.]+ MB/s, [\d,.]+ segments/s", out)
     assert re.search(r"ratio to the raw copy: \d+\.\d\d \(goal >= 0\.5\)", out)
+    assert re.search(r"md5 alone / raw copy \d+\.\d\d; catch-up / md5 alone \d+\.\d\d", out)
     assert list(tmp_path.iterdir()) == []
