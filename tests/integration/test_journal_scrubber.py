@@ -72,6 +72,7 @@ def test_a_flipped_byte_is_found_and_repaired_from_two_agreeing_peers(tmp_path, 
         qjm = writer_of(cluster)
         write_segment(qjm, 1, 20, True)
         write_segment(qjm, 21, 5, True)
+        qjm.loggers.wait_for_all_pending_calls()  # a quorum returned; the third finalized too
         damaged = cluster.current_dir(0, JID) / SEG
         good = (cluster.current_dir(1, JID) / SEG).read_bytes()
         flip_byte_in_op(damaged, 7)
@@ -111,6 +112,7 @@ def test_no_repair_from_a_single_unconfirmed_copy(tmp_path, writer_of):
         qjm = writer_of(cluster)
         write_segment(qjm, 1, 20, True)
         write_segment(qjm, 21, 5, True)
+        qjm.loggers.wait_for_all_pending_calls()  # a quorum returned; the third finalized too
         flip_byte_in_op(cluster.current_dir(0, JID) / SEG, 7)
         flip_byte_in_op(cluster.current_dir(1, JID) / SEG, 12)
         for i in (0, 1):
@@ -129,6 +131,7 @@ def test_a_segment_being_read_is_not_pulled_from_under_its_reader(tmp_path, writ
         qjm = writer_of(cluster)
         write_segment(qjm, 1, 20, True)
         write_segment(qjm, 21, 5, True)
+        qjm.loggers.wait_for_all_pending_calls()  # a quorum returned; the third finalized too
         s0 = scrubber(cluster, 0)
         wait_until(lambda: s0.state == "waiting for the next pass", what="the first pass")
         damaged = cluster.current_dir(0, JID) / SEG
@@ -153,6 +156,7 @@ def test_the_scrubber_stays_under_its_rate_while_a_writer_streams(tmp_path, writ
         qjm = writer_of(cluster)
         for start in range(1, 6001, 1000):
             write_segment(qjm, start, 1000, True)
+        qjm.loggers.wait_for_all_pending_calls()
         s0 = scrubber(cluster, 0)
         wait_until(lambda: s0.state == "waiting for the next pass", what="the first pass")
         errors: list[BaseException] = []

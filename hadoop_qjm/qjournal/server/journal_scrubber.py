@@ -368,6 +368,9 @@ class JournalNodeScrubber:
         elif outcome is RepairOutcome.GONE:
             self.log.info("Scrubber: %s was purged meanwhile", log.path.name)
         elif replacement is not None:
+            # The finding first, then the count: a reader of the bean that sees the count
+            # sees the finding with it.
+            self._note(f"{log.name}: corrupt at {finding}; repaired")
             self._repaired.inc()
             self.log.warning(
                 "Scrubber: repaired %s with a copy confirmed by two peers; the damaged file "
@@ -375,8 +378,8 @@ class JournalNodeScrubber:
                 log.path.name,
                 log.path.name,
             )
-            self._note(f"{log.name}: corrupt at {finding}; repaired")
         else:
+            self._note(f"{log.name}: corrupt at {finding}; UNREPAIRABLE, moved aside")
             self._unrepairable.inc()
             self.log.error(
                 "Scrubber: no peer has a confirmed good copy of %s; moved it aside as "
@@ -384,7 +387,6 @@ class JournalNodeScrubber:
                 log.path.name,
                 log.path.name,
             )
-            self._note(f"{log.name}: corrupt at {finding}; UNREPAIRABLE, moved aside")
 
     def _fetch_confirmed_copy(self, log) -> tuple[Path | None, str | None]:
         """A verified peer copy whose bytes a second peer confirms, and its md5 when it
