@@ -422,10 +422,25 @@ def test_format_checks_the_locks_before_asking_and_names_the_location_declined(
     assert asked == [str(tmp_path / "name"), cluster.quorum_journal_uri("locks-first")]
 
 
-def test_format_force_from_another_host_never_wipes_a_live_journal(cluster, tmp_path) -> None:
+@pytest.fixture
+def connection_only_cluster() -> Iterator[MiniJournalCluster]:
+    """JournalNodes whose format refusal counts only a connected writer (window 0): a
+    NameNode's close() returns on a majority and may drop the third node's finalize, and
+    that node's segment, written to a moment ago, would count as live for the whole
+    default window (60 s)."""
+    conf = Configuration()
+    conf.set("dfs.journalnode.format.live-writer.window.ms", "0")
+    with MiniJournalCluster(3, conf=conf) as mjc:
+        yield mjc
+
+
+def test_format_force_from_another_host_never_wipes_a_live_journal(
+    connection_only_cluster, tmp_path
+) -> None:
     """Issue 33 item 1, through format_namenode: another host's ``-format -force`` while
     the active NameNode writes changes nothing, neither on the JournalNodes nor locally;
     once the NameNode stopped it formats and reports what it destroyed."""
+    cluster = connection_only_cluster
     jid = "live-writer"
     conf = nn_conf(tmp_path / "nn1", shared=cluster.quorum_journal_uri(jid))
     other_host = nn_conf(tmp_path / "host3", shared=cluster.quorum_journal_uri(jid))
