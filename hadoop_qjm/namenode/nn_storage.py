@@ -346,7 +346,7 @@ class NNStorage:
                 raise IOException("NameNode is not formatted.")
             # A crash amid a finalize's VERSION writes leaves some directories at the older
             # layout: take that one, so the replayed FINALIZE rewrites every VERSION.
-            first_dir, ns_info = max(formatted, key=lambda f: f[1].layout_version)
+            reference_dir, ns_info = max(formatted, key=lambda f: f[1].layout_version)
             if not upgrading:
                 layout.check_rolling_upgrade_layout(
                     ns_info.layout_version, layout_version, rolling_upgrade_started
@@ -360,7 +360,7 @@ class NNStorage:
                     if mine != theirs:
                         raise inconsistent_state(
                             d.root,
-                            f"{what} {mine} does not match {theirs} in {first_dir.root}.",
+                            f"{what} {mine} does not match {theirs} in {reference_dir.root}.",
                         )
             for d in unformatted:
                 LOG.info("Formatting the new storage directory %s", d.root)

@@ -59,6 +59,14 @@ def writer_of() -> Iterator[Callable[[MiniJournalCluster], QuorumJournalManager]
         qjm.close()
 
 
+def write_two_segments(qjm: QuorumJournalManager) -> None:
+    """Segments 1-20 (SEG) and 21-25, finalized on all three nodes: write_segment returns
+    on a quorum, and the third node's calls may still be queued."""
+    write_segment(qjm, 1, 20, True)
+    write_segment(qjm, 21, 5, True)
+    qjm.loggers.wait_for_all_pending_calls()
+
+
 def scrubber(cluster: MiniJournalCluster, i: int):
     return cluster.journal_node(i).scrubbers[JID]
 
@@ -70,9 +78,7 @@ def bean(cluster: MiniJournalCluster, i: int) -> dict:
 def test_a_flipped_byte_is_found_and_repaired_from_two_agreeing_peers(tmp_path, writer_of):
     with cluster_with(tmp_path, interval="200") as cluster:
         qjm = writer_of(cluster)
-        write_segment(qjm, 1, 20, True)
-        write_segment(qjm, 21, 5, True)
-        qjm.loggers.wait_for_all_pending_calls()  # a quorum returned; the third finalized too
+        write_two_segments(qjm)
         damaged = cluster.current_dir(0, JID) / SEG
         good = (cluster.current_dir(1, JID) / SEG).read_bytes()
         flip_byte_in_op(damaged, 7)
@@ -110,9 +116,7 @@ def test_no_repair_from_a_single_unconfirmed_copy(tmp_path, writer_of):
     # both are moved aside and reported, never "repaired".
     with cluster_with(tmp_path, interval="200") as cluster:
         qjm = writer_of(cluster)
-        write_segment(qjm, 1, 20, True)
-        write_segment(qjm, 21, 5, True)
-        qjm.loggers.wait_for_all_pending_calls()  # a quorum returned; the third finalized too
+        write_two_segments(qjm)
         flip_byte_in_op(cluster.current_dir(0, JID) / SEG, 7)
         flip_byte_in_op(cluster.current_dir(1, JID) / SEG, 12)
         for i in (0, 1):
@@ -129,9 +133,7 @@ def test_no_repair_from_a_single_unconfirmed_copy(tmp_path, writer_of):
 def test_a_segment_being_read_is_not_pulled_from_under_its_reader(tmp_path, writer_of):
     with cluster_with(tmp_path, interval="3600000") as cluster:
         qjm = writer_of(cluster)
-        write_segment(qjm, 1, 20, True)
-        write_segment(qjm, 21, 5, True)
-        qjm.loggers.wait_for_all_pending_calls()  # a quorum returned; the third finalized too
+        write_two_segments(qjm)
         s0 = scrubber(cluster, 0)
         wait_until(lambda: s0.state == "waiting for the next pass", what="the first pass")
         damaged = cluster.current_dir(0, JID) / SEG

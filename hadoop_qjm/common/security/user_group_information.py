@@ -40,19 +40,17 @@ class UserGroupInformation:
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        fields = (self.short_user_name, self.groups, self.auth_method, self.real_user)
-        object.__setattr__(self, "_hash", hash(fields))
+        object.__setattr__(self, "_hash", hash(self._args()))
+
+    def _args(self) -> tuple:
+        """The constructor's arguments: what equality compares and the hash covers."""
+        return (self.short_user_name, self.groups, self.auth_method, self.real_user)
 
     def __hash__(self) -> int:
         return self._hash
 
     def __reduce__(self):  # noqa: ANN204 - rebuilt, so the hash is of the receiving process
-        return UserGroupInformation, (
-            self.short_user_name,
-            self.groups,
-            self.auth_method,
-            self.real_user,
-        )
+        return UserGroupInformation, self._args()
 
     @property
     def primary_group(self) -> str | None:
