@@ -18,6 +18,7 @@ import threading
 import pytest
 
 from hadoop_qjm.conf import Configuration
+from hadoop_qjm.editlog.file_journal_manager import EDITS_REGEX
 from hadoop_qjm.namenode.protocol.messages import HAServiceState
 from hadoop_qjm.namenode.shared_edits_switch import SharedEditsSwitch
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
@@ -36,10 +37,11 @@ def _uri(mjc: MiniJournalCluster, nodes: list[int]) -> str:
 
 
 def _finalized(mjc: MiniJournalCluster, i: int) -> dict[str, bytes]:
+    """The node's finalized segments by name: not their .md5 sidecars, and not the
+    .md5.tmp of a finalize that a node still running is writing (a close() returns on a
+    majority, so the third node's finalize may arrive after the pair stopped)."""
     current = mjc.current_dir(i, JID)
-    return {
-        p.name: p.read_bytes() for p in current.glob("edits_[0-9]*-[0-9]*") if p.suffix != ".md5"
-    }
+    return {p.name: p.read_bytes() for p in current.iterdir() if EDITS_REGEX.fullmatch(p.name)}
 
 
 def _shared_qjm(nn) -> QuorumJournalManager:  # noqa: ANN001

@@ -21,7 +21,7 @@ from hadoop_qjm.cli import main
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.editlog.file_journal_manager import inprogress_edits_file_name
+from hadoop_qjm.editlog.file_journal_manager import EDITS_REGEX, inprogress_edits_file_name
 from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
@@ -66,7 +66,7 @@ def finalized(cluster, i: int) -> dict[str, bytes]:
     d = cluster.current_dir(i, JID)
     if not d.is_dir():
         return {}
-    return {p.name: p.read_bytes() for p in d.glob("edits_[0-9]*-[0-9]*") if p.suffix != ".md5"}
+    return {p.name: p.read_bytes() for p in d.iterdir() if EDITS_REGEX.fullmatch(p.name)}
 
 
 def syncer_status(cluster, i: int) -> dict:
