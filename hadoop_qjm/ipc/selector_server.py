@@ -20,7 +20,10 @@ read until they drain.
 
 A handler may **postpone** its call's reply (Hadoop's ``Call.postponeResponse``): the
 NameNode's handlers, with async edit logging, return once their edit is logged and let the
-edit log's syncer send the reply when the edit is durable (:func:`current_call`).
+edit log's syncer release the reply when the edit is durable (:func:`current_call`). The
+syncer hands them to the listener, which writes them between selects (Hadoop's syncer
+writes them itself: here each ``send`` would give the interpreter lock to the listener and
+handlers); the listener queues a select round's calls once every ready connection is read.
 
 An oversized or undecodable frame drops that one connection (logged); every other
 connection is served on. Plain TCP only: a socket factory that wraps accepted sockets (TLS)
@@ -131,19 +134,21 @@ class Call:
 
     def send_response(self) -> None:
         """The postponed reply may go (from any thread)."""
-        self._release()
+        self._release(inline=False)
 
     def fail(self, error: Exception) -> None:
         """Answer the postponed call with ``error`` instead of its reply (from any thread)."""
         self._error = error
-        self._release()
+        self._release(inline=False)
 
     def abort(self) -> None:
         """The call cannot be answered: close its connection, so the client sees the
         outcome is unknown rather than waiting forever."""
         self._server._close(self._conn)
 
-    def _release(self) -> None:
+    def _release(self, inline: bool = True) -> None:
+        """One wait is over; the last one sends the reply: the handler's own, at once;
+        a postponed one's (the edit log's syncer), through the listener."""
         with self._server._calls_lock:
             self._waits -= 1
             ready = self._waits == 0
@@ -157,7 +162,10 @@ class Call:
                 LOG.exception("Cannot encode the error reply for %s", self._conn.peer)
                 self.abort()
                 return
-        self._server._respond(self._conn, reply)
+        if inline:
+            self._server._respond(self._conn, reply)
+        else:
+            self._server._respond_later(self._conn, reply)
 
 
 class IpcServer:
@@ -201,6 +209,8 @@ class IpcServer:
         self._connections: dict[int, _Connection] = {}
         self._ready: collections.deque[_Connection] = collections.deque()
         self._to_write: collections.deque[_Connection] = collections.deque()
+        self._replies: list[tuple[_Connection, bytes]] = []
+        self._replies_lock = threading.Lock()
         self._stopped = threading.Event()
         self._threads: list[threading.Thread] = []
         self._listener_thread: threading.Thread | None = None
@@ -303,6 +313,7 @@ class IpcServer:
             selector.register(self._listener, selectors.EVENT_READ)
             selector.register(self._wake_r, selectors.EVENT_READ)
             self._selector = selector
+            calls: list[Call] = []
             while not self._stopped.is_set():
                 for key, _ in selector.select():
                     if self._stopped.is_set():
@@ -312,11 +323,21 @@ class IpcServer:
                     elif key.fileobj is self._wake_r:
                         self._drain_wake()
                     else:
-                        self._read(key.data)
+                        call = self._read(key.data)
+                        if call is not None:
+                            calls.append(call)
+                # The round's calls are queued once every ready connection is read: a
+                # handler woken by the first would otherwise take the interpreter lock
+                # at the listener's next recv, and the listener wait to get it back.
+                for call in calls:
+                    self._enqueue(call)
+                calls.clear()
 
     def _drain_wake(self) -> None:
         with contextlib.suppress(OSError):
             self._wake_r.recv(4096)
+        if self._replies:
+            self._send_replies()
         while self._ready:
             conn = self._ready.popleft()
             if conn.closed:
@@ -361,7 +382,7 @@ class IpcServer:
             self._connections[id(conn)] = conn
         self._selector.register(sock, selectors.EVENT_READ, conn)
 
-    def _read(self, conn: _Connection) -> None:
+    def _read(self, conn: _Connection) -> Call | None:
         try:
             data = conn.sock.recv(_RECV_SIZE)
         except (BlockingIOError, InterruptedError):
@@ -394,7 +415,8 @@ class IpcServer:
             with contextlib.suppress(KeyError, ValueError, OSError):
                 self._selector.unregister(conn.sock)
         if frame is not None:
-            self._enqueue(Call(self, conn, frame))
+            return Call(self, conn, frame)
+        return None
 
     @staticmethod
     def _split_frames(conn: _Connection, data: bytes) -> list[bytes]:
@@ -412,6 +434,8 @@ class IpcServer:
             try:
                 self._places.get(timeout=0.1)
             except queue.Empty:
+                if self._replies:  # replies the syncer released go out meanwhile
+                    self._send_replies()
                 continue
             self.call_queue.put(call)
             return
@@ -481,6 +505,20 @@ class IpcServer:
             self._call_done(conn)
         else:
             self._wake(self._resp_wake_w)
+
+    def _respond_later(self, conn: _Connection, reply: bytes) -> None:
+        """Hand a postponed call's reply to the listener (one wake-up per sync's replies)."""
+        with self._replies_lock:
+            self._replies.append((conn, reply))
+            wake = len(self._replies) == 1
+        if wake:
+            self._wake(self._wake_w)
+
+    def _send_replies(self) -> None:  # in the listener's thread
+        with self._replies_lock:
+            replies, self._replies = self._replies, []
+        for conn, reply in replies:
+            self._respond(conn, reply)
 
     def _call_done(self, conn: _Connection) -> None:
         """The connection's reply is out: its next waiting frame may be queued."""

@@ -276,6 +276,46 @@ def test_a_postponed_reply_goes_out_when_released_and_a_failed_one_as_an_error(
         assert reply(one) == b"next"
 
 
+def test_a_postponed_reply_goes_out_while_a_full_call_queue_holds_the_listener(
+    backend: Backend,
+) -> None:
+    """The listener writes the replies a syncer releases; while it waits for a place in a
+    full call queue it still writes them (else a postponed reply would wait for a handler
+    that may itself be waiting).
+
+        P: [post:P]   postponed, held by the test
+        A: [wait:A]   executes (one handler)
+        B: [echo:B]   in the queue (one place: full)
+        C: [echo:C]   read; the listener waits for a place
+    """
+    server = make_server(backend, handlers=1, queue_size=1)
+    socks = {name: connect(server) for name in "PABC"}
+    try:
+        send(socks["P"], b"post:P")
+        wait_until(lambda: len(backend.postponed) == 1, DEADLINE_S)
+        send(socks["A"], b"wait:A")
+        wait_until(lambda: server.call_queue_length == 0, DEADLINE_S)
+        send(socks["B"], b"echo:B")
+        wait_until(lambda: server.call_queue_length == 1, DEADLINE_S)
+        send(socks["C"], b"echo:C")
+        socks["C"].settimeout(0.3)
+        with pytest.raises(TimeoutError):
+            socks["C"].recv(1)  # the listener holds C's call: the queue is full
+        backend.postponed[0].send_response()
+        socks["P"].settimeout(5.0)
+        assert reply(socks["P"]) == b"P"  # with A still executing
+        assert not backend.gate.is_set()
+        backend.gate.set()
+        for name in "ABC":
+            socks[name].settimeout(DEADLINE_S)
+            assert reply(socks[name]) == name.encode()
+    finally:
+        backend.gate.set()
+        for sock in socks.values():
+            sock.close()
+        server.stop(10)
+
+
 def test_stop_closes_every_connection_and_joins_every_thread(backend: Backend) -> None:
     before = set(ipc_threads())
     server = make_server(backend, handlers=3)
