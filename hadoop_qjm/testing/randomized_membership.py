@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from hadoop_qjm.editlog.file_journal_manager import match_edit_logs
 from hadoop_qjm.qjournal.client.membership_change import (
     begin_reconfiguration,
     finish_reconfiguration,
@@ -143,12 +144,9 @@ class MembershipRun(SeedRun):
         any divergence."""
         held: dict[str, Path] = {}
         for n in range(MEMBERSHIP_NODES):
-            for path in self.cluster.current_dir(n, JID).glob("edits_[0-9]*-[0-9]*"):
-                if (
-                    path.suffix != ".md5"
-                    and int(path.name.split("_")[1].split("-")[1]) >= self.purge_horizon
-                ):
-                    held.setdefault(path.name, path)
+            for log in match_edit_logs(self.cluster.current_dir(n, JID)):
+                if not log.is_in_progress and log.last_txid >= self.purge_horizon:
+                    held.setdefault(log.path.name, log.path)
         for n in new:
             current = self.cluster.current_dir(n, JID)
             # Any file of the segment (in progress, or acceptRecovery's .epoch= download)

@@ -18,7 +18,7 @@ import threading
 import pytest
 
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.editlog.file_journal_manager import EDITS_REGEX
+from hadoop_qjm.editlog.file_journal_manager import match_edit_logs
 from hadoop_qjm.namenode.protocol.messages import HAServiceState
 from hadoop_qjm.namenode.shared_edits_switch import SharedEditsSwitch
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
@@ -40,8 +40,8 @@ def _finalized(mjc: MiniJournalCluster, i: int) -> dict[str, bytes]:
     """The node's finalized segments by name: not their .md5 sidecars, and not the
     .md5.tmp of a finalize that a node still running is writing (a close() returns on a
     majority, so the third node's finalize may arrive after the pair stopped)."""
-    current = mjc.current_dir(i, JID)
-    return {p.name: p.read_bytes() for p in current.iterdir() if EDITS_REGEX.fullmatch(p.name)}
+    logs = match_edit_logs(mjc.current_dir(i, JID))
+    return {log.path.name: log.path.read_bytes() for log in logs if not log.is_in_progress}
 
 
 def _shared_qjm(nn) -> QuorumJournalManager:  # noqa: ANN001

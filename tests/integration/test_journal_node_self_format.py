@@ -21,7 +21,7 @@ from hadoop_qjm.cli import main
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.storage_info import NamespaceInfo
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.editlog.file_journal_manager import EDITS_REGEX, inprogress_edits_file_name
+from hadoop_qjm.editlog.file_journal_manager import inprogress_edits_file_name, match_edit_logs
 from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
@@ -63,10 +63,13 @@ def cluster_with_peers(
 
 
 def finalized(cluster, i: int) -> dict[str, bytes]:
-    d = cluster.current_dir(i, JID)
-    if not d.is_dir():
-        return {}
-    return {p.name: p.read_bytes() for p in d.iterdir() if EDITS_REGEX.fullmatch(p.name)}
+    return finalized_in(cluster.current_dir(i, JID))
+
+
+def finalized_in(current) -> dict[str, bytes]:
+    """The finalized segments in ``current`` by name (not their .md5 sidecars)."""
+    logs = match_edit_logs(current)
+    return {log.path.name: log.path.read_bytes() for log in logs if not log.is_in_progress}
 
 
 def syncer_status(cluster, i: int) -> dict:
@@ -352,11 +355,7 @@ def test_bootstrap_brings_a_new_host_to_the_same_state(tmp_path, capsys):
             assert "[4/4 segments] 20 txns" in out
             assert "it holds every finalized segment its peers hold" in out
             new_current = new_dir / JID / "current"
-            copies = {
-                p.name: p.read_bytes()
-                for p in new_current.glob("edits_[0-9]*-[0-9]*")
-                if p.suffix != ".md5"
-            }
+            copies = finalized_in(new_current)
             assert copies == finalized(cluster, 0) and len(copies) == 4
             assert (new_current / "VERSION").read_text().count("namespaceID=12345") == 1
             # Run again: nothing to fetch, nothing overwritten.

@@ -20,7 +20,7 @@ import pytest
 from hadoop_qjm.common.java_properties import load_properties
 from hadoop_qjm.common.storage import StorageDirectory
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.editlog.file_journal_manager import EDITS_REGEX
+from hadoop_qjm.editlog.file_journal_manager import match_edit_logs
 from hadoop_qjm.editlog.fs_edit_log_op import encode_op
 from hadoop_qjm.editlog.redundant_edit_log_input_stream import chain_and_make_redundant_streams
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy
@@ -346,9 +346,8 @@ def test_initialize_shared_edits_copies_every_local_op(tmp_path, mjc) -> None:
     local_segments = sorted(p.name for p in current.glob("edits_0*"))
     holders = 0
     for i in range(3):
-        names = sorted(
-            p.name for p in mjc.current_dir(i, JID).iterdir() if EDITS_REGEX.fullmatch(p.name)
-        )
+        logs = match_edit_logs(mjc.current_dir(i, JID))
+        names = sorted(log.path.name for log in logs if not log.is_in_progress)
         assert set(names) <= set(local_segments)
         holders += names == local_segments
     assert holders == 3
