@@ -6,6 +6,7 @@ import itertools
 import logging
 import os
 import re
+import signal
 import tempfile
 from pathlib import Path
 
@@ -26,12 +27,21 @@ def _tmpfs_dir() -> str | None:
     return str(path)
 
 
+def _interrupt(_signum: int, _frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the run at once
+    raise KeyboardInterrupt
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Scratch files go to tmpfs: ``tmp_path``, ``tempfile.mkdtemp()`` (a MiniJournalCluster
     without a ``base_dir``) and, through ``TMPDIR``, the processes the tests start. No test
     here measures the disk, and an fsync on tmpfs costs nothing, where the JournalNodes'
     fsyncs on a CI disk cost most of their tests' time. ``HADOOP_QJM_TEST_TMPDIR=<dir>``
     puts them elsewhere (e.g. on the disk)."""
+    # A run killed from outside (a ``timeout``, a CI runner) ends as ^C does: the fixtures'
+    # teardown stops the daemons they started, where the default ended pytest at once and
+    # left them running.
+    signal.signal(signal.SIGTERM, _interrupt)
     root = os.environ.get("HADOOP_QJM_TEST_TMPDIR") or _tmpfs_dir()
     if root:
         tempfile.tempdir = root

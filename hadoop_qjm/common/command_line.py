@@ -14,7 +14,9 @@ import argparse
 import logging
 import math
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -192,6 +194,7 @@ def run_main(body: Callable[[], int]) -> int:
     cannot fail again, and the status is 1, as Python's documentation recommends (the
     "Note on SIGPIPE" of the ``signal`` module).
     """
+    restore = _terminate_by_unwinding()
     try:
         status = _one_line_errors(body)
         sys.stdout.flush()  # here, not at exit, so a closed pipe is seen below
@@ -199,6 +202,38 @@ def run_main(body: Callable[[], int]) -> int:
     except BrokenPipeError:
         _stdout_to_devnull()
         return 1
+    finally:
+        restore()
+
+
+#: The exit status of a command ended by SIGTERM, as a shell reports one (128 + 15).
+SIGTERM_STATUS = 128 + signal.SIGTERM
+
+
+def _terminate_by_unwinding() -> Callable[[], None]:
+    """Make SIGTERM end a foreground command as ^C does: by unwinding its stack, so that
+    the ``with`` blocks and ``finally`` clauses that stop what it started (a benchmark's or
+    the quickstart's JournalNodes and NameNodes, a temporary directory) run before it exits
+    with status 143. Python's default for SIGTERM ends the process at once, and the daemons
+    a command had started were left running. A daemon (``hdfs-py journalnode``) installs its
+    own handler over this one, to stop serving cleanly. Returns what puts the default back.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None  # handlers are set in the main thread only (a test's main())
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return lambda: None  # the embedding program (pytest, Spark) has its own
+
+    def on_sigterm(_signum: int, _frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends it at once
+        raise SystemExit(SIGTERM_STATUS)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+
+    def restore() -> None:
+        if signal.getsignal(signal.SIGTERM) is on_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    return restore
 
 
 def _one_line_errors(body: Callable[[], int]) -> int:

@@ -140,7 +140,7 @@ def run(argv, conf) -> int:
         return journal_quickstart.run([a for a in argv if a != "--journal-only"], conf)
     parser = CommandParser(
         prog="hdfs-py quickstart",
-        description=__doc__.split("\n\n")[0].split(": ", 1)[1]
+        description=__doc__.split("\n\n")[0].split(": ", 1)[1].rstrip(".")
         + ". Starts 3 JournalNodes and 2 NameNodes (--namenodes) as processes on 127.0.0.1, fails over "
         "under load, checks that no acknowledged operation was lost, and stops everything.",
     )

@@ -126,3 +126,40 @@ def test_quickstart_auto_failover_without_zookeeper_says_what_to_install(tmp_pat
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "apt-get install" in lines[0], result.stderr
     assert result.stdout == ""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_sigterm_to_a_kept_running_quickstart_stops_every_daemon(tmp_path):
+    """``quickstart --keep-running`` ended by SIGTERM (as a service manager or ``timeout``
+    ends it) stops the 3 JournalNodes and 2 NameNodes it started and exits 143."""
+    import signal
+    import time
+
+    import psutil
+
+    out_file = tmp_path / "stdout"
+    with out_file.open("w") as out:
+        command = subprocess.Popen(
+            [sys.executable, str(PROJECT / "bin" / "hdfs-py"), "quickstart", "--ops", "100",
+             "--keep-running", "--dir", str(tmp_path / "q")],
+            stdout=out, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 200
+        while "Running until Ctrl-C" not in out_file.read_text():
+            assert command.poll() is None, out_file.read_text() + command.stderr.read()
+            assert time.monotonic() < deadline, out_file.read_text()
+            time.sleep(0.1)
+        daemons = psutil.Process(command.pid).children(recursive=True)
+        assert len(daemons) >= 5, daemons
+        command.send_signal(signal.SIGTERM)
+        assert command.wait(timeout=60) == 128 + signal.SIGTERM, command.stderr.read()
+        _, alive = psutil.wait_procs(daemons, timeout=30)
+        assert not alive, alive
+        logs = list((tmp_path / "q" / "cluster").glob("nn*.log"))
+        assert len(logs) == 2 and all("NameNode stopped" in p.read_text() for p in logs)
+    finally:
+        for process in psutil.Process(os.getpid()).children(recursive=True):
+            process.kill()
+        command.wait()
