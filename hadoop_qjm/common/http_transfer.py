@@ -20,8 +20,6 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +29,6 @@ __all__ = [
     "CHUNK_SIZE",
     "DigestMismatchException",
     "MD5_HEADER",
-    "SentRequest",
     "TransferSession",
     "download_to_file",
     "open_transfer",
@@ -42,9 +39,7 @@ __all__ = [
 MD5_HEADER = "X-MD5-Digest"
 CHUNK_SIZE = 64 * 1024
 #: What a download reads at once: one python iteration (write, MD5, callbacks) per
-#: 256 KiB rather than per 64 KiB, and small enough that the MD5 of one chunk (hashing
-#: thread) overlaps receiving the next within a segment; 1 MiB chunks left a 1 MB segment
-#: one chunk, received and then hashed (bench journalnode --catch-up: ~1.15x MB/s).
+#: 256 KiB rather than per 64 KiB, and small enough that the MD5 reads it from the cache.
 RECV_CHUNK = 256 * 1024
 #: fdatasync where the platform has it: the file's data and size, not its timestamps.
 _fdatasync = getattr(os, "fdatasync", os.fsync)
@@ -113,53 +108,6 @@ def download_to_file(
         session.close()
 
 
-class _BackgroundDigest:
-    """The MD5 of a download, computed in its session's hashing thread: hashlib releases
-    the GIL, so one chunk is hashed while the next is received and written (the MD5 of a
-    1 MB segment costs about as much as receiving and writing it). The chunks live in two
-    buffers that the download takes turns filling (:meth:`free_buffer`); the one thread
-    hashes every download's chunks in the order they came, so each MD5 sees its own in
-    order."""
-
-    def __init__(self, pool: ThreadPoolExecutor, buffers: list[bytearray]) -> None:
-        self._md5 = hashlib.md5(usedforsecurity=False)
-        self._pool = pool
-        self.buffers = buffers
-        self._pending: list[Future | None] = [None] * len(buffers)
-        self._next = 0
-
-    def free_buffer(self) -> bytearray:
-        """The buffer to fill next, once its previous chunk is hashed."""
-        pending = self._pending[self._next]
-        if pending is not None:
-            pending.result()
-        return self.buffers[self._next]
-
-    def update(self, buf: bytearray, n: int) -> None:
-        """Hash the first ``n`` bytes of ``buf`` (the last :meth:`free_buffer`)."""
-        try:
-            self._pending[self._next] = self._pool.submit(self._update, buf, n)
-        except RuntimeError:  # the session was closed meanwhile: hash here, in order
-            self.close()
-            self._update(buf, n)
-        self._next = (self._next + 1) % len(self.buffers)
-
-    def _update(self, buf: bytearray, n: int) -> None:
-        with memoryview(buf) as view:
-            self._md5.update(view[:n])
-
-    def close(self) -> None:
-        """Wait until every chunk handed over is hashed (the buffers are free again)."""
-        for pending in self._pending:
-            if pending is not None:
-                pending.result()
-        self._pending = [None] * len(self.buffers)
-
-    def hexdigest(self) -> str:
-        self.close()
-        return self._md5.hexdigest()
-
-
 def _target(url: str) -> tuple[tuple[str, str, int], str, str]:
     """(pool key, request target, Host) of ``url``; IOException if it is not http(s)."""
     try:
@@ -171,14 +119,6 @@ def _target(url: str) -> tuple[tuple[str, str, int], str, str]:
         raise IOException(f"Unable to fetch {url}: unknown url type")
     target = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
     return (parts.scheme, parts.hostname, port), target, parts.netloc
-
-
-@dataclass(frozen=True)
-class SentRequest:
-    """A GET of ``url`` sent on ``conn`` ahead of its download (``send_ahead``)."""
-
-    url: str
-    conn: http.client.HTTPConnection
 
 
 class TransferSession:
@@ -203,37 +143,13 @@ class TransferSession:
         # Counts close() calls: a download that began before one does not pool its
         # connection afterwards (a scrubber's fetch ending after the syncer's round).
         self._closes = 0
-        # The hashing thread of _BackgroundDigest (made on the first download with an MD5,
-        # ended by close()) and the idle buffer pairs of finished downloads.
-        self._hasher: ThreadPoolExecutor | None = None
-        self._buffers: list[list[bytearray]] = []
 
     def close(self) -> None:
         with self._lock:
             idle, self._idle = list(self._idle.values()), {}
             self._closes += 1
-            hasher, self._hasher = self._hasher, None
-            self._buffers = []
         for conn in idle:
             conn.close()
-        if hasher is not None:
-            hasher.shutdown(wait=True)
-
-    def _digest(self) -> _BackgroundDigest:
-        with self._lock:
-            if self._hasher is None:
-                self._hasher = ThreadPoolExecutor(1, thread_name_prefix="TransferSession-md5")
-            buffers = self._buffers.pop() if self._buffers else None
-            hasher = self._hasher
-        if buffers is None:
-            buffers = [bytearray(RECV_CHUNK), bytearray(RECV_CHUNK)]
-        return _BackgroundDigest(hasher, buffers)
-
-    def _done_with(self, digest: _BackgroundDigest) -> None:
-        digest.close()
-        with self._lock:
-            if self._hasher is not None and len(self._buffers) < 2:
-                self._buffers.append(digest.buffers)
 
     def download_to_file(
         self,
@@ -244,42 +160,40 @@ class TransferSession:
         on_chunk: Callable[[memoryview], object] | None = None,
         on_response: Callable[[Any], Callable[[memoryview], object] | None] | None = None,
         sync: bool = True,
-        sent: SentRequest | None = None,
     ) -> int:
-        """As the module's :func:`download_to_file`, on a kept-alive connection (``sent``:
-        the request sent ahead by :meth:`send_ahead`, whose answer this reads).
+        """As the module's :func:`download_to_file`, on a kept-alive connection.
         ``on_response(headers)``, when given, is called with the 200 answer's headers
         before the body is read, and returns the ``on_chunk`` to use (or None): a
         receiver that is sent an ``X-MD5-Digest`` may then skip a check of its own.
-        ``sync=False``: the file is not fdatasynced here; the caller must before it counts."""
+        ``sync=False``: the file is not fdatasynced here; the caller must before it counts.
+
+        The MD5 is computed in the calling thread as each chunk arrives (hashlib lets go of
+        the interpreter lock meanwhile): a caller that wants downloads to overlap runs
+        several at once, as the JournalNodeSyncer does."""
         path = Path(path)
         closes = self._closes
-        key, conn, response, expected = self._get(url, timeout_s, sent)
+        key, conn, response, expected = self._get(url, timeout_s)
         keep = False
         try:
             if on_response is not None:
                 on_chunk = on_response(response.headers)
             md5_header = response.getheader(MD5_HEADER)
+            digest = hashlib.md5(usedforsecurity=False) if md5_header else None
             size = min(RECV_CHUNK, max(expected, 1))
-            digest = self._digest() if md5_header else None
-            buf = bytearray(size) if digest is None else None
             received = 0
             try:
-                with open(path, "wb") as out:
+                with open(path, "wb") as out, memoryview(bytearray(size)) as view:
                     while received < expected:
+                        n = response.readinto(view[: min(size, expected - received)])
+                        if not n:
+                            break
+                        chunk = view[:n]
+                        out.write(chunk)
+                        received += n
                         if digest is not None:
-                            buf = digest.free_buffer()
-                        with memoryview(buf) as view:
-                            n = response.readinto(view[: min(size, expected - received)])
-                            if not n:
-                                break
-                            chunk = view[:n]
-                            out.write(chunk)
-                            received += n
-                            if on_chunk is not None:
-                                on_chunk(chunk)
-                        if digest is not None:
-                            digest.update(buf, n)
+                            digest.update(chunk)
+                        if on_chunk is not None:
+                            on_chunk(chunk)
                         if progress is not None:
                             progress(received, expected)
                     out.flush()
@@ -298,16 +212,11 @@ class TransferSession:
                         f"File {url} computed digest {computed} does not match advertised digest {md5_header}"
                     )
             except BaseException:
-                if digest is not None:
-                    self._done_with(digest)
-                    digest = None
                 try:
                     path.unlink()
                 except OSError:
                     pass
                 raise
-            if digest is not None:
-                self._done_with(digest)
             keep = not response.will_close
             return received
         except (OSError, http.client.HTTPException) as e:
@@ -318,40 +227,10 @@ class TransferSession:
             response.close()
             self._release(key, conn, keep, closes)
 
-    def send_ahead(self, url: str, timeout_s: float = 60.0) -> SentRequest | None:
-        """Send GET ``url`` now, on an idle or a new connection, for the
-        :meth:`download_to_file` of ``url`` given it as ``sent`` to read the answer: the
-        server prepares it while the download before it is still being received. None when
-        it could not be sent (that download then sends its own). An unused one is
-        :meth:`discard`-ed."""
-        try:
-            key, target, netloc = _target(url)
-        except IOException:
-            return None
-        conn = self._take(key)
-        try:
-            if conn is None:
-                conn = self._connect(key, timeout_s)
-            if conn.sock is not None:
-                conn.sock.settimeout(timeout_s)
-            conn.request("GET", target, headers={"Host": netloc})
-        except (OSError, http.client.HTTPException, ValueError):
-            if conn is not None:
-                conn.close()
-            return None
-        return SentRequest(url, conn)
-
-    def discard(self, sent: SentRequest) -> None:
-        sent.conn.close()
-
-    def _get(self, url: str, timeout_s: float, sent: SentRequest | None = None):
-        """(pool key, connection, response, Content-Length) of a 200 answer to GET ``url``
-        (on ``sent``'s connection when it is that request, sent ahead)."""
+    def _get(self, url: str, timeout_s: float):
+        """(pool key, connection, response, Content-Length) of a 200 answer to GET ``url``."""
         key, target, netloc = _target(url)
-        if sent is not None and sent.url != url:
-            sent.conn.close()
-            sent = None
-        conn = sent.conn if sent is not None else self._take(key)
+        conn = self._take(key)
         for reused in (True, False) if conn is not None else (False,):
             try:
                 if not reused:
@@ -359,8 +238,7 @@ class TransferSession:
                     conn = self._connect(key, timeout_s)
                 if conn.sock is not None:
                     conn.sock.settimeout(timeout_s)
-                if not (reused and sent is not None):
-                    conn.request("GET", target, headers={"Host": netloc})
+                conn.request("GET", target, headers={"Host": netloc})
                 response = conn.getresponse()
                 break
             except (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected) as e:

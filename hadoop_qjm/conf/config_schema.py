@@ -213,17 +213,23 @@ def validate(conf: Configuration, daemon: str) -> None:
     """Read every key ``daemon`` will ever read, with each suffixed form set in ``conf``:
     the first bad one raises its ConfigurationError, so a typo stops the daemon at start
     (before it binds a port or touches a directory), never at failover time."""
-    entries = keys_read_by(daemon)
-    plain = [entry for entry in entries if entry.forms == (entry.name,) and "{" not in entry.name]
-    for entry in plain:
-        if entry.name in conf:
-            _read(conf, entry.name, entry)
-    patterned = [entry for entry in entries if entry not in plain]
+    patterned = False
+    for entry in keys_read_by(daemon):
+        if _is_plain(entry):
+            if entry.name in conf:
+                _read(conf, entry.name, entry)
+        else:
+            patterned = True
     if patterned:
         for key in conf:
             entry = lookup(key)
-            if entry is not None and entry in patterned:
+            if entry is not None and daemon in entry.read_by and not _is_plain(entry):
                 _read(conf, key, entry)
+
+
+def _is_plain(entry: ConfigKey) -> bool:
+    """Whether ``entry`` is one key, with no suffixed forms (``….<nameservice>``)."""
+    return entry.forms == (entry.name,) and "{" not in entry.name
 
 
 # ---- reading one kind --------------------------------------------------------------------------

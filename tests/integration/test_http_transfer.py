@@ -214,36 +214,9 @@ def test_a_download_that_ends_after_close_does_not_pool_its_connection(server, t
     session.close()
 
 
-def test_a_get_sent_ahead_is_answered_on_its_own_connection_in_turn(server, tmp_path):
-    """The syncer's look-ahead: the next GET goes out on a second connection before the
-    current download is read; each download reads its own answer (md5 checked), and the
-    two connections are then taken in turn."""
-    session = TransferSession()
-    try:
-        ahead = session.send_ahead(url(server, "/getJournal?segmentTxId=2"), 10)
-        assert ahead is not None
-        assert session.download_to_file(url(server), tmp_path / "one", 10) == len(BODY)
-        assert server.connections == 2
-        size = session.download_to_file(
-            url(server, "/getJournal?segmentTxId=2"), tmp_path / "two", 10, sent=ahead
-        )
-        assert size == len(BODY)
-        assert (tmp_path / "one").read_bytes() == (tmp_path / "two").read_bytes() == BODY
-        # One sent for another URL than the download's is closed, not read as its answer.
-        stray = session.send_ahead(url(server, "/getJournal?segmentTxId=9"), 10)
-        assert session.download_to_file(url(server), tmp_path / "three", 10, sent=stray) == len(
-            BODY
-        )
-        assert server.connections == 3
-        session.discard(session.send_ahead(url(server), 10))
-    finally:
-        session.close()
-    wait_until(lambda: server.open_connections == 0)
-
-
-def test_the_md5_is_the_same_whatever_thread_hashes_the_chunks(server, tmp_path):
-    """Two downloads share the session's hashing thread at once; each md5 sees its own
-    chunks in order (a wrong one would fail the download)."""
+def test_two_downloads_at_once_each_check_their_own_md5(server, tmp_path):
+    """Two threads downloading through one session at once (the syncer's two fetchers):
+    each has its own connection and md5 (a mixed-up one would fail the download)."""
     session = TransferSession()
     errors: list[BaseException] = []
 

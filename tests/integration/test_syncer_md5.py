@@ -242,3 +242,58 @@ def test_a_failed_fdatasync_installs_nothing_and_stops_the_round(tmp_path, monke
         assert f"Failed to sync {SEGMENT}" in caplog.text and "fdatasync" in caplog.text
         monkeypatch.undo()
         assert syncer.sync_once() == 2
+
+
+class ManifestThenGone:
+    """Node 1's RPC proxy as node 0's syncer holds it: each manifest it returns still
+    lists ``segment``, which is moved away on node 1 right after (its download fails)."""
+
+    def __init__(self, proxy, segment) -> None:
+        self._proxy = proxy
+        self.segment = segment
+        self.aside = segment.with_name(segment.name + ".aside")
+
+    def get_edit_log_manifest_from_journal(self, *args):
+        response = self._proxy.get_edit_log_manifest_from_journal(*args)
+        self.segment.rename(self.aside)
+        return response
+
+    def close(self) -> None:
+        self._proxy.close()
+
+
+def test_a_failed_download_stops_the_round_and_the_one_beside_it_is_not_installed(
+    tmp_path, caplog, monkeypatch
+):
+    """Two segments are received at once: the first one's download fails (its peer no
+    longer has it) while the second arrives whole. Neither is installed — nothing after
+    the first failure, as Hadoop's round stops there — and nothing is left behind; the
+    next round installs both."""
+    later = "edits_0000000000000000021-0000000000000000025"
+    with peer_holding_a_segment(tmp_path, committed=25) as (cluster, syncer):
+        (peer,) = syncer.peers
+        real = syncer._proxy(peer)
+        gone = ManifestThenGone(real, cluster.current_dir(1, JID) / SEGMENT)
+        syncer._proxies[peer] = gone
+        received = {}
+        receive = syncer._receive
+
+        def noting(peer, from_url, log):
+            received[log.start_txid] = result = receive(peer, from_url, log)
+            return result
+
+        monkeypatch.setattr(syncer, "_receive", noting)
+        try:
+            with caplog.at_level(logging.WARNING, logger="hadoop_qjm.qjournal.server"):
+                assert syncer.sync_once() == 0
+        finally:
+            syncer._proxies[peer] = real
+            gone.aside.rename(gone.segment)
+        assert received[1] is None and received[21].final.name == later  # it was received
+        assert f"Failed to sync {SEGMENT}" in caplog.text
+        current = cluster.current_dir(0, JID)
+        assert not any(p.name.startswith("edits_0") for p in current.iterdir())
+        journal = cluster.journal_node(0).get_or_create_journal(JID)
+        assert list(journal.storage.edits_sync_dir.iterdir()) == []
+        assert syncer.sync_once() == 2
+        assert (current / later).read_bytes() == (cluster.current_dir(1, JID) / later).read_bytes()

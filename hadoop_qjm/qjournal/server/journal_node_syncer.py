@@ -15,8 +15,8 @@ logged with its size and the download's rate; a download longer than
 No damaged copy is ever installed (issue 27): a peer that sends the md5 it kept for the
 segment (``X-MD5-Digest``, from bytes that verified: :mod:`.segment_md5`) has the bytes
 hashed as they arrive and the copy installed only if they match; without one every op is
-checked as it arrives. The next segment's GET is sent before this one is received, and
-the install (fdatasync, rename, directory fsync) runs one segment behind in
+checked as it arrives. Two segments are received at once (:data:`DOWNLOADS_AT_ONCE`),
+and the install (fdatasync, rename, directory fsync) runs behind them, in txid order, in
 :class:`~.segment_installer.SegmentInstaller`'s thread (issue 39 item 3).
 
 Secured, both the manifest RPC and the download use the JournalNode's SSLFactory: this
@@ -33,12 +33,14 @@ did (:func:`~hadoop_qjm.qjournal.protocol.peer_format.catch_up_state`; :meth:`st
 
 from __future__ import annotations
 
+import collections
 import ipaddress
 import logging
 import shutil
 import socket
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 
@@ -88,6 +90,9 @@ LOG = logging.getLogger(__name__)
 EDITS_NAME_HEADER = "X-Image-Edits-Name"
 #: Seconds between the log lines of one segment's download (none if it is quicker).
 PROGRESS_INTERVAL_S = 10.0
+#: Segments a round receives at once (one at a time with
+#: ``dfs.edit.log.transfer.bandwidthPerSec`` set, as Hadoop's, so that the limit holds).
+DOWNLOADS_AT_ONCE = 2
 
 
 def shared_edits_uri(conf, name_service_id: str | None) -> str | None:
@@ -112,6 +117,26 @@ def shared_edits_uri(conf, name_service_id: str | None) -> str | None:
         if found:
             return found.pop()
     return None
+
+
+def _hand_over(fetch: Future, installer: SegmentInstaller) -> bool:
+    """Give the installer what ``fetch`` (a ``_fetch``) received: False if it got nothing."""
+    log, received = fetch.result()
+    if received is None:
+        return False
+    if isinstance(received, int):
+        installer.add_existing(log, received)
+    else:
+        installer.submit(received)
+    return True
+
+
+def _discard(received: ReceivedSegment | int | None) -> None:
+    if isinstance(received, ReceivedSegment):
+        try:
+            received.tmp.unlink()
+        except OSError:
+            pass
 
 
 @cache
@@ -383,14 +408,19 @@ class JournalNodeSyncer:
             answers.append(PeerManifest(peer_name(peer), manifest.logs, manifest.committed_txn_id))
         local = self.journal.get_edit_log_manifest(0, False).logs
         missing = segments_to_fetch(local, [r.manifest.logs for r in responses.values()])
-        # Each segment is received here while the one before it is made durable in the
-        # installer's thread (segment_installer): the disk's waits overlap the next download.
+        # Each segment is made durable in the installer's thread (segment_installer) while
+        # the ones after it are received: the disk's waits overlap the downloads.
         installer = SegmentInstaller(self.journal, committed_bound, on_segment)
-        # The next segment's GET is sent before this one is received: its peer prepares
-        # the answer meanwhile (on a second connection).
-        ahead = None
+        # Two segments are received at once, each on its own connection and hashed by its
+        # own fetcher as its bytes arrive: one's waits (its peer preparing the answer, the
+        # file's creation) overlap the other's bytes, and the two md5s use both cores. They
+        # are handed to the installer in txid order, and none after the first that failed.
+        at_once = 1 if self.bandwidth_per_sec > 0 else DOWNLOADS_AT_ONCE
+        fetchers = ThreadPoolExecutor(at_once, thread_name_prefix=f"JournalNodeSyncer-fetch-{jid}")
+        fetches: collections.deque[Future] = collections.deque()
+        failed = False
         try:
-            for i, log in enumerate(missing):
+            for log in missing:
                 if self._stop.is_set() or installer.failed.is_set():
                     break
                 if log.end_txid > self._committed(committed_bound):
@@ -398,25 +428,17 @@ class JournalNodeSyncer:
                     # download from each peer holding it, every round, to be refused.
                     LOG.info("Not fetching %s yet: beyond the committed txid", log)
                     break
-                sent, ahead = ahead, None
-                if i + 1 < len(missing):
-                    ahead = self._send_ahead(missing[i + 1], responses, committed_bound)
-                received = None
-                for peer, response in responses.items():
-                    if log in response.manifest.logs:
-                        received = self._receive(peer, response.from_url, log, sent)
-                        sent = None
-                        if received is not None:
-                            break
-                if received is None:
-                    break  # Hadoop stops the round at the first failure
-                if isinstance(received, int):
-                    installer.add_existing(log, received)
-                else:
-                    installer.submit(received)
+                fetches.append(fetchers.submit(self._fetch, log, responses))
+                if len(fetches) >= at_once and not _hand_over(fetches.popleft(), installer):
+                    failed = True  # Hadoop stops the round at the first failure
+                    break
+            while fetches and not failed:
+                failed = not _hand_over(fetches.popleft(), installer)
         finally:
-            if ahead is not None:
-                self._transfers.discard(ahead)
+            fetchers.shutdown(wait=True)
+            for fetch in fetches:  # received after a failure (or an error): not installed
+                if fetch.exception() is None:
+                    _discard(fetch.result()[1])
             done = installer.close()
             self._transfers.close()  # no connection idles on a peer between rounds
         installed = [log for log, _ in done]
@@ -429,29 +451,23 @@ class JournalNodeSyncer:
         committed = self.journal.committed_txn_id.get()
         return committed if committed_bound is None else max(committed, committed_bound)
 
-    def _send_ahead(self, log: RemoteEditLog, responses, committed_bound: int | None):
-        """The GET of ``log`` sent now to the first peer holding it, or None (not to be
-        fetched this round, held here already, or not sent)."""
-        if log.end_txid > self._committed(committed_bound):
-            return None
-        if self.journal.storage.finalized_edit_log(log.start_txid, log.end_txid).exists():
-            return None
+    def _fetch(self, log: RemoteEditLog, responses):
+        """``log`` and what :meth:`_receive` made of it from the first peer holding it that
+        sent a good copy (None: none did)."""
         for peer, response in responses.items():
             if log in response.manifest.logs:
-                url = self._url(peer, response.from_url, log.start_txid)
-                return self._transfers.send_ahead(url, self.transfer_timeout_s)
-        return None
+                received = self._receive(peer, response.from_url, log)
+                if received is not None:
+                    return log, received
+        return log, None
 
-    def _receive(self, peer, from_url: str | None, log: RemoteEditLog, sent=None):
+    def _receive(self, peer, from_url: str | None, log: RemoteEditLog):
         """Download ``log`` from ``peer`` into the sync dir and check it: a
         :class:`ReceivedSegment` to install, the size of a copy already installed here,
-        or None (nothing left behind) when it could not be had or must not be installed.
-        ``sent``: a GET sent ahead (``send_ahead``); used if it is this one's."""
+        or None (nothing left behind) when it could not be had or must not be installed."""
         storage = self.journal.storage
         final = storage.finalized_edit_log(log.start_txid, log.end_txid)
         if final.exists():
-            if sent is not None:
-                self._transfers.discard(sent)
             return final.stat().st_size
         tmp = storage.synced_edits_tmp(log.start_txid, log.end_txid)
         # A long download logs its progress (bytes, rate, ETA) every few seconds; every
@@ -497,7 +513,6 @@ class JournalNodeSyncer:
                 progress=progress,
                 on_response=on_response,
                 sync=False,  # by the installer, before the rename
-                sent=sent,
             )
             took = transfer_summary(size, time.monotonic() - started)
             finding = None if vouched else verifier.finish()
