@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import select
 import selectors
 import socket
 import ssl
@@ -117,6 +118,30 @@ class _Connection:
     thread: threading.Thread | None = field(default=None)
     #: False once the connection is closed (read without a lock: a flag set once).
     open: bool = True
+
+    def is_open(self) -> bool:
+        """Whether the connection is still open: not closed here, and its peer has not
+        closed or reset its end. The kernel knows of a peer's FIN the moment it arrives,
+        before this connection's reader thread wakes to read it: a caller asking right
+        after the peer closed (``hdfs namenode -rollingUpgrade rollback`` run as the last
+        NameNode stops) sees it gone, not still connected."""
+        if not self.open:
+            return False
+        try:
+            fd = self.sock.fileno()
+        except (OSError, ValueError):
+            return False
+        if fd < 0:
+            return False
+        poller = select.poll()
+        poller.register(fd, _PEER_GONE)
+        gone = bool(poller.poll(0))
+        return self.open and not gone
+
+
+#: poll() events that say a connection's peer is gone: its FIN (POLLRDHUP, Linux), a
+#: hang-up or an error (a reset).
+_PEER_GONE = getattr(select, "POLLRDHUP", 0x2000) | select.POLLHUP | select.POLLERR
 
 
 class Server:

@@ -358,6 +358,30 @@ def any_server(request: pytest.FixtureRequest, backend: Backend) -> Iterator[Any
         srv.stop(10)
 
 
+def test_a_peer_that_closed_is_gone_before_its_reader_thread_notices(backend: Backend) -> None:
+    """The JournalNode asks whether its writer is still connected (before a format or a
+    rollback's discardSegments): right after the NameNode closed its end, the answer is
+    no, though the connection's reader thread (here busy with a call) has not read the
+    FIN yet."""
+    server = Server(_Dispatcher(backend), "127.0.0.1", 0, 2, 1024)
+    server.start()
+    try:
+        sock = connect(server)
+        send(sock, b"wait:held")  # the threaded server runs it in the reader thread
+        wait_until(lambda: len(server._connections) == 1, DEADLINE_S)
+        (conn,) = server._connections
+        assert conn.is_open()
+        sock.shutdown(socket.SHUT_RDWR)
+        sock.close()
+        wait_until(lambda: not conn.is_open(), DEADLINE_S)
+        assert conn.open  # its reader thread has not seen the close
+        backend.gate.set()
+        wait_until(lambda: not conn.open and not server._connections, DEADLINE_S)
+    finally:
+        backend.gate.set()
+        server.stop(10)
+
+
 def test_the_user_a_client_claims_in_its_connection_context_is_the_callers(
     any_server: Any,
 ) -> None:

@@ -153,7 +153,8 @@ def test_a_quiet_journal_of_finalized_segments_still_needs_force(journal) -> Non
 def test_a_writer_that_holds_its_connection_is_live_however_quiet(
     journal, clock, monkeypatch
 ) -> None:
-    connection = SimpleNamespace(peer="10.0.0.9:41000", open=True)
+    state = {"open": True}
+    connection = SimpleNamespace(peer="10.0.0.9:41000", is_open=lambda: state["open"])
     monkeypatch.setattr(journal_format_guard, "remote_connection", lambda: connection)
     write_segment(journal, finalize=True)  # nothing open: only the connection counts
     clock.now += 3600
@@ -162,7 +163,7 @@ def test_a_writer_that_holds_its_connection_is_live_however_quiet(
     assert "epoch 1 at 10.0.0.9:41000 (still connected" in check.live_writer
     with pytest.raises(JournalInUseException):
         journal.format(FAKE_NSINFO, force=True)
-    connection.open = False  # the NameNode stopped
+    state["open"] = False  # the NameNode stopped
     assert journal.can_format().live_writer is None
     journal.format(FAKE_NSINFO, force=True)
 

@@ -53,7 +53,7 @@ class WriterWatch:
     def seen(self) -> WriterSeen | None:
         if self._epoch == 0:
             return None
-        connected = self._connection is not None and self._connection.open
+        connected = self._connection is not None and self._connection.is_open()
         return WriterSeen(self._epoch, self._address, connected)
 
 

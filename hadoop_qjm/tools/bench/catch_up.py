@@ -72,8 +72,11 @@ def _fill(cluster: MiniJournalCluster, segments: int, segment_bytes: int) -> Non
 
 
 def _segments(current: Path) -> list[Path]:
-    """The finalized segments in ``current`` (not the md5s kept beside them)."""
-    return sorted(p for p in current.glob("edits_[0-9]*-[0-9]*") if p.suffix != ".md5")
+    """The finalized segments in ``current`` in txid order (FileJournalManager's match)."""
+    from hadoop_qjm.editlog.file_journal_manager import match_edit_logs
+
+    logs = sorted(match_edit_logs(current), key=lambda log: log.first_txid)
+    return [Path(log.path) for log in logs if not log.is_in_progress]
 
 
 def _raw_copy(files: list[Path], dest: Path) -> float:
