@@ -453,12 +453,17 @@ class ActiveStandbyElector:
         client = self._client
         if client is None:
             return None
+        # Our session's id, as Hadoop's zkClient.getSessionId() gives it whether connected or
+        # not: kazoo's client_id is None while disconnected, and a connection lost between
+        # the answer and this check made our own lock read as someone else's (the active
+        # stepped down as the ensemble went away). Taken before the call too, for that case.
+        before = client.client_id
         try:
             stat = self._op("exists", self.lock_path, watch=self._lock_watcher)
         except _TRANSIENT as e:
             LOG.warning("Could not watch %s (%s); waiting for ZooKeeper", self.lock_path, e)
             return Happened.WATCH_FAILED  # CONNECTED (or LOST) brings us back here
-        session = client.client_id
+        session = client.client_id or before
         return lock_seen(
             None if stat is None else stat.ephemeralOwner, None if session is None else session[0]
         )

@@ -636,6 +636,42 @@ def test_a_zookeeper_restart_within_the_session_keeps_the_roles(electors: Electo
     assert lock_and_breadcrumb(electors.zk) == (node_data(winner), node_data(winner))
 
 
+@pytest.mark.own_zookeeper
+def test_a_connection_lost_right_after_the_lock_check_keeps_the_active_active(
+    electors: Electors, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer that the lock is ours arrives, then the connection drops before the
+    elector compares the lock's owner with its session (kazoo knows no session id while
+    disconnected): the active stays active, in neutral mode, and never becomes standby.
+    Seen in a slow run: the whole ensemble was stopped server by server, the active's
+    controller reconnected, checked its lock as the next server went, and stepped down."""
+    winner, _ = elect_one(electors)
+    elector = electors.electors[winner]
+    ev = electors.events
+    real_op = elector._op
+    dropped = threading.Event()
+
+    def op(name: str, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        answer = real_op(name, *args, **kwargs)
+        if name == "exists" and not dropped.is_set():
+            electors.zk.kill_server(0)  # the connection goes before the owner is compared
+            wait_until(lambda: not elector._client.connected, WAIT_S, "the connection to drop")
+            dropped.set()
+        return answer
+
+    monkeypatch.setattr(elector, "_op", op)
+    with kazoo(electors.zk) as client:  # a change of the lock's data: the elector checks it
+        client.set(f"{PARENT}/{LOCK_FILENAME}", node_data(winner))
+    assert dropped.wait(WAIT_S), "the elector never checked its lock"
+    # The worker handles the disconnect after the check: neutral mode shows the check done.
+    ev.wait_for(lambda: ev.has(winner, "neutral"), f"{winner} in neutral mode")
+    assert not ev.has(winner, "become_standby"), ev.of(winner)
+    assert elector.state == "NEUTRAL"  # disconnected, still holding its lock
+    electors.zk.restart_server(0)
+    ev.wait_for(lambda: len(ev.of(winner, "active")) == 2, f"{winner} active again")
+    assert not ev.has(winner, "become_standby"), ev.of(winner)
+
+
 def test_a_failed_become_active_releases_the_lock_and_retries_a_second_later(
     electors: Electors,
 ) -> None:
