@@ -38,8 +38,8 @@ __all__ = [
 #: TransferFsImage.MD5_HEADER: the MD5 of the body, when the server knows it.
 MD5_HEADER = "X-MD5-Digest"
 CHUNK_SIZE = 64 * 1024
-#: What a download reads at once: one python iteration (write, MD5, callbacks) per
-#: 256 KiB rather than per 64 KiB, and small enough that the MD5 reads it from the cache.
+#: What a download reads at once: one Python iteration (write, MD5, callbacks) per
+#: 256 KiB rather than per 64 KiB.
 RECV_CHUNK = 256 * 1024
 #: fdatasync where the platform has it: the file's data and size, not its timestamps.
 _fdatasync = getattr(os, "fdatasync", os.fsync)

@@ -476,6 +476,18 @@ class Electors:
         self.callbacks[name] = callbacks
         return elector
 
+    def outlast_a_restart(self) -> None:
+        """Sessions that outlast a restart of the ZooKeeper server, for the electors made
+        after this. The restart stays within a 55 s session (a JVM start on a loaded 2-core
+        machine took longer than 15 s once; the server's maximum is 60 s). A client waits
+        up to the session over the number of hosts for the answer to a connect (kazoo, as
+        ZooKeeper's Java client): with one host, an attempt that met the restarting server
+        before it served waited a whole session, and the server, counting the session from
+        its restart, had expired it by the next attempt (CI, 2026-12-03). Named three times,
+        as a 3-server ensemble's quorum names three, the wait is a third of a session."""
+        self.session_s = 55.0
+        self.connect_string = ",".join([self.zk.connect_string] * 3)
+
     def join(self, name: str) -> None:
         self.electors[name].join_election(node_data(name))
 
@@ -610,15 +622,7 @@ def test_an_active_whose_lock_is_deleted_notices(electors: Electors) -> None:
 
 @pytest.mark.own_zookeeper
 def test_a_zookeeper_restart_within_the_session_keeps_the_roles(electors: Electors) -> None:
-    # The restart must stay within the session: a JVM start on a loaded 2-core machine took
-    # longer than 15 s once, and the session rightly expired. The server's maximum is 60 s.
-    electors.session_s = 55.0
-    # A client waits up to the session over the number of hosts for the answer to a connect
-    # (kazoo, as ZooKeeper's Java client): with one host, an attempt that met the restarting
-    # server before it served waited a whole session, and the server, counting the session
-    # from its restart, had expired it by the next attempt (CI, 2026-12-03). Named three
-    # times, as a 3-server ensemble's quorum names three, the wait is a third of a session.
-    electors.connect_string = ",".join([electors.zk.connect_string] * 3)
+    electors.outlast_a_restart()
     winner, loser = elect_one(electors)
     ev = electors.events
     electors.zk.kill_server(0)
@@ -645,9 +649,7 @@ def test_a_connection_lost_right_after_the_lock_check_keeps_the_active_active(
     disconnected): the active stays active, in neutral mode, and never becomes standby.
     Seen in a slow run: the whole ensemble was stopped server by server, the active's
     controller reconnected, checked its lock as the next server went, and stepped down."""
-    # The restart at the end stays within the session, as in the test above.
-    electors.session_s = 55.0
-    electors.connect_string = ",".join([electors.zk.connect_string] * 3)
+    electors.outlast_a_restart()  # ZooKeeper is restarted at the end
     winner, _ = elect_one(electors)
     elector = electors.electors[winner]
     ev = electors.events

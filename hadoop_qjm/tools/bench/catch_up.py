@@ -4,9 +4,10 @@ Two JournalNodes (processes, as real peers are) hold ``--segments`` finalized se
 ``--segment-mb`` MB each (each with the md5 its finalize kept); a third, empty, is brought in
 with ``journalnode -bootstrap``'s code (format from the peers, then the JournalNodeSyncer's
 downloads: two segments at once over HTTP, the md5 hashed as received, then fdatasync,
-rename and fsync dir in the installer's thread). Its MB/s and segments/s are printed next to a raw local copy of
-the same files on the same disk (read, write, fsync, rename, fsync dir), in ``--rounds``
-rounds; the median ratio is printed with its goal, at least 0.5. Printed, not asserted.
+rename and fsync dir in the installer's thread). Its MB/s and segments/s are printed next
+to a raw local copy of the same files on the same disk (read, write, fsync, rename, fsync
+dir), in ``--rounds`` rounds; the median ratio is printed with its goal, at least 0.5.
+Printed, not asserted.
 """
 
 from __future__ import annotations
