@@ -250,6 +250,15 @@ def test_rollback_while_a_namenode_writes_is_refused(pair, mjc, tmp_path) -> Non
     p, _ = prepared(pair, tmp_path)
     pair["nn2"].stop()
     p.mkdirs("/live")
+    # Acknowledged once a majority wrote it: the third node's write may land after the
+    # "nothing changed" snapshot, which must see every node's files settled first.
+    last = pair["nn1"].core.edit_log.last_written_txid
+    journals = [mjc.journal_node(i).get_or_create_journal(JID) for i in range(3)]
+    wait_until(
+        lambda: all(j.highest_written_txid >= last for j in journals),
+        10,
+        f"every JournalNode to write txid {last}",
+    )
     refused_rollback(
         pair, mjc, tmp_path, "nn2", OSError, "^Not rolling back: 3 JournalNodes have a live writer"
     )
