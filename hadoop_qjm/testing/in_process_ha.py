@@ -108,7 +108,22 @@ class HAPair:
 
     def start(self, nnid: str, **overrides: str) -> NameNode:
         """Start ``nnid`` (again); ``overrides`` are keys of its configuration only (new
-        software: ``dfs.namenode.testing.future-layout``, a startup option)."""
+        software: ``dfs.namenode.testing.future-layout``, a startup option).
+
+        A start after a stop listens on new OS-chosen ports, as the first did: while it was
+        stopped another test's socket may have been given the old one (:meth:`restart`
+        keeps them)."""
+        for key in (rpc_key(nnid), http_key(nnid)):
+            self.conf.set(key, "127.0.0.1:0")
+        return self._start(nnid, overrides)
+
+    def restart(self, nnid: str, **overrides: str) -> NameNode:
+        """Stop ``nnid`` and start it again at once on the same ports, as an operator's
+        restart is: a client's failover proxy made before it still reaches it."""
+        self.nodes[nnid].stop()
+        return self._start(nnid, overrides)
+
+    def _start(self, nnid: str, overrides: dict[str, str]) -> NameNode:
         conf, _, _ = resolve_ha_conf(self.conf, nnid)
         for key, value in overrides.items():
             conf.set(key, value)

@@ -288,8 +288,7 @@ def test_bootstrap_standby_mid_upgrade_takes_the_rollback_image(pair, mjc, tmp_p
 def restart_into_the_upgrade(pair, nnid: str) -> None:
     """``namenode -rollingUpgrade started`` in process: stop ``nnid`` and start it again
     (the option only starts the daemon; the upgrade's state is in its edits and images)."""
-    pair[nnid].stop()
-    pair.start(nnid)
+    pair.restart(nnid)
 
 
 def fail_over(pair, active: str, standby: str) -> None:

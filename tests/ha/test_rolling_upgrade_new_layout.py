@@ -121,7 +121,10 @@ def upgrade_both_to_the_new_software(pair, client: Client) -> tuple[int, list]:
     with pair.proxy("nn1") as p1:
         assert p1.rolling_upgrade("PREPARE").is_started
         at_prepare = pair["nn1"].namesystem.snapshot()
-        wait_until(lambda: p1.rolling_upgrade("QUERY").created_rollback_images, 30, "Proceed")
+        try:
+            wait_until(lambda: p1.rolling_upgrade("QUERY").created_rollback_images, 30, "Proceed")
+        except AssertionError as e:
+            raise AssertionError(f"{e}; {rollback_image_state(pair)}") from None
     r = pair["nn1"].core.storage.inspect_images(regular=False, rollback=True)[0].txid
     client.mkdirs("nn1", "prepared")
     pair["nn2"].stop()
@@ -135,6 +138,25 @@ def upgrade_both_to_the_new_software(pair, client: Client) -> tuple[int, list]:
     nn2.roll_edit_log()
     client.mkdirs("nn2", "both-new")
     return r, at_prepare
+
+
+def rollback_image_state(pair) -> str:
+    """Where the rollback image got to: each NameNode's last applied txid, rollback images,
+    terminate calls, and the standby's tailer error and checkpointer's upload."""
+    parts = []
+    for nnid, node in pair.nodes.items():
+        core = node.core
+        images = [i.path.name for i in core.storage.inspect_images(regular=False, rollback=True)]
+        services = node.standby_services
+        tailer, checkpointer = services.tailer, services.checkpointer
+        parts.append(
+            f"{nnid} {node.state.name}: applied {core.last_applied_txid}, rollback images "
+            f"{images}, terminations {pair.terminations[nnid]}, tailer "
+            f"{'running' if tailer and tailer.running else 'stopped'} "
+            f"(last error {tailer.last_error if tailer else None}), rollback image uploaded "
+            f"{checkpointer.rollback_uploaded_txid if checkpointer else None}"
+        )
+    return "; ".join(parts)
 
 
 def caught_up(pair, active: str, standby: str) -> None:
