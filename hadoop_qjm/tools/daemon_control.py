@@ -398,7 +398,7 @@ def plan_local_journal_nodes(
     """
     from hadoop_qjm.conf import dfs_config_keys as keys
     from hadoop_qjm.qjournal.client.qjournal_uri import parse_qjournal_uri
-    from hadoop_qjm.qjournal.server.journal_node_syncer import shared_edits_uri
+    from hadoop_qjm.qjournal.server.journal_peers import shared_edits_uri
 
     uri = shared_edits_uri(conf, None)
     if not uri:

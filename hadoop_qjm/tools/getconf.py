@@ -143,7 +143,7 @@ def _backup(conf, args) -> list[str]:
 
 def _journal_addresses(conf) -> list[tuple[str, int]]:
     from hadoop_qjm.qjournal.client.qjournal_uri import parse_qjournal_uri
-    from hadoop_qjm.qjournal.server.journal_node_syncer import shared_edits_uri
+    from hadoop_qjm.qjournal.server.journal_peers import shared_edits_uri
 
     uri = shared_edits_uri(conf, None)
     if not uri:

@@ -57,7 +57,7 @@ def plan_dfs(
     named there, by the same rule."""
     from hadoop_qjm.namenode.ha import ha_util
     from hadoop_qjm.qjournal.client.qjournal_uri import parse_qjournal_uri
-    from hadoop_qjm.qjournal.server.journal_node_syncer import shared_edits_uri
+    from hadoop_qjm.qjournal.server.journal_peers import shared_edits_uri
 
     def local(host: str) -> bool:
         return not ssh_local and is_local_host(host)

@@ -34,12 +34,8 @@ from hadoop_qjm.qjournal.server.journal_formatter import (
     format_from_peers,
     peer_name,
 )
-from hadoop_qjm.qjournal.server.journal_node_syncer import (
-    JournalNodeSyncer,
-    _is_self,
-    missing_log_segments,
-    shared_edits_uri,
-)
+from hadoop_qjm.qjournal.server.journal_node_syncer import JournalNodeSyncer, missing_log_segments
+from hadoop_qjm.qjournal.server.journal_peers import is_self, shared_edits_uri
 
 __all__ = ["bootstrap"]
 
@@ -79,7 +75,7 @@ def bootstrap(
     uri = parse_qjournal_uri(text)
     node = make_node(conf)  # reads and checks every JournalNode setting
     rpc = node.settings.rpc
-    peers = [a for a in uri.addresses if not _is_self(a[0], a[1], rpc.host, rpc.port)]
+    peers = [a for a in uri.addresses if not is_self(a[0], a[1], rpc.host, rpc.port)]
     if len(peers) == len(uri.addresses):
         raise ConfigurationError(
             f"This JournalNode ({rpc}) is not one of the JournalNodes of {key} ({text}): "
@@ -133,11 +129,10 @@ def bootstrap(
 def _fetch_segments(syncer, journal, peers, out, clock) -> int:
     """Download what every agreeing peer holds and this node lacks; print progress and a
     summary."""
-    manifests = {}
-    for peer in peers:
-        manifests[peer] = syncer._proxy(peer).get_edit_log_manifest_from_journal(
-            journal.journal_id, 0, False, None
-        )
+    manifests = dict(zip(peers, syncer.manifests_of(peers), strict=True))
+    for answer in manifests.values():
+        if isinstance(answer, Exception):
+            raise answer
     bound = max((m.manifest.committed_txn_id for m in manifests.values()), default=INVALID_TXID)
     local = list(journal.get_edit_log_manifest(0, False).logs)
     wanted = {}
@@ -164,7 +159,9 @@ def _fetch_segments(syncer, journal, peers, out, clock) -> int:
         if done["segments"] >= total:
             break
         try:
-            syncer.sync_with(peer, committed_bound=bound, on_segment=progress)
+            # The first round uses the manifest just had; a later one (after a failure) asks.
+            manifest = manifests[peer] if peer is peers[0] else None
+            syncer.sync_with(peer, committed_bound=bound, on_segment=progress, manifest=manifest)
         except (OSError, IOException) as e:
             print(f"Could not sync from {peer_name(peer)}: {e}", file=out)
     if tty and done["segments"]:

@@ -34,19 +34,13 @@ did (:func:`~hadoop_qjm.qjournal.protocol.peer_format.catch_up_state`; :meth:`st
 from __future__ import annotations
 
 import collections
-import ipaddress
 import logging
 import shutil
-import socket
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import cache
 
-import psutil
-
-from hadoop_qjm.common.domain_name_resolver import DNSDomainNameResolver, DomainNameResolver
 from hadoop_qjm.common.exceptions import HadoopException
 from hadoop_qjm.common.http_server import DataTransferThrottler
 from hadoop_qjm.common.http_transfer import MD5_HEADER, DigestMismatchException, TransferSession
@@ -54,11 +48,7 @@ from hadoop_qjm.common.progress import TransferProgress, transfer_summary
 from hadoop_qjm.common.remote_edit_log import RemoteEditLog
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.editlog.fs_edit_log_op import DEFAULT_MAX_OP_SIZE
-from hadoop_qjm.qjournal.client.qjournal_uri import (
-    QJournalURI,
-    get_addresses_list,
-    parse_qjournal_uri,
-)
+from hadoop_qjm.qjournal.client.qjournal_uri import QJournalURI, parse_qjournal_uri
 from hadoop_qjm.qjournal.protocol.journal_url import get_journal_url, http_server_url
 from hadoop_qjm.qjournal.protocol.peer_format import (
     FORMATTING,
@@ -73,16 +63,11 @@ from hadoop_qjm.qjournal.protocol.peer_format import (
 )
 from hadoop_qjm.qjournal.protocol.sync_rules import segments_to_fetch
 from hadoop_qjm.qjournal.server.journal_formatter import peer_name
+from hadoop_qjm.qjournal.server.journal_peers import journal_addr_list, shared_edits_uri
 from hadoop_qjm.qjournal.server.scrub_rules import SegmentVerifier, vouched_md5
 from hadoop_qjm.qjournal.server.segment_installer import ReceivedSegment, SegmentInstaller
 
-__all__ = [
-    "JournalNodeSyncer",
-    "SyncRound",
-    "journal_addr_list",
-    "missing_log_segments",
-    "shared_edits_uri",
-]
+__all__ = ["JournalNodeSyncer", "SyncRound", "missing_log_segments"]
 
 LOG = logging.getLogger(__name__)
 
@@ -93,30 +78,6 @@ PROGRESS_INTERVAL_S = 10.0
 #: Segments a round receives at once (one at a time with
 #: ``dfs.edit.log.transfer.bandwidthPerSec`` set, as Hadoop's, so that the limit holds).
 DOWNLOADS_AT_ONCE = 2
-
-
-def shared_edits_uri(conf, name_service_id: str | None) -> str | None:
-    """``dfs.namenode.shared.edits.dir``, else its ``.<nsId>`` / ``.<nsId>.<nnId>`` forms."""
-    uri = conf.get_trimmed("dfs.namenode.shared.edits.dir")
-    if uri:
-        return uri
-    name_services = (
-        [name_service_id] if name_service_id else conf.get_trimmed_strings("dfs.nameservices")
-    )
-    for ns in name_services:
-        uri = conf.get_trimmed(f"dfs.namenode.shared.edits.dir.{ns}")
-        if uri:
-            return uri
-        found = {
-            conf.get_trimmed(f"dfs.namenode.shared.edits.dir.{ns}.{nn}")
-            for nn in conf.get_trimmed_strings(f"dfs.ha.namenodes.{ns}")
-        } - {None}
-        if len(found) > 1:
-            LOG.warning("The shared edits URIs of the NameNodes of %s differ: %s", ns, found)
-            return None
-        if found:
-            return found.pop()
-    return None
 
 
 def _hand_over(fetch: Future, installer: SegmentInstaller) -> bool:
@@ -137,60 +98,6 @@ def _discard(received: ReceivedSegment | int | None) -> None:
             received.tmp.unlink()
         except OSError:
             pass
-
-
-@cache
-def _local_addresses() -> frozenset[str]:
-    addrs = {"127.0.0.1", "::1", "0.0.0.0", "::"}
-    for entries in psutil.net_if_addrs().values():
-        for entry in entries:
-            if entry.family in (socket.AF_INET, socket.AF_INET6):
-                addrs.add(entry.address.split("%", 1)[0])
-    return frozenset(addrs)
-
-
-_WILDCARDS = frozenset({"0.0.0.0", "::"})
-
-
-def _is_self(
-    host: str,
-    port: int,
-    bound_host: str,
-    bound_port: int,
-    resolver: DomainNameResolver | None = None,
-) -> bool:
-    """Whether ``host:port`` of a shared-edits URI is this JournalNode, bound at
-    ``bound_host:bound_port``: its own address, or a wildcard address on its port (Hadoop's
-    ``JournalNodeSyncer.getJournalAddrList``, HDFS-17178), never another host's."""
-    if port != bound_port:
-        return False
-    resolver = resolver or DNSDomainNameResolver()
-    try:
-        resolved = set(resolver.get_all_by_domain_name(host))
-    except HadoopException:
-        return False
-    if resolved & _WILDCARDS:
-        return True
-    if bound_host in _WILDCARDS or not bound_host:
-        return any(
-            ip in _local_addresses() or ipaddress.ip_address(ip).is_loopback for ip in resolved
-        )
-    try:
-        bound = set(resolver.get_all_by_domain_name(bound_host))
-    except HadoopException:
-        bound = {bound_host}
-    return bool(resolved & bound)
-
-
-def journal_addr_list(
-    text: str, bound: tuple[str, int], conf, resolver: DomainNameResolver | None = None
-) -> list[tuple[str, int]]:
-    """The peers a shared-edits URI names: its addresses, each checked to resolve (and
-    expanded with ``dfs.namenode.edits.qjournals.resolution-enabled``), less this node
-    (Hadoop's ``getJournalAddrList``); IllegalArgumentException or UnknownHostException
-    when the URI is unusable."""
-    addresses = get_addresses_list(text, conf, resolver)
-    return [a for a in addresses if not _is_self(a[0], a[1], bound[0], bound[1], resolver)]
 
 
 @dataclass(frozen=True)
@@ -372,34 +279,62 @@ class JournalNodeSyncer:
         self._last_error = f"no manifest from {', '.join(unreachable)}" if unreachable else None
         return len(done.installed)
 
-    def sync_with(self, peer, *, committed_bound: int | None = None, on_segment=None) -> SyncRound:
+    def sync_with(
+        self, peer, *, committed_bound: int | None = None, on_segment=None, manifest=None
+    ) -> SyncRound:
         """Download every finalized segment ``peer`` holds that is missing here, in txid
         order, stopping at the first that fails or is beyond the committed txid (raised
         to ``committed_bound`` for this round, see ``move_tmp_segment_to_current``);
         raises if ``peer`` cannot be asked (``journalnode -bootstrap``'s rounds).
-        ``on_segment(log, nbytes)`` is called after each one is installed."""
-        return self._sync([peer], committed_bound, on_segment, strict=True)
+        ``on_segment(log, nbytes)`` is called after each one is installed. ``manifest``:
+        its getEditLogManifestFromJournal answer of a moment ago (it is not asked again)."""
+        known = {peer: manifest} if manifest is not None else None
+        return self._sync([peer], committed_bound, on_segment, strict=True, known=known)
+
+    def manifests_of(self, peers) -> list:
+        """Each of ``peers``' getEditLogManifestFromJournal answer (finalized segments
+        only), asked at once; an exception is an answer (not raised)."""
+        from hadoop_qjm.qjournal.server.journal_formatter import each_peer
+
+        jid = self.journal.journal_id
+
+        def ask(peer):
+            try:
+                return self._proxy(peer).get_edit_log_manifest_from_journal(
+                    jid, 0, False, self.name_service_id
+                )
+            except (OSError, HadoopException) as e:
+                return e
+
+        with self._rpc_lock:  # the scrubber's thread shares the proxies
+            return each_peer(peers, ask, f"JournalNodeSyncer-manifests-{jid}")
 
     def _sync(
-        self, peers, committed_bound: int | None = None, on_segment=None, *, strict: bool = False
+        self,
+        peers,
+        committed_bound: int | None = None,
+        on_segment=None,
+        *,
+        strict: bool = False,
+        known: dict | None = None,
     ) -> SyncRound:
-        """Ask each of ``peers`` for its manifest, install what any of them holds and is
-        missing here (each segment from the first of ``peers`` listing it, the others
-        listing the same txids if that fails), and read the catch-up against all of them.
-        A peer that cannot be asked is an unreachable one (raised with ``strict``)."""
+        """Ask each of ``peers`` for its manifest (all at once; ``known``: answers already
+        had), install what any of them holds and is missing here (each segment from the
+        first of ``peers`` listing it, the others listing the same txids if that fails),
+        and read the catch-up against all of them. A peer that cannot be asked is an
+        unreachable one (raised with ``strict``)."""
         jid = self.journal.journal_id
         self.journal.storage.edits_sync_dir.mkdir(exist_ok=True)
         answers: list[PeerManifest] = []
         responses = {}
+        asked = [peer for peer in peers if not known or peer not in known]
+        got = dict(zip(asked, self.manifests_of(asked), strict=True))
         for peer in peers:
-            try:
-                with self._rpc_lock:  # the scrubber's thread shares the proxies
-                    response = self._proxy(peer).get_edit_log_manifest_from_journal(
-                        jid, 0, False, self.name_service_id
-                    )
-            except (OSError, HadoopException) as e:
+            response = known[peer] if known and peer in known else got[peer]
+            if isinstance(response, Exception):
                 if strict:
-                    raise
+                    raise response
+                e = response
                 LOG.warning("Unable to get the manifest of %s from %s: %s", jid, peer_name(peer), e)
                 answers.append(PeerManifest(peer_name(peer), error=f"{type(e).__name__}: {e}"))
                 continue
