@@ -25,7 +25,6 @@ from __future__ import annotations
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,7 @@ from pathlib import Path
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.ha.ha_service_protocol import HAServiceState
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy
+from hadoop_qjm.testing import ports
 from hadoop_qjm.testing.daemon_process import DaemonProcess
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.name_node_process import NameNodeProcess, child_env, write_conf_dir
@@ -77,17 +77,9 @@ JOURNAL_ID = NAMESERVICE
 
 
 def free_ports(n: int) -> list[int]:
-    """``n`` distinct ports the OS picked (bound to port 0 together, then released)."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+    """``n`` distinct free ports on 127.0.0.1, outside the OS's ephemeral range
+    (:mod:`hadoop_qjm.testing.ports`: no port-0 bind elsewhere can take one meanwhile)."""
+    return ports.free_ports(n)
 
 
 class MiniHACluster:

@@ -15,6 +15,7 @@ from hadoop_qjm.cli import main
 from hadoop_qjm.common.exceptions import ConfigurationError, IllegalArgumentException
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.qjournal.server.journal_node import JournalNode
+from hadoop_qjm.testing import ports
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, JID
 
 pytestmark = pytest.mark.timeout(60)
@@ -33,9 +34,7 @@ def node_conf(edits_dir, **props) -> Configuration:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return ports.free_ports(1)[0]
 
 
 def assert_port_free(port: int) -> None:

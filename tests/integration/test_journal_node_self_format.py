@@ -24,6 +24,7 @@ from hadoop_qjm.conf import Configuration
 from hadoop_qjm.editlog.file_journal_manager import inprogress_edits_file_name, match_edit_logs
 from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
+from hadoop_qjm.testing import ports
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import (
     FAKE_NSINFO,
@@ -311,11 +312,7 @@ def test_a_journal_formatted_between_rounds_does_not_read_unformatted(tmp_path):
 
 
 def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return ports.free_ports(1)[0]
 
 
 def bootstrap_args(new_dir, port: int, uri: str | None) -> list[str]:

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterable
 from pathlib import Path
 
 import psutil
+
+from hadoop_qjm.testing import ports
 
 __all__ = [
     "LOOPBACK_HOSTS",
@@ -30,28 +31,9 @@ LOOPBACK_HOSTS = ("127.0.0.1", "127.0.0.2", "127.0.0.3")
 
 
 def free_ports(count: int, hosts: tuple[str, ...] = LOOPBACK_HOSTS) -> list[int]:
-    """``count`` different ports the OS chose on ``hosts[0]``, each free on every one of
-    ``hosts`` (the sockets are held until all are found, so no two are the same)."""
-    ports: list[int] = []
-    held: list[socket.socket] = []
-    try:
-        while len(ports) < count:
-            first = socket.socket()
-            first.bind((hosts[0], 0))
-            port = first.getsockname()[1]
-            try:
-                for host in hosts[1:]:
-                    with socket.socket() as other:
-                        other.bind((host, port))
-            except OSError:
-                first.close()
-                continue
-            held.append(first)
-            ports.append(port)
-    finally:
-        for sock in held:
-            sock.close()
-    return ports
+    """``count`` different ports, each free on every one of ``hosts``, outside the OS's
+    ephemeral range (:mod:`hadoop_qjm.testing.ports`)."""
+    return ports.free_ports(count, hosts)
 
 
 def write_site(conf_dir: Path, props: dict[str, str]) -> None:

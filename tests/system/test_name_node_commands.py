@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ from hadoop_qjm.editlog.fs_edit_log_op import encode_op
 from hadoop_qjm.editlog.redundant_edit_log_input_stream import chain_and_make_redundant_streams
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
+from hadoop_qjm.testing import ports
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.name_node_process import NameNodeProcess, child_env, write_conf_dir
 from tests.integration.namenode_support import read_ops
@@ -61,9 +61,7 @@ def one_line_error(result, code: int = 1) -> str:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return ports.free_ports(1)[0]
 
 
 def nn_props(tmp_path: Path, shared: str | None) -> dict[str, object]:
