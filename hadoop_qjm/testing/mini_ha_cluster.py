@@ -35,7 +35,7 @@ from pathlib import Path
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.ha.ha_service_protocol import HAServiceState
 from hadoop_qjm.namenode.protocol.client import NameNodeProxy
-from hadoop_qjm.testing import ports
+from hadoop_qjm.testing import ports as test_ports
 from hadoop_qjm.testing.daemon_process import DaemonProcess
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.name_node_process import NameNodeProcess, child_env, write_conf_dir
@@ -79,7 +79,7 @@ JOURNAL_ID = NAMESERVICE
 def free_ports(n: int) -> list[int]:
     """``n`` distinct free ports on 127.0.0.1, outside the OS's ephemeral range
     (:mod:`hadoop_qjm.testing.ports`: no port-0 bind elsewhere can take one meanwhile)."""
-    return ports.free_ports(n)
+    return test_ports.free_ports(n)
 
 
 class MiniHACluster:

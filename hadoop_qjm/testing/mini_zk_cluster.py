@@ -15,8 +15,9 @@ One server runs ``ZooKeeperServerMain`` (standalone); an odd number ``n > 1`` ru
 lives in ``<base_dir>/zk<i>/``: ``zoo.cfg``, ``data/`` and ``zookeeper.log`` (the JVM's
 stdout and stderr). Each JVM runs in its own session and is stopped by its pid only.
 
-ZooKeeper will not bind port 0 (``clientPort=0`` is rejected), so the ports are chosen by
-the OS up front with :func:`~hadoop_qjm.testing.mini_ha_cluster.free_ports` and kept for
+ZooKeeper will not bind port 0 (``clientPort=0`` is rejected), so the ports are picked
+free up front with :func:`~hadoop_qjm.testing.mini_ha_cluster.free_ports` (below the
+kernel's ephemeral range: nothing else is given one meanwhile) and kept for
 the cluster's life: a restarted server comes back on the same ports. A server is
 "serving" once its ``srvr`` four-letter word reports a ``Mode:`` (``standalone``, or
 ``leader`` / ``follower``); ``ruok`` is no use for that, it answers ``imok`` before the
