@@ -159,9 +159,7 @@ def _fetch_segments(syncer, journal, peers, out, clock) -> int:
         if done["segments"] >= total:
             break
         try:
-            # The first round uses the manifest just had; a later one (after a failure) asks.
-            manifest = manifests[peer] if peer is peers[0] else None
-            syncer.sync_with(peer, committed_bound=bound, on_segment=progress, manifest=manifest)
+            syncer.sync_with(peer, committed_bound=bound, on_segment=progress)
         except (OSError, IOException) as e:
             print(f"Could not sync from {peer_name(peer)}: {e}", file=out)
     if tty and done["segments"]:

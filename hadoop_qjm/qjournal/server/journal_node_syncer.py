@@ -62,7 +62,7 @@ from hadoop_qjm.qjournal.protocol.peer_format import (
     reported_catch_up,
 )
 from hadoop_qjm.qjournal.protocol.sync_rules import segments_to_fetch
-from hadoop_qjm.qjournal.server.journal_formatter import peer_name
+from hadoop_qjm.qjournal.server.journal_formatter import each_peer, peer_name
 from hadoop_qjm.qjournal.server.journal_peers import journal_addr_list, shared_edits_uri
 from hadoop_qjm.qjournal.server.scrub_rules import SegmentVerifier, vouched_md5
 from hadoop_qjm.qjournal.server.segment_installer import ReceivedSegment, SegmentInstaller
@@ -279,23 +279,17 @@ class JournalNodeSyncer:
         self._last_error = f"no manifest from {', '.join(unreachable)}" if unreachable else None
         return len(done.installed)
 
-    def sync_with(
-        self, peer, *, committed_bound: int | None = None, on_segment=None, manifest=None
-    ) -> SyncRound:
+    def sync_with(self, peer, *, committed_bound: int | None = None, on_segment=None) -> SyncRound:
         """Download every finalized segment ``peer`` holds that is missing here, in txid
         order, stopping at the first that fails or is beyond the committed txid (raised
         to ``committed_bound`` for this round, see ``move_tmp_segment_to_current``);
         raises if ``peer`` cannot be asked (``journalnode -bootstrap``'s rounds).
-        ``on_segment(log, nbytes)`` is called after each one is installed. ``manifest``:
-        its getEditLogManifestFromJournal answer of a moment ago (it is not asked again)."""
-        known = {peer: manifest} if manifest is not None else None
-        return self._sync([peer], committed_bound, on_segment, strict=True, known=known)
+        ``on_segment(log, nbytes)`` is called after each one is installed."""
+        return self._sync([peer], committed_bound, on_segment, strict=True)
 
     def manifests_of(self, peers) -> list:
         """Each of ``peers``' getEditLogManifestFromJournal answer (finalized segments
         only), asked at once; an exception is an answer (not raised)."""
-        from hadoop_qjm.qjournal.server.journal_formatter import each_peer
-
         jid = self.journal.journal_id
 
         def ask(peer):
@@ -310,27 +304,17 @@ class JournalNodeSyncer:
             return each_peer(peers, ask, f"JournalNodeSyncer-manifests-{jid}")
 
     def _sync(
-        self,
-        peers,
-        committed_bound: int | None = None,
-        on_segment=None,
-        *,
-        strict: bool = False,
-        known: dict | None = None,
+        self, peers, committed_bound: int | None = None, on_segment=None, *, strict: bool = False
     ) -> SyncRound:
-        """Ask each of ``peers`` for its manifest (all at once; ``known``: answers already
-        had), install what any of them holds and is missing here (each segment from the
-        first of ``peers`` listing it, the others listing the same txids if that fails),
-        and read the catch-up against all of them. A peer that cannot be asked is an
-        unreachable one (raised with ``strict``)."""
+        """Ask each of ``peers`` for its manifest (all at once), install what any of them
+        holds and is missing here (each segment from the first of ``peers`` listing it, the
+        others listing the same txids if that fails), and read the catch-up against all of
+        them. A peer that cannot be asked is an unreachable one (raised with ``strict``)."""
         jid = self.journal.journal_id
         self.journal.storage.edits_sync_dir.mkdir(exist_ok=True)
         answers: list[PeerManifest] = []
         responses = {}
-        asked = [peer for peer in peers if not known or peer not in known]
-        got = dict(zip(asked, self.manifests_of(asked), strict=True))
-        for peer in peers:
-            response = known[peer] if known and peer in known else got[peer]
+        for peer, response in zip(peers, self.manifests_of(peers), strict=True):
             if isinstance(response, Exception):
                 if strict:
                     raise response

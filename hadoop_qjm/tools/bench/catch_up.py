@@ -16,7 +16,6 @@ import hashlib
 import io
 import os
 import shutil
-import socket
 import statistics
 import tempfile
 import time
@@ -28,6 +27,7 @@ from hadoop_qjm.conf import Configuration
 from hadoop_qjm.qjournal.client.qjournal_protocol_proxy import QJournalProtocolProxy
 from hadoop_qjm.qjournal.server.segment_md5 import md5_file_for
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+from hadoop_qjm.testing.ports import free_ports
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, make_request
 
 __all__ = ["GOAL", "run_catch_up"]
@@ -35,12 +35,6 @@ __all__ = ["GOAL", "run_catch_up"]
 JID = "bench-catch-up"
 GOAL = 0.5
 _MB = 1024 * 1024
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _fill(cluster: MiniJournalCluster, segments: int, segment_bytes: int) -> None:
@@ -145,7 +139,7 @@ def _catch_up(cluster: MiniJournalCluster, target: Path) -> float:
     from hadoop_qjm.qjournal.server.journal_node import JournalNode
     from hadoop_qjm.qjournal.server.journal_node_bootstrap import bootstrap
 
-    port = _free_port()
+    port = free_ports(1)[0]
     hosts = ";".join(f"127.0.0.1:{p}" for p in [*cluster.rpc_ports, port])
     new = Configuration()
     new.set("dfs.journalnode.edits.dir", str(target))
