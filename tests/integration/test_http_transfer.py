@@ -168,6 +168,43 @@ def test_a_failed_fdatasync_fails_the_download(server, tmp_path, monkeypatch):
     assert not (tmp_path / "segment").exists()
 
 
+def test_a_download_synced_later_starts_its_writeback_over_every_byte(
+    server, tmp_path, monkeypatch
+):
+    """``sync=False`` (the syncer fdatasyncs in its installer): the written data's writeback
+    is started as it arrives, in ranges that cover the file once, in order, and the
+    bytes are the server's; a failing hint fails nothing. ``sync=True``: no hint, the
+    download's own fdatasync writes it."""
+    import os
+
+    import hadoop_qjm.common.http_transfer as http_transfer
+
+    hints: list[tuple[int, int]] = []
+
+    def noting(fd: int, offset: int, length: int, advice: int) -> None:
+        assert advice == os.POSIX_FADV_DONTNEED
+        assert os.fstat(fd).st_size >= offset + length  # written (flushed) before its hint
+        hints.append((offset, length))
+        raise OSError(22, "Invalid argument")  # a hint the kernel refuses changes nothing
+
+    monkeypatch.setattr(http_transfer, "_fadvise", noting)
+    monkeypatch.setattr(http_transfer, "WRITEBACK_EVERY", RECV_CHUNK)
+    session = TransferSession()
+    try:
+        assert session.download_to_file(url(server), tmp_path / "later", 10, sync=False) == len(
+            BODY
+        )
+        assert (tmp_path / "later").read_bytes() == BODY
+        assert len(hints) > 1 and hints[0][0] == 0
+        assert all(a + n == b for (a, n), (b, _) in zip(hints, hints[1:], strict=False))
+        assert sum(n for _, n in hints) == len(BODY)
+        hints.clear()
+        session.download_to_file(url(server), tmp_path / "now", 10)
+        assert hints == [] and (tmp_path / "now").read_bytes() == BODY
+    finally:
+        session.close()
+
+
 @pytest.mark.parametrize(
     "bad",
     [

@@ -297,3 +297,38 @@ def test_a_failed_download_stops_the_round_and_the_one_beside_it_is_not_installe
         assert list(journal.storage.edits_sync_dir.iterdir()) == []
         assert syncer.sync_once() == 2
         assert (current / later).read_bytes() == (cluster.current_dir(1, JID) / later).read_bytes()
+
+
+def test_downloads_queued_behind_a_failed_one_are_neither_installed_nor_left_behind(
+    tmp_path, caplog
+):
+    """Six segments: more than the downloads a round runs and keeps queued at once. The
+    first one's download fails while those behind it run or wait: none is installed,
+    the queued ones are dropped, nothing is left in the sync dir; the next round
+    installs all six, byte for byte."""
+    from hadoop_qjm.qjournal.server import journal_node_syncer
+
+    assert journal_node_syncer.DOWNLOADS_AT_ONCE + journal_node_syncer.DOWNLOADS_QUEUED < 6
+    segments = tuple((first, first + 4) for first in range(1, 31, 5))
+    first = "edits_0000000000000000001-0000000000000000005"
+    with peer_holding_segments(
+        tmp_path, 30, segments, **{"dfs.journalnode.scrub.enabled": "false"}
+    ) as (cluster, syncer, _):
+        (peer,) = syncer.peers
+        real = syncer._proxy(peer)
+        gone = ManifestThenGone(real, cluster.current_dir(1, JID) / first)
+        syncer._proxies[peer] = gone
+        try:
+            with caplog.at_level(logging.WARNING, logger="hadoop_qjm.qjournal.server"):
+                assert syncer.sync_once() == 0
+        finally:
+            syncer._proxies[peer] = real
+            gone.aside.rename(gone.segment)
+        assert f"Failed to sync {first}" in caplog.text
+        current = cluster.current_dir(0, JID)
+        assert not any(p.name.startswith("edits_0") for p in current.iterdir())
+        journal = cluster.journal_node(0).get_or_create_journal(JID)
+        assert list(journal.storage.edits_sync_dir.iterdir()) == []
+        assert syncer.sync_once() == 6
+        for f in cluster.current_dir(1, JID).glob("edits_0*"):
+            assert (current / f.name).read_bytes() == f.read_bytes()

@@ -78,6 +78,10 @@ PROGRESS_INTERVAL_S = 10.0
 #: Segments a round receives at once (one at a time with
 #: ``dfs.edit.log.transfer.bandwidthPerSec`` set, as Hadoop's, so that the limit holds).
 DOWNLOADS_AT_ONCE = 2
+#: Downloads a round keeps queued behind those running, so that a fetcher finishing before
+#: the one ahead of it in txid order starts the next at once instead of waiting for the
+#: hand-over (a failure still stops the round: what was received after it is discarded).
+DOWNLOADS_QUEUED = 2
 
 
 def _hand_over(fetch: Future, installer: SegmentInstaller) -> bool:
@@ -336,6 +340,7 @@ class JournalNodeSyncer:
         # are handed to the installer in txid order, and none after the first that failed.
         at_once = 1 if self.bandwidth_per_sec > 0 else DOWNLOADS_AT_ONCE
         fetchers = ThreadPoolExecutor(at_once, thread_name_prefix=f"JournalNodeSyncer-fetch-{jid}")
+        queued = DOWNLOADS_QUEUED if at_once > 1 else 0
         fetches: collections.deque[Future] = collections.deque()
         failed = False
         try:
@@ -348,15 +353,17 @@ class JournalNodeSyncer:
                     LOG.info("Not fetching %s yet: beyond the committed txid", log)
                     break
                 fetches.append(fetchers.submit(self._fetch, log, responses))
-                if len(fetches) >= at_once and not _hand_over(fetches.popleft(), installer):
+                if len(fetches) >= at_once + queued and not _hand_over(
+                    fetches.popleft(), installer
+                ):
                     failed = True  # Hadoop stops the round at the first failure
                     break
             while fetches and not failed:
                 failed = not _hand_over(fetches.popleft(), installer)
         finally:
-            fetchers.shutdown(wait=True)
+            fetchers.shutdown(wait=True, cancel_futures=True)  # none queued starts now
             for fetch in fetches:  # received after a failure (or an error): not installed
-                if fetch.exception() is None:
+                if not fetch.cancelled() and fetch.exception() is None:
                     _discard(fetch.result()[1])
             done = installer.close()
             self._transfers.close()  # no connection idles on a peer between rounds
