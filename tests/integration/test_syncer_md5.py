@@ -271,10 +271,6 @@ def test_a_failed_download_stops_the_round_and_the_one_beside_it_is_not_installe
     next round installs both."""
     later = "edits_0000000000000000021-0000000000000000025"
     with peer_holding_a_segment(tmp_path, committed=25) as (cluster, syncer):
-        (peer,) = syncer.peers
-        real = syncer._proxy(peer)
-        gone = ManifestThenGone(real, cluster.current_dir(1, JID) / SEGMENT)
-        syncer._proxies[peer] = gone
         received = {}
         receive = syncer._receive
 
@@ -283,20 +279,31 @@ def test_a_failed_download_stops_the_round_and_the_one_beside_it_is_not_installe
             return result
 
         monkeypatch.setattr(syncer, "_receive", noting)
-        try:
-            with caplog.at_level(logging.WARNING, logger="hadoop_qjm.qjournal.server"):
-                assert syncer.sync_once() == 0
-        finally:
-            syncer._proxies[peer] = real
-            gone.aside.rename(gone.segment)
+        _a_round_whose_first_download_fails_installs_nothing(cluster, syncer, caplog, SEGMENT)
         assert received[1] is None and received[21].final.name == later  # it was received
-        assert f"Failed to sync {SEGMENT}" in caplog.text
-        current = cluster.current_dir(0, JID)
-        assert not any(p.name.startswith("edits_0") for p in current.iterdir())
-        journal = cluster.journal_node(0).get_or_create_journal(JID)
-        assert list(journal.storage.edits_sync_dir.iterdir()) == []
         assert syncer.sync_once() == 2
+        current = cluster.current_dir(0, JID)
         assert (current / later).read_bytes() == (cluster.current_dir(1, JID) / later).read_bytes()
+
+
+def _a_round_whose_first_download_fails_installs_nothing(cluster, syncer, caplog, name) -> None:
+    """One sync round of node 0 from node 1 in which segment ``name``, the first to fetch,
+    is moved away on node 1 once listed: nothing installed, nothing left in the sync dir."""
+    (peer,) = syncer.peers
+    real = syncer._proxy(peer)
+    gone = ManifestThenGone(real, cluster.current_dir(1, JID) / name)
+    syncer._proxies[peer] = gone
+    try:
+        with caplog.at_level(logging.WARNING, logger="hadoop_qjm.qjournal.server"):
+            assert syncer.sync_once() == 0
+    finally:
+        syncer._proxies[peer] = real
+        gone.aside.rename(gone.segment)
+    assert f"Failed to sync {name}" in caplog.text
+    current = cluster.current_dir(0, JID)
+    assert not any(p.name.startswith("edits_0") for p in current.iterdir())
+    journal = cluster.journal_node(0).get_or_create_journal(JID)
+    assert list(journal.storage.edits_sync_dir.iterdir()) == []
 
 
 def test_downloads_queued_behind_a_failed_one_are_neither_installed_nor_left_behind(
@@ -314,21 +321,8 @@ def test_downloads_queued_behind_a_failed_one_are_neither_installed_nor_left_beh
     with peer_holding_segments(
         tmp_path, 30, segments, **{"dfs.journalnode.scrub.enabled": "false"}
     ) as (cluster, syncer, _):
-        (peer,) = syncer.peers
-        real = syncer._proxy(peer)
-        gone = ManifestThenGone(real, cluster.current_dir(1, JID) / first)
-        syncer._proxies[peer] = gone
-        try:
-            with caplog.at_level(logging.WARNING, logger="hadoop_qjm.qjournal.server"):
-                assert syncer.sync_once() == 0
-        finally:
-            syncer._proxies[peer] = real
-            gone.aside.rename(gone.segment)
-        assert f"Failed to sync {first}" in caplog.text
-        current = cluster.current_dir(0, JID)
-        assert not any(p.name.startswith("edits_0") for p in current.iterdir())
-        journal = cluster.journal_node(0).get_or_create_journal(JID)
-        assert list(journal.storage.edits_sync_dir.iterdir()) == []
+        _a_round_whose_first_download_fails_installs_nothing(cluster, syncer, caplog, first)
         assert syncer.sync_once() == 6
+        current = cluster.current_dir(0, JID)
         for f in cluster.current_dir(1, JID).glob("edits_0*"):
             assert (current / f.name).read_bytes() == f.read_bytes()
