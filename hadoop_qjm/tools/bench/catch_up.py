@@ -6,8 +6,8 @@ with ``journalnode -bootstrap``'s code (format from the peers, then the JournalN
 downloads: two segments at once over HTTP, the md5 hashed as received, then fdatasync,
 rename and fsync dir in the installer's thread). Its MB/s and segments/s are printed next
 to a raw local copy of the same files on the same disk (read, write, fsync, rename, fsync
-dir), in ``--rounds`` rounds; the median ratio is printed with its goal, at least 0.5.
-Printed, not asserted.
+dir), in ``--rounds`` rounds; the median ratio is printed with its goal, at least 0.5,
+and the CPU a catch-up cost this process and the peers. Printed, not asserted.
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ import shutil
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.durable import fsync_dir
@@ -133,9 +136,31 @@ def _md5_alone(files: list[Path]) -> float:
     return time.perf_counter() - start
 
 
-def _catch_up(cluster: MiniJournalCluster, target: Path) -> float:
+def _cpu_s(pids: list[int]) -> float:
+    """User + system CPU seconds the processes ``pids`` have used."""
+    return sum(sum(psutil.Process(pid).cpu_times()[:2]) for pid in pids)
+
+
+def _tick_ms() -> float:
+    """How finely another process's CPU time is counted (its clock tick), in ms."""
+    try:
+        return 1000 / os.sysconf("SC_CLK_TCK")
+    except (ValueError, OSError, AttributeError):
+        return 10.0
+
+
+@dataclass(frozen=True)
+class CatchUpTime:
+    """One catch-up: its seconds, and the CPU seconds this process and the peers used."""
+
+    seconds: float
+    own_cpu_s: float
+    peers_cpu_s: float
+
+
+def _catch_up(cluster: MiniJournalCluster, target: Path) -> CatchUpTime:
     """Bring a wiped JournalNode in at ``target`` (``journalnode -bootstrap``'s code); the
-    seconds it took."""
+    time it took."""
     from hadoop_qjm.qjournal.server.journal_node import JournalNode
     from hadoop_qjm.qjournal.server.journal_node_bootstrap import bootstrap
 
@@ -146,9 +171,12 @@ def _catch_up(cluster: MiniJournalCluster, target: Path) -> float:
     new.set("dfs.journalnode.rpc-address", f"127.0.0.1:{port}")
     new.set("dfs.journalnode.http-address", "127.0.0.1:0")
     new.set("dfs.namenode.shared.edits.dir", f"qjournal://{hosts}/{JID}")
+    peers = [node.pid for node in cluster.nodes]
+    own, peers_cpu = time.process_time(), _cpu_s(peers)
     start = time.perf_counter()
     bootstrap(new, JournalNode, non_interactive=True, out=io.StringIO())
-    return time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    return CatchUpTime(seconds, time.process_time() - own, _cpu_s(peers) - peers_cpu)
 
 
 def run_catch_up(segments: int, segment_mb: float, directory: str | None, rounds: int = 5) -> int:
@@ -171,15 +199,18 @@ def run_catch_up(segments: int, segment_mb: float, directory: str | None, rounds
                 f"({mb / max(len(files), 1):.2f} MB each), on 2 JournalNodes; {rounds} rounds"
             )
             raw_times, sync_times, ratios = [], [], []
+            catch_ups: list[CatchUpTime] = []
             vouched = 0
             for r in range(rounds):
                 target = base / f"new-jn-{r}"
                 if r % 2 == 0:
                     raw_s = _raw_copy(files, base / f"raw-copy-{r}")
-                    sync_s = _catch_up(cluster, target)
+                    took = _catch_up(cluster, target)
                 else:
-                    sync_s = _catch_up(cluster, target)
+                    took = _catch_up(cluster, target)
                     raw_s = _raw_copy(files, base / f"raw-copy-{r}")
+                catch_ups.append(took)
+                sync_s = took.seconds
                 current = target / JID / "current"
                 if [f.name for f in _segments(current)] != [f.name for f in files]:
                     print("catch-up: the new JournalNode did not get every segment")
@@ -208,6 +239,14 @@ def run_catch_up(segments: int, segment_mb: float, directory: str | None, rounds
             f"in {sync_s:.2f} s (median)"
         )
         print(f"ratio to the raw copy: {statistics.median(ratios):.2f} (goal >= {GOAL})")
+        own = statistics.median(t.own_cpu_s for t in catch_ups)
+        peers = statistics.median(t.peers_cpu_s for t in catch_ups)
+        print(
+            f"CPU per catch-up (median): the new JournalNode's process {own * 1e3:,.0f} ms, "
+            f"the two peers {peers * 1e3:,.0f} ms (counted in {_tick_ms():g} ms clock ticks); "
+            f"{(own + peers) / sync_s:.1f} of this "
+            f"machine's {os.cpu_count()} CPUs busy with it over its {sync_s * 1e3:,.0f} ms"
+        )
         print(
             f"installed with the md5 their peer kept (hashed as received, ops not checked "
             f"again): {vouched} of {len(files)} segments; the rest checked op by op"
