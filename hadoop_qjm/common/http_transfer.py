@@ -175,12 +175,18 @@ class TransferSession:
         on_chunk: Callable[[memoryview], object] | None = None,
         on_response: Callable[[Any], Callable[[memoryview], object] | None] | None = None,
         sync: bool = True,
+        on_written: Callable[[int], object] | None = None,
     ) -> int:
         """As the module's :func:`download_to_file`, on a kept-alive connection.
         ``on_response(headers)``, when given, is called with the 200 answer's headers
         before the body is read, and returns the ``on_chunk`` to use (or None): a
         receiver that is sent an ``X-MD5-Digest`` may then skip a check of its own.
         ``sync=False``: the file is not fdatasynced here; the caller must before it counts.
+        ``on_written(fd)`` is called with the file's descriptor once the whole body is
+        written (before the md5 is compared and the file closed): a caller that
+        fdatasyncs later keeps an ``os.dup`` of it, so that an error of the write-back
+        started meanwhile is reported to that fdatasync (a descriptor opened after the
+        error need not see it).
 
         The MD5 is computed in the calling thread as each chunk arrives (hashlib lets go of
         the interpreter lock meanwhile): a caller that wants downloads to overlap runs
@@ -217,6 +223,8 @@ class TransferSession:
                         if progress is not None:
                             progress(received, expected)
                     out.flush()
+                    if on_written is not None and received == expected:
+                        on_written(out.fileno())
                     if every:
                         _start_writeback(out.fileno(), hinted, received - hinted)
                     try:

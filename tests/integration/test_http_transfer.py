@@ -188,13 +188,23 @@ def test_a_download_synced_later_starts_its_writeback_over_every_byte(
         raise OSError(22, "Invalid argument")  # a hint the kernel refuses changes nothing
 
     monkeypatch.setattr(http_transfer, "_fadvise", noting)
-    monkeypatch.setattr(http_transfer, "WRITEBACK_EVERY", RECV_CHUNK)
+    # Chunks smaller than the file object's buffer: a hint not preceded by a flush would
+    # name bytes still in the buffer (the fstat above sees them missing).
+    monkeypatch.setattr(http_transfer, "RECV_CHUNK", 1000)
+    monkeypatch.setattr(http_transfer, "WRITEBACK_EVERY", 3000)
+    written: list[tuple[int, int]] = []
+
+    def on_written(fd: int) -> None:  # the whole body, in the file, before it is closed
+        written.append((os.fstat(fd).st_size, os.fstat(fd).st_ino))
+
     session = TransferSession()
     try:
-        assert session.download_to_file(url(server), tmp_path / "later", 10, sync=False) == len(
-            BODY
-        )
-        assert (tmp_path / "later").read_bytes() == BODY
+        target = tmp_path / "later"
+        assert session.download_to_file(
+            url(server), target, 10, sync=False, on_written=on_written
+        ) == len(BODY)
+        assert target.read_bytes() == BODY
+        assert written == [(len(BODY), target.stat().st_ino)]
         assert len(hints) > 1 and hints[0][0] == 0
         assert all(a + n == b for (a, n), (b, _) in zip(hints, hints[1:], strict=False))
         assert sum(n for _, n in hints) == len(BODY)

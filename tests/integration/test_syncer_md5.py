@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import logging
+import os
 import re
 import socket
 import threading
@@ -15,6 +17,7 @@ import threading
 import pytest
 
 from hadoop_qjm.editlog.fs_edit_log_op import HEADER_LENGTH
+from hadoop_qjm.qjournal.server import journal_node_syncer
 from hadoop_qjm.qjournal.server.journal_scrubber import JournalNodeScrubber
 from tests.integration.syncer_support import peer_holding_segments
 
@@ -147,12 +150,24 @@ def _a_round_through_a_flipping_relay_installs_nothing(cluster, syncer, caplog) 
     _not_installed(cluster, caplog)
 
 
+def _open_in(directory) -> list[str]:
+    """What this process's open file descriptors name under ``directory`` (deleted or not)."""
+    names = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith(str(directory)):
+                names.append(target)
+    return names
+
+
 def _not_installed(cluster, caplog) -> None:
     current = cluster.current_dir(0, JID)
     assert not (current / SEGMENT).exists()
     assert not (current / (SEGMENT + ".md5")).exists()
     journal = cluster.journal_node(0).get_or_create_journal(JID)
     assert list(journal.storage.edits_sync_dir.iterdir()) == []
+    assert _open_in(journal.storage.edits_sync_dir) == []
     refusals = [r.getMessage() for r in caplog.records if "Not installing" in r.getMessage()]
     assert refusals and refusals[0].startswith(f"Not installing {SEGMENT} from"), refusals
 
@@ -228,17 +243,24 @@ def test_a_failed_fdatasync_installs_nothing_and_stops_the_round(tmp_path, monke
     from hadoop_qjm.qjournal.server import segment_installer
 
     with peer_holding_a_segment(tmp_path, committed=25) as (cluster, syncer):
+        journal = cluster.journal_node(0).get_or_create_journal(JID)
+        synced: list[str] = []
 
         def failing(fd: int) -> None:
+            # The descriptor the download wrote through (an os.dup of it), not one opened
+            # afterwards: a write-back error since the write is reported to it.
+            synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+            assert fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY  # "wb"'s
             raise OSError(5, "Input/output error")
 
         monkeypatch.setattr(segment_installer, "_fdatasync", failing)
         with caplog.at_level(logging.WARNING, logger="hadoop_qjm.qjournal.server"):
             assert syncer.sync_once() == 0
+        assert synced and synced[0].startswith(str(journal.storage.edits_sync_dir))
         current = cluster.current_dir(0, JID)
         assert not any(p.name.startswith("edits_0") for p in current.iterdir())
-        journal = cluster.journal_node(0).get_or_create_journal(JID)
         assert list(journal.storage.edits_sync_dir.iterdir()) == []
+        assert _open_in(journal.storage.edits_sync_dir) == []
         assert f"Failed to sync {SEGMENT}" in caplog.text and "fdatasync" in caplog.text
         monkeypatch.undo()
         assert syncer.sync_once() == 2
@@ -304,25 +326,85 @@ def _a_round_whose_first_download_fails_installs_nothing(cluster, syncer, caplog
     assert not any(p.name.startswith("edits_0") for p in current.iterdir())
     journal = cluster.journal_node(0).get_or_create_journal(JID)
     assert list(journal.storage.edits_sync_dir.iterdir()) == []
+    assert _open_in(journal.storage.edits_sync_dir) == []  # every received copy's fd closed
 
 
 def test_downloads_queued_behind_a_failed_one_are_neither_installed_nor_left_behind(
-    tmp_path, caplog
+    tmp_path, caplog, monkeypatch
 ):
     """Six segments: more than the downloads a round runs and keeps queued at once. The
     first one's download fails while those behind it run or wait: none is installed,
     the queued ones are dropped, nothing is left in the sync dir; the next round
     installs all six, byte for byte."""
-    from hadoop_qjm.qjournal.server import journal_node_syncer
-
     assert journal_node_syncer.DOWNLOADS_AT_ONCE + journal_node_syncer.DOWNLOADS_QUEUED < 6
     segments = tuple((first, first + 4) for first in range(1, 31, 5))
     first = "edits_0000000000000000001-0000000000000000005"
     with peer_holding_segments(
         tmp_path, 30, segments, **{"dfs.journalnode.scrub.enabled": "false"}
     ) as (cluster, syncer, _):
+        started: list[int] = []
+        more_than_queued = threading.Event()
+        receive = syncer._receive
+        queue = journal_node_syncer.DOWNLOADS_AT_ONCE + journal_node_syncer.DOWNLOADS_QUEUED
+
+        def counting(peer, from_url, log):
+            started.append(log.start_txid)
+            if len(started) > queue:
+                more_than_queued.set()
+            if log.start_txid == 1:
+                # The first download holds the round's first hand-over up: the others may
+                # run meanwhile, but no more than the queue's worth may ever start. (Waited
+                # for with a deadline: with the limit kept it never happens.)
+                more_than_queued.wait(1.0)
+            return receive(peer, from_url, log)
+
+        monkeypatch.setattr(syncer, "_receive", counting)
         _a_round_whose_first_download_fails_installs_nothing(cluster, syncer, caplog, first)
+        monkeypatch.undo()
+        # No more than those running and queued were ever started: the rest never were.
+        assert 1 in started and len(started) <= queue and not more_than_queued.is_set(), started
         assert syncer.sync_once() == 6
         current = cluster.current_dir(0, JID)
+        assert (
+            _open_in(cluster.journal_node(0).get_or_create_journal(JID).storage.edits_sync_dir)
+            == []
+        )
+        for f in cluster.current_dir(1, JID).glob("edits_0*"):
+            assert (current / f.name).read_bytes() == f.read_bytes()
+
+
+def test_a_stop_during_a_round_installs_nothing_queued_and_leaves_nothing_behind(
+    tmp_path, monkeypatch
+):
+    """The syncer is told to stop while the round's first download runs and others wait
+    queued behind it: at most that first one is installed, the queued ones never start,
+    nothing is left in the sync dir and no descriptor stays open; a later round (the
+    daemon started again) installs the rest."""
+    segments = tuple((first, first + 4) for first in range(1, 31, 5))
+    with peer_holding_segments(
+        tmp_path, 30, segments, **{"dfs.journalnode.scrub.enabled": "false"}
+    ) as (cluster, syncer, _):
+        started: list[int] = []
+        receive = syncer._receive
+
+        def stopping(peer, from_url, log):
+            started.append(log.start_txid)
+            if log.start_txid == 1:
+                syncer._stop.set()  # what stop() does first
+            return receive(peer, from_url, log)
+
+        monkeypatch.setattr(syncer, "_receive", stopping)
+        installed = syncer.sync_once()
+        monkeypatch.undo()
+        assert installed <= 1
+        queue = journal_node_syncer.DOWNLOADS_AT_ONCE + journal_node_syncer.DOWNLOADS_QUEUED
+        assert len(started) <= queue, started
+        journal = cluster.journal_node(0).get_or_create_journal(JID)
+        assert list(journal.storage.edits_sync_dir.iterdir()) == []
+        assert _open_in(journal.storage.edits_sync_dir) == []
+        current = cluster.current_dir(0, JID)
+        assert len(list(current.glob("edits_0*"))) == installed
+        syncer._stop.clear()
+        assert syncer.sync_once() == 6 - installed
         for f in cluster.current_dir(1, JID).glob("edits_0*"):
             assert (current / f.name).read_bytes() == f.read_bytes()

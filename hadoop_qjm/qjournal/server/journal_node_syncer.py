@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
 import shutil
 import threading
 import time
@@ -98,6 +99,7 @@ def _hand_over(fetch: Future, installer: SegmentInstaller) -> bool:
 
 def _discard(received: ReceivedSegment | int | None) -> None:
     if isinstance(received, ReceivedSegment):
+        received.close()
         try:
             received.tmp.unlink()
         except OSError:
@@ -342,10 +344,11 @@ class JournalNodeSyncer:
         fetchers = ThreadPoolExecutor(at_once, thread_name_prefix=f"JournalNodeSyncer-fetch-{jid}")
         queued = DOWNLOADS_QUEUED if at_once > 1 else 0
         fetches: collections.deque[Future] = collections.deque()
-        failed = False
+        halted = False  # nothing more is handed over: queued downloads are dropped
         try:
             for log in missing:
                 if self._stop.is_set() or installer.failed.is_set():
+                    halted = True
                     break
                 if log.end_txid > self._committed(committed_bound):
                     # Not installable yet (move_tmp_segment_to_current checks again): no
@@ -356,10 +359,10 @@ class JournalNodeSyncer:
                 if len(fetches) >= at_once + queued and not _hand_over(
                     fetches.popleft(), installer
                 ):
-                    failed = True  # Hadoop stops the round at the first failure
+                    halted = True  # Hadoop stops the round at the first failure
                     break
-            while fetches and not failed:
-                failed = not _hand_over(fetches.popleft(), installer)
+            while fetches and not halted:
+                halted = self._stop.is_set() or not _hand_over(fetches.popleft(), installer)
         finally:
             fetchers.shutdown(wait=True, cancel_futures=True)  # none queued starts now
             for fetch in fetches:  # received after a failure (or an error): not installed
@@ -431,6 +434,7 @@ class JournalNodeSyncer:
 
         started = time.monotonic()
         keep = False
+        written: list[int] = []  # the installer fdatasyncs the written file's own descriptor
         try:
             size = self._transfers.download_to_file(
                 self._url(peer, from_url, log.start_txid),
@@ -439,6 +443,7 @@ class JournalNodeSyncer:
                 progress=progress,
                 on_response=on_response,
                 sync=False,  # by the installer, before the rename
+                on_written=lambda fd: written.append(os.dup(fd)),
             )
             took = transfer_summary(size, time.monotonic() - started)
             finding = None if vouched else verifier.finish()
@@ -448,7 +453,14 @@ class JournalNodeSyncer:
                 return None
             keep = True
             return ReceivedSegment(
-                log, peer, tmp, final, size, vouched[0] if vouched else None, took
+                log,
+                peer,
+                tmp,
+                final,
+                size,
+                vouched[0] if vouched else None,
+                took,
+                written[0] if written else None,
             )
         except DigestMismatchException as e:
             LOG.warning("Not installing %s from %s:%d: %s", final.name, *peer, e)
@@ -458,6 +470,8 @@ class JournalNodeSyncer:
             return None
         finally:
             if not keep:
+                for fd in written:
+                    os.close(fd)
                 try:
                     tmp.unlink()
                 except OSError:

@@ -6,7 +6,8 @@ its data fdatasynced, its ``.md5`` written, renamed to its finalized name, the d
 fsynced (``Journal.move_tmp_segment_to_current``). Those steps wait on the disk, not
 the CPU; done in the receiving thread they doubled a catch-up's time on a loaded disk.
 :class:`SegmentInstaller` does them in a thread of its own, in txid order, while the
-next segment is being received: nothing is installed before its own fdatasync, and
+next segment is being received: nothing is installed before its own fdatasync (on the
+descriptor the download wrote through, so that a write-back error since is seen), and
 nothing after a failed install (the round stops there, as Hadoop's does at its first
 failure; the segment received meanwhile is deleted).
 """
@@ -45,6 +46,18 @@ class ReceivedSegment:
     size: int
     md5: str | None
     took: str
+    #: A descriptor of the file as it was written (an ``os.dup`` of the writer's): its
+    #: fdatasync reports an error of the write-back started since (None: opened again).
+    #: The installer's from the hand-over on, closed with the segment installed or not.
+    fd: int | None = None
+
+    def close(self) -> None:
+        """Close :attr:`fd` (the segment is installed or given up)."""
+        if self.fd is not None:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
 
 
 class SegmentInstaller:
@@ -109,6 +122,7 @@ class SegmentInstaller:
             LOG.warning("Failed to sync %s from %s:%d: %s", r.final.name, *r.peer, e)
             self.failed.set()
         finally:
+            r.close()
             try:
                 r.tmp.unlink()
             except OSError:
@@ -116,11 +130,14 @@ class SegmentInstaller:
 
     def _durable_install(self, r: ReceivedSegment) -> bool:
         try:
-            fd = os.open(r.tmp, os.O_RDONLY)
-            try:
-                _fdatasync(fd)
-            finally:
-                os.close(fd)
+            if r.fd is not None:  # the writer's own file: its write-back errors reach us
+                _fdatasync(r.fd)
+            else:
+                fd = os.open(r.tmp, os.O_RDONLY)
+                try:
+                    _fdatasync(fd)
+                finally:
+                    os.close(fd)
         except OSError as e:  # never retried, never ignored: the copy is not installed
             raise IOException(f"Failed to fdatasync {r.tmp}: {e}") from e
         try:

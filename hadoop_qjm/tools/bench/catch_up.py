@@ -241,11 +241,12 @@ def run_catch_up(segments: int, segment_mb: float, directory: str | None, rounds
         print(f"ratio to the raw copy: {statistics.median(ratios):.2f} (goal >= {GOAL})")
         own = statistics.median(t.own_cpu_s for t in catch_ups)
         peers = statistics.median(t.peers_cpu_s for t in catch_ups)
+        busy = statistics.median((t.own_cpu_s + t.peers_cpu_s) / t.seconds for t in catch_ups)
         print(
-            f"CPU per catch-up (median): the new JournalNode's process {own * 1e3:,.0f} ms, "
-            f"the two peers {peers * 1e3:,.0f} ms (counted in {_tick_ms():g} ms clock ticks); "
-            f"{(own + peers) / sync_s:.1f} of this "
-            f"machine's {os.cpu_count()} CPUs busy with it over its {sync_s * 1e3:,.0f} ms"
+            f"CPU per catch-up (median): this process (the new JournalNode) {own * 1e3:,.0f} "
+            f"ms, the two peers {peers * 1e3:,.0f} ms (counted in {_tick_ms():g} ms clock "
+            f"ticks, their background threads included); {busy:.1f} of this machine's "
+            f"{os.cpu_count()} CPUs busy over a catch-up"
         )
         print(
             f"installed with the md5 their peer kept (hashed as received, ops not checked "
