@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import http.server
+import os
 import sys
 import threading
 
@@ -175,8 +176,6 @@ def test_a_download_synced_later_starts_its_writeback_over_every_byte(
     is started as it arrives, in ranges that cover the file once, in order, and the
     bytes are the server's; a failing hint fails nothing. ``sync=True``: no hint, the
     download's own fdatasync writes it."""
-    import os
-
     import hadoop_qjm.common.http_transfer as http_transfer
 
     hints: list[tuple[int, int]] = []

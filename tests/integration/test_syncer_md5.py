@@ -342,27 +342,40 @@ def test_downloads_queued_behind_a_failed_one_are_neither_installed_nor_left_beh
     with peer_holding_segments(
         tmp_path, 30, segments, **{"dfs.journalnode.scrub.enabled": "false"}
     ) as (cluster, syncer, _):
-        started: list[int] = []
-        more_than_queued = threading.Event()
-        receive = syncer._receive
-        queue = journal_node_syncer.DOWNLOADS_AT_ONCE + journal_node_syncer.DOWNLOADS_QUEUED
+        # Downloads handed to the round's fetchers, counted as they are; the first one
+        # is held until the round's first hand-over (it waits for that download), so the
+        # count then is every download the round took on while the first was running.
+        submitted = [0]
+        at_first_hand_over: list[int] = []
+        handing_over = threading.Event()
 
-        def counting(peer, from_url, log):
-            started.append(log.start_txid)
-            if len(started) > queue:
-                more_than_queued.set()
+        class CountingPool(journal_node_syncer.ThreadPoolExecutor):
+            def submit(self, fn, /, *args, **kwargs):
+                submitted[0] += 1
+                return super().submit(fn, *args, **kwargs)
+
+        hand_over = journal_node_syncer._hand_over
+
+        def first_noted(fetch, installer):
+            if not handing_over.is_set():
+                at_first_hand_over.append(submitted[0])
+                handing_over.set()
+            return hand_over(fetch, installer)
+
+        receive = syncer._receive
+
+        def held(peer, from_url, log):
             if log.start_txid == 1:
-                # The first download holds the round's first hand-over up: the others may
-                # run meanwhile, but no more than the queue's worth may ever start. (Waited
-                # for with a deadline: with the limit kept it never happens.)
-                more_than_queued.wait(1.0)
+                assert handing_over.wait(30), "the round never handed its first download over"
             return receive(peer, from_url, log)
 
-        monkeypatch.setattr(syncer, "_receive", counting)
+        monkeypatch.setattr(journal_node_syncer, "ThreadPoolExecutor", CountingPool)
+        monkeypatch.setattr(journal_node_syncer, "_hand_over", first_noted)
+        monkeypatch.setattr(syncer, "_receive", held)
         _a_round_whose_first_download_fails_installs_nothing(cluster, syncer, caplog, first)
         monkeypatch.undo()
-        # No more than those running and queued were ever started: the rest never were.
-        assert 1 in started and len(started) <= queue and not more_than_queued.is_set(), started
+        queue = journal_node_syncer.DOWNLOADS_AT_ONCE + journal_node_syncer.DOWNLOADS_QUEUED
+        assert at_first_hand_over == [queue]  # the rest were never taken on
         assert syncer.sync_once() == 6
         current = cluster.current_dir(0, JID)
         assert (

@@ -99,11 +99,7 @@ def _hand_over(fetch: Future, installer: SegmentInstaller) -> bool:
 
 def _discard(received: ReceivedSegment | int | None) -> None:
     if isinstance(received, ReceivedSegment):
-        received.close()
-        try:
-            received.tmp.unlink()
-        except OSError:
-            pass
+        received.discard()
 
 
 @dataclass(frozen=True)
@@ -460,7 +456,7 @@ class JournalNodeSyncer:
                 size,
                 vouched[0] if vouched else None,
                 took,
-                written[0] if written else None,
+                written[0],  # (set: the whole body was written)
             )
         except DigestMismatchException as e:
             LOG.warning("Not installing %s from %s:%d: %s", final.name, *peer, e)

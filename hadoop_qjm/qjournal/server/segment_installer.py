@@ -14,6 +14,7 @@ failure; the segment received meanwhile is deleted).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -37,7 +38,9 @@ _fdatasync = getattr(os, "fdatasync", os.fsync)
 class ReceivedSegment:
     """A segment received into ``tmp``, not yet durable: from ``peer``, ``size`` bytes
     (``took``: the download's size and rate, for the log), ``md5`` the one its peer kept
-    and the bytes matched (None: its ops were checked instead)."""
+    and the bytes matched (None: its ops were checked instead). ``fd`` is a descriptor
+    of the file as it was written (an ``os.dup`` of the writer's): its fdatasync reports
+    an error of the write-back started since, which one opened afterwards need not."""
 
     log: RemoteEditLog
     peer: tuple[str, int]
@@ -46,18 +49,14 @@ class ReceivedSegment:
     size: int
     md5: str | None
     took: str
-    #: A descriptor of the file as it was written (an ``os.dup`` of the writer's): its
-    #: fdatasync reports an error of the write-back started since (None: opened again).
-    #: The installer's from the hand-over on, closed with the segment installed or not.
-    fd: int | None = None
+    fd: int
 
-    def close(self) -> None:
-        """Close :attr:`fd` (the segment is installed or given up)."""
-        if self.fd is not None:
-            try:
-                os.close(self.fd)
-            except OSError:
-                pass
+    def discard(self) -> None:
+        """Close :attr:`fd` and remove ``tmp`` (gone already once it was installed)."""
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+        with contextlib.suppress(OSError):
+            self.tmp.unlink()
 
 
 class SegmentInstaller:
@@ -122,22 +121,11 @@ class SegmentInstaller:
             LOG.warning("Failed to sync %s from %s:%d: %s", r.final.name, *r.peer, e)
             self.failed.set()
         finally:
-            r.close()
-            try:
-                r.tmp.unlink()
-            except OSError:
-                pass
+            r.discard()
 
     def _durable_install(self, r: ReceivedSegment) -> bool:
         try:
-            if r.fd is not None:  # the writer's own file: its write-back errors reach us
-                _fdatasync(r.fd)
-            else:
-                fd = os.open(r.tmp, os.O_RDONLY)
-                try:
-                    _fdatasync(fd)
-                finally:
-                    os.close(fd)
+            _fdatasync(r.fd)  # the writer's own file: its write-back errors reach us
         except OSError as e:  # never retried, never ignored: the copy is not installed
             raise IOException(f"Failed to fdatasync {r.tmp}: {e}") from e
         try:

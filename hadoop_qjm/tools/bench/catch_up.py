@@ -22,8 +22,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
-
 from hadoop_qjm.common.constants import CURRENT_LAYOUT_VERSION
 from hadoop_qjm.common.durable import fsync_dir
 from hadoop_qjm.conf import Configuration
@@ -32,6 +30,7 @@ from hadoop_qjm.qjournal.server.segment_md5 import md5_file_for
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.ports import free_ports
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, make_request
+from hadoop_qjm.tools.bench.qjm_measure import _cpu_seconds
 
 __all__ = ["GOAL", "run_catch_up"]
 
@@ -136,11 +135,6 @@ def _md5_alone(files: list[Path]) -> float:
     return time.perf_counter() - start
 
 
-def _cpu_s(pids: list[int]) -> float:
-    """User + system CPU seconds the processes ``pids`` have used."""
-    return sum(sum(psutil.Process(pid).cpu_times()[:2]) for pid in pids)
-
-
 def _tick_ms() -> float:
     """How finely another process's CPU time is counted (its clock tick), in ms."""
     try:
@@ -172,11 +166,11 @@ def _catch_up(cluster: MiniJournalCluster, target: Path) -> CatchUpTime:
     new.set("dfs.journalnode.http-address", "127.0.0.1:0")
     new.set("dfs.namenode.shared.edits.dir", f"qjournal://{hosts}/{JID}")
     peers = [node.pid for node in cluster.nodes]
-    own, peers_cpu = time.process_time(), _cpu_s(peers)
+    own, peers_cpu = time.process_time(), _cpu_seconds(peers)
     start = time.perf_counter()
     bootstrap(new, JournalNode, non_interactive=True, out=io.StringIO())
     seconds = time.perf_counter() - start
-    return CatchUpTime(seconds, time.process_time() - own, _cpu_s(peers) - peers_cpu)
+    return CatchUpTime(seconds, time.process_time() - own, _cpu_seconds(peers) - peers_cpu)
 
 
 def run_catch_up(segments: int, segment_mb: float, directory: str | None, rounds: int = 5) -> int:
