@@ -12,7 +12,7 @@ import pytest
 from hadoop_qjm.cli import main
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.testing.daemon_process import running_children
-from hadoop_qjm.tools.bench import qjm_measure
+from hadoop_qjm.tools.bench import _qjm_measure as qjm_measure
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 

@@ -10,7 +10,7 @@ from hadoop_qjm.editlog.fs_edit_log_op import encode_op
 from hadoop_qjm.qjournal.client.quorum_journal_manager import QuorumJournalManager
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO
-from hadoop_qjm.tools.bench import qjm_measure
+from hadoop_qjm.tools.bench import _qjm_measure as qjm_measure
 
 pytestmark = pytest.mark.timeout(60)
 

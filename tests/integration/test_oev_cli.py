@@ -105,6 +105,25 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> N
     assert "unknown benchmark" in err
 
 
+def test_every_benchmark_listed_is_one_that_runs(capsys: pytest.CaptureFixture) -> None:
+    # The usage names what may be run: a helper module listed there answered with an
+    # internal error (no run()); each listed one answers --help with its own usage.
+    import importlib
+
+    from hadoop_qjm.tools import bench
+
+    names = bench.subcommands()
+    assert "journalnode" in names and "qjm" in names
+    for name in names:
+        assert callable(importlib.import_module(f"hadoop_qjm.tools.bench.{name}").run)
+    for helper in ("catch_up", "_catch_up", "qjm_measure"):
+        assert main(["bench", helper]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"unknown benchmark '{helper}'" in err
+    assert main(["bench", "journalnode", "--help"]) == 0
+    assert "--catch-up" in capsys.readouterr().out
+
+
 def test_bench_edits_runs(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     args = ["bench", "edits", "--ops", "3000", "--flush-every", "500", "--dir", str(tmp_path)]
     assert main(args) == 0

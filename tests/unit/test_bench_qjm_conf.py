@@ -11,8 +11,8 @@ import pytest
 from hadoop_qjm.cli import main
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
+from hadoop_qjm.tools.bench import _qjm_measure as qjm_measure
 from hadoop_qjm.tools.bench import qjm as bench
-from hadoop_qjm.tools.bench import qjm_measure
 
 pytestmark = pytest.mark.timeout(30)
 

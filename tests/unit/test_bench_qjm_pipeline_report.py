@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hadoop_qjm.tools.bench.qjm_pipeline import PipelineResult, report_pipelined
+from hadoop_qjm.tools.bench._qjm_pipeline import PipelineResult, report_pipelined
 
 pytestmark = pytest.mark.timeout(10)
 

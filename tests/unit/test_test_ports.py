@@ -49,3 +49,18 @@ def test_a_port_in_use_is_never_chosen(monkeypatch) -> None:
             ports.free_ports(3)
     finally:
         busy.close()
+
+
+def test_the_whole_slice_is_tried_from_wherever_the_pick_starts(monkeypatch) -> None:
+    three = ports.free_ports(3)
+    monkeypatch.setattr(ports, "port_slice", lambda: list(three))
+    for start in range(3):
+
+        class Start:
+            def randrange(self, n: int, start: int = start) -> int:
+                assert n == 3
+                return start
+
+        monkeypatch.setattr(ports.random, "SystemRandom", Start)
+        chosen = ports.free_ports(3)
+        assert chosen == three[start:] + three[:start]

@@ -56,7 +56,7 @@ from pathlib import Path
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.testing.in_process_ha import journal_node_conf
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
-from hadoop_qjm.tools.bench.failover_measure import (
+from hadoop_qjm.tools.bench._failover_measure import (
     GOAL_CONSTANT_RATIO,
     GOAL_FAILOVER_S,
     GOAL_FAILOVER_TXNS,

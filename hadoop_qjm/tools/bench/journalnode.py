@@ -299,7 +299,7 @@ def run(argv, conf) -> int:
     if args.catch_up:
         if args.segments <= 0 or args.segment_mb <= 0 or args.rounds <= 0:
             parser.error("--segments, --segment-mb and --rounds must be positive")
-        from hadoop_qjm.tools.bench.catch_up import run_catch_up
+        from hadoop_qjm.tools.bench._catch_up import run_catch_up
 
         return run_catch_up(args.segments, args.segment_mb, args.dir, args.rounds)
     if args.batch <= 0 or args.seconds <= 0 or args.max_batches <= 0 or args.slice <= 0:

@@ -64,7 +64,7 @@ ideal's.
 ``--secure`` measures what mutual TLS costs instead (docs/security.md): the
 healthy 3-JN phase with security off and with it on (RPC and HTTPS, a test PKI
 made for the run), each on its own cluster, side by side, in interleaved slices
-like the default run's (``qjm_secure``; ``--rounds`` fresh pairs of clusters);
+like the default run's (``_qjm_secure``; ``--rounds`` fresh pairs of clusters);
 it prints both figures, the ratio, and the CPU per batch of the writer and the
 JournalNodes. Goals: TLS gives ≥ 0.85× the plain txns/s at batch 1 and ≥ 0.88×
 at batch 100.
@@ -84,7 +84,7 @@ from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.editlog.fs_edit_log_op import encode_op
 from hadoop_qjm.qjournal.client.pipelined_channel import MAX_BUSY_POLL_US
-from hadoop_qjm.tools.bench.qjm_measure import (
+from hadoop_qjm.tools.bench._qjm_measure import (
     DEFAULT_BUSY_POLL_US,
     DEFAULT_IDEAL,
     DEFAULT_SLICE_S,
@@ -97,9 +97,9 @@ from hadoop_qjm.tools.bench.qjm_measure import (
     run_ideal,
     run_interleaved,
 )
-from hadoop_qjm.tools.bench.qjm_pipeline import report_pipelined, run_pipelined
-from hadoop_qjm.tools.bench.qjm_report import report
-from hadoop_qjm.tools.bench.qjm_secure import (
+from hadoop_qjm.tools.bench._qjm_pipeline import report_pipelined, run_pipelined
+from hadoop_qjm.tools.bench._qjm_report import report
+from hadoop_qjm.tools.bench._qjm_secure import (
     TLS_RATIO_GOALS,
     measure_secure,
     report_secure,
@@ -253,7 +253,7 @@ def _run_dir(prefix: str, parent: str | None, note: str = "") -> Iterator[Path]:
 
 
 def _run_pipeline(args, depths: list[int], conf) -> int:
-    """``--pipeline`` (qjm_pipeline.py): FSEditLog's pipelined syncs against depth 1."""
+    """``--pipeline`` (_qjm_pipeline.py): FSEditLog's pipelined syncs against depth 1."""
     conf = Configuration() if conf is None else conf
     goal_depth = conf.get_int(
         keys.DFS_NAMENODE_EDITS_SYNC_PIPELINE_DEPTH_KEY,
@@ -291,7 +291,7 @@ def run_secure(
     slice_s: float = DEFAULT_SLICE_S,
     conf: Configuration | None = None,
 ) -> int:
-    """``bench qjm --secure``: see ``qjm_secure``; ``conf`` as in :func:`run_interleaved`,
+    """``bench qjm --secure``: see ``_qjm_secure``; ``conf`` as in :func:`run_interleaved`,
     TLS set on top of it for the TLS cluster."""
     plain_conf = Configuration() if conf is None else conf
     print(

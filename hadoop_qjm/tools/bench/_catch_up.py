@@ -30,7 +30,7 @@ from hadoop_qjm.qjournal.server.segment_md5 import md5_file_for
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.ports import free_ports
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, make_request
-from hadoop_qjm.tools.bench.qjm_measure import _cpu_seconds
+from hadoop_qjm.tools.bench._qjm_measure import _cpu_seconds
 
 __all__ = ["GOAL", "run_catch_up"]
 

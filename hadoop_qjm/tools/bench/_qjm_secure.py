@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hadoop_qjm.conf import Configuration
-from hadoop_qjm.tools.bench.qjm_measure import PLAIN, TLS, PhaseResult, Writer, print_progress
+from hadoop_qjm.tools.bench._qjm_measure import PLAIN, TLS, PhaseResult, Writer, print_progress
 
 __all__ = ["TLS_RATIO_GOALS", "measure_secure", "report_secure", "secure_conf"]
 

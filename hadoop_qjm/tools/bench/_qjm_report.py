@@ -1,6 +1,6 @@
 """How ``bench qjm`` prints its results: each phase's figures with the goal beside them and
 the ratios against the same run's baselines (:func:`report`; ``--secure``'s is
-:mod:`~hadoop_qjm.tools.bench.qjm_secure`'s)."""
+:mod:`~hadoop_qjm.tools.bench._qjm_secure`'s)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Sequence
 
 from hadoop_qjm.conf import dfs_config_keys as keys
-from hadoop_qjm.tools.bench.qjm_measure import (
+from hadoop_qjm.tools.bench._qjm_measure import (
     BUSY_POLL,
     FIVE_P50_GOAL,
     FROZEN_P50_GOAL,

@@ -1,7 +1,7 @@
 """What ``bench qjm`` measures: the phases (a writer's QuorumJournalManager over a
 MiniJournalCluster, healthy, frozen, five nodes, busy-poll, pre-encoded), run in
 alternating slices (:func:`run_interleaved`), and the ideal and plain-quorum baselines of
-the same run; :mod:`hadoop_qjm.tools.bench.qjm_report` prints them."""
+the same run; :mod:`hadoop_qjm.tools.bench._qjm_report` prints them."""
 
 from __future__ import annotations
 
