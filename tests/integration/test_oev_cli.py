@@ -124,6 +124,29 @@ def test_every_benchmark_listed_is_one_that_runs(capsys: pytest.CaptureFixture) 
     assert "--catch-up" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    ("args", "complaint"),
+    [
+        (["journalnode", "--rounds", "3"], "--rounds only applies with --catch-up"),
+        (
+            ["journalnode", "--segments", "3", "--segment-mb", "2", "--rounds", "1"],
+            "--segments, --rounds and --segment-mb only apply with --catch-up",
+        ),
+        (["qjm", "--rounds", "2"], "--rounds only applies with --secure"),
+        (["qjm", "--writers", "2", "--depths", "2"], "--depths and --writers only apply"),
+        (["qjm", "--secure", "--pipeline"], "--secure and --pipeline are two different runs"),
+        (["failover", "--quick", "--rounds", "3"], "--rounds only applies with --auto"),
+    ],
+)
+def test_an_option_of_another_mode_is_refused_not_ignored(
+    args: list[str], complaint: str, capsys: pytest.CaptureFixture
+) -> None:
+    # Each ran the other benchmark (minutes of it), silently without what was asked.
+    assert main(["bench", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and complaint in err
+
+
 def test_bench_edits_runs(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     args = ["bench", "edits", "--ops", "3000", "--flush-every", "500", "--dir", str(tmp_path)]
     assert main(args) == 0

@@ -15,7 +15,21 @@ from collections.abc import Sequence
 
 from hadoop_qjm.common.exceptions import UsageError
 
-__all__ = ["run", "subcommands"]
+__all__ = ["mode_options", "run", "subcommands"]
+
+
+def mode_options(parser, args, mode: str, defaults: dict[str, object]) -> None:
+    """Options that belong to ``mode`` (a flag such as ``--catch-up``), parsed with default
+    None: one given without the mode is a malformed command line (``parser.error``: one
+    sentence, exit 2), not silently ignored; those not given take ``defaults``."""
+    given = [name for name in defaults if getattr(args, name) is not None]
+    if given and not getattr(args, mode.lstrip("-").replace("-", "_")):
+        flags = [f"--{name.replace('_', '-')}" for name in given]
+        flags = " and ".join([", ".join(flags[:-1]), flags[-1]] if len(flags) > 1 else flags)
+        parser.error(f"{flags} only {'applies' if len(given) == 1 else 'apply'} with {mode}")
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
 
 
 def subcommands() -> list[str]:

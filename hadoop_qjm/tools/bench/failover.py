@@ -56,6 +56,7 @@ from pathlib import Path
 from hadoop_qjm.conf import Configuration
 from hadoop_qjm.testing.in_process_ha import journal_node_conf
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
+from hadoop_qjm.tools.bench import mode_options
 from hadoop_qjm.tools.bench._failover_measure import (
     GOAL_CONSTANT_RATIO,
     GOAL_FAILOVER_S,
@@ -153,29 +154,39 @@ def run(argv: Sequence[str], conf: Configuration | None) -> int:
         "frozen-host rounds, signal -> first acknowledged mkdirs"
     )
     auto.add_argument("--auto", action="store_true", help="measure automatic failover instead")
-    auto.add_argument("--rounds", type=int, default=10, help="rounds of each kind (10)")
+    auto.add_argument("--rounds", type=int, default=None, help="rounds of each kind (10)")
     auto.add_argument(
         "--check-interval-ms",
         type=int,
-        default=1000,
+        default=None,
         help="ha.health-monitor.check-interval.ms (1000)",
     )
     auto.add_argument(
         "--session-timeout-ms",
         type=int,
-        default=10000,
+        default=None,
         help="ha.zookeeper.session-timeout.ms (10000)",
     )
     auto.add_argument(
         "--graceful-fence-ms",
         type=int,
-        default=1000,
+        default=None,
         help="ha.failover-controller.graceful-fence.rpc-timeout.ms (1000 here; Hadoop's 5000)",
     )
     args = parser.parse_args(argv)
+    if args.auto and args.quick:  # what --rounds or --session-timeout-ms give still counts
+        args.rounds = 2 if args.rounds is None else args.rounds
+        args.session_timeout_ms = (
+            3000 if args.session_timeout_ms is None else args.session_timeout_ms
+        )
+    auto_defaults = {
+        "rounds": 10,
+        "check_interval_ms": 1000,
+        "session_timeout_ms": 10000,
+        "graceful_fence_ms": 1000,
+    }
+    mode_options(parser, args, "--auto", auto_defaults)
     if args.auto:
-        if args.quick:
-            args.rounds, args.session_timeout_ms = 2, 3000
         if (
             min(
                 args.rounds, args.check_interval_ms, args.session_timeout_ms, args.graceful_fence_ms

@@ -41,6 +41,7 @@ from hadoop_qjm.qjournal.protocol.journal_call import encode_journal_body, encod
 from hadoop_qjm.qjournal.protocol.wire import encode_void_reply, frame
 from hadoop_qjm.testing.mini_journal_cluster import MiniJournalCluster
 from hadoop_qjm.testing.qjm_test_util import FAKE_NSINFO, make_request
+from hadoop_qjm.tools.bench import mode_options
 from hadoop_qjm.tools.bench.edits import make_batch
 
 __all__ = ["run"]
@@ -288,14 +289,15 @@ def run(argv, conf) -> int:
         help="instead: how fast a wiped JournalNode catches up from its peers, against a "
         "raw local copy of the same segments",
     )
-    parser.add_argument("--segments", type=int, default=20, help="with --catch-up (20)")
+    parser.add_argument("--segments", type=int, default=None, help="with --catch-up (20)")
     parser.add_argument(
-        "--rounds", type=int, default=5, help="with --catch-up: raw copy + catch-up rounds (5)"
+        "--rounds", type=int, default=None, help="with --catch-up: raw copy + catch-up rounds (5)"
     )
     parser.add_argument(
-        "--segment-mb", type=finite_float, default=1.0, help="with --catch-up: MB each (1)"
+        "--segment-mb", type=finite_float, default=None, help="with --catch-up: MB each (1)"
     )
     args = parser.parse_args(argv)
+    mode_options(parser, args, "--catch-up", {"segments": 20, "rounds": 5, "segment_mb": 1.0})
     if args.catch_up:
         if args.segments <= 0 or args.segment_mb <= 0 or args.rounds <= 0:
             parser.error("--segments, --segment-mb and --rounds must be positive")

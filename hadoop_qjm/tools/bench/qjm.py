@@ -84,6 +84,7 @@ from hadoop_qjm.conf import Configuration
 from hadoop_qjm.conf import dfs_config_keys as keys
 from hadoop_qjm.editlog.fs_edit_log_op import encode_op
 from hadoop_qjm.qjournal.client.pipelined_channel import MAX_BUSY_POLL_US
+from hadoop_qjm.tools.bench import mode_options
 from hadoop_qjm.tools.bench._qjm_measure import (
     DEFAULT_BUSY_POLL_US,
     DEFAULT_IDEAL,
@@ -163,7 +164,7 @@ def run(argv: Sequence[str], conf) -> int:
     parser.add_argument(
         "--rounds",
         type=int,
-        default=1,
+        default=None,
         help="with --secure: pairs of clusters (plain, TLS), each measured in interleaved "
         "slices (1)",
     )
@@ -174,12 +175,16 @@ def run(argv: Sequence[str], conf) -> int:
         "batch 1, --writers threads (no other phase)",
     )
     parser.add_argument(
-        "--depths", default="2,4,8", help="with --pipeline: sync pipeline depths (2,4,8)"
+        "--depths", default=None, help="with --pipeline: sync pipeline depths (2,4,8)"
     )
     parser.add_argument(
-        "--writers", type=int, default=8, help="with --pipeline: writer threads (8)"
+        "--writers", type=int, default=None, help="with --pipeline: writer threads (8)"
     )
     args = parser.parse_args(list(argv))
+    if args.secure and args.pipeline:
+        parser.error("--secure and --pipeline are two different runs: give one of them")
+    mode_options(parser, args, "--secure", {"rounds": 1})
+    mode_options(parser, args, "--pipeline", {"depths": "2,4,8", "writers": 8})
     try:
         batches = _positive_ints(args.batches)
     except ValueError:
