@@ -95,7 +95,12 @@ def md5_file_for(path: Path) -> Path:
 def normalize_uri(text: str) -> str:
     """``file:<absolute path>`` for a directory (path or file:// URI), else the URI itself."""
     text = text.strip()
-    parsed = urlparse(text)
+    if text.lower().startswith("qjournal://"):  # a journal, checked by its own parser
+        return text
+    try:
+        parsed = urlparse(text)
+    except ValueError as e:  # e.g. "Invalid IPv6 URL": an unclosed '['
+        raise IllegalArgumentException(f"Bad storage directory URI '{text}': {e}") from None
     if parsed.scheme in ("", "file"):
         path = parsed.path if parsed.scheme else text
         if not path:

@@ -8,6 +8,8 @@ JournalNode it resolves to (Hadoop's ``Util.getAddressesList``).
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from dataclasses import dataclass
 
 from hadoop_qjm.common.domain_name_resolver import DomainNameResolver, new_domain_name_resolver
@@ -36,7 +38,7 @@ class QJournalURI:
     journal_id: str
 
     def __str__(self) -> str:
-        hosts = ";".join(f"{h}:{p}" for h, p in self.addresses)
+        hosts = ";".join(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in self.addresses)
         return f"{SCHEME}://{hosts}/{self.journal_id}"
 
 
@@ -54,25 +56,50 @@ def parse_qjournal_uri(uri: str, default_port: int = DEFAULT_JOURNAL_RPC_PORT) -
         raise IllegalArgumentException(f"No journal id in qjournal URI: {uri}")
     journal_id = path.rstrip("/")
     validate_journal_id(journal_id)
-    addresses: list[tuple[str, int]] = []
-    for part in authority.split(";"):
-        part = part.strip()
-        if not part:
-            continue
-        host, sep, port_text = part.rpartition(":")
-        if not sep:
-            host, port = part, default_port
-        else:
-            if not port_text.isdigit() or not 0 < int(port_text) <= 65535:
-                raise IllegalArgumentException(f"Bad port '{port_text}' in qjournal URI: {uri}")
-            port = int(port_text)
-        host = host.strip().strip("[]")
+    parts = [part.strip() for part in authority.split(";")]
+    if parts == [""]:
+        raise IllegalArgumentException(f"No JournalNode addresses in qjournal URI: {uri}")
+    addresses = [_address(part, default_port, uri) for part in parts]
+    return QJournalURI(tuple(addresses), journal_id)
+
+
+#: A host name or IPv4 address as a URI's authority may hold it (RFC 3986 reg-name, minus
+#: the characters a host name never has).
+_HOST_CHARS = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def _address(part: str, default_port: int, uri: str) -> tuple[str, int]:
+    """``host[:port]`` or ``[ipv6][:port]`` of one JournalNode of ``uri``."""
+    if not part:  # "a;;b", or a trailing ';': Hadoop's URI parse refuses it as well
+        raise IllegalArgumentException(f"Empty JournalNode address in qjournal URI: {uri}")
+    if part.startswith("["):
+        host, bracket, tail = part[1:].partition("]")
+        if not bracket or (tail and not tail.startswith(":")):
+            raise IllegalArgumentException(f"Bad IPv6 address '{part}' in qjournal URI: {uri}")
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise IllegalArgumentException(
+                f"Bad IPv6 address '{part}' in qjournal URI: {uri}"
+            ) from None
+        sep, port_text = (":", tail[1:]) if tail else ("", "")
+    else:
+        host, sep, port_text = part.partition(":")
+        if ":" in port_text:
+            raise IllegalArgumentException(
+                f"Bad address '{part}' (an IPv6 address goes in brackets: [::1]:8485) in "
+                f"qjournal URI: {uri}"
+            )
+        host = host.strip()
         if not host:
             raise IllegalArgumentException(f"Empty host in qjournal URI: {uri}")
-        addresses.append((host, port))
-    if not addresses:
-        raise IllegalArgumentException(f"No JournalNode addresses in qjournal URI: {uri}")
-    return QJournalURI(tuple(addresses), journal_id)
+        if not _HOST_CHARS.fullmatch(host):
+            raise IllegalArgumentException(f"Bad host '{host}' in qjournal URI: {uri}")
+    if not sep:
+        return host, default_port
+    if not port_text.isdigit() or not 0 < int(port_text) <= 65535:
+        raise IllegalArgumentException(f"Bad port '{port_text}' in qjournal URI: {uri}")
+    return host, int(port_text)
 
 
 def get_addresses_list(
