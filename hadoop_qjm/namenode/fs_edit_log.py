@@ -588,7 +588,8 @@ class FSEditLog:
         first = self._fatal is None
         if first:
             self._fatal = message
-            LOG.critical(message, exc_info=cause)
+            # An I/O cause is in the message already; a stack trace only for a bug.
+            LOG.critical(message, exc_info=None if isinstance(cause, OSError) else cause)
             self.journal_set.abort_all_journals()
             self._cond.notify_all()
             self._terminate_callback(1, message)

@@ -143,13 +143,22 @@ class JournalSet:
         JournalSetFailure(required=True); an optional one is only logged here (then
         :meth:`disable_failed`)."""
         jas.last_error = error
+        # An I/O failure (a JournalNode down, a quorum not reached, a disk error) is its
+        # message, which names the nodes; a stack trace only for what is not one (a bug).
+        trace = None if isinstance(error, OSError) else error
         if jas.required:
             message = f"Error: {status} failed for required journal ({jas})"
-            LOG.error(message, exc_info=error)
+            LOG.error("%s: %s", message, one_line_message(error), exc_info=trace)
             # Stop every other journal too, so that no retry lets them go on alone.
             self.abort_all_journals()
             raise JournalSetFailure(f"{message}: {error}", required=True) from error
-        LOG.error("Error: %s failed for (journal %s)", status, jas, exc_info=error)
+        LOG.error(
+            "Error: %s failed for (journal %s): %s",
+            status,
+            jas,
+            one_line_message(error),
+            exc_info=trace,
+        )
 
     def disable_failed(self, bad: list[JournalAndStream], status: str) -> None:
         """Abort and disable the optional journals that failed ``status``;

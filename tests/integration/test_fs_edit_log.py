@@ -186,6 +186,32 @@ def test_a_failed_required_journal_terminates_even_with_local_copies(tmp_path) -
         nn.abort()
 
 
+@pytest.mark.parametrize("bug", [False, True])
+def test_a_journal_failure_is_logged_with_a_stack_trace_only_when_it_is_a_bug(
+    tmp_path, caplog: pytest.LogCaptureFixture, bug: bool
+) -> None:
+    # An I/O failure's message names it (a closed JournalNode's printed ~30 lines of
+    # traceback before the one-line error); anything else is a bug worth its trace.
+    fake = FakeJournal("fake://required")
+    nn, _ = nn_with_fake_journals(tmp_path, fake)
+    try:
+        if bug:
+            fake.on_flush = lambda: 1 / 0
+        else:
+            fake.fail_flush = True
+        with caplog.at_level("ERROR"), pytest.raises(ExitException):
+            nn.namesystem.mkdirs("/a")
+        records = [r for r in caplog.records if r.name.startswith("hadoop_qjm.namenode")]
+        failed = [r for r in records if "failed for required journal" in r.getMessage()]
+        assert failed and all(r.levelname in ("ERROR", "CRITICAL") for r in failed)
+        cause = "division by zero" if bug else "injected flush failure"
+        assert cause in failed[0].getMessage()
+        traced = [r for r in records if r.exc_info is not None]
+        assert traced == ([failed[0]] if bug else [])  # a bug's trace once, where it failed
+    finally:
+        nn.abort()
+
+
 def _die_in_another_thread(edit_log: FSEditLog) -> None:
     """What another thread's failed required journal does: the log dies (terminate, every
     stream aborted); returns once it has."""
