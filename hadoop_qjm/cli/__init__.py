@@ -9,12 +9,12 @@ only with ``HADOOP_QJM_DEBUG=1``.
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from collections.abc import Sequence
 
 from hadoop_qjm.common.command_line import (  # noqa: F401 - re-exported, used by commands
     CommandParser,
+    check_conf_dir,
     conf_dir_in_use,
     finite_float,
     installation_conf_dir,
@@ -149,8 +149,7 @@ def _main(argv: Sequence[str] | None) -> int:
         raise UsageError(f"unknown command '{command}' (run 'hdfs-py --help' for the list)")
     conf_dir = options.conf_dir
     if options.daemon_action is not None:
-        if conf_dir and not os.path.isdir(conf_dir):
-            raise UsageError(f"configuration directory {conf_dir} does not exist")
+        check_conf_dir(conf_dir)
         from hadoop_qjm.tools.daemon_control import DaemonEnv, run_daemon_action
 
         generic = [f"-D{key}={value}" for key, value in options.overrides]

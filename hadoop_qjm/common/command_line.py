@@ -26,6 +26,7 @@ from hadoop_qjm.common.exceptions import HadoopException, UsageError, one_line_m
 __all__ = [
     "CommandParser",
     "HdfsPyOptions",
+    "check_conf_dir",
     "conf_dir_in_use",
     "finite_float",
     "installation_conf_dir",
@@ -104,16 +105,23 @@ def conf_dir_in_use(conf_dir: str | None) -> str | None:
     return conf_dir or os.environ.get("HADOOP_CONF_DIR") or installation_conf_dir()
 
 
+def check_conf_dir(conf_dir: str | None) -> str | None:
+    """``conf_dir`` if it is None or a directory; else UsageError, one sentence saying
+    which (a file's ``log4j.properties`` was read as ``<file>/log4j.properties``)."""
+    if conf_dir and not os.path.isdir(conf_dir):
+        why = "is not a directory" if os.path.lexists(conf_dir) else "does not exist"
+        raise UsageError(f"configuration directory {conf_dir} {why}")
+    return conf_dir
+
+
 def load_configuration(conf_dir: str | None, overrides: Sequence[tuple[str, str]] = ()):
     """The Configuration of ``conf_dir`` (else ``$HADOOP_CONF_DIR``, else the installation's
     ``conf/``): defaults, then the site files, then ``overrides``."""
     from hadoop_qjm.conf import Configuration
 
     conf = Configuration(load_defaults=True)
-    conf_dir = conf_dir_in_use(conf_dir)
+    conf_dir = check_conf_dir(conf_dir_in_use(conf_dir))
     if conf_dir:
-        if not os.path.isdir(conf_dir):
-            raise UsageError(f"configuration directory {conf_dir} does not exist")
         conf.add_conf_dir(conf_dir)
     for key, value in overrides:
         conf.set(key, value, "from command line")  # Hadoop's GenericOptionsParser's source
@@ -177,7 +185,7 @@ def run_command(
     directory in use recorded (logging reads its log4j.properties), logging set up unless
     the caller did, ``conf`` loaded from ``conf_dir`` and ``overrides`` (None when ``args``
     asks for help). Returns the exit status."""
-    set_conf_dir_in_use(conf_dir_in_use(conf_dir))
+    set_conf_dir_in_use(check_conf_dir(conf_dir_in_use(conf_dir)))
     if not logging.getLogger().handlers:
         configure_logging()
     conf = None if any(a in HELP for a in args[:1]) else load_configuration(conf_dir, overrides)
