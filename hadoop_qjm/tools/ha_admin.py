@@ -72,6 +72,7 @@ from hadoop_qjm.namenode.protocol.exceptions import (
     ServiceFailedException,
 )
 from hadoop_qjm.namenode.protocol.messages import HARequestSource, HAServiceState
+from hadoop_qjm.qjournal.client.qjournal_uri import parse_qjournal_uri
 from hadoop_qjm.tools.ha_admin_usage import (
     _FORCE_MANUAL_WARNING,
     _MUTATIVE,
@@ -515,6 +516,10 @@ class HAAdmin:
         if command == "-reconfigureSharedEdits":
             if len(rest) != 1 or not rest[0].startswith("qjournal://"):
                 raise UsageError(f"{name}: needs one qjournal:// URI ({_usage(command)})")
+            try:  # checked here, before any NameNode is asked
+                parse_qjournal_uri(rest[0])
+            except IllegalArgumentException as e:
+                raise UsageError(f"{name}: {e}") from None
             return self.reconfigure_shared_edits(rest[0])
         if command in ("-help", "-h", "--help"):
             return _help(rest, self.out)

@@ -179,6 +179,23 @@ def test_unknown_ids_and_usage_errors(cluster, capsys) -> None:
     assert status == 0 and out.startswith("-failover [[--forcefence] [--forceactive]")
 
 
+@pytest.mark.parametrize(
+    ("uri", "complaint"),
+    [
+        ("qjournal://127.0.0.1:70000/mycluster", "Bad port '70000'"),
+        ("qjournal://[::1/mycluster", "Bad IPv6 address '[::1'"),
+        ("qjournal://a;;b/mycluster", "Empty JournalNode address"),
+    ],
+)
+def test_a_bad_new_shared_edits_uri_is_refused_before_any_namenode_is_asked(
+    cluster, capsys, uri: str, complaint: str
+) -> None:
+    # It was sent to the active NameNode (or reported as "No active NameNode").
+    status, out, err = haadmin(cluster, capsys, "-reconfigureSharedEdits", uri)
+    assert (status, out) == (2, "") and complaint in one_line(err)
+    assert all(node.switches == [] for node in cluster.nodes.values())
+
+
 def test_transition_to_active_refuses_while_another_is_active(cluster, capsys) -> None:
     nn1, nn2 = cluster.nodes["nn1"], cluster.nodes["nn2"]
     status, _, err = haadmin(cluster, capsys, "-transitionToActive", "nn2")
