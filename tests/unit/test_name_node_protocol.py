@@ -212,6 +212,14 @@ def test_clients_find_the_namenode() -> None:
     conf.set("dfs.namenode.rpc-address", "0.0.0.0:0")
     with pytest.raises(ConfigurationError, match="port 0"):
         namenode_address(conf)
+    # A scheme no FileSystem of ours serves is an error, not a fall-back to the rpc-address.
+    conf.set("dfs.namenode.rpc-address", "nn1:9000")
+    for default_fs in ("ftp://x", "s3a://bucket/", "viewfs://cluster"):
+        conf.set("fs.defaultFS", default_fs)
+        with pytest.raises(ConfigurationError, match='No FileSystem for scheme "'):
+            namenode_address(conf)
+    conf.set("fs.defaultFS", "FILE:///")
+    assert namenode_address(conf) == ("nn1", 9000)
 
 
 def test_the_daemon_binds_rpc_address_else_default_fs() -> None:
