@@ -83,6 +83,8 @@ def parse_arguments(argv: list[str]) -> tuple[str, str, str | None, str | None]:
 def check_name_and_level(name: str, level: str | None) -> None:
     """UsageError unless ``level`` is log4j's (or None) and ``name`` is not an
     ``org.apache.`` name of something not ported here: refused before anything is sent."""
+    if not name.strip():
+        raise UsageError("daemonlog: the logger name is empty")
     if level is not None and parse_level(level) is None:
         raise UsageError(f"daemonlog: Bad level '{level}': use one of {', '.join(LEVEL_NAMES)}")
     if python_logger_name(name) is None:
@@ -102,6 +104,8 @@ def run(argv: list[str], conf) -> int:
     from hadoop_qjm.conf import parse_host_port
 
     try:
+        if "/" in target:  # a URL ("http://host:port"): the scheme is -protocol's
+            raise ValueError(target)
         host, port = parse_host_port(target)
     except ValueError:
         raise UsageError(f"daemonlog: '{target}' is not HOST:PORT ({_SHORT_USAGE})") from None

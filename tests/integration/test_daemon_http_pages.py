@@ -339,3 +339,20 @@ def test_a_standby_shows_its_journal_nodes_as_not_writing(pair):
     wait_until(lambda: len(channels("nn2")) == 3, what="the standby's three JournalNodes")
     assert {c["SyncState"] for c in channels("nn2")} == {"not writing (standby)"}
     assert {c["SyncState"] for c in channels("nn1")} == {"in sync"}
+
+
+@pytest.mark.parametrize(
+    ("target", "name", "complaint"),
+    [
+        ("http://127.0.0.1:80", "x", "'http://127.0.0.1:80' is not HOST:PORT"),
+        ("127.0.0.1:80/logLevel", "x", "'127.0.0.1:80/logLevel' is not HOST:PORT"),
+        ("127.0.0.1:80", " ", "the logger name is empty"),
+    ],
+)
+def test_daemonlog_refuses_a_url_or_an_empty_name_before_connecting(
+    capsys, target: str, name: str, complaint: str
+) -> None:
+    # The URL was taken as a host ("Connecting to http://http://127.0.0.1:80/logLevel...").
+    assert cli_main(["daemonlog", "-getlevel", target, name]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1 and complaint in err
