@@ -44,6 +44,11 @@ from hadoop_qjm.spark.task_progress import ItemTracker, item_progress
 __all__ = [
     "CampaignReport",
     "DEFAULT_ITERATIONS",
+    "MAX_ITERATIONS",
+    "MAX_PARTITIONS",
+    "MAX_SEED",
+    "MAX_SEEDS",
+    "count_error",
     "grep_stage",
     "main",
     "read_seed_file",
@@ -54,6 +59,14 @@ __all__ = [
 #: Writers per seed unless ``--iterations`` says otherwise (Hadoop's test runs 500 per
 #: seed; the harness's own default is 300).
 DEFAULT_ITERATIONS = 100
+#: The most seeds one campaign runs (the driver lists them all; Hadoop's ran 5,000).
+MAX_SEEDS = 1_000_000
+#: The most writers per seed (a seed of 100,000 already runs for hours).
+MAX_ITERATIONS = 100_000
+#: The most Spark tasks (``--partitions``) a campaign asks for.
+MAX_PARTITIONS = 100_000
+#: The largest seed: the ``seed`` column is a Spark ``bigint``. Seeds are 0 or more.
+MAX_SEED = 2**63 - 1
 #: Seeds per Parquet file in ``OUT/tasks`` and ``OUT/results``.
 SEEDS_PER_FILE = 1000
 #: At most this many seeds per Spark task by default (see :func:`default_partitions`).
@@ -399,22 +412,44 @@ def _parser():
     return parser
 
 
+def count_error(option: str, value: int | None, maximum: int) -> str | None:
+    """What is wrong with a count option's ``value`` (None: not given), or None."""
+    if value is not None and not 1 <= value <= maximum:
+        return f"{option} must be between 1 and {maximum}, not {value}"
+    return None
+
+
 def _seeds(args, parser) -> tuple[list[int], int | None]:
+    """The seeds to run and the first of a range (None for a seed file); a usage error,
+    before Spark starts, for a bad count, range or seed file."""
+    problem = count_error("--seeds", args.seeds, MAX_SEEDS)
+    if problem is not None:
+        parser.error(problem)
     if args.seed_file:
         try:
             seeds = read_seed_file(args.seed_file)
         except (OSError, ValueError) as e:
             parser.error(str(e))
+        bad = next((seed for seed in seeds if not 0 <= seed <= MAX_SEED), None)
+        if bad is not None:
+            parser.error(f"{args.seed_file}: seed {bad} is out of range (0 to 2**63-1)")
         if args.seeds is not None:
             seeds = seeds[: args.seeds]
         if not seeds:
             parser.error(f"no seeds in {args.seed_file}")
+        if len(seeds) > MAX_SEEDS:
+            parser.error(f"{args.seed_file} holds more than {MAX_SEEDS} seeds")
         return seeds, None
-    if args.seeds is None or args.seeds < 1:
+    if args.seeds is None:
         parser.error("--seeds N (N >= 1) is required unless --seed-file is given")
     first = args.first_seed
     if first is None:
         first = random.SystemRandom().randrange(0, 2**31)
+    elif not 0 <= first <= MAX_SEED - args.seeds + 1:
+        parser.error(
+            f"--first-seed must be between 0 and {MAX_SEED - args.seeds + 1} with --seeds "
+            f"{args.seeds} (seeds are 0 to 2**63-1), not {first}"
+        )
     return list(range(first, first + args.seeds)), first
 
 
@@ -425,10 +460,13 @@ def run(argv: Sequence[str], conf=None) -> int:
 
     parser = _parser()
     args = parser.parse_args(list(argv))
-    if args.iterations < 1:
-        parser.error("--iterations must be at least 1")
-    if args.partitions is not None and args.partitions < 1:
-        parser.error("--partitions must be at least 1")
+    for option, value, maximum in (
+        ("--iterations", args.iterations, MAX_ITERATIONS),
+        ("--partitions", args.partitions, MAX_PARTITIONS),
+    ):
+        problem = count_error(option, value, maximum)
+        if problem is not None:
+            parser.error(problem)
     if args.progress_interval < 0:
         parser.error("--progress-interval must be 0 (none) or positive")
     problem = harness_options_error(args.membership, args.switch_probability, args.pipeline_depth)

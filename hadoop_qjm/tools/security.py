@@ -47,11 +47,17 @@ def run(argv: Sequence[str], conf) -> int:
     if not hosts:
         parser.error("--hosts needs at least one host name")
 
+    if not args.generateCerts:
+        parser.error("-generateCerts needs a directory name (new or empty)")
+
     from hadoop_qjm.common.security.certs import DEFAULT_CLIENT, generate_test_pki
 
-    client = args.client or DEFAULT_CLIENT
+    # An empty --client is refused by generate_test_pki, not replaced by the default.
+    client = DEFAULT_CLIENT if args.client is None else args.client
     try:
-        paths = generate_test_pki(args.generateCerts, hosts, client=client, days=args.days)
+        paths = generate_test_pki(
+            args.generateCerts, hosts, client=client, days=args.days, new_or_empty=True
+        )
     except IllegalArgumentException as e:
         parser.error(str(e))
     directory = paths["ca"].parent

@@ -14,7 +14,11 @@ import pytest
 
 import hadoop_qjm.common.security.authorization as authorization
 from hadoop_qjm.cli import load_configuration, main
-from hadoop_qjm.common.exceptions import AuthorizationException, ConfigurationError
+from hadoop_qjm.common.exceptions import (
+    AuthorizationException,
+    ConfigurationError,
+    IllegalArgumentException,
+)
 from hadoop_qjm.common.security import (
     READ_ONLY_RPCS,
     HttpPolicy,
@@ -534,6 +538,77 @@ def test_generate_certs_bad_input(tmp_path, capsys, args) -> None:
     err = capsys.readouterr().err.strip()
     assert err.startswith("hdfs-py security: ") and "hdfs-py: " not in err and "\n" not in err
     assert not target.exists()
+
+
+LONG_NAME = "a" * 300
+
+
+def _one_error_line(capsys) -> str:
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "internal error" not in err and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (["--hosts", LONG_NAME], "Invalid host name 'aaaaaaaaaaaaaaaaaaaa...' (300 characters)"),
+        (["--client", LONG_NAME], "Invalid client name 'aaaaaaaaaaaaaaaaaaaa...' (300 characters)"),
+        (["--client", ""], "Invalid client name '': a certificate's name (CN) is 1 to 64"),
+        (["--hosts", "jn1,-jn2"], "Invalid host name '-jn2': use a DNS name"),
+        (["--hosts=jn_1"], "Invalid host name 'jn_1': use a DNS name"),
+    ],
+    ids=["long-host", "long-client", "empty-client", "hyphen-host", "underscore-host"],
+)
+def test_generate_certs_refuses_a_name_that_cannot_be_a_certificates(
+    tmp_path, capsys, args, expected
+) -> None:
+    """A certificate's CN is 1 to 64 characters, and a host is a DNS name or an IP
+    address: one line naming the name, exit 2, before anything is written."""
+    target = tmp_path / "pki"
+    assert main(["security", "-generateCerts", str(target), *args]) == 2
+    err = _one_error_line(capsys)
+    assert err.startswith("hdfs-py security: ") and expected in err, err
+    assert not target.exists()
+
+
+def test_generate_certs_refuses_an_empty_directory_name(tmp_path, capsys, monkeypatch) -> None:
+    """``-generateCerts ''`` would write the PKI into the current directory."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["security", "-generateCerts", ""]) == 2
+    assert _one_error_line(capsys) == (
+        "hdfs-py security: -generateCerts needs a directory name (new or empty)"
+    )
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(IllegalArgumentException, match="The directory name is empty"):
+        generate_test_pki("")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_generate_certs_refuses_a_directory_that_is_not_empty(tmp_path, capsys) -> None:
+    """The command's DIR is new or empty: nothing is added next to what is there."""
+    target = tmp_path / "pki"
+    target.mkdir()
+    (target / "notes.txt").write_text("mine\n")
+    assert main(["security", "-generateCerts", str(target)]) == 1
+    assert _one_error_line(capsys) == (
+        f"hdfs-py: {target} is not empty; choose a new or empty directory"
+    )
+    assert {p.name: p.read_bytes() for p in target.iterdir()} == {"notes.txt": b"mine\n"}
+
+
+@pytest.mark.parametrize("below", [False, True], ids=["file", "under-a-file"])
+def test_generate_certs_refuses_a_file_as_its_directory(tmp_path, capsys, below) -> None:
+    """DIR a file, or a path under one: refused before any key is made, file untouched."""
+    afile = tmp_path / "afile"
+    afile.write_text("keep\n")
+    target = afile / "pki" if below else afile
+    assert main(["security", "-generateCerts", str(target)]) == 1
+    assert _one_error_line(capsys) == f"hdfs-py: {afile} is not a directory"
+    assert afile.read_text() == "keep\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
 
 
 def test_generate_test_pki_library(tmp_path) -> None:

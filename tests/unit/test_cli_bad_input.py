@@ -41,7 +41,14 @@ def one_line(capsys: pytest.CaptureFixture) -> str:
         (["bench", "journalnode", "--seconds", "nan"], "'nan' is not a finite number"),
         (["bench", "qjm", "--seconds", "inf"], "'inf' is not a finite number"),
         (["bench", "qjm", "--slice", "x"], "'x' is not a number"),
-        (["bench", "campaign", "--partitions", "0"], "--partitions must be at least 1"),
+        (
+            ["bench", "campaign", "--partitions", "0"],
+            "--partitions must be between 1 and 100000, not 0",
+        ),
+        (
+            ["bench", "campaign", "--seeds", "99999999999999999999"],
+            "--seeds must be between 1 and 1000000, not 99999999999999999999",
+        ),
         (
             ["logtester", "--shared-edits", "qjournal://127.0.0.1:1/j", "--local-dir", "d"]
             + ["--duration", "nan"],
@@ -103,6 +110,56 @@ def test_spark_jobs_check_their_numbers_before_starting_spark(
     assert main(audit) == 2
     assert "--timeout must be positive" in one_line(capsys)
     assert not Path(out).exists()
+
+
+def _no_spark(monkeypatch) -> None:
+    """Make starting a Spark job fail the test: these checks come before it."""
+    import hadoop_qjm.spark.session as session
+
+    def run_job(*args, **kwargs):
+        raise AssertionError("a Spark job was started")
+
+    monkeypatch.setattr(session, "run_job", run_job)
+
+
+HUGE = "99999999999999999999"
+
+
+@pytest.mark.parametrize(
+    "extra,expected",
+    [
+        (["--seeds", HUGE], f"--seeds must be between 1 and 1000000, not {HUGE}"),
+        (["--seeds", "0"], "--seeds must be between 1 and 1000000, not 0"),
+        (["--seeds", "1", "--iterations", HUGE], "--iterations must be between 1 and 100000"),
+        (["--seeds", "1", "--partitions", HUGE], "--partitions must be between 1 and 100000"),
+        (["--seeds", "2", "--first-seed", "-1"], "--first-seed must be between 0 and"),
+        (["--seeds", "2", "--first-seed", str(2**63 - 1)], "--first-seed must be between 0 and"),
+    ],
+    ids=["huge-seeds", "zero-seeds", "huge-iterations", "huge-partitions", "negative", "bigint"],
+)
+def test_fault_campaign_bounds_its_counts_before_starting_spark(
+    extra: list[str], expected: str, capsys: pytest.CaptureFixture, tmp_path: Path, monkeypatch
+) -> None:
+    _no_spark(monkeypatch)
+    out = tmp_path / "out"
+    assert main(["fault-campaign", "--out", str(out), *extra]) == 2
+    line = one_line(capsys)
+    assert line.startswith("hdfs-py fault-campaign: ") and expected in line, line
+    assert not out.exists()
+
+
+def test_fault_campaign_refuses_a_negative_seed_in_its_seed_file(
+    capsys: pytest.CaptureFixture, tmp_path: Path, monkeypatch
+) -> None:
+    _no_spark(monkeypatch)
+    seed_file = tmp_path / "seeds.txt"
+    seed_file.write_text("1\n-5\n2\n")
+    out = tmp_path / "out"
+    assert main(["fault-campaign", "--out", str(out), "--seed-file", str(seed_file)]) == 2
+    assert one_line(capsys) == (
+        f"hdfs-py fault-campaign: {seed_file}: seed -5 is out of range (0 to 2**63-1)"
+    )
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(

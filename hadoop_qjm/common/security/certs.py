@@ -48,6 +48,11 @@ __all__ = [
 #: The identity (subject CN) of the client certificate: the NameNodes and the tools.
 DEFAULT_CLIENT = "namenode"
 _NAME = re.compile(r"[A-Za-z0-9_:][A-Za-z0-9._:-]*")
+#: A DNS label (RFC 1123): 1 to 63 letters, digits and hyphens, no hyphen at either end.
+_DNS_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+_MAX_DNS_NAME = 253
+#: The longest subject CN (RFC 5280's ub-common-name); ``cryptography`` refuses more.
+MAX_CN_LENGTH = 64
 _LOOPBACK_SANS = ("localhost", "127.0.0.1")
 
 
@@ -216,17 +221,68 @@ def write_ssl_xml(
     return Path(path)
 
 
+def _is_host_name(name: str) -> bool:
+    """A DNS name (RFC 1123 labels, at most 253 characters) or an IPv4/IPv6 address."""
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return len(name) <= _MAX_DNS_NAME and all(
+            _DNS_LABEL.fullmatch(label) for label in name.split(".")
+        )
+    return True
+
+
+def _name_error(name: str, what: str, *, host: bool) -> str | None:
+    """Why ``name`` cannot be a certificate's CN (and its files' names), or None."""
+    shown = repr(name) if len(name) <= 40 else f"'{name[:20]}...' ({len(name)} characters)"
+    if not 1 <= len(name) <= MAX_CN_LENGTH:
+        return (
+            f"Invalid {what} {shown}: a certificate's name (CN) is 1 to {MAX_CN_LENGTH} characters"
+        )
+    if host and not _is_host_name(name):
+        return (
+            f"Invalid {what} {shown}: use a DNS name (dot-separated labels of 1 to 63 letters, "
+            "digits and hyphens, neither starting nor ending with a hyphen) or an IP address"
+        )
+    # The name is also a file name in DIR: no '/', and no clash with the CA's files.
+    if not _NAME.fullmatch(name):
+        return (
+            f"Invalid {what} {shown}: use a host name or an IP address "
+            "(letters, digits, '.', '-', ':'), not 'ca' nor a name ending in '-key'"
+        )
+    if name == "ca" or name.endswith("-key"):
+        return f"Invalid {what} {shown}: 'ca' and names ending in '-key' name the PKI's other files"
+    return None
+
+
 def _check_names(hosts: Sequence[str], client: str) -> list[str]:
     names = [h.strip() for h in hosts if h.strip()]
     if not names:
         raise IllegalArgumentException("At least one host name is needed")
-    for name in [*names, client]:
-        if not _NAME.fullmatch(name) or name == "ca" or name.endswith("-key"):
-            raise IllegalArgumentException(
-                f"Invalid name '{name}': use a host name or an IP address "
-                "(letters, digits, '.', '-', ':'), not 'ca' nor a name ending in '-key'"
-            )
+    problems = [_name_error(name, "host name", host=True) for name in names]
+    problems.append(_name_error(client, "client name", host=False))
+    for problem in problems:
+        if problem is not None:
+            raise IllegalArgumentException(problem)
     return list(dict.fromkeys(names))
+
+
+def _check_directory(directory: Path, new_or_empty: bool) -> None:
+    """Refuse (IOException) a ``directory`` the PKI cannot be written to, before any key is
+    made: a file, a path under a file, one holding a CA, or (``new_or_empty``) one that
+    holds anything."""
+    if directory.exists() and not directory.is_dir():
+        raise IOException(f"{directory} is not a directory")
+    # mkdir(parents=True) would fail on a file above DIR only once everything is made.
+    for parent in directory.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise IOException(f"{parent} is not a directory")
+            break
+    if (directory / "ca.pem").exists():
+        raise IOException(f"{directory} already holds a CA (ca.pem); choose another directory")
+    if new_or_empty and directory.is_dir() and any(directory.iterdir()):
+        raise IOException(f"{directory} is not empty; choose a new or empty directory")
 
 
 def generate_test_pki(
@@ -235,23 +291,27 @@ def generate_test_pki(
     *,
     client: str = DEFAULT_CLIENT,
     days: int = 365,
+    new_or_empty: bool = False,
 ) -> dict[str, Path]:
     """Create the test PKI in ``directory`` (see the module docstring).
 
     Returns every file written, keyed by its name without ``.pem`` (``"ca"``,
     ``"ca-key"``, ``"<host>"``, ``"<host>-key"``, ``"<client>"``, ``"<client>-key"``) plus
-    ``"ssl-server.xml"`` and ``"ssl-client.xml"``. Refuses (IOException) a directory that
-    already holds a ``ca.pem``; bad names or ``days`` raise IllegalArgumentException.
-    Either way nothing is written.
+    ``"ssl-server.xml"`` and ``"ssl-client.xml"``. Refuses (IOException) a ``directory``
+    that is a file or already holds a ``ca.pem`` (with ``new_or_empty``: that holds
+    anything); an empty ``directory`` name, a host that is not a DNS name or an IP
+    address, a name that cannot be a certificate's CN (1 to :data:`MAX_CN_LENGTH`
+    characters) or a bad ``days`` raise IllegalArgumentException. Either way nothing is
+    written.
     """
     if not 0 < days <= MAX_DAYS:
         raise IllegalArgumentException(f"--days must be between 1 and {MAX_DAYS}: {days}")
     names = _check_names(hosts, client)
+    if not os.fspath(directory):
+        # Path("") is the current directory: an empty name must not write the PKI there.
+        raise IllegalArgumentException("The directory name is empty")
     directory = Path(directory).absolute()
-    if (directory / "ca.pem").exists():
-        raise IOException(f"{directory} already holds a CA (ca.pem); choose another directory")
-    if directory.exists() and not directory.is_dir():
-        raise IOException(f"{directory} is not a directory")
+    _check_directory(directory, new_or_empty)
     # Everything is made in memory first: a failure writes nothing.
     ca = CertificateAuthority.create(days=max(days, 1) * 2)
     issued = {name: ca.issue(name, [name, *_LOOPBACK_SANS], days=days) for name in names}

@@ -77,10 +77,16 @@ def run(argv: Sequence[str], conf) -> int:
         help="skip (c), the same seeds in as many plain processes as the master has slots",
     )
     args = parser.parse_args(list(argv))
-    if args.seeds < 1 or args.iterations < 1:
-        parser.error("--seeds and --iterations must be positive")
-    if args.partitions is not None and args.partitions < 1:
-        parser.error("--partitions must be at least 1")
+    from hadoop_qjm.spark import fault_campaign
+
+    for option, value, most in (  # the fault-campaign command's bounds, before Spark starts
+        ("--seeds", args.seeds, fault_campaign.MAX_SEEDS),
+        ("--iterations", args.iterations, fault_campaign.MAX_ITERATIONS),
+        ("--partitions", args.partitions, fault_campaign.MAX_PARTITIONS),
+    ):
+        problem = fault_campaign.count_error(option, value, most)
+        if problem is not None:
+            parser.error(problem)
 
     from hadoop_qjm.spark.session import PysparkMissingError, require_pyspark
 
