@@ -13,11 +13,12 @@ Converts an edit-log segment the way Hadoop's ``hdfs oev`` does:
 The ops' bodies, both ways, are the op classes' own (:mod:`hadoop_qjm.editlog.fs_edit_log_op`);
 this module only moves them between files and lxml.
 
-``-o -`` writes to standard output. An input that cannot be read (missing, empty, not an
-edit log) is reported before any output is written; an error in the middle of a binary
-log ends the XML cleanly and fails the command, unless ``-r`` (recovery mode) skips the
-broken bytes. ``-p binary`` writes its output whole or not at all: a temporary file renamed
-into place once every record converted.
+``-o -`` writes to standard output. An output file is written whole or not at all: a
+temporary file beside it, renamed into place once the run succeeded, so a bad input (one
+that cannot be read, or a broken op in the middle of a binary log, unless ``-r`` recovery
+mode skips the broken bytes) fails the command and leaves the output as it was. On
+standard output an error midway ends the XML cleanly after the ops read until then; the
+binary a ``-p binary`` run writes there is held back until every record converted.
 """
 
 from __future__ import annotations
@@ -206,35 +207,6 @@ def write_binary(source: BinaryIO, out: BinaryIO) -> int:
     return count
 
 
-@contextmanager
-def _atomic_output(target: str) -> Iterator[BinaryIO]:
-    """A temporary file beside ``target``, renamed onto it only if the block succeeds
-    (the commit point); on any error it is removed and ``target`` is untouched."""
-    if target == "-":
-        buf = io.BytesIO()
-        yield buf
-        sys.stdout.buffer.write(buf.getvalue())
-        sys.stdout.buffer.flush()
-        return
-    directory, name = os.path.split(os.path.abspath(target))
-    tmp = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
-    try:
-        # Mode 0666 less the umask, as a plain open() would give the output.
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    except OSError as e:
-        raise IOException(f"Cannot write {target}: {e.strerror or e}") from e
-    try:
-        with os.fdopen(fd, "wb") as out:
-            yield out
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 # ---- binary -> XML and statistics -----------------------------------------------------------
 
 
@@ -312,17 +284,48 @@ def write_stats(stream: EditLogFileInputStream, out: BinaryIO, recover: bool = F
 
 
 @contextmanager
-def _output(target: str) -> Iterator[BinaryIO]:
+def _output(target: str, *, hold_stdout: bool = False) -> Iterator[BinaryIO]:
+    """Where a conversion writes ``target``, a file whole or not at all.
+
+    A file is written as a temporary file beside ``target`` and renamed onto it only if
+    the block succeeds (the commit point); on any error the temporary file is removed and
+    ``target`` is untouched: an existing one keeps its bytes, a new one is not created.
+    ``-`` is standard output, streamed as the block writes (so a failure midway leaves
+    what was written), or with ``hold_stdout`` held back and written only on success.
+    """
     if target == "-":
-        yield sys.stdout.buffer
+        if not hold_stdout:
+            yield sys.stdout.buffer
+            sys.stdout.buffer.flush()
+            return
+        buf = io.BytesIO()
+        yield buf
+        sys.stdout.buffer.write(buf.getvalue())
         sys.stdout.buffer.flush()
         return
+    if os.path.isdir(target):
+        # Checked first: the rename would only fail once all the work was done.
+        raise IOException(f"Cannot write {target}: Is a directory")
+    directory, name = os.path.split(os.path.abspath(target))
+    tmp = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
     try:
-        out = open(target, "wb")  # noqa: SIM115 - closed below
+        # Mode 0666 less the umask, as a plain open() would give the output.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError as e:
         raise IOException(f"Cannot write {target}: {e.strerror or e}") from e
-    with out:
-        yield out
+    try:
+        with os.fdopen(fd, "wb") as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        try:
+            os.replace(tmp, target)
+        except OSError as e:
+            raise IOException(f"Cannot write {target}: {e.strerror or e}") from e
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def run(argv: Sequence[str], conf) -> int:
@@ -350,10 +353,16 @@ def run(argv: Sequence[str], conf) -> int:
         "-r", "--recover", action="store_true", help="skip over broken parts of the log"
     )
     args = parser.parse_args(list(argv))
+    for option, value in (("-i/--inputFile", args.inputFile), ("-o/--outputFile", args.outputFile)):
+        if not value:
+            parser.error(f"argument {option}: the file name is empty")
     if os.path.isdir(args.inputFile):
         raise IOException(f"Cannot read {args.inputFile}: it is a directory, not an edits file")
     if args.processor == "binary":
-        with open(args.inputFile, "rb") as source, _atomic_output(args.outputFile) as out:
+        with (
+            open(args.inputFile, "rb") as source,
+            _output(args.outputFile, hold_stdout=True) as out,
+        ):
             write_binary(source, out)
         return 0
     max_op_size = DEFAULT_MAX_OP_SIZE
@@ -362,7 +371,7 @@ def run(argv: Sequence[str], conf) -> int:
 
     stream = EditLogFileInputStream(args.inputFile, max_op_size=max_op_size)
     try:
-        stream.get_version(True)  # a bad input fails here, before any output is created
+        stream.get_version(True)  # a bad input fails here, before a temporary file is made
         with _output(args.outputFile) as out:
             if args.processor == "stats":
                 write_stats(stream, out, args.recover)

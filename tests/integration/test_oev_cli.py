@@ -79,22 +79,90 @@ def test_stats_to_a_file(tmp_path: Path) -> None:
     assert "    OP_MKDIR                       (  3): 3\n" in out.read_text()
 
 
-def test_corruption_midway_fails_after_writing_what_was_read(
-    tmp_path: Path, capsys: pytest.CaptureFixture
-) -> None:
+def _corrupt_last_op(tmp_path: Path) -> Path:
     source = _segment(tmp_path)
     data = bytearray(source.read_bytes())
     data[-1] ^= 0xFF  # the last op's checksum
     source.write_bytes(bytes(data))
+    return source
+
+
+def test_corruption_midway_fails_and_writes_no_file(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture
+) -> None:
+    source = _corrupt_last_op(tmp_path)
     out = tmp_path / "out.xml"
     assert main(["oev", "-i", str(source), "-o", str(out)]) == 1
-    err = capsys.readouterr().err
+    err = capsysbinary.readouterr().err.decode()
     assert err.count("\n") == 1 and "Transaction is corrupt" in err
-    text = out.read_text()
+    assert not out.exists()
+    # On standard output the ops read until then are there, the XML closed cleanly.
+    assert main(["oev", "-i", str(source), "-o", "-"]) == 1
+    text = capsysbinary.readouterr().out.decode()
     assert text.count("<RECORD>") == 2 and text.endswith("</EDITS>\n")
-    # Recovery mode skips the broken op.
+    # Recovery mode skips the broken op, and a run that completed writes the file.
     assert main(["oev", "-r", "-i", str(source), "-o", str(out)]) == 0
     assert out.read_text().count("<RECORD>") == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == [source.name, "out.xml"]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("processor", ["xml", "stats"])
+def test_a_corrupt_input_leaves_an_existing_output_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture, processor: str
+) -> None:
+    # It was overwritten with the ops read before the corruption (for xml, at worst a
+    # stub <EDITS><EDITS_VERSION>-67</EDITS_VERSION></EDITS>).
+    source = _corrupt_last_op(tmp_path)
+    out = tmp_path / "existing"
+    out.write_bytes(b"before\x00\xff\n")
+    assert main(["oev", "-p", processor, "-i", str(source), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Transaction is corrupt" in err
+    assert out.read_bytes() == b"before\x00\xff\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([source.name, "existing"])
+    # A run that succeeds replaces it, and leaves no temporary file either.
+    assert main(["oev", "-p", processor, "-i", str(_segment(tmp_path)), "-o", str(out)]) == 0
+    assert b"OP_MKDIR" in out.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([source.name, "existing"])
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("processor", ["xml", "stats"])
+def test_a_truncated_input_creates_no_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture, processor: str
+) -> None:
+    source = _segment(tmp_path)
+    source.write_bytes(source.read_bytes()[:-5])  # the last op cut short
+    out = tmp_path / "out" / "x0.xml"
+    out.parent.mkdir()
+    assert main(["oev", "-p", processor, "-i", str(source), "-o", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and captured.err.startswith("hdfs-py: ")
+    assert "is truncated" in captured.err, captured.err
+    assert list(out.parent.iterdir()) == []  # neither the output nor a temporary file
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("empty", "option"), [("-i", "-i/--inputFile"), ("-o", "-o/--outputFile")])
+def test_an_empty_file_name_is_a_usage_error(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    empty: str,
+    option: str,
+) -> None:
+    # -i '' read the current directory: "hdfs-py: [Errno 21] Is a directory", no path named.
+    source = _segment(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    files = {"-i": str(source), "-o": "-"} | {empty: ""}
+    assert main(["oev", "-i", files["-i"], "-o", files["-o"]]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1, captured.err
+    assert f"argument {option}: the file name is empty" in captured.err
+    assert list(tmp_path.iterdir()) == [source]
 
 
 def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
