@@ -19,6 +19,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from hadoop_qjm.common.daemon_logging import configure_logging, set_conf_dir_in_use
 from hadoop_qjm.common.exceptions import HadoopException, UsageError, one_line_message
@@ -31,6 +32,7 @@ __all__ = [
     "finite_float",
     "installation_conf_dir",
     "load_configuration",
+    "named_path",
     "parse_hdfs_py_options",
     "print_daemon_started",
     "run_command",
@@ -85,6 +87,14 @@ def finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"'{text}' is not a finite number")
     return value
+
+
+def named_path(text: str) -> Path:
+    """An argparse type: a path that is not empty (``Path("")`` is the current directory,
+    where an empty argument must not make a command write or read)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the path is empty")
+    return Path(text)
 
 
 def installation_conf_dir() -> str | None:

@@ -141,7 +141,7 @@ def _reason(error: BaseException) -> str:
 
 def run(argv, conf) -> int:
     """``hdfs-py logtester``."""
-    from hadoop_qjm.common.command_line import CommandParser, finite_float
+    from hadoop_qjm.common.command_line import CommandParser, finite_float, named_path
     from hadoop_qjm.qjournal.client.qjournal_uri import parse_qjournal_uri
 
     parser = CommandParser(prog="hdfs-py logtester", description=__doc__.split("\n\n")[1])
@@ -149,7 +149,7 @@ def run(argv, conf) -> int:
         "--shared-edits", required=True, metavar="URI", help="qjournal://h1:p1;h2:p2;h3:p3/JID"
     )
     parser.add_argument(
-        "--local-dir", required=True, type=Path, help="where acknowledged ops are copied"
+        "--local-dir", required=True, type=named_path, help="where acknowledged ops are copied"
     )
     parser.add_argument(
         "--format", action="store_true", help="format the journal first if it has no data"
@@ -237,17 +237,17 @@ def verify(local_dirs: list[Path], journal_dirs: list[Path]) -> list[str]:
 
 def run_verify(argv, conf) -> int:
     """``hdfs-py logtester-verify``."""
-    from hadoop_qjm.common.command_line import CommandParser
+    from hadoop_qjm.common.command_line import CommandParser, named_path
 
     parser = CommandParser(prog="hdfs-py logtester-verify", description=__doc__.split("\n\n")[2])
     parser.add_argument(
-        "--local-dirs", nargs="+", required=True, type=Path, help="the LogTesters' dirs"
+        "--local-dirs", nargs="+", required=True, type=named_path, help="the LogTesters' dirs"
     )
     parser.add_argument(
         "--journal-dirs",
         nargs="+",
         required=True,
-        type=Path,
+        type=named_path,
         help="each JournalNode's <edits dir>/<jid>",
     )
     args = parser.parse_args(argv)

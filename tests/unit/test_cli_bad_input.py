@@ -38,6 +38,18 @@ def one_line(capsys: pytest.CaptureFixture) -> str:
         (["security", "-bogus"], "unrecognized arguments: -bogus"),
         (["logtester", "--bogus"], "unrecognized arguments: --bogus"),
         (["logtester-verify", "--bogus"], "unrecognized arguments: --bogus"),
+        (
+            ["logtester", "--shared-edits", "qjournal://127.0.0.1:1/j", "--local-dir", ""],
+            "argument --local-dir: the path is empty",
+        ),
+        (
+            ["logtester-verify", "--local-dirs", "", "--journal-dirs", "j"],
+            "argument --local-dirs: the path is empty",
+        ),
+        (
+            ["logtester-verify", "--local-dirs", "l", "--journal-dirs", "j", " "],
+            "argument --journal-dirs: the path is empty",
+        ),
         (["bench", "journalnode", "--seconds", "nan"], "'nan' is not a finite number"),
         (["bench", "qjm", "--seconds", "inf"], "'inf' is not a finite number"),
         (["bench", "qjm", "--slice", "x"], "'x' is not a number"),
