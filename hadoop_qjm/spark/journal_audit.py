@@ -462,6 +462,15 @@ def _nodes(args, parser) -> tuple[list[tuple[str, str, str]], str | None]:
     if args.journal_dirs:
         if len(set(args.journal_dirs)) != len(args.journal_dirs):
             parser.error("a directory is given twice")
+        if args.jid is not None:
+            from hadoop_qjm.qjournal.protocol.rules import validate_journal_id
+
+            try:
+                validate_journal_id(args.jid)
+            except ValueError as e:
+                parser.error(f"--jid: {e}")
+        if any(not d.strip() for d in args.journal_dirs):
+            parser.error("--journal-dirs: an empty directory name")
         return [(d, "dir", d) for d in args.journal_dirs], args.jid
     from hadoop_qjm.qjournal.client.qjournal_uri import parse_qjournal_uri
 

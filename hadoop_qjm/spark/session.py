@@ -27,6 +27,7 @@ import atexit
 import contextlib
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -99,6 +100,13 @@ def require_pyspark() -> None:
         import pyspark  # noqa: F401
     except ImportError:
         raise PysparkMissingError(PYSPARK_MISSING) from None
+
+
+#: The masters SparkContext accepts (its "Master must either be yarn or start with spark,
+#: k8s, or local", and mesos).
+_SPARK_MASTER = re.compile(
+    r"local|local\[[^\]]+\]|local-cluster\[[^\]]+\]|yarn|(spark|k8s|mesos)://\S+"
+)
 
 
 def is_local_master(master: str | None) -> bool:
@@ -314,6 +322,12 @@ def run_job(
         spark_conf = parse_conf_pairs(args.conf)
     except ValueError as e:
         parser.error(str(e))
+    if args.master is not None and not _SPARK_MASTER.fullmatch(args.master):
+        # Spark's own refusal comes as a JVM stack trace on stderr.
+        parser.error(
+            f"--master {args.master!r} is not a Spark master (local, local[N], local[*], "
+            "local-cluster[…], spark://HOST:PORT, yarn, k8s://…, mesos://…)"
+        )
     try:
         require_pyspark()
     except PysparkMissingError as e:
@@ -341,12 +355,18 @@ def join_path(base: str, name: str) -> str:
 
 
 def check_out_dir(out: str, overwrite: bool) -> str | None:
-    """Why a job must not write to ``out`` (a non-empty local directory), or None."""
+    """Why a job must not write to ``out`` (empty, a non-empty local directory, a local
+    path under a file), or None: checked before Spark starts, not after the job ran."""
+    if not out.strip():
+        return "--out is empty"
     if "://" in out and not out.startswith("file://"):
         return None  # Spark itself refuses to overwrite a table without --overwrite
     path = Path(out[len("file://") :] if out.startswith("file://") else out)
     if path.exists() and not path.is_dir():
         return f"{out} exists and is not a directory"
+    above = next((parent for parent in path.absolute().parents if parent.exists()), None)
+    if above is not None and not above.is_dir():
+        return f"{out} cannot be made: {above} is not a directory"
     if not overwrite and path.is_dir() and any(path.iterdir()):
         return f"{out} exists and is not empty (use --overwrite)"
     return None

@@ -3,6 +3,7 @@ malformed command line and 1 otherwise, and nothing started (from a sweep of eve
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -125,13 +126,16 @@ def test_spark_jobs_check_their_numbers_before_starting_spark(
 
 
 def _no_spark(monkeypatch) -> None:
-    """Make starting a Spark job fail the test: these checks come before it."""
+    """Make starting a Spark session fail the test: these checks come before it (run_job's
+    own checks of --master and --out included)."""
     import hadoop_qjm.spark.session as session
 
-    def run_job(*args, **kwargs):
-        raise AssertionError("a Spark job was started")
+    @contextlib.contextmanager
+    def spark_session(*args, **kwargs):
+        pytest.fail("a Spark session was started")
+        yield
 
-    monkeypatch.setattr(session, "run_job", run_job)
+    monkeypatch.setattr(session, "spark_session", spark_session)
 
 
 HUGE = "99999999999999999999"
@@ -158,6 +162,39 @@ def test_fault_campaign_bounds_its_counts_before_starting_spark(
     line = one_line(capsys)
     assert line.startswith("hdfs-py fault-campaign: ") and expected in line, line
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (["--journal-dirs", "/tmp", " "], "--journal-dirs: an empty directory name"),
+        (["--journal-dirs", "/tmp", "--jid", "a/b"], "--jid: bad journal id: a/b"),
+        (["--shared-edits", "qjournal://[::1/j"], "Bad IPv6 address '[::1'"),
+        (["--journal-dirs", "/tmp", "--master", "bogus://x"], "'bogus://x' is not a Spark master"),
+    ],
+    ids=["empty-dir", "bad-jid", "bad-uri", "bad-master"],
+)
+def test_journal_audit_checks_its_sources_before_starting_spark(
+    extra: list[str], expected: str, capsys: pytest.CaptureFixture, tmp_path: Path, monkeypatch
+) -> None:
+    # Each ran the whole Spark job (and wrote --out), or printed a JVM stack trace. (A
+    # directory that cannot be read is the audit's to report: "AUDIT INCOMPLETE".)
+    _no_spark(monkeypatch)
+    out = tmp_path / "out"
+    assert main(["journal-audit", "--out", str(out), *extra]) == 2
+    assert expected in one_line(capsys)
+    assert not out.exists()
+
+
+def test_a_spark_jobs_out_under_a_file_is_refused_before_it_starts(
+    capsys: pytest.CaptureFixture, tmp_path: Path, monkeypatch
+) -> None:
+    _no_spark(monkeypatch)
+    a_file = tmp_path / "f"
+    a_file.write_text("")
+    out = a_file / "out"
+    assert main(["journal-audit", "--journal-dirs", str(tmp_path), "--out", str(out)]) == 1
+    assert one_line(capsys) == f"journal-audit: {out} cannot be made: {a_file} is not a directory"
 
 
 def test_fault_campaign_refuses_a_negative_seed_in_its_seed_file(

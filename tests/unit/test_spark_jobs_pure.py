@@ -165,6 +165,12 @@ def test_command_line_plumbing(tmp_path) -> None:
     assert "not empty" in check_out_dir(str(tmp_path / "full"), False)
     assert check_out_dir(str(tmp_path / "full"), True) is None
     assert check_out_dir("hdfs://nn/out", False) is None
+    # Found before Spark starts, not after the job ran.
+    assert check_out_dir(" ", False) == "--out is empty"
+    a_file = tmp_path / "full" / "f"
+    assert check_out_dir(str(a_file / "x" / "y"), False) == (
+        f"{a_file / 'x' / 'y'} cannot be made: {a_file} is not a directory"
+    )
     assert is_local_master("local[2]") and is_local_master("local")
     assert not is_local_master("spark://h:7077") and not is_local_master("yarn")
 
