@@ -41,6 +41,7 @@ from types import TracebackType
 from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
 
 __all__ = [
+    "blocking_file",
     "AFTER_RENAME",
     "BEFORE_RENAME",
     "AtomicFileWriter",
@@ -88,6 +89,16 @@ def fsync_dir(path: str | os.PathLike[str], *, fsync: FsyncFunction = os.fsync) 
         raise IOException(f"Failed to fsync directory {path}: {e}") from e
     finally:
         os.close(fd)
+
+
+def blocking_file(path: Path) -> Path | None:
+    """What stops ``mkdir -p path``: the nearest of ``path`` and its ancestors that exists,
+    if it is not a directory (a file); None when ``path`` is a directory or can be made.
+    A command checks this before any work, not when it finally creates the directory."""
+    for candidate in (path, *path.absolute().parents):
+        if candidate.exists():
+            return None if candidate.is_dir() else candidate
+    return None
 
 
 def make_dirs_durable(

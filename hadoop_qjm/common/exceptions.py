@@ -36,6 +36,7 @@ __all__ = [
     "always_assert",
     "exception_for_name",
     "register_exception",
+    "trace_if_bug",
 ]
 
 
@@ -170,6 +171,13 @@ class AuthorizationException(AccessControlException):
     """
 
     java_name = "org.apache.hadoop.security.authorize.AuthorizationException"
+
+
+def trace_if_bug(error: BaseException | None) -> BaseException | None:
+    """``exc_info`` for logging ``error``: None for an I/O failure (an OSError, our
+    IOException included: its message says what failed, a stack trace adds only noise),
+    the error itself for anything else (a bug, whose trace is worth having)."""
+    return None if isinstance(error, OSError) else error
 
 
 def one_line_message(error: BaseException) -> str:

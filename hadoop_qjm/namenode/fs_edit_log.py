@@ -37,6 +37,7 @@ from hadoop_qjm.common.exceptions import (
     IllegalStateException,
     IOException,
     one_line_message,
+    trace_if_bug,
 )
 from hadoop_qjm.conf.dfs_config_keys import (
     DFS_NAMENODE_EDITS_SYNC_PIPELINE_DEPTH_DEFAULT,
@@ -588,8 +589,7 @@ class FSEditLog:
         first = self._fatal is None
         if first:
             self._fatal = message
-            # An I/O cause is in the message already; a stack trace only for a bug.
-            LOG.critical(message, exc_info=None if isinstance(cause, OSError) else cause)
+            LOG.critical(message, exc_info=trace_if_bug(cause))
             self.journal_set.abort_all_journals()
             self._cond.notify_all()
             self._terminate_callback(1, message)

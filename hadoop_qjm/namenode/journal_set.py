@@ -27,7 +27,12 @@ from collections.abc import Callable
 from typing import Any
 
 from hadoop_qjm.common.constants import INVALID_TXID
-from hadoop_qjm.common.exceptions import IOException, always_assert, one_line_message
+from hadoop_qjm.common.exceptions import (
+    IOException,
+    always_assert,
+    one_line_message,
+    trace_if_bug,
+)
 from hadoop_qjm.editlog.fs_edit_log_op import FSEditLogOp
 from hadoop_qjm.editlog.journal_manager import JournalManager
 from hadoop_qjm.editlog.redundant_edit_log_input_stream import (
@@ -143,9 +148,8 @@ class JournalSet:
         JournalSetFailure(required=True); an optional one is only logged here (then
         :meth:`disable_failed`)."""
         jas.last_error = error
-        # An I/O failure (a JournalNode down, a quorum not reached, a disk error) is its
-        # message, which names the nodes; a stack trace only for what is not one (a bug).
-        trace = None if isinstance(error, OSError) else error
+        # An I/O failure (a JournalNode down, no quorum, a disk error) is its message.
+        trace = trace_if_bug(error)
         if jas.required:
             message = f"Error: {status} failed for required journal ({jas})"
             LOG.error("%s: %s", message, one_line_message(error), exc_info=trace)

@@ -48,7 +48,7 @@ __all__ = [
     "MAX_PARTITIONS",
     "MAX_SEED",
     "MAX_SEEDS",
-    "count_error",
+    "check_counts",
     "grep_stage",
     "main",
     "read_seed_file",
@@ -412,19 +412,24 @@ def _parser():
     return parser
 
 
-def count_error(option: str, value: int | None, maximum: int) -> str | None:
-    """What is wrong with a count option's ``value`` (None: not given), or None."""
-    if value is not None and not 1 <= value <= maximum:
-        return f"{option} must be between 1 and {maximum}, not {value}"
-    return None
+#: The largest value of each count option (``--seeds`` …), checked by :func:`check_counts`.
+_COUNT_MAXIMA = {"seeds": MAX_SEEDS, "iterations": MAX_ITERATIONS, "partitions": MAX_PARTITIONS}
+
+
+def check_counts(parser, **counts: int | None) -> None:
+    """``parser.error`` (one line, exit 2, before Spark starts) for the first count option
+    given outside 1 … its maximum: ``check_counts(parser, seeds=args.seeds)``; None is
+    an option not given. Shared by ``fault-campaign`` and ``bench campaign``."""
+    for name, value in counts.items():
+        maximum = _COUNT_MAXIMA[name]
+        if value is not None and not 1 <= value <= maximum:
+            parser.error(f"--{name} must be between 1 and {maximum}, not {value}")
 
 
 def _seeds(args, parser) -> tuple[list[int], int | None]:
     """The seeds to run and the first of a range (None for a seed file); a usage error,
     before Spark starts, for a bad count, range or seed file."""
-    problem = count_error("--seeds", args.seeds, MAX_SEEDS)
-    if problem is not None:
-        parser.error(problem)
+    check_counts(parser, seeds=args.seeds)
     if args.seed_file:
         try:
             seeds = read_seed_file(args.seed_file)
@@ -460,13 +465,7 @@ def run(argv: Sequence[str], conf=None) -> int:
 
     parser = _parser()
     args = parser.parse_args(list(argv))
-    for option, value, maximum in (
-        ("--iterations", args.iterations, MAX_ITERATIONS),
-        ("--partitions", args.partitions, MAX_PARTITIONS),
-    ):
-        problem = count_error(option, value, maximum)
-        if problem is not None:
-            parser.error(problem)
+    check_counts(parser, iterations=args.iterations, partitions=args.partitions)
     if args.progress_interval < 0:
         parser.error("--progress-interval must be 0 (none) or positive")
     problem = harness_options_error(args.membership, args.switch_probability, args.pipeline_depth)

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from hadoop_qjm.common.durable import blocking_file
 from hadoop_qjm.common.exceptions import HadoopException
 from hadoop_qjm.conf import config_schema
 
@@ -362,11 +363,11 @@ def check_out_dir(out: str, overwrite: bool) -> str | None:
     if "://" in out and not out.startswith("file://"):
         return None  # Spark itself refuses to overwrite a table without --overwrite
     path = Path(out[len("file://") :] if out.startswith("file://") else out)
-    if path.exists() and not path.is_dir():
-        return f"{out} exists and is not a directory"
-    above = next((parent for parent in path.absolute().parents if parent.exists()), None)
-    if above is not None and not above.is_dir():
-        return f"{out} cannot be made: {above} is not a directory"
+    blocker = blocking_file(path)
+    if blocker is not None:
+        if blocker == path.absolute():
+            return f"{out} exists and is not a directory"
+        return f"{out} cannot be made: {blocker} is not a directory"
     if not overwrite and path.is_dir() and any(path.iterdir()):
         return f"{out} exists and is not empty (use --overwrite)"
     return None

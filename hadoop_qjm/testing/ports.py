@@ -10,8 +10,9 @@ way ("Address already in use").
 :func:`free_ports` therefore picks below the ephemeral range
 (``/proc/sys/net/ipv4/ip_local_port_range``), where the OS never hands out a port by
 itself, and each pytest-xdist worker in a slice of its own, so that two workers never
-pick the same one (each from a random place in its slice onwards); each port chosen is checked free (bound) on every host asked for,
-and all are held until the last is found, so they are distinct.
+pick the same one (each from a random place in its slice onwards); each port chosen is
+checked free (bound) on every host asked for, and all are held until the last is found,
+so they are distinct.
 """
 
 from __future__ import annotations

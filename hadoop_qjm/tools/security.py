@@ -16,7 +16,7 @@ __all__ = ["run"]
 
 
 def run(argv: Sequence[str], conf) -> int:
-    from hadoop_qjm.common.command_line import CommandParser
+    from hadoop_qjm.common.command_line import CommandParser, named_path
 
     parser = CommandParser(
         prog="hdfs-py security",
@@ -27,7 +27,11 @@ def run(argv: Sequence[str], conf) -> int:
         ),
     )
     parser.add_argument(
-        "-generateCerts", metavar="DIR", required=True, help="directory to write (new or empty)"
+        "-generateCerts",
+        metavar="DIR",
+        required=True,
+        type=named_path,
+        help="directory to write (new or empty)",
     )
     parser.add_argument(
         "--hosts",
@@ -46,9 +50,6 @@ def run(argv: Sequence[str], conf) -> int:
     hosts = [h.strip() for h in args.hosts.split(",") if h.strip()]
     if not hosts:
         parser.error("--hosts needs at least one host name")
-
-    if not args.generateCerts:
-        parser.error("-generateCerts needs a directory name (new or empty)")
 
     from hadoop_qjm.common.security.certs import DEFAULT_CLIENT, generate_test_pki
 

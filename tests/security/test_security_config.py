@@ -579,7 +579,7 @@ def test_generate_certs_refuses_an_empty_directory_name(tmp_path, capsys, monkey
     monkeypatch.chdir(tmp_path)
     assert main(["security", "-generateCerts", ""]) == 2
     assert _one_error_line(capsys) == (
-        "hdfs-py security: -generateCerts needs a directory name (new or empty)"
+        "hdfs-py security: argument -generateCerts: the path is empty"
     )
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(IllegalArgumentException, match="The directory name is empty"):

@@ -218,8 +218,9 @@ def test_clients_find_the_namenode() -> None:
         conf.set("fs.defaultFS", default_fs)
         with pytest.raises(ConfigurationError, match='No FileSystem for scheme "'):
             namenode_address(conf)
-    conf.set("fs.defaultFS", "FILE:///")
-    assert namenode_address(conf) == ("nn1", 9000)
+    for default_fs in ("FILE:///", "localhost:8020"):  # (Hadoop's deprecated host:port form)
+        conf.set("fs.defaultFS", default_fs)
+        assert namenode_address(conf) == ("nn1", 9000)
 
 
 def test_the_daemon_binds_rpc_address_else_default_fs() -> None:

@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from hadoop_qjm.common.durable import blocking_file
 from hadoop_qjm.common.exceptions import IllegalArgumentException, IOException
 from hadoop_qjm.common.security.groups import (
     DEFAULT_STATIC_MAPPING_OVERRIDES,
@@ -248,7 +249,7 @@ def _name_error(name: str, what: str, *, host: bool) -> str | None:
     if not _NAME.fullmatch(name):
         return (
             f"Invalid {what} {shown}: use a host name or an IP address "
-            "(letters, digits, '.', '-', ':'), not 'ca' nor a name ending in '-key'"
+            "(letters, digits, '_', '.', '-', ':')"
         )
     if name == "ca" or name.endswith("-key"):
         return f"Invalid {what} {shown}: 'ca' and names ending in '-key' name the PKI's other files"
@@ -271,14 +272,9 @@ def _check_directory(directory: Path, new_or_empty: bool) -> None:
     """Refuse (IOException) a ``directory`` the PKI cannot be written to, before any key is
     made: a file, a path under a file, one holding a CA, or (``new_or_empty``) one that
     holds anything."""
-    if directory.exists() and not directory.is_dir():
-        raise IOException(f"{directory} is not a directory")
-    # mkdir(parents=True) would fail on a file above DIR only once everything is made.
-    for parent in directory.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise IOException(f"{parent} is not a directory")
-            break
+    blocker = blocking_file(directory)
+    if blocker is not None:
+        raise IOException(f"{blocker} is not a directory")
     if (directory / "ca.pem").exists():
         raise IOException(f"{directory} already holds a CA (ca.pem); choose another directory")
     if new_or_empty and directory.is_dir() and any(directory.iterdir()):

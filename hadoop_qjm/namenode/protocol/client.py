@@ -84,8 +84,8 @@ def namenode_address(conf) -> tuple[str, int]:
             return parse_hdfs_uri(default_fs)
         except IllegalArgumentException as e:
             raise ConfigurationError(f"Invalid {keys.FS_DEFAULT_NAME_KEY}: {e}") from None
-    scheme, colon, _ = default_fs.partition(":")
-    if colon and scheme.lower() not in ("file", "hdfs") and "/" not in scheme:
+    scheme, sep, _ = default_fs.partition("://")
+    if sep and scheme.lower() not in ("file", "hdfs"):
         # Hadoop's FileSystem.get: a scheme no FileSystem serves is an error, not a
         # fall-back to dfs.namenode.rpc-address (file:///, Hadoop's default, still is one).
         raise ConfigurationError(

@@ -77,16 +77,9 @@ def run(argv: Sequence[str], conf) -> int:
         help="skip (c), the same seeds in as many plain processes as the master has slots",
     )
     args = parser.parse_args(list(argv))
-    from hadoop_qjm.spark import fault_campaign
+    from hadoop_qjm.spark.fault_campaign import check_counts
 
-    for option, value, most in (  # the fault-campaign command's bounds, before Spark starts
-        ("--seeds", args.seeds, fault_campaign.MAX_SEEDS),
-        ("--iterations", args.iterations, fault_campaign.MAX_ITERATIONS),
-        ("--partitions", args.partitions, fault_campaign.MAX_PARTITIONS),
-    ):
-        problem = fault_campaign.count_error(option, value, most)
-        if problem is not None:
-            parser.error(problem)
+    check_counts(parser, seeds=args.seeds, iterations=args.iterations, partitions=args.partitions)
 
     from hadoop_qjm.spark.session import PysparkMissingError, require_pyspark
 
